@@ -1,0 +1,98 @@
+// Package store is the contract between the mailbox engine and a durable
+// backend. Every backend runs the conformance suite in storetest.
+package store
+
+import (
+	"errors"
+	"time"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// ErrCompacted is returned by EventsSince when events after the requested seq
+// were folded into a snapshot and are no longer in the log.
+var ErrCompacted = errors.New("store: events were compacted away")
+
+// ErrClosed is returned (or passed to done) after Close.
+var ErrClosed = errors.New("store: closed")
+
+// Store keeps the mailbox's events durably.
+//
+// The engine calls Load once, then Append from under its own lock in seq
+// order. The store owns one writer that writes a batch of appended events,
+// syncs once, and then calls each event's done callback, in seq order, from
+// that one goroutine (group commit). The engine applies events to its
+// committed state inside done, so done must be quick and must not call back
+// into the store except through Stats.
+type Store interface {
+	// Load passes every durable event after the latest snapshot to fn in seq
+	// order and returns that snapshot (nil when there is none). A torn last
+	// record is cut off (and kept aside); damage earlier is an error naming
+	// the record and its byte offset.
+	Load(fn func(mailbox.Event) error) (*mailbox.Snapshot, error)
+
+	// Append hands ev to the writer and returns at once. ev.Seq must be one
+	// more than the previous append's (or the last durable seq after Load or
+	// Reset). done is called exactly once: nil when ev is durable, or the
+	// error that means it never will be. Once a write fails, every event
+	// appended until Reset fails too (they were decided on top of the failed
+	// ones) and nothing of the failed batch remains readable.
+	Append(ev mailbox.Event, done func(error))
+
+	// Reset lets appends through again after a failed write. The next append
+	// carries LastSeq()+1. It returns an error while the store still cannot
+	// write.
+	Reset() error
+
+	// LastSeq is the seq of the last durable event (or of the snapshot when no
+	// event follows it).
+	LastSeq() uint64
+
+	// EventsSince returns up to limit durable events with seq > after, in
+	// order. It returns ErrCompacted when the first of them is no longer in
+	// the log.
+	EventsSince(after uint64, limit int) ([]mailbox.Event, error)
+
+	// Compact makes snapshot() the new base and drops the log before it.
+	// snapshot is called by the writer between batches, when every appended
+	// event so far is durable and its done callback has run, so the state it
+	// returns is exactly the durable state. A crash at any point of Compact
+	// loses nothing.
+	Compact(snapshot func() *mailbox.Snapshot) (mailbox.CompactOutcome, error)
+
+	// Stats reports sizes and writer figures for metrics and for the
+	// engine's automatic-compaction policy.
+	Stats() Stats
+
+	// Close writes and syncs everything appended so far, calls every
+	// pending done, and releases the files. Appends after Close fail with
+	// ErrClosed.
+	Close() error
+}
+
+// SyncBuckets are the upper bounds of the sync-latency histogram buckets.
+var SyncBuckets = []time.Duration{
+	250 * time.Microsecond, 500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond,
+	5 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 250 * time.Millisecond, time.Second,
+}
+
+// Stats are a store's figures since it was opened.
+type Stats struct {
+	LastSeq uint64
+	// LogBytes is the size of the log after the latest snapshot; SnapshotBytes
+	// the size of that snapshot (0 without one). Their ratio drives automatic
+	// compaction.
+	LogBytes      int64
+	SnapshotBytes int64
+	// EventsAppended counts durable events; Batches counts syncs (group commits).
+	EventsAppended uint64
+	Batches        uint64
+	// SyncSeconds is the total time spent syncing; SyncBucketCounts[i] counts
+	// syncs no slower than SyncBuckets[i] (not cumulative), the last slot
+	// counts the slower ones.
+	SyncSeconds      float64
+	SyncBucketCounts []uint64
+	WriteErrors      uint64
+	Compactions      uint64
+}

@@ -1,0 +1,136 @@
+package mailbox
+
+import "strconv"
+
+// The Decide functions check a request against the state and return the
+// event that carries it out. They change nothing: the caller appends the
+// event durably and then applies it, holding one lock across check and write
+// so that two requests racing for the same lease cannot both pass.
+
+// DecideSend checks a normalized task and returns its task_sent event.
+func (s *State) DecideSend(t Task, nowMs int64) (Event, error) {
+	if old, dup := s.tasks[t.ID]; dup {
+		return Event{}, &Error{Code: CodeConflict, Message: "id: task " + t.ID + " was already sent (it is " + old.State + "); send a new task with a new id",
+			Details: &ErrorDetails{Field: "id", TaskState: old.State}}
+	}
+	return Event{AtMs: nowMs, Type: EventTaskSent, Task: &t}, nil
+}
+
+// DecideLease returns the task_leased event for the oldest task queued for
+// recipient (or the oldest overall when recipient is ""), or ok=false when
+// there is none. leasedTo names the agent taking the lease.
+func (s *State) DecideLease(recipient, leasedTo, leaseID string, nowMs int64) (ev Event, ok bool) {
+	var t *taskRec
+	if recipient == "" {
+		t, ok = s.queued.Peek()
+	} else if h := s.byRecipient[recipient]; h != nil {
+		t, ok = h.Peek()
+	}
+	if !ok {
+		return Event{}, false
+	}
+	if leasedTo == "" {
+		leasedTo = t.Task.Recipient
+	}
+	return Event{AtMs: nowMs, Type: EventTaskLeased, TaskID: t.Task.ID, LeaseID: leaseID, LeasedTo: leasedTo, Attempt: t.Attempt + 1}, true
+}
+
+// LeaseOf returns the lease a task_leased event granted, with its task.
+func (s *State) LeaseOf(ev Event) (Task, Lease) {
+	t := s.tasks[ev.TaskID]
+	return t.Task, Lease{LeaseID: ev.LeaseID, Attempt: ev.Attempt, LeasedAtMs: ev.AtMs}
+}
+
+// inFlight returns the task if it is leased and, when leaseID is given, if
+// leaseID is its current lease; otherwise a not_found or conflict error.
+func (s *State) inFlightTask(taskID, leaseID, doing string) (*taskRec, error) {
+	t, ok := s.tasks[taskID]
+	if !ok {
+		return nil, &Error{Code: CodeNotFound, Message: "task_id: task " + taskID + " was never sent through this daemon (or was drained long ago and forgotten)",
+			Details: &ErrorDetails{Field: "task_id"}}
+	}
+	if t.State != TaskInFlight {
+		why := map[string]string{
+			TaskQueued:        "it is queued and not leased (it may have been requeued)",
+			TaskResultPending: "it already has a result waiting for its sender",
+			TaskDone:          "it is already resolved and its result was drained",
+		}[t.State]
+		return nil, &Error{Code: CodeConflict, Message: "cannot " + doing + " task " + taskID + ": " + why,
+			Details: &ErrorDetails{TaskState: t.State, Attempt: t.Attempt}}
+	}
+	if leaseID != "" && leaseID != t.LeaseID {
+		return nil, &Error{Code: CodeConflict,
+			Message: "lease_id: cannot " + doing + " task " + taskID + " under lease " + leaseID + ": the current lease is " + t.LeaseID + " (held by " + t.LeasedTo + ", attempt " + strconv.Itoa(t.Attempt) + ")",
+			Details: &ErrorDetails{Field: "lease_id", ExpectedLeaseID: leaseID, ActualLeaseID: t.LeaseID, LeasedTo: t.LeasedTo, LeasedAtMs: t.LeasedAtMs, Attempt: t.Attempt, TaskState: t.State}}
+	}
+	return t, nil
+}
+
+// DecidePostResult checks a normalized result and returns its result_posted event.
+func (s *State) DecidePostResult(r Result, nowMs int64) (Event, error) {
+	t, err := s.inFlightTask(r.TaskID, r.LeaseID, "post a result for")
+	if err != nil {
+		return Event{}, err
+	}
+	r.LeaseID = t.LeaseID
+	return Event{AtMs: nowMs, Type: EventResultPosted, TaskID: t.Task.ID, LeaseID: t.LeaseID, LeasedTo: t.LeasedTo, Attempt: t.Attempt, Result: &r}, nil
+}
+
+// DecideDrain returns the result_drained event for the oldest result pending
+// for sender (or overall when sender is ""), or ok=false when there is none.
+func (s *State) DecideDrain(sender string, nowMs int64) (ev Event, res PendingResult, ok bool) {
+	var r *resultRec
+	if sender == "" {
+		r, ok = s.resultsAll.Peek()
+	} else if h := s.bySender[sender]; h != nil {
+		r, ok = h.Peek()
+	}
+	if !ok {
+		return Event{}, PendingResult{}, false
+	}
+	attempt := 0
+	if t := s.tasks[r.TaskID]; t != nil {
+		attempt = t.Attempt
+	}
+	return Event{AtMs: nowMs, Type: EventResultDrained, TaskID: r.TaskID, Attempt: attempt}, r.PendingResult, true
+}
+
+// DecideRepair checks a normalized repair request made by principal and
+// returns the event that carries it out.
+func (s *State) DecideRepair(req RepairRequest, principal string, nowMs int64) (Event, error) {
+	c := req.Command
+	doing := map[string]string{ActionRequeue: "requeue", ActionForceError: "force an error on"}[c.Action]
+	t, err := s.inFlightTask(req.TaskID, c.LeaseID, doing)
+	if err != nil {
+		return Event{}, err
+	}
+	ev := Event{AtMs: nowMs, TaskID: t.Task.ID, LeaseID: t.LeaseID, LeasedTo: t.LeasedTo, Attempt: t.Attempt, Principal: principal, Reason: req.Reason}
+	switch c.Action {
+	case ActionRequeue:
+		if c.DuplicateRisk == RiskIdempotent && !t.Task.Idempotent() {
+			return Event{}, Invalidf("command.duplicate_risk",
+				"command.duplicate_risk: got \"idempotent\", but task %s is %s; requeue it with \"operator_accepted\" to accept that the work may run twice", t.Task.ID, t.Task.DuplicateSafety())
+		}
+		ev.Type, ev.DuplicateRisk = EventTaskRequeued, c.DuplicateRisk
+	case ActionForceError:
+		ev.Type = EventTaskForceErrored
+		ev.Result = &Result{TaskID: t.Task.ID, Status: StatusError, Content: []Content{}, ErrorMessage: c.Message, LeaseID: t.LeaseID}
+	}
+	return ev, nil
+}
+
+// RepairOutcomeOf describes what an applied repair event did.
+func (s *State) RepairOutcomeOf(ev Event) RepairOutcome {
+	out := RepairOutcome{TaskID: ev.TaskID, Attempt: ev.Attempt}
+	switch ev.Type {
+	case EventTaskRequeued:
+		out.Action, out.State = OutcomeRequeued, TaskQueued
+	case EventTaskForceErrored:
+		out.Action, out.State = OutcomeForcedError, TaskResultPending
+		if r, ok := s.results[ev.TaskID]; ok {
+			pr := r.PendingResult
+			out.Result = &pr
+		}
+	}
+	return out
+}

@@ -1,0 +1,129 @@
+package mailbox
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error codes. They are part of the wire: every error body carries one.
+const (
+	CodeInvalid      = "invalid"
+	CodeNotFound     = "not_found"
+	CodeConflict     = "conflict"
+	CodeUnauthorized = "unauthorized"
+	CodeForbidden    = "forbidden"
+	CodeTooLarge     = "too_large"
+	CodeUnavailable  = "unavailable"
+	CodeInternal     = "internal"
+)
+
+// codeStatus is the one table mapping error codes to HTTP statuses; the
+// server uses it to answer and the client uses it to recognise answers.
+var codeStatus = map[string]int{
+	CodeInvalid:      http.StatusBadRequest,
+	CodeNotFound:     http.StatusNotFound,
+	CodeConflict:     http.StatusConflict,
+	CodeUnauthorized: http.StatusUnauthorized,
+	CodeForbidden:    http.StatusForbidden,
+	CodeTooLarge:     http.StatusRequestEntityTooLarge,
+	CodeUnavailable:  http.StatusServiceUnavailable,
+	CodeInternal:     http.StatusInternalServerError,
+}
+
+// HTTPStatus returns the HTTP status for an error code (500 for unknown codes).
+func HTTPStatus(code string) int {
+	if s, ok := codeStatus[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// CodeForStatus returns the error code that HTTPStatus maps to status, or
+// CodeInternal when no code does.
+func CodeForStatus(status int) string {
+	for c, s := range codeStatus {
+		if s == status {
+			return c
+		}
+	}
+	return CodeInternal
+}
+
+// ErrorDetails carries the machine-readable facts behind an error. Only the
+// fields that apply are set.
+type ErrorDetails struct {
+	Field string `json:"field,omitempty"`
+	// Lease-guard conflicts: which lease the caller saw and which is current.
+	ExpectedLeaseID string `json:"expected_lease_id,omitempty"`
+	ActualLeaseID   string `json:"actual_lease_id,omitempty"`
+	LeasedTo        string `json:"leased_to,omitempty"`
+	LeasedAtMs      int64  `json:"leased_at_ms,omitempty"`
+	Attempt         int    `json:"attempt,omitempty"`
+	// TaskState is the task's current state when a request did not fit it.
+	TaskState string `json:"task_state,omitempty"`
+	// Capability is the capability a forbidden request lacked.
+	Capability string `json:"capability,omitempty"`
+}
+
+// Error is the application error: a code, a message for people that names the
+// field, the value and what was expected, and optional details. Anything that
+// is not an *Error is reported to callers as internal and logged, never shown raw.
+type Error struct {
+	Code    string        `json:"code"`
+	Message string        `json:"message"`
+	Details *ErrorDetails `json:"details,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Is makes errors.Is(err, mailbox.ErrConflict) true for every conflict.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Message == "" && t.Code == e.Code
+}
+
+// Sentinels for errors.Is; compare codes only.
+var (
+	ErrInvalid      = &Error{Code: CodeInvalid}
+	ErrNotFound     = &Error{Code: CodeNotFound}
+	ErrConflict     = &Error{Code: CodeConflict}
+	ErrUnauthorized = &Error{Code: CodeUnauthorized}
+	ErrForbidden    = &Error{Code: CodeForbidden}
+	ErrTooLarge     = &Error{Code: CodeTooLarge}
+	ErrUnavailable  = &Error{Code: CodeUnavailable}
+	ErrInternal     = &Error{Code: CodeInternal}
+)
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalidf returns an invalid-input error that names the field.
+func Invalidf(field, format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...), Details: &ErrorDetails{Field: field}}
+}
+
+// ErrorCode returns the code of an application error, or CodeInternal.
+func ErrorCode(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// ErrorMessage returns the message of an application error, or a generic
+// message for anything else so internal details never leak to callers.
+func ErrorMessage(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error; see the daemon log"
+}

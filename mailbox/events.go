@@ -1,0 +1,89 @@
+package mailbox
+
+// Event types. Names are part of the wire and of the log.
+const (
+	EventTaskSent         = "task_sent"
+	EventTaskLeased       = "task_leased"
+	EventResultPosted     = "result_posted"
+	EventResultDrained    = "result_drained"
+	EventTaskRequeued     = "task_requeued"
+	EventTaskForceErrored = "task_force_errored"
+	// EventSnapshot is sent only over SSE: the whole state at Seq.
+	EventSnapshot = "snapshot"
+)
+
+// Event is one change to the mailbox. The same value is written to the log,
+// applied to State and pushed to consoles; only the fields of its type are set.
+type Event struct {
+	Seq  uint64 `json:"seq"`
+	AtMs int64  `json:"at_ms"`
+	Type string `json:"type"`
+
+	// task_sent
+	Task *Task `json:"task,omitempty"`
+	// every other task event
+	TaskID string `json:"task_id,omitempty"`
+	// task_leased: the new lease; repairs: the lease that was repaired.
+	LeaseID  string `json:"lease_id,omitempty"`
+	LeasedTo string `json:"leased_to,omitempty"`
+	// Attempt is the task's attempt counter after the event.
+	Attempt int `json:"attempt,omitempty"`
+	// result_posted and task_force_errored: the result queued for the sender.
+	Result *Result `json:"result,omitempty"`
+	// Repairs: who, why, and with which duplicate-work posture.
+	Principal     string `json:"principal,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	DuplicateRisk string `json:"duplicate_risk,omitempty"`
+
+	// snapshot (SSE only)
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
+}
+
+// Task lifecycle states as the state keeps them.
+const (
+	TaskQueued        = "queued"
+	TaskInFlight      = "in_flight"
+	TaskResultPending = "result_pending"
+	TaskDone          = "done"
+)
+
+// HistoryEntry is one step in a task's life: sent, leased, resulted,
+// requeued, force-errored, drained.
+type HistoryEntry struct {
+	Seq           uint64 `json:"seq"`
+	AtMs          int64  `json:"at_ms"`
+	Type          string `json:"type"`
+	LeaseID       string `json:"lease_id,omitempty"`
+	LeasedTo      string `json:"leased_to,omitempty"`
+	Attempt       int    `json:"attempt"`
+	Principal     string `json:"principal,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	DuplicateRisk string `json:"duplicate_risk,omitempty"`
+	Status        string `json:"status,omitempty"`
+}
+
+// TaskRecord is everything the mailbox knows about one task.
+type TaskRecord struct {
+	Task       Task   `json:"task"`
+	State      string `json:"state"`
+	Attempt    int    `json:"attempt"`
+	SentAtMs   int64  `json:"sent_at_ms"`
+	QueuedAtMs int64  `json:"queued_at_ms"`
+	// SendSeq orders the queue: a requeued task keeps its place as the one
+	// that has waited longest.
+	SendSeq    uint64         `json:"send_seq"`
+	LeaseID    string         `json:"lease_id,omitempty"`
+	LeasedTo   string         `json:"leased_to,omitempty"`
+	LeasedAtMs int64          `json:"leased_at_ms,omitempty"`
+	DoneAtMs   int64          `json:"done_at_ms,omitempty"`
+	History    []HistoryEntry `json:"history,omitempty"`
+}
+
+// Snapshot is the whole state at Seq: every task the state remembers in send
+// order and every pending result in post order.
+type Snapshot struct {
+	Seq     uint64          `json:"seq"`
+	AtMs    int64           `json:"at_ms"`
+	Tasks   []TaskRecord    `json:"tasks"`
+	Results []PendingResult `json:"results"`
+}

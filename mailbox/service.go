@@ -1,0 +1,73 @@
+package mailbox
+
+import "context"
+
+// Service is the mailbox as the HTTP API and in-process callers use it. The
+// daemon's engine implements it.
+type Service interface {
+	// Send queues a task (its ID set and normalized by the caller or assigned
+	// by the service when empty) and returns its id.
+	Send(ctx context.Context, t Task) (TaskQueuedResponse, error)
+	// Lease leases the oldest task queued for recipient ("" = any recipient).
+	// Both results are nil when nothing is queued.
+	Lease(ctx context.Context, recipient string) (*Task, *Lease, error)
+	PostResult(ctx context.Context, r Result) error
+	// Drain takes the oldest result pending for sender ("" = any sender);
+	// nil when none is pending.
+	Drain(ctx context.Context, sender string) (*PendingResult, error)
+	RecentTasks(ctx context.Context, limit int) ([]Task, error)
+	RecentResults(ctx context.Context, limit int) ([]PendingResult, error)
+	Queue(ctx context.Context, f QueueFilter) (QueueView, error)
+	Repair(ctx context.Context, req RepairRequest) (RepairOutcome, error)
+	Compact(ctx context.Context) (CompactOutcome, error)
+	// Subscribe streams events. With after == nil the first event is a
+	// snapshot; otherwise the events after *after follow (or a snapshot when
+	// they were compacted away).
+	Subscribe(ctx context.Context, after *uint64) (Subscription, error)
+	Stats() ServiceStats
+}
+
+// Subscription is a live feed of committed events.
+type Subscription interface {
+	// Events delivers events in seq order; it is closed when the
+	// subscription ends.
+	Events() <-chan Event
+	// Err says why Events was closed: ErrSlowSubscriber, the context's
+	// error, or nil after Close.
+	Err() error
+	Close()
+}
+
+// ErrSlowSubscriber ends a subscription whose buffer overflowed; the
+// subscriber reconnects with its last seq and catches up from the log.
+var ErrSlowSubscriber = &Error{Code: CodeUnavailable, Message: "subscriber fell behind and was disconnected; reconnect with Last-Event-ID to catch up"}
+
+// ServiceStats are the figures /metrics exports.
+type ServiceStats struct {
+	Counts
+	LastSeq          uint64
+	EventsAppended   uint64
+	FsyncBatches     uint64
+	FsyncSeconds     float64
+	FsyncBucketSecs  []float64 // upper bounds
+	FsyncBucketCount []uint64  // per bucket, not cumulative; last slot is +Inf
+	WriteErrors      uint64
+	Compactions      uint64
+	LogBytes         int64
+	SnapshotBytes    int64
+	Subscribers      int
+	SubscribersCut   uint64
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns a context that carries who is making the request.
+func WithPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
+// PrincipalFrom returns the principal in ctx, or "" when there is none.
+func PrincipalFrom(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}

@@ -1,0 +1,213 @@
+package mailbox
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// Input bounds. They keep one request from growing the log or state without
+// limit; the HTTP layer also caps whole bodies at MaxBodyBytes.
+const (
+	MaxAgentIDBytes = 256
+	MaxKindBytes    = 256
+	MaxKeyBytes     = 512
+	MaxReasonBytes  = 4096
+	MaxBodyBytes    = 1 << 20
+)
+
+// CanonicalUUID returns id in canonical lowercase form, or an invalid-input
+// error naming field when id is not a UUID.
+func CanonicalUUID(field, id string) (string, error) {
+	u, err := uuid.Parse(id)
+	if err != nil || len(id) != 36 {
+		return "", Invalidf(field, "%s: got %s, expected a UUID such as 6f9619ff-8b86-4d11-b42d-00c04fc964ff", field, quote(id))
+	}
+	return u.String(), nil
+}
+
+// ValidateAgentID checks an agent id: non-empty, printable, no spaces.
+func ValidateAgentID(field, v string) error {
+	switch {
+	case v == "":
+		return Invalidf(field, "%s: got \"\", expected a non-empty agent id such as planner@local", field)
+	case len(v) > MaxAgentIDBytes:
+		return Invalidf(field, "%s: got %d bytes, expected an agent id of at most %d bytes", field, len(v), MaxAgentIDBytes)
+	case !utf8.ValidString(v):
+		return Invalidf(field, "%s: got invalid UTF-8, expected an agent id such as planner@local", field)
+	}
+	for _, r := range v {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return Invalidf(field, "%s: got %s, expected an agent id without spaces or control characters, such as planner@local", field, quote(v))
+		}
+	}
+	return nil
+}
+
+func nonBlank(field, v, what string) error {
+	if strings.TrimSpace(v) == "" {
+		return Invalidf(field, "%s: got %s, expected %s", field, quote(v), what)
+	}
+	if !utf8.ValidString(v) {
+		return Invalidf(field, "%s: got invalid UTF-8, expected %s", field, what)
+	}
+	return nil
+}
+
+// NormalizeTask validates a task as sent by a client and returns it with its
+// ids in canonical form. The id must already be set (the daemon assigns one
+// when the client does not).
+func NormalizeTask(t Task) (Task, error) {
+	var err error
+	if t.ID, err = CanonicalUUID("id", t.ID); err != nil {
+		return t, err
+	}
+	if err := ValidateAgentID("sender", t.Sender); err != nil {
+		return t, err
+	}
+	if err := ValidateAgentID("recipient", t.Recipient); err != nil {
+		return t, err
+	}
+	if err := nonBlank("intent_text", t.IntentText, "a non-empty description of the work"); err != nil {
+		return t, err
+	}
+	if t.TaskKind != nil {
+		k := *t.TaskKind
+		if err := nonBlank("task_kind", k, "a non-empty kind such as \"summarize\", or no task_kind at all"); err != nil {
+			return t, err
+		}
+		if len(k) > MaxKindBytes {
+			return t, Invalidf("task_kind", "task_kind: got %d bytes, expected at most %d", len(k), MaxKindBytes)
+		}
+	}
+	if t.Parent != "" {
+		if t.Parent, err = CanonicalUUID("parent", t.Parent); err != nil {
+			return t, err
+		}
+		if t.Parent == t.ID {
+			return t, Invalidf("parent", "parent: got %s, the task's own id; expected the id of another task", quote(t.Parent))
+		}
+	}
+	if t.DeadlineMs != nil && *t.DeadlineMs <= 0 {
+		return t, Invalidf("deadline_ms", "deadline_ms: got %d, expected absolute unix milliseconds (a positive number)", *t.DeadlineMs)
+	}
+	if t.Idempotency != nil {
+		switch t.Idempotency.DuplicateSafety {
+		case DuplicateUnsafe, DuplicateIdempotent:
+		default:
+			return t, Invalidf("idempotency.duplicate_safety", "idempotency.duplicate_safety: got %s, expected \"unsafe\" or \"idempotent\"", quote(t.Idempotency.DuplicateSafety))
+		}
+		if err := nonBlank("idempotency.key", t.Idempotency.Key, "a non-empty key when idempotency is given"); err != nil {
+			return t, err
+		}
+		if len(t.Idempotency.Key) > MaxKeyBytes {
+			return t, Invalidf("idempotency.key", "idempotency.key: got %d bytes, expected at most %d", len(t.Idempotency.Key), MaxKeyBytes)
+		}
+	}
+	return t, nil
+}
+
+// NormalizeResult validates a posted result and returns it with canonical ids.
+func NormalizeResult(r Result) (Result, error) {
+	var err error
+	if r.TaskID, err = CanonicalUUID("task_id", r.TaskID); err != nil {
+		return r, err
+	}
+	switch r.Status {
+	case StatusOK, StatusError, StatusPartial:
+	default:
+		return r, Invalidf("status", "status: got %s, expected \"ok\", \"error\" or \"partial\"", quote(r.Status))
+	}
+	for i, c := range r.Content {
+		field := "content[" + strconv.Itoa(i) + "]"
+		switch c.Type {
+		case ContentText:
+			if len(c.Value) != 0 {
+				return r, Invalidf(field+".value", "%s.value: a text part carries \"text\", not \"value\"", field)
+			}
+			if !utf8.ValidString(c.Text) {
+				return r, Invalidf(field+".text", "%s.text: got invalid UTF-8, expected text", field)
+			}
+		case ContentJSON:
+			if len(c.Value) == 0 {
+				return r, Invalidf(field+".value", "%s.value: missing, expected a JSON value for a part of type \"json\"", field)
+			}
+			if c.Text != "" {
+				return r, Invalidf(field+".text", "%s.text: a json part carries \"value\", not \"text\"", field)
+			}
+			if !json.Valid(c.Value) {
+				return r, Invalidf(field+".value", "%s.value: not valid JSON", field)
+			}
+		default:
+			return r, Invalidf(field+".type", "%s.type: got %s, expected \"text\" or \"json\"", field, quote(c.Type))
+		}
+	}
+	if r.Content == nil {
+		r.Content = []Content{}
+	}
+	if !utf8.ValidString(r.ErrorMessage) {
+		return r, Invalidf("error_message", "error_message: got invalid UTF-8, expected text")
+	}
+	if r.LeaseID != "" {
+		if r.LeaseID, err = CanonicalUUID("lease_id", r.LeaseID); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// NormalizeRepair validates a repair request and returns it with canonical ids.
+func NormalizeRepair(req RepairRequest) (RepairRequest, error) {
+	var err error
+	if req.TaskID, err = CanonicalUUID("task_id", req.TaskID); err != nil {
+		return req, err
+	}
+	if err := nonBlank("reason", req.Reason, "a non-empty reason saying why this repair is made"); err != nil {
+		return req, err
+	}
+	if len(req.Reason) > MaxReasonBytes {
+		return req, Invalidf("reason", "reason: got %d bytes, expected at most %d", len(req.Reason), MaxReasonBytes)
+	}
+	c := &req.Command
+	if c.LeaseID != "" {
+		if c.LeaseID, err = CanonicalUUID("command.lease_id", c.LeaseID); err != nil {
+			return req, err
+		}
+	}
+	switch c.Action {
+	case ActionRequeue:
+		switch c.DuplicateRisk {
+		case RiskIdempotent, RiskOperatorAccepted:
+		default:
+			return req, Invalidf("command.duplicate_risk", "command.duplicate_risk: got %s, expected \"idempotent\" or \"operator_accepted\" (a requeue must state its duplicate-work posture)", quote(c.DuplicateRisk))
+		}
+		if c.Message != "" {
+			return req, Invalidf("command.message", "command.message: not allowed with action \"requeue\" (only force_error posts a message)")
+		}
+	case ActionForceError:
+		if err := nonBlank("command.message", c.Message, "a non-empty error message for the sender"); err != nil {
+			return req, err
+		}
+		if c.DuplicateRisk != "" {
+			return req, Invalidf("command.duplicate_risk", "command.duplicate_risk: not allowed with action \"force_error\" (only requeue states a posture)")
+		}
+	default:
+		return req, Invalidf("command.action", "command.action: got %s, expected \"requeue\" or \"force_error\"", quote(c.Action))
+	}
+	return req, nil
+}
+
+// ValidateLimit checks a list limit: 0 means the default.
+func ValidateLimit(field string, n int) (int, error) {
+	switch {
+	case n == 0:
+		return DefaultLimit, nil
+	case n < 0 || n > MaxLimit:
+		return 0, Invalidf(field, "%s: got %d, expected a number from 1 to %d", field, n, MaxLimit)
+	}
+	return n, nil
+}
