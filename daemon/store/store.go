@@ -25,18 +25,25 @@ var ErrClosed = errors.New("store: closed")
 // committed state inside done, so done must be quick and must not call back
 // into the store except through Stats.
 type Store interface {
-	// Load passes every durable event after the latest snapshot to fn in seq
-	// order and returns that snapshot (nil when there is none). A torn last
-	// record is cut off (and kept aside); damage earlier is an error naming
-	// the record and its byte offset.
-	Load(fn func(mailbox.Event) error) (*mailbox.Snapshot, error)
+	// Load passes the durable state to fn in seq order: first the latest
+	// snapshot as an event of type "snapshot" (when there is one), then every
+	// durable event after it. A torn last record is cut off (and kept aside);
+	// damage earlier is an error naming the record and its byte offset.
+	// (CHANGED: Load used to return the snapshot after the events, which made
+	// replay impossible without buffering every event.)
+	Load(fn func(mailbox.Event) error) error
 
-	// Append hands ev to the writer and returns at once. ev.Seq must be one
+	// Append hands ev to the writer and returns at once; it never blocks on
+	// I/O. ev.Seq must be one
 	// more than the previous append's (or the last durable seq after Load or
 	// Reset). done is called exactly once: nil when ev is durable, or the
 	// error that means it never will be. Once a write fails, every event
 	// appended until Reset fails too (they were decided on top of the failed
-	// ones) and nothing of the failed batch remains readable.
+	// ones) and nothing of the failed batch remains readable. The store
+	// enters that failed mode before it calls the first failing done, and
+	// while failed, Append calls done(err) itself before returning, so no
+	// event decided on top of a failed one can still be queued when Reset
+	// runs.
 	Append(ev mailbox.Event, done func(error))
 
 	// Reset lets appends through again after a failed write. The next append
