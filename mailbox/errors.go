@@ -16,6 +16,8 @@ const (
 	CodeTooLarge     = "too_large"
 	CodeUnavailable  = "unavailable"
 	CodeInternal     = "internal"
+	// CodeMethodNotAllowed answers a known path called with the wrong method.
+	CodeMethodNotAllowed = "method_not_allowed"
 )
 
 // codeStatus is the one table mapping error codes to HTTP statuses; the
@@ -29,6 +31,8 @@ var codeStatus = map[string]int{
 	CodeTooLarge:     http.StatusRequestEntityTooLarge,
 	CodeUnavailable:  http.StatusServiceUnavailable,
 	CodeInternal:     http.StatusInternalServerError,
+
+	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
 }
 
 // HTTPStatus returns the HTTP status for an error code (500 for unknown codes).
