@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// hub fans committed events out to subscribers. Publishing never blocks:
+// each subscriber has a bounded buffer, and one that overflows is cut off
+// so a stalled console can never delay the writer or other consoles.
+type hub struct {
+	mu   sync.Mutex
+	subs map[*subscription]struct{}
+	cut  atomic.Uint64
+}
+
+func newHub() *hub { return &hub{subs: make(map[*subscription]struct{})} }
+
+func (h *hub) publish(ev mailbox.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs {
+		select {
+		case s.live <- ev:
+		default:
+			h.cut.Add(1)
+			h.endLocked(s, mailbox.ErrSlowSubscriber)
+		}
+	}
+}
+
+func (h *hub) add(s *subscription) {
+	h.mu.Lock()
+	h.subs[s] = struct{}{}
+	h.mu.Unlock()
+}
+
+func (h *hub) end(s *subscription, err error) {
+	h.mu.Lock()
+	h.endLocked(s, err)
+	h.mu.Unlock()
+}
+
+// endLocked closes the live channel under h.mu, the same lock publish sends
+// under, so nothing is ever sent on a closed channel.
+func (h *hub) endLocked(s *subscription, err error) {
+	if _, ok := h.subs[s]; !ok {
+		return
+	}
+	delete(h.subs, s)
+	s.setErr(err)
+	close(s.live)
+}
+
+func (h *hub) closeAll() {
+	h.mu.Lock()
+	for s := range h.subs {
+		h.endLocked(s, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down"))
+	}
+	h.mu.Unlock()
+}
+
+func (h *hub) stats() (subs int, cut uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs), h.cut.Load()
+}
+
+type subscription struct {
+	hub    *hub
+	live   chan mailbox.Event // filled by publish, bounded
+	out    chan mailbox.Event // what the subscriber reads
+	cancel context.CancelFunc
+
+	errMu sync.Mutex
+	err   error
+}
+
+func (s *subscription) Events() <-chan mailbox.Event { return s.out }
+
+func (s *subscription) Err() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err
+}
+
+func (s *subscription) setErr(err error) {
+	s.errMu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.errMu.Unlock()
+}
+
+func (s *subscription) Close() { s.cancel() }
+
+// Subscribe registers a subscriber at the current durable seq, under the
+// same lock events are published under, so it sees every later event once.
+// A subscriber without a position, or one claiming a position the mailbox
+// never reached, or one too far behind, starts from a snapshot; otherwise it
+// is replayed the events it missed from the log.
+func (e *Engine) Subscribe(ctx context.Context, after *uint64) (mailbox.Subscription, error) {
+	if e.closed.Load() {
+		return nil, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &subscription{hub: e.hub, live: make(chan mailbox.Event, e.opts.SubscriberBuffer), out: make(chan mailbox.Event), cancel: cancel}
+
+	e.cmu.RLock()
+	base := e.committed.Seq
+	var snap *mailbox.Snapshot
+	if after == nil || *after > base || base-*after > e.opts.ReplaySnapshotGap {
+		snap = e.committed.Snapshot(e.opts.Now().UnixMilli())
+	}
+	e.hub.add(s)
+	e.cmu.RUnlock()
+
+	from := base
+	if snap == nil {
+		from = *after
+	}
+	go e.pump(ctx, s, snap, from, base)
+	return s, nil
+}
+
+// pump delivers a subscriber's catch-up (snapshot or replay) and then its
+// live events, dropping live events the catch-up already covered.
+func (e *Engine) pump(ctx context.Context, s *subscription, snap *mailbox.Snapshot, from, base uint64) {
+	defer close(s.out)
+	defer s.cancel()
+	send := func(ev mailbox.Event) bool {
+		select {
+		case s.out <- ev:
+			return true
+		case <-ctx.Done():
+			e.hub.end(s, ctx.Err())
+			return false
+		}
+	}
+	sendSnapshot := func(snap *mailbox.Snapshot) bool {
+		return send(mailbox.Event{Seq: snap.Seq, AtMs: snap.AtMs, Type: mailbox.EventSnapshot, Snapshot: snap})
+	}
+	last := from
+	if snap != nil {
+		if !sendSnapshot(snap) {
+			return
+		}
+		last = snap.Seq
+	}
+	for last < base {
+		evs, err := e.st.EventsSince(last, 1024)
+		if errors.Is(err, store.ErrCompacted) {
+			snap := e.snapshot()
+			if !sendSnapshot(snap) {
+				return
+			}
+			last = snap.Seq
+			break
+		}
+		if err != nil || len(evs) == 0 {
+			if err == nil {
+				err = errors.New("log ended before the subscriber's position")
+			}
+			e.log.Error("replaying events for a subscriber", "after", last, "err", err)
+			e.hub.end(s, mailbox.Errorf(mailbox.CodeInternal, "replaying the log failed"))
+			return
+		}
+		for _, ev := range evs {
+			if !send(ev) {
+				return
+			}
+			last = ev.Seq
+		}
+	}
+	for {
+		select {
+		case ev, ok := <-s.live:
+			if !ok {
+				return
+			}
+			if ev.Seq <= last {
+				continue
+			}
+			if ev.Seq != last+1 {
+				e.hub.end(s, mailbox.Errorf(mailbox.CodeInternal, "subscriber missed events %d..%d; reconnect to catch up", last+1, ev.Seq-1))
+				return
+			}
+			if !send(ev) {
+				return
+			}
+			last = ev.Seq
+		case <-ctx.Done():
+			e.hub.end(s, ctx.Err())
+			return
+		}
+	}
+}

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// Send queues a task, assigning an id when it has none.
+func (e *Engine) Send(ctx context.Context, t mailbox.Task) (mailbox.TaskQueuedResponse, error) {
+	if t.ID == "" {
+		t.ID = e.opts.NewID()
+	}
+	t, err := mailbox.NormalizeTask(t)
+	if err != nil {
+		return mailbox.TaskQueuedResponse{}, err
+	}
+	_, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) { return s.DecideSend(t, now) }, nil)
+	if err != nil {
+		return mailbox.TaskQueuedResponse{}, err
+	}
+	return mailbox.TaskQueuedResponse{Kind: mailbox.KindTaskQueued, TaskID: t.ID}, nil
+}
+
+// Lease leases the oldest task queued for recipient ("" = any). The lease is
+// recorded as held by the recipient, or by the caller's principal when
+// leasing on another's behalf without naming a recipient.
+func (e *Engine) Lease(ctx context.Context, recipient string) (*mailbox.Task, *mailbox.Lease, error) {
+	if recipient != "" {
+		if err := mailbox.ValidateAgentID("recipient", recipient); err != nil {
+			return nil, nil, err
+		}
+	}
+	leasedTo := recipient
+	if leasedTo == "" {
+		leasedTo = mailbox.PrincipalFrom(ctx)
+	}
+	var task mailbox.Task
+	var lease mailbox.Lease
+	leaseID := e.opts.NewID()
+	found := true
+	_, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) {
+		ev, ok := s.DecideLease(recipient, leasedTo, leaseID, now)
+		if !ok {
+			found = false
+			return mailbox.Event{}, errNothing
+		}
+		return ev, nil
+	}, func(s *mailbox.State, ev mailbox.Event) { task, lease = s.LeaseOf(ev) })
+	if !found {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return &task, &lease, nil
+}
+
+// errNothing tells decide there is nothing to do; callers turn it into an
+// empty answer.
+var errNothing = errors.New("nothing to do")
+
+// PostResult records a result for a leased task.
+func (e *Engine) PostResult(ctx context.Context, r mailbox.Result) error {
+	r, err := mailbox.NormalizeResult(r)
+	if err != nil {
+		return err
+	}
+	_, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) { return s.DecidePostResult(r, now) }, nil)
+	return err
+}
+
+// Drain takes the oldest result pending for sender ("" = any).
+func (e *Engine) Drain(ctx context.Context, sender string) (*mailbox.PendingResult, error) {
+	if sender != "" {
+		if err := mailbox.ValidateAgentID("sender", sender); err != nil {
+			return nil, err
+		}
+	}
+	var res mailbox.PendingResult
+	found := true
+	_, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) {
+		ev, r, ok := s.DecideDrain(sender, now)
+		if !ok {
+			found = false
+			return mailbox.Event{}, errNothing
+		}
+		res = r
+		return ev, nil
+	}, nil)
+	if !found {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Repair requeues or force-errors an in-flight lease on an operator's word.
+func (e *Engine) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox.RepairOutcome, error) {
+	req, err := mailbox.NormalizeRepair(req)
+	if err != nil {
+		return mailbox.RepairOutcome{}, err
+	}
+	principal := mailbox.PrincipalFrom(ctx)
+	var out mailbox.RepairOutcome
+	_, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) { return s.DecideRepair(req, principal, now) },
+		func(s *mailbox.State, ev mailbox.Event) { out = s.RepairOutcomeOf(ev) })
+	if err != nil {
+		return mailbox.RepairOutcome{}, err
+	}
+	if out.Action == mailbox.OutcomeRequeued {
+		e.log.Info("lease requeued", "task_id", req.TaskID, "principal", principal, "reason", req.Reason, "duplicate_risk", req.Command.DuplicateRisk)
+	} else {
+		e.log.Info("lease force-errored", "task_id", req.TaskID, "principal", principal, "reason", req.Reason)
+	}
+	return out, nil
+}
+
+// RecentTasks lists queued tasks, oldest first, without consuming them.
+func (e *Engine) RecentTasks(ctx context.Context, limit int) ([]mailbox.Task, error) {
+	limit, err := mailbox.ValidateLimit("limit", limit)
+	if err != nil {
+		return nil, err
+	}
+	view := e.Queue0(mailbox.QueueFilter{Limit: limit, State: mailbox.EntryQueued})
+	tasks := make([]mailbox.Task, len(view.Tasks))
+	for i, q := range view.Tasks {
+		tasks[i] = q.Task
+	}
+	return tasks, nil
+}
+
+// RecentResults lists pending results, oldest first, without consuming them.
+func (e *Engine) RecentResults(ctx context.Context, limit int) ([]mailbox.PendingResult, error) {
+	limit, err := mailbox.ValidateLimit("limit", limit)
+	if err != nil {
+		return nil, err
+	}
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	rs := e.committed.PendingResults()
+	if len(rs) > limit {
+		rs = rs[:limit]
+	}
+	return rs, nil
+}
+
+// Queue answers a filtered view of the durable queue.
+func (e *Engine) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.QueueView, error) {
+	limit, err := mailbox.ValidateLimit("limit", f.Limit)
+	if err != nil {
+		return mailbox.QueueView{}, err
+	}
+	f.Limit = limit
+	switch f.State {
+	case "", mailbox.EntryQueued, mailbox.EntryInFlight:
+	default:
+		return mailbox.QueueView{}, mailbox.Invalidf("state", "state: got %q, expected \"queued\" or \"in_flight\"", f.State)
+	}
+	for name, v := range map[string]*int64{"min_lease_age_ms": f.MinLeaseAgeMs, "deadline_within_ms": f.DeadlineWithinMs} {
+		if v != nil && *v < 0 {
+			return mailbox.QueueView{}, mailbox.Invalidf(name, "%s: got %d, expected a non-negative number of milliseconds", name, *v)
+		}
+	}
+	return e.Queue0(f), nil
+}
+
+// Queue0 is Queue without validation.
+func (e *Engine) Queue0(f mailbox.QueueFilter) mailbox.QueueView {
+	now := e.opts.Now().UnixMilli()
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	return e.committed.Query(f, now)
+}
+
+// Compact folds the log into a snapshot of the durable state.
+func (e *Engine) Compact(ctx context.Context) (mailbox.CompactOutcome, error) {
+	out, err := e.st.Compact(e.snapshot)
+	if err != nil {
+		if errors.Is(err, store.ErrClosed) {
+			return out, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down")
+		}
+		return out, &mailbox.Error{Code: mailbox.CodeUnavailable, Message: "compaction failed, the log is unchanged: " + err.Error()}
+	}
+	e.log.Info("log compacted", "seq", out.Seq, "bytes_before", out.BytesBefore, "bytes_after", out.BytesAfter, "principal", mailbox.PrincipalFrom(ctx))
+	return out, nil
+}
+
+// View runs fn with the durable state, read-only.
+func (e *Engine) View(fn func(s *mailbox.State)) {
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	fn(e.committed)
+}
+
+// Stats reports the figures /metrics exports.
+func (e *Engine) Stats() mailbox.ServiceStats {
+	e.cmu.RLock()
+	counts := e.committed.Counts()
+	seq := e.committed.Seq
+	e.cmu.RUnlock()
+	st := e.st.Stats()
+	bounds := make([]float64, len(store.SyncBuckets))
+	for i, b := range store.SyncBuckets {
+		bounds[i] = b.Seconds()
+	}
+	subs, cut := e.hub.stats()
+	return mailbox.ServiceStats{Counts: counts, LastSeq: seq, EventsAppended: st.EventsAppended, FsyncBatches: st.Batches,
+		FsyncSeconds: st.SyncSeconds, FsyncBucketSecs: bounds, FsyncBucketCount: st.SyncBucketCounts,
+		WriteErrors: st.WriteErrors, Compactions: st.Compactions, LogBytes: st.LogBytes, SnapshotBytes: st.SnapshotBytes,
+		Subscribers: subs, SubscribersCut: cut}
+}
+
+// Close ends every subscription and closes the store, which syncs what was
+// appended. Requests still deciding get their answers first.
+func (e *Engine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	e.hub.closeAll()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.st.Close()
+}
