@@ -1,0 +1,296 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mailroom.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func base() Config { return DefaultFor(env(map[string]string{"HOME": "/home/op"})) }
+
+func TestDefaultIsValid(t *testing.T) {
+	c := base()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
+	}
+	if c.Addr != "127.0.0.1:7717" || c.CompactFactor != 4 || c.CompactMinBytes != 1<<20 ||
+		c.RetainDone != 10000 || c.SSEHeartbeat != 15*time.Second || c.SSEBuffer != 4096 ||
+		c.SSEWriteTimeout != 10*time.Second || c.ShutdownTimeout != 10*time.Second ||
+		c.LogLevel != "info" || c.LogFormat != "text" {
+		t.Errorf("defaults = %+v", c)
+	}
+}
+
+func TestDefaultDataDir(t *testing.T) {
+	tests := []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"xdg wins", map[string]string{"XDG_DATA_HOME": "/xdg", "HOME": "/home/op"}, "/xdg/mailroom"},
+		{"home fallback", map[string]string{"HOME": "/home/op"}, "/home/op/.local/share/mailroom"},
+		{"relative xdg ignored", map[string]string{"XDG_DATA_HOME": "rel", "HOME": "/home/op"}, "/home/op/.local/share/mailroom"},
+		{"nothing set", nil, ""},
+	}
+	for _, tt := range tests {
+		if got := DefaultDataDir(env(tt.vars)); got != tt.want {
+			t.Errorf("%s: DefaultDataDir = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestValidateNamesKeyValueAndExpectation(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		want   []string // substrings of the error
+	}{
+		{"no data dir", func(c *Config) { c.DataDir = "" }, []string{"data_dir", `""`, "MAILROOM_DATA_DIR"}},
+		{"bad addr", func(c *Config) { c.Addr = "localhost" }, []string{"addr", `"localhost"`, "host:port"}},
+		{"port too big", func(c *Config) { c.Addr = "127.0.0.1:70000" }, []string{"addr", "70000"}},
+		{"bad level", func(c *Config) { c.LogLevel = "loud" }, []string{"log_level", `"loud"`, `"debug", "info", "warn", "error"`}},
+		{"bad format", func(c *Config) { c.LogFormat = "xml" }, []string{"log_format", `"xml"`, `"text", "json"`}},
+		{"factor too small", func(c *Config) { c.CompactFactor = 1 }, []string{"compact_factor", `"1"`, "greater than 1"}},
+		{"negative min bytes", func(c *Config) { c.CompactMinBytes = -1 }, []string{"compact_min_bytes", `"-1"`}},
+		{"negative retain", func(c *Config) { c.RetainDone = -5 }, []string{"retain_done", `"-5"`, "at least 0"}},
+		{"zero heartbeat", func(c *Config) { c.SSEHeartbeat = 0 }, []string{"sse_heartbeat", `"0s"`, "positive"}},
+		{"zero buffer", func(c *Config) { c.SSEBuffer = 0 }, []string{"sse_buffer", `"0"`, "at least 1"}},
+		{"zero write timeout", func(c *Config) { c.SSEWriteTimeout = 0 }, []string{"sse_write_timeout"}},
+		{"negative shutdown", func(c *Config) { c.ShutdownTimeout = -time.Second }, []string{"shutdown_timeout", `"-1s"`}},
+	}
+	for _, tt := range tests {
+		c := base()
+		tt.mutate(&c)
+		err := c.Validate()
+		if err == nil {
+			t.Errorf("%s: Validate() = nil, want an error", tt.name)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: Validate() = %q, want it to contain %q", tt.name, err, w)
+			}
+		}
+	}
+}
+
+func TestLoadOverlaysFileOnDefaults(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		check func(Config) bool
+	}{
+		{"empty file", "", func(c Config) bool { return c == base() }},
+		{"comments only", "# nothing here\n", func(c Config) bool { return c == base() }},
+		{"one key", "addr: 0.0.0.0:9000\n", func(c Config) bool {
+			want := base()
+			want.Addr = "0.0.0.0:9000"
+			return c == want
+		}},
+		{"every key", `
+addr: 127.0.0.1:0
+data_dir: /var/lib/mailroom
+log_level: debug
+log_format: json
+compact_factor: 2.5
+compact_min_bytes: 512KiB
+retain_done: 7
+sse_heartbeat: 1m
+sse_buffer: 16
+sse_write_timeout: 250ms
+shutdown_timeout: 3s
+`, func(c Config) bool {
+			return c == Config{Addr: "127.0.0.1:0", DataDir: "/var/lib/mailroom", LogLevel: "debug", LogFormat: "json",
+				CompactFactor: 2.5, CompactMinBytes: 512 << 10, RetainDone: 7, SSEHeartbeat: time.Minute, SSEBuffer: 16,
+				SSEWriteTimeout: 250 * time.Millisecond, ShutdownTimeout: 3 * time.Second}
+		}},
+		{"quoted duration", `sse_heartbeat: "5s"`, func(c Config) bool { return c.SSEHeartbeat == 5*time.Second }},
+	}
+	for _, tt := range tests {
+		got, err := LoadOver(base(), writeFile(t, tt.body))
+		if err != nil {
+			t.Errorf("%s: LoadOver: %v", tt.name, err)
+			continue
+		}
+		if !tt.check(got) {
+			t.Errorf("%s: LoadOver = %+v", tt.name, got)
+		}
+	}
+}
+
+func TestLoadErrorsNameKeyAndLine(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []string
+	}{
+		{"unknown key", "addr: 127.0.0.1:1\nlisten: x\n", []string{"line 2", `unknown key "listen"`, "known keys: addr, data_dir"}},
+		{"duplicate key", "addr: 127.0.0.1:1\naddr: 127.0.0.1:2\n", []string{"line 2", `"addr"`, "line 1"}},
+		{"duration as number", "sse_heartbeat: 15\n", []string{"line 1", "sse_heartbeat", `"15"`, "duration"}},
+		{"bad float", "compact_factor: lots\n", []string{"compact_factor", `"lots"`, "number"}},
+		{"factor out of range", "compact_factor: 0.5\n", []string{"compact_factor", `"0.5"`, "greater than 1"}},
+		{"bad enum", "log_level: verbose\n", []string{"log_level", `"verbose"`, "one of"}},
+		{"list value", "addr: [a, b]\n", []string{"addr", "a list"}},
+		{"null value", "addr:\n", []string{"addr", "nothing"}},
+		{"not a mapping", "- addr\n", []string{"expected a mapping"}},
+		{"two documents", "addr: 127.0.0.1:1\n---\naddr: 127.0.0.1:2\n", []string{"one YAML document"}},
+		{"bad yaml", "addr: [\n", []string{"mailroom.yaml"}},
+	}
+	for _, tt := range tests {
+		path := writeFile(t, tt.body)
+		got, err := LoadOver(base(), path)
+		if err == nil {
+			t.Errorf("%s: LoadOver = %+v, want an error", tt.name, got)
+			continue
+		}
+		if got != base() {
+			t.Errorf("%s: LoadOver returned a changed config alongside its error", tt.name)
+		}
+		for _, w := range append(tt.want, path) {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: LoadOver error %q, want it to contain %q", tt.name, err, w)
+			}
+		}
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "absent.yaml")
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "absent.yaml") {
+		t.Errorf("Load(missing) = %v, want an error naming the file", err)
+	}
+}
+
+func TestApplyEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		vars map[string]string
+		want func(*Config)
+		err  []string
+	}{
+		{"nothing set", nil, func(*Config) {}, nil},
+		{"addr and data dir", map[string]string{"MAILROOM_ADDR": "127.0.0.1:0", "MAILROOM_DATA_DIR": "/d"},
+			func(c *Config) { c.Addr, c.DataDir = "127.0.0.1:0", "/d" }, nil},
+		{"numbers and durations", map[string]string{"MAILROOM_COMPACT_FACTOR": "8", "MAILROOM_COMPACT_MIN_BYTES": "2MiB",
+			"MAILROOM_RETAIN_DONE": "0", "MAILROOM_SSE_BUFFER": "1", "MAILROOM_SHUTDOWN_TIMEOUT": "1s",
+			"MAILROOM_SSE_HEARTBEAT": "2s", "MAILROOM_SSE_WRITE_TIMEOUT": "3s", "MAILROOM_LOG_LEVEL": "warn", "MAILROOM_LOG_FORMAT": "json"},
+			func(c *Config) {
+				c.CompactFactor, c.CompactMinBytes, c.RetainDone, c.SSEBuffer = 8, 2<<20, 0, 1
+				c.ShutdownTimeout, c.SSEHeartbeat, c.SSEWriteTimeout = time.Second, 2*time.Second, 3*time.Second
+				c.LogLevel, c.LogFormat = "warn", "json"
+			}, nil},
+		{"bad number names the variable", map[string]string{"MAILROOM_SSE_BUFFER": "many"}, nil,
+			[]string{"MAILROOM_SSE_BUFFER", "sse_buffer", `"many"`}},
+		{"out of range names the variable", map[string]string{"MAILROOM_LOG_FORMAT": "xml"}, nil,
+			[]string{"MAILROOM_LOG_FORMAT", `"xml"`}},
+		{"bad duration names the variable", map[string]string{"MAILROOM_SHUTDOWN_TIMEOUT": "10"}, nil,
+			[]string{"MAILROOM_SHUTDOWN_TIMEOUT", "duration"}},
+	}
+	for _, tt := range tests {
+		c := base()
+		err := ApplyEnv(&c, env(tt.vars))
+		if tt.err != nil {
+			if err == nil {
+				t.Errorf("%s: ApplyEnv = nil, want an error", tt.name)
+			}
+			for _, w := range tt.err {
+				if err != nil && !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: ApplyEnv = %q, want it to contain %q", tt.name, err, w)
+				}
+			}
+			if c != base() {
+				t.Errorf("%s: ApplyEnv changed the config alongside its error", tt.name)
+			}
+			continue
+		}
+		want := base()
+		tt.want(&want)
+		if err != nil || c != want {
+			t.Errorf("%s: ApplyEnv = %v, %+v; want %+v", tt.name, err, c, want)
+		}
+	}
+}
+
+// TestPrecedence walks the documented order: defaults < file < env < Set
+// (which is what flags call).
+func TestPrecedence(t *testing.T) {
+	path := writeFile(t, "addr: 127.0.0.1:1\nlog_level: debug\nretain_done: 5\n")
+	c, err := LoadOver(base(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ApplyEnv(&c, env(map[string]string{"MAILROOM_ADDR": "127.0.0.1:2", "MAILROOM_RETAIN_DONE": "6"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := Set(&c, "addr", "127.0.0.1:3"); err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "127.0.0.1:3" || c.RetainDone != 6 || c.LogLevel != "debug" || c.SSEBuffer != DefaultSSEBuffer {
+		t.Errorf("after file, env, flag: %+v", c)
+	}
+}
+
+func TestSet(t *testing.T) {
+	tests := []struct {
+		key, value string
+		err        string
+	}{
+		{"data_dir", "/x", ""},
+		{"compact_min_bytes", "1GiB", ""},
+		{"compact_min_bytes", "1TiB", "compact_min_bytes"},
+		{"nope", "1", `unknown key "nope"`},
+		{"sse_buffer", "0", "at least 1"},
+	}
+	for _, tt := range tests {
+		c := base()
+		err := Set(&c, tt.key, tt.value)
+		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("Set(%q, %q) = %v, want error containing %q", tt.key, tt.value, err, tt.err)
+		}
+		if tt.err == "" {
+			if got, _ := Value(c, tt.key); tt.key == "data_dir" && got != tt.value {
+				t.Errorf("Value(%q) = %q after Set", tt.key, got)
+			}
+		}
+	}
+}
+
+func TestKeysCoverEveryField(t *testing.T) {
+	keys := Keys()
+	typ := reflect.TypeOf(Config{})
+	if len(keys) != typ.NumField() {
+		t.Fatalf("Keys() has %d entries, want one per Config field (%d)", len(keys), typ.NumField())
+	}
+	for i := range typ.NumField() {
+		if tag := typ.Field(i).Tag.Get("yaml"); tag != keys[i].Name {
+			t.Errorf("field %s has yaml key %q, key table says %q", typ.Field(i).Name, tag, keys[i].Name)
+		}
+	}
+	for _, k := range keys {
+		if k.Env != "MAILROOM_"+strings.ToUpper(k.Name) || k.Usage == "" {
+			t.Errorf("key %+v: want env MAILROOM_<NAME> and a usage line", k)
+		}
+		if _, ok := Value(base(), k.Name); !ok {
+			t.Errorf("Value(%q) not found", k.Name)
+		}
+	}
+	if got := (Key{Name: "data_dir"}).Flag(); got != "data-dir" {
+		t.Errorf("Flag() = %q, want data-dir", got)
+	}
+}
