@@ -1,0 +1,259 @@
+// Package client is the Go client of the mailroom daemon: one method per
+// route, errors as *mailbox.Error (so errors.Is(err, mailbox.ErrConflict)
+// works), and an event subscription that reconnects by itself.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// ErrUnreachable matches (with errors.Is) every error that means the daemon
+// could not be reached or did not answer.
+var ErrUnreachable = errors.New("cannot reach mailroom daemon")
+
+// UnreachableError says the daemon at Addr could not be reached: nothing
+// listens there, the connection broke, or it did not answer in time.
+type UnreachableError struct {
+	Addr string
+	Err  error
+}
+
+func (e *UnreachableError) Error() string {
+	return "cannot reach mailroom daemon at " + e.Addr + ": " + e.Err.Error()
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrUnreachable) true.
+func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
+
+// Client talks to one daemon. It is safe for concurrent use.
+type Client struct {
+	addr    string   // as the caller gave it, for messages
+	base    *url.URL // scheme, host and path prefix
+	hc      *http.Client
+	stream  *http.Client // hc without an overall timeout, for event streams
+	token   string
+	timeout time.Duration
+	idle    time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithToken sends "Authorization: Bearer token" with every request.
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithHTTPClient uses hc for requests. Its Timeout, if any, is not applied
+// to event streams, which stay open indefinitely.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithTimeout bounds each request (not event streams); 0 means none.
+func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
+
+// WithStreamIdleTimeout sets how long an event stream may stay silent
+// before the client gives up on the connection and reconnects. The daemon
+// sends a heartbeat every 15 s by default; the default is 45 s.
+func WithStreamIdleTimeout(d time.Duration) Option { return func(c *Client) { c.idle = d } }
+
+// DefaultStreamIdleTimeout is three default heartbeats.
+const DefaultStreamIdleTimeout = 45 * time.Second
+
+// New returns a client for the daemon at addr: "host:port" (the daemon's
+// listen address works unchanged) or a URL such as http://host:port.
+func New(addr string, opts ...Option) (*Client, error) {
+	base, err := parseAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{addr: addr, base: base, idle: DefaultStreamIdleTimeout}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.hc == nil {
+		c.hc = &http.Client{}
+	}
+	s := *c.hc
+	s.Timeout = 0
+	c.stream = &s
+	return c, nil
+}
+
+func parseAddr(addr string) (*url.URL, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("bad daemon address %q: %s; expected host:port (such as 127.0.0.1:7717) or a URL (such as http://127.0.0.1:7717)", addr, why)
+	}
+	a := strings.TrimSpace(addr)
+	if a == "" {
+		return nil, bad("empty")
+	}
+	if strings.Contains(a, "://") {
+		u, err := url.Parse(a)
+		switch {
+		case err != nil:
+			return nil, bad(err.Error())
+		case u.Scheme != "http" && u.Scheme != "https":
+			return nil, bad("scheme " + strconv.Quote(u.Scheme) + " is not http or https")
+		case u.Host == "":
+			return nil, bad("no host")
+		case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+			return nil, bad("a daemon URL has no query, fragment or user info")
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		u.RawPath = ""
+		return u, nil
+	}
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return nil, bad(strings.TrimPrefix(err.Error(), "address "+a+": "))
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return nil, bad("port " + strconv.Quote(port) + " is not a number from 1 to 65535")
+	}
+	// A listen address such as ":7717" or "0.0.0.0:7717" means every local
+	// interface; a client reaches it on loopback.
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	return &url.URL{Scheme: "http", Host: net.JoinHostPort(host, port)}, nil
+}
+
+// BaseURL returns the daemon's base URL, such as http://127.0.0.1:7717.
+func (c *Client) BaseURL() string { return c.base.String() }
+
+func (c *Client) url(path string, q url.Values) string {
+	u := *c.base
+	u.Path += path
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// do sends one request and decodes a 2xx body into out (unless out is nil)
+// after checking its kind. Daemon errors come back as *mailbox.Error.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any, kind string) error {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("%s %s: encoding request: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url(path, q), body)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	c.authorize(req)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return c.transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return responseError(resp)
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		if ctx.Err() != nil {
+			return c.transportError(ctx, err)
+		}
+		return fmt.Errorf("%s %s: decoding the daemon's answer: %w", method, path, err)
+	}
+	if k := kindOf(out); kind != "" && k != kind {
+		return fmt.Errorf("%s %s: the daemon answered kind %q, expected %q (is %s a mailroom daemon?)", method, path, k, kind, c.addr)
+	}
+	return nil
+}
+
+func (c *Client) authorize(req *http.Request) {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+}
+
+// transportError says the daemon could not be reached. A caller's own
+// cancellation is returned as it is: it is not the daemon's fault.
+func (c *Client) transportError(ctx context.Context, err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		err = ue.Err
+	}
+	if ctx.Err() == context.Canceled {
+		return ctx.Err()
+	}
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded {
+		err = fmt.Errorf("no answer in time: %w", context.DeadlineExceeded)
+	}
+	return &UnreachableError{Addr: c.addr, Err: err}
+}
+
+// responseError decodes the one error body. A body that is not one (a
+// proxy's HTML page, say) still yields a *mailbox.Error whose code comes from
+// the status through the same table the daemon uses.
+func responseError(resp *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var body mailbox.ErrorResponse
+	if err := json.Unmarshal(raw, &body); err == nil && body.Kind == mailbox.KindError && body.Code != "" {
+		return body.AsError()
+	}
+	text := strings.TrimSpace(string(raw))
+	if len(text) > 200 {
+		text = text[:200] + "..."
+	}
+	return &mailbox.Error{Code: mailbox.CodeForStatus(resp.StatusCode),
+		Message: fmt.Sprintf("the daemon answered %s without an error body: %q", resp.Status, text)}
+}
+
+// kindOf reads the kind field every response type carries.
+func kindOf(v any) string {
+	switch r := v.(type) {
+	case *mailbox.TaskQueuedResponse:
+		return r.Kind
+	case *mailbox.TaskOptResponse:
+		return r.Kind
+	case *mailbox.TasksResponse:
+		return r.Kind
+	case *mailbox.ResultPostedResponse:
+		return r.Kind
+	case *mailbox.ResultOptResponse:
+		return r.Kind
+	case *mailbox.ResultsResponse:
+		return r.Kind
+	case *mailbox.QueueResponse:
+		return r.Kind
+	case *mailbox.RepairedResponse:
+		return r.Kind
+	case *mailbox.CompactedResponse:
+		return r.Kind
+	case *healthResponse:
+		return r.Kind
+	}
+	return ""
+}

@@ -1,0 +1,156 @@
+package client
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// Send queues a task. Leave t.ID empty to have the daemon assign one.
+func (c *Client) Send(ctx context.Context, t mailbox.Task) (mailbox.TaskQueuedResponse, error) {
+	var out mailbox.TaskQueuedResponse
+	err := c.do(ctx, http.MethodPost, "/a2a/tasks", nil, t, &out, mailbox.KindTaskQueued)
+	return out, err
+}
+
+// Lease leases the oldest task queued for recipient ("" = any recipient).
+// Both results are nil when nothing is queued. It uses POST so that no proxy
+// or retrying library ever replays a lease.
+func (c *Client) Lease(ctx context.Context, recipient string) (*mailbox.Task, *mailbox.Lease, error) {
+	var out mailbox.TaskOptResponse
+	if err := c.do(ctx, http.MethodPost, "/a2a/tasks/next", agentQuery("recipient", recipient), nil, &out, mailbox.KindTaskOpt); err != nil {
+		return nil, nil, err
+	}
+	return out.Task, out.Lease, nil
+}
+
+// PostResult posts the result of a leased task.
+func (c *Client) PostResult(ctx context.Context, r mailbox.Result) error {
+	var out mailbox.ResultPostedResponse
+	return c.do(ctx, http.MethodPost, "/a2a/results", nil, r, &out, mailbox.KindResultPosted)
+}
+
+// Drain takes the oldest result pending for sender ("" = any sender); nil
+// when none is pending. It uses POST for the same reason as Lease.
+func (c *Client) Drain(ctx context.Context, sender string) (*mailbox.PendingResult, error) {
+	var out mailbox.ResultOptResponse
+	if err := c.do(ctx, http.MethodPost, "/a2a/results/next", agentQuery("sender", sender), nil, &out, mailbox.KindResultOpt); err != nil {
+		return nil, err
+	}
+	return out.Result, nil
+}
+
+// RecentTasks lists queued tasks without consuming them; limit 0 means the
+// daemon's default.
+func (c *Client) RecentTasks(ctx context.Context, limit int) ([]mailbox.Task, error) {
+	var out mailbox.TasksResponse
+	if err := c.do(ctx, http.MethodGet, "/a2a/tasks/recent", limitQuery(limit), nil, &out, mailbox.KindTasks); err != nil {
+		return nil, err
+	}
+	return out.Tasks, nil
+}
+
+// RecentResults lists pending results without consuming them.
+func (c *Client) RecentResults(ctx context.Context, limit int) ([]mailbox.PendingResult, error) {
+	var out mailbox.ResultsResponse
+	if err := c.do(ctx, http.MethodGet, "/a2a/results/recent", limitQuery(limit), nil, &out, mailbox.KindResults); err != nil {
+		return nil, err
+	}
+	return out.Results, nil
+}
+
+// Queue returns queue entries and pending results; the filters apply before
+// the limit.
+func (c *Client) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.QueueView, error) {
+	q := limitQuery(f.Limit)
+	if f.MinLeaseAgeMs != nil {
+		q.Set("min_lease_age_ms", strconv.FormatInt(*f.MinLeaseAgeMs, 10))
+	}
+	if f.DeadlineWithinMs != nil {
+		q.Set("deadline_within_ms", strconv.FormatInt(*f.DeadlineWithinMs, 10))
+	}
+	if f.State != "" {
+		q.Set("state", f.State)
+	}
+	var out mailbox.QueueResponse
+	if err := c.do(ctx, http.MethodGet, "/a2a/queue", q, nil, &out, mailbox.KindQueue); err != nil {
+		return mailbox.QueueView{}, err
+	}
+	return mailbox.QueueView{Tasks: out.Tasks, Results: out.Results}, nil
+}
+
+// Repair requeues or force-errors an in-flight task. A lease-guard conflict
+// is a *mailbox.Error with code conflict whose Details name the expected and
+// the current lease.
+func (c *Client) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox.RepairOutcome, error) {
+	var out mailbox.RepairedResponse
+	if err := c.do(ctx, http.MethodPost, "/a2a/repair", nil, req, &out, mailbox.KindRepaired); err != nil {
+		return mailbox.RepairOutcome{}, err
+	}
+	return out.Outcome, nil
+}
+
+// Compact asks the daemon to snapshot its state and start a new log.
+func (c *Client) Compact(ctx context.Context) (mailbox.CompactOutcome, error) {
+	var out mailbox.CompactedResponse
+	if err := c.do(ctx, http.MethodPost, "/a2a/compact", nil, nil, &out, mailbox.KindCompacted); err != nil {
+		return mailbox.CompactOutcome{}, err
+	}
+	return out.CompactOutcome, nil
+}
+
+type healthResponse struct {
+	Kind string `json:"kind"`
+}
+
+// Health returns nil when the daemon is up and its mailbox answers.
+func (c *Client) Health(ctx context.Context) error {
+	var out healthResponse
+	return c.do(ctx, http.MethodGet, "/healthz", nil, nil, &out, mailbox.KindHealth)
+}
+
+// Metrics returns the daemon's metrics in the Prometheus text format.
+func (c *Client) Metrics(ctx context.Context) (string, error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url("/metrics", nil), nil)
+	if err != nil {
+		return "", err
+	}
+	c.authorize(req)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return "", c.transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", responseError(resp)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", c.transportError(ctx, err)
+	}
+	return string(b), nil
+}
+
+func agentQuery(name, agent string) url.Values {
+	if agent == "" {
+		return nil
+	}
+	return url.Values{name: {agent}}
+}
+
+func limitQuery(limit int) url.Values {
+	q := url.Values{}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	return q
+}

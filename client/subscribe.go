@@ -1,0 +1,237 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/r3labs/sse/v2"
+	"gopkg.in/cenkalti/backoff.v1"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// How Subscribe reconnects: exponential backoff between these bounds, with
+// no limit on attempts (a console should outlive any daemon restart).
+const (
+	minReconnectDelay = 100 * time.Millisecond
+	maxReconnectDelay = 5 * time.Second
+)
+
+// maxEventBytes bounds one SSE event. Snapshots carry the whole state and
+// can be many MB; r3labs/sse refuses anything over its 64 KiB default.
+const maxEventBytes = 256 << 20
+
+var (
+	errStreamEnded = errors.New("the daemon ended the event stream")
+	errIdle        = errors.New("the event stream went silent (no event or heartbeat); reconnecting")
+)
+
+// Subscribe streams the daemon's events to the returned channel, in seq
+// order, none missing and none twice, reconnecting by itself until ctx is
+// done; then the channel is closed.
+//
+// fromSeq 0 starts with a snapshot event (the whole state); otherwise the
+// stream resumes after fromSeq (the daemon sends a snapshot instead when
+// those events were compacted away). After every disconnect it resumes from
+// the last delivered event. onState, when not nil, is called from the
+// subscription's goroutine on every connect and disconnect.
+//
+// The SSE wire is read with github.com/r3labs/sse/v2's client, one per
+// connection, wrapped in our own loop because on its own it does not
+// reconnect after a clean end of stream (issue #147), gives up after 15
+// minutes with its default backoff, and resumes from its own stored id. Here
+// its retry is disabled (StopBackOff), its buffer raised to maxEventBytes,
+// Last-Event-ID is set from what was delivered, and its ResponseValidator
+// hook decodes error bodies and watches the body for silence (it drops
+// heartbeat comments, so they cannot be seen any other way).
+func (c *Client) Subscribe(ctx context.Context, fromSeq uint64, onState func(ConnState)) <-chan mailbox.Event {
+	s := &subscription{c: c, out: make(chan mailbox.Event, 64), onState: onState, last: fromSeq, resume: fromSeq != 0}
+	go s.run(ctx)
+	return s.out
+}
+
+type subscription struct {
+	c       *Client
+	out     chan mailbox.Event
+	onState func(ConnState)
+	// last is the seq of the last delivered event; resume says whether
+	// there is one (a first event may have seq 0).
+	last   uint64
+	resume bool
+}
+
+func (s *subscription) run(ctx context.Context) {
+	defer close(s.out)
+	attempt := 0
+	for {
+		err := s.connect(ctx, func() {
+			attempt = 0
+			s.report(true, 0, nil)
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		attempt++
+		s.report(false, attempt, err)
+		t := time.NewTimer(reconnectDelay(attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *subscription) report(live bool, attempt int, err error) {
+	if s.onState != nil {
+		s.onState(ConnState{Live: live, Attempt: attempt, Err: err, LastSeq: s.last, Since: time.Now()})
+	}
+}
+
+// reconnectDelay doubles from minReconnectDelay up to maxReconnectDelay,
+// with jitter so a restarted daemon is not hit by every console at once.
+func reconnectDelay(attempt int) time.Duration {
+	d := maxReconnectDelay
+	if attempt < 16 {
+		d = min(minReconnectDelay<<(attempt-1), maxReconnectDelay)
+	}
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// connect runs one connection until it ends and says why.
+func (s *subscription) connect(ctx context.Context, onLive func()) error {
+	connCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	sc := sse.NewClient(s.c.url("/a2a/events", nil), sse.ClientMaxBufferSize(maxEventBytes))
+	sc.Connection = s.c.stream
+	sc.ReconnectStrategy = &backoff.StopBackOff{}
+	if s.c.token != "" {
+		sc.Headers["Authorization"] = "Bearer " + s.c.token
+	}
+	if s.resume {
+		sc.Headers["Last-Event-ID"] = strconv.FormatUint(s.last, 10)
+	}
+	var watch *idleWatch
+	sc.ResponseValidator = func(_ *sse.Client, resp *http.Response) error {
+		// r3labs leaves the body open when the validator refuses it.
+		if resp.StatusCode != http.StatusOK {
+			defer resp.Body.Close()
+			return responseError(resp)
+		}
+		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+			resp.Body.Close()
+			return fmt.Errorf("the daemon answered Content-Type %q, expected text/event-stream (is %s a mailroom daemon?)", resp.Header.Get("Content-Type"), s.c.addr)
+		}
+		watch = newIdleWatch(resp.Body, s.c.idle, cancel)
+		resp.Body = watch
+		onLive()
+		return nil
+	}
+
+	err := sc.SubscribeWithContext(connCtx, "", func(msg *sse.Event) {
+		if connCtx.Err() != nil {
+			return // this connection is being abandoned; deliver nothing more
+		}
+		if cause := s.handle(connCtx, msg, watch); cause != nil {
+			cancel(cause)
+		}
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if cause := context.Cause(connCtx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	if err != nil {
+		if _, ok := errors.AsType[*mailbox.Error](err); ok {
+			return err
+		}
+		return s.c.transportError(connCtx, err)
+	}
+	return errStreamEnded
+}
+
+// handle delivers one SSE message, or returns why the connection must be
+// dropped (a damaged or out-of-order event: reconnecting from the last
+// delivered seq repairs both).
+func (s *subscription) handle(ctx context.Context, msg *sse.Event, watch *idleWatch) error {
+	if len(msg.Data) == 0 {
+		return nil // a block without data (such as retry:) carries no event
+	}
+	var ev mailbox.Event
+	if err := json.Unmarshal(msg.Data, &ev); err != nil {
+		return fmt.Errorf("undecodable event with id %q: %w", msg.ID, err)
+	}
+	if id := strconv.FormatUint(ev.Seq, 10); string(msg.ID) != id {
+		return fmt.Errorf("event id %q does not match its seq %s", msg.ID, id)
+	}
+	if ev.Type != mailbox.EventSnapshot && s.resume {
+		if ev.Seq <= s.last {
+			return nil // already delivered before a reconnect
+		}
+		if ev.Seq != s.last+1 {
+			return fmt.Errorf("event stream skipped from seq %d to %d; resuming from %d", s.last, ev.Seq, s.last)
+		}
+	}
+	// The caller may be slow to take events; that is not the daemon going
+	// silent, so the idle watch pauses meanwhile.
+	watch.busy.Store(true)
+	defer watch.idle()
+	select {
+	case s.out <- ev:
+	case <-ctx.Done():
+		return nil
+	}
+	s.last, s.resume = ev.Seq, true
+	return nil
+}
+
+// idleWatch wraps an event stream's body and cancels the connection when
+// nothing at all (not even a heartbeat) arrives for d.
+type idleWatch struct {
+	io.ReadCloser
+	d    time.Duration
+	t    *time.Timer
+	busy atomic.Bool
+}
+
+func newIdleWatch(body io.ReadCloser, d time.Duration, cancel context.CancelCauseFunc) *idleWatch {
+	w := &idleWatch{ReadCloser: body, d: d}
+	w.t = time.AfterFunc(d, func() {
+		if w.busy.Load() {
+			w.t.Reset(w.d)
+			return
+		}
+		cancel(errIdle)
+	})
+	return w
+}
+
+func (w *idleWatch) Read(p []byte) (int, error) {
+	n, err := w.ReadCloser.Read(p)
+	if n > 0 {
+		w.t.Reset(w.d)
+	}
+	return n, err
+}
+
+func (w *idleWatch) idle() {
+	w.busy.Store(false)
+	w.t.Reset(w.d)
+}
+
+func (w *idleWatch) Close() error {
+	w.t.Stop()
+	return w.ReadCloser.Close()
+}

@@ -1,0 +1,233 @@
+// Package httpapi serves mailbox.Service over HTTP: the JSON routes of
+// DESIGN.md, the SSE event stream, /healthz and /metrics. Handlers return
+// errors; one adapter turns every error into a status and the one error body.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// Defaults for Options.
+const (
+	DefaultHeartbeatInterval = 15 * time.Second
+	DefaultWriteTimeout      = 10 * time.Second
+)
+
+// Authorizer decides whether a request may use a route. It runs before the
+// handler; the context it returns (typically carrying mailbox.WithPrincipal)
+// is the one the handler and the service see. An error should be a
+// *mailbox.Error with code unauthorized or forbidden.
+type Authorizer interface {
+	Authorize(r *http.Request, route string) (context.Context, error)
+}
+
+// Options tune the API. The zero value is usable.
+type Options struct {
+	Logger *slog.Logger
+	// HeartbeatInterval is the longest an event stream stays silent: a
+	// comment line is sent at least this often so dead connections surface.
+	HeartbeatInterval time.Duration
+	// WriteTimeout bounds each write to an event stream, so a subscriber that
+	// stops reading is cut off instead of holding its goroutine forever.
+	WriteTimeout time.Duration
+	// Authorizer, when set, is asked about every routed request; nil allows
+	// everything.
+	Authorizer Authorizer
+}
+
+// Route patterns (Go 1.22 ServeMux syntax). They are also the route label of
+// the request counter in /metrics and what an Authorizer is told.
+const (
+	RouteSendTask      = "POST /a2a/tasks"
+	RouteLeaseTaskGet  = "GET /a2a/tasks/next"
+	RouteLeaseTask     = "POST /a2a/tasks/next"
+	RouteRecentTasks   = "GET /a2a/tasks/recent"
+	RoutePostResult    = "POST /a2a/results"
+	RouteDrainGet      = "GET /a2a/results/next"
+	RouteDrain         = "POST /a2a/results/next"
+	RouteRecentResults = "GET /a2a/results/recent"
+	RouteQueue         = "GET /a2a/queue"
+	RouteRepair        = "POST /a2a/repair"
+	RouteCompact       = "POST /a2a/compact"
+	RouteEvents        = "GET /a2a/events"
+	RouteHealth        = "GET /healthz"
+	RouteMetrics       = "GET /metrics"
+
+	// routeUnmatched labels requests no route took (404 and 405).
+	routeUnmatched = "unmatched"
+)
+
+// handlerFunc is a handler that reports failure by returning an error; the
+// adapter writes it.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+type api struct {
+	svc  mailbox.Service
+	opts Options
+	log  *slog.Logger
+	mux  *http.ServeMux
+	reqs requestCounter
+}
+
+// New returns the HTTP handler for svc.
+func New(svc mailbox.Service, opts Options) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	a := &api{svc: svc, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	a.handle(RouteSendTask, a.sendTask)
+	a.handle(RouteLeaseTaskGet, a.leaseTask)
+	a.handle(RouteLeaseTask, a.leaseTask)
+	a.handle(RouteRecentTasks, a.recentTasks)
+	a.handle(RoutePostResult, a.postResult)
+	a.handle(RouteDrainGet, a.drainResult)
+	a.handle(RouteDrain, a.drainResult)
+	a.handle(RouteRecentResults, a.recentResults)
+	a.handle(RouteQueue, a.queue)
+	a.handle(RouteRepair, a.repair)
+	a.handle(RouteCompact, a.compact)
+	a.handle(RouteEvents, a.events)
+	a.handle(RouteHealth, a.health)
+	a.handle(RouteMetrics, a.metrics)
+	return a
+}
+
+func (a *api) handle(route string, h handlerFunc) {
+	a.mux.Handle(route, a.adapt(route, h))
+}
+
+// ServeHTTP routes r. The mux's own 404 and 405 answers are plain text, so
+// requests no route takes are answered here in the one error shape.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := a.mux.Handler(r)
+	if pattern != "" {
+		a.mux.ServeHTTP(w, r)
+		return
+	}
+	// Ask the mux what it would have said (404, or 405 with Allow) without
+	// letting it write.
+	probe := &headerProbe{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	var err *mailbox.Error
+	if probe.status == http.StatusMethodNotAllowed {
+		allow := probe.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		err = mailbox.Errorf(mailbox.CodeMethodNotAllowed, "%s %s: method not allowed; this path accepts %s", r.Method, r.URL.Path, allow)
+	} else {
+		err = mailbox.Errorf(mailbox.CodeNotFound, "%s %s: no such route; see the API reference in README.md", r.Method, r.URL.Path)
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	a.fail(sw, r, routeUnmatched, err)
+	a.reqs.add(routeUnmatched, sw.code())
+}
+
+// adapt turns a handlerFunc into an http.Handler: authorization, error
+// mapping and the request counter.
+func (a *api) adapt(route string, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() { a.reqs.add(route, sw.code()) }()
+		if az := a.opts.Authorizer; az != nil {
+			ctx, err := az.Authorize(r, route)
+			if err != nil {
+				a.fail(sw, r, route, err)
+				return
+			}
+			r = r.WithContext(ctx)
+		}
+		if err := h(sw, r); err != nil {
+			a.fail(sw, r, route, err)
+		}
+	})
+}
+
+// fail answers err in the one error shape. Anything that is not a
+// *mailbox.Error is a bug or an outage the caller cannot act on: it is
+// answered as a generic internal error and logged in full.
+func (a *api) fail(w *statusWriter, r *http.Request, route string, err error) {
+	body := mailbox.ErrorBody(err)
+	status := mailbox.HTTPStatus(body.Code)
+	attrs := []any{"route", route, "method", r.Method, "path", r.URL.Path, "status", status, "code", body.Code, "err", err}
+	if status >= 500 {
+		a.log.Error("request failed", attrs...)
+	} else {
+		a.log.Info("request refused", attrs...)
+	}
+	if w.wrote {
+		// A stream already started; the status is on the wire. Nothing
+		// more can be said to the client.
+		return
+	}
+	writeJSON(w, status, body)
+}
+
+// writeJSON writes v as the response body. An encoding failure here is a
+// bug in our own types; the status is already sent, so it is only logged by
+// the caller's next write failing.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// statusWriter remembers the status written, for the request counter and
+// for fail. Unwrap lets http.ResponseController reach the connection (Flush,
+// SetWriteDeadline) through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if !w.wrote {
+		w.status, w.wrote = status, true
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) code() int {
+	if !w.wrote {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+// headerProbe records what the mux's fallback handler would answer.
+type headerProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *headerProbe) Header() http.Header { return p.header }
+func (p *headerProbe) WriteHeader(s int) {
+	if p.status == 0 {
+		p.status = s
+	}
+}
+func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }

@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// decodeBody reads one JSON object into v. what names the object for
+// messages ("a task"). Every refusal says what was wrong and what was
+// expected, so a caller can fix the request from the message alone.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, what string) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			return mailbox.Invalidf("Content-Type", "Content-Type: got %q, expected application/json", ct)
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mailbox.MaxBodyBytes))
+	if err != nil {
+		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return &mailbox.Error{Code: mailbox.CodeTooLarge,
+				Message: fmt.Sprintf("request body: larger than the limit of %d bytes (1 MiB); send %s with less content", mbe.Limit, what)}
+		}
+		return mailbox.Errorf(mailbox.CodeInvalid, "request body: could not be read: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return mailbox.Errorf(mailbox.CodeInvalid, "request body: empty, expected a JSON object (%s)", what)
+	}
+	// encoding/json would quietly turn invalid UTF-8 into U+FFFD, storing
+	// text the client never sent.
+	if off, ok := firstInvalidUTF8(body); !ok {
+		return mailbox.Errorf(mailbox.CodeInvalid, "request body: invalid UTF-8 at byte offset %d, expected UTF-8 JSON", off)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err, what)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return mailbox.Errorf(mailbox.CodeInvalid, "request body: unexpected data after the JSON object at byte offset %d; send exactly one object (%s)", dec.InputOffset(), what)
+	}
+	return nil
+}
+
+func firstInvalidUTF8(b []byte) (int, bool) {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i, false
+		}
+		i += n
+	}
+	return 0, true
+}
+
+// jsonError rewrites encoding/json's errors, which speak of Go types and
+// struct names, into messages about the request's fields.
+func jsonError(err error, what string) error {
+	if e, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return mailbox.Errorf(mailbox.CodeInvalid, "request body: invalid JSON at byte offset %d: %s", e.Offset, strings.TrimPrefix(e.Error(), "json: "))
+	}
+	if e, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		field := e.Field
+		if field == "" {
+			return mailbox.Invalidf("", "request body: got a JSON %s, expected a JSON object (%s)", e.Value, what)
+		}
+		return mailbox.Invalidf(field, "%s: got a JSON %s, expected %s", field, e.Value, describeType(e.Type))
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return mailbox.Errorf(mailbox.CodeInvalid, "request body: the JSON ends early, expected a complete object (%s)", what)
+	}
+	// DisallowUnknownFields reports `json: unknown field "x"` with no type
+	// to match, so the message is the only handle on it.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		field, uerr := strconv.Unquote(name)
+		if uerr != nil {
+			field = name
+		}
+		return mailbox.Invalidf(field, "request body: unknown field %s; %s has no such field (check its spelling against the API reference)", name, what)
+	}
+	return mailbox.Errorf(mailbox.CodeInvalid, "request body: %s, expected %s as a JSON object", strings.TrimPrefix(err.Error(), "json: "), what)
+}
+
+// describeType says in JSON terms what a Go field accepts.
+func describeType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "a JSON " + t.Kind().String()
+}
+
+// params are a request's query parameters, checked against the names its
+// route accepts: a misspelt filter such as "recipent" must not silently
+// turn a per-recipient lease into a global one.
+type params url.Values
+
+func parseParams(r *http.Request, allowed ...string) (params, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, mailbox.Errorf(mailbox.CodeInvalid, "query: %q is not a valid URL query: %v", r.URL.RawQuery, err)
+	}
+	for name, vs := range q {
+		if !slices.Contains(allowed, name) {
+			expect := "no query parameters"
+			if len(allowed) > 0 {
+				expect = "only " + strings.Join(allowed, ", ")
+			}
+			return nil, mailbox.Invalidf(name, "%s: unknown query parameter, expected %s", name, expect)
+		}
+		if len(vs) > 1 {
+			return nil, mailbox.Invalidf(name, "%s: given %d times, expected once", name, len(vs))
+		}
+	}
+	return params(q), nil
+}
+
+func (p params) get(name string) (string, bool) {
+	vs, ok := p[name]
+	if !ok {
+		return "", false
+	}
+	return vs[0], true
+}
+
+// agent returns an agent-id parameter, "" when absent. Present but empty is
+// refused: an empty shell variable must not mean "any agent".
+func (p params) agent(name string) (string, error) {
+	v, ok := p.get(name)
+	if !ok {
+		return "", nil
+	}
+	if err := mailbox.ValidateAgentID(name, v); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
+func (p params) limit() (int, error) {
+	v, ok := p.get("limit")
+	if !ok {
+		return mailbox.DefaultLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, mailbox.Invalidf("limit", "limit: got %q, expected an integer from 1 to %d", v, mailbox.MaxLimit)
+	}
+	return mailbox.ValidateLimit("limit", n)
+}
+
+// millis returns a non-negative integer parameter, nil when absent.
+func (p params) millis(name string) (*int64, error) {
+	v, ok := p.get(name)
+	if !ok {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return nil, mailbox.Invalidf(name, "%s: got %q, expected a non-negative integer (milliseconds)", name, v)
+	}
+	return &n, nil
+}
+
+func (p params) state() (string, error) {
+	v, ok := p.get("state")
+	if !ok {
+		return "", nil
+	}
+	switch v {
+	case mailbox.EntryQueued, mailbox.EntryInFlight:
+		return v, nil
+	}
+	return "", mailbox.Invalidf("state", "state: got %q, expected %q or %q", v, mailbox.EntryQueued, mailbox.EntryInFlight)
+}

@@ -1,0 +1,172 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// The event stream is served from net/http directly rather than with
+// github.com/r3labs/sse/v2's server: that server fans each message out with
+// blocking channel sends (one stalled client stalls every other), keeps an
+// unbounded in-memory replay log beside ours, and overwrites event ids with
+// its own counter, while our ids must be log sequence numbers that survive
+// restarts. Here each subscriber has the service's bounded buffer, every
+// write has a deadline, and replay comes from the durable log.
+
+// maxBatchBytes bounds how much is written between flushes when events
+// arrive faster than the subscriber reads; it keeps a burst to a few large
+// writes without holding a snapshot-sized buffer per subscriber.
+const maxBatchBytes = 256 << 10
+
+var pingLine = []byte(": ping\n\n")
+
+func (a *api) events(w http.ResponseWriter, r *http.Request) error {
+	p, err := parseParams(r, "last_event_id")
+	if err != nil {
+		return err
+	}
+	after, err := lastEventID(r, p)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	sub, err := a.svc.Subscribe(ctx, after)
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	// Proxies such as nginx buffer responses unless told otherwise, which
+	// would hold events back until the buffer fills.
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	// The deadline outlives this handler on a kept-alive connection; clear
+	// it so the next request on the connection is not cut short.
+	defer rc.SetWriteDeadline(time.Time{})
+
+	// write sends buf with a deadline, so a subscriber that stops reading
+	// (and a full socket buffer) ends the stream instead of this goroutine.
+	write := func(buf []byte) error {
+		if err := rc.SetWriteDeadline(time.Now().Add(a.opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if err := write(nil); err != nil { // headers now: the client sees it is connected
+		a.log.Info("event stream ended", "err", err)
+		return nil
+	}
+
+	heartbeat := time.NewTicker(a.opts.HeartbeatInterval)
+	defer heartbeat.Stop()
+	events := sub.Events()
+	var buf bytes.Buffer
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-heartbeat.C:
+			if err := write(pingLine); err != nil {
+				a.log.Info("event stream ended: write failed", "err", err)
+				return nil
+			}
+		case ev, ok := <-events:
+			if !ok {
+				a.endStream(sub.Err())
+				return nil
+			}
+			buf.Reset()
+			if err := appendEvent(&buf, ev); err != nil {
+				return err
+			}
+			// Take whatever else is already buffered, so a burst costs
+			// one flush instead of one per event.
+		drain:
+			for buf.Len() < maxBatchBytes {
+				select {
+				case ev, ok = <-events:
+					if !ok {
+						break drain
+					}
+					if err := appendEvent(&buf, ev); err != nil {
+						return err
+					}
+				default:
+					break drain
+				}
+			}
+			if err := write(buf.Bytes()); err != nil {
+				a.log.Info("event stream ended: write failed", "err", err)
+				return nil
+			}
+			if !ok {
+				a.endStream(sub.Err())
+				return nil
+			}
+		}
+	}
+}
+
+// endStream logs why the service closed a subscription. A slow subscriber
+// is simply disconnected: its client reconnects with Last-Event-ID and
+// catches up from the log.
+func (a *api) endStream(err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, mailbox.ErrSlowSubscriber):
+		a.log.Info("event stream cut: subscriber fell behind", "err", err)
+	default:
+		a.log.Warn("event stream ended by the service", "err", err)
+	}
+}
+
+// appendEvent writes one SSE event: id is the seq, data one line of JSON
+// (encoding/json escapes every newline inside strings).
+func appendEvent(buf *bytes.Buffer, ev mailbox.Event) error {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	buf.WriteString("id: ")
+	buf.WriteString(strconv.FormatUint(ev.Seq, 10))
+	buf.WriteString("\nevent: ")
+	buf.WriteString(ev.Type)
+	buf.WriteString("\ndata: ")
+	buf.Write(data)
+	buf.WriteString("\n\n")
+	return nil
+}
+
+// lastEventID reads where a subscriber resumes: the Last-Event-ID header
+// (what EventSource and our client send) or ?last_event_id= (for tools
+// that cannot set headers). nil means start with a snapshot.
+func lastEventID(r *http.Request, p params) (*uint64, error) {
+	name, v := "Last-Event-ID", strings.TrimSpace(r.Header.Get("Last-Event-ID"))
+	if v == "" {
+		q, ok := p.get("last_event_id")
+		if !ok {
+			return nil, nil
+		}
+		name, v = "last_event_id", strings.TrimSpace(q)
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return nil, mailbox.Invalidf(name, "%s: got %q, expected the seq of the last event received (a non-negative integer)", name, v)
+	}
+	return &n, nil
+}

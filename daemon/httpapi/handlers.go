@@ -1,0 +1,208 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+func (a *api) sendTask(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	var t mailbox.Task
+	if err := decodeBody(w, r, &t, "a task"); err != nil {
+		return err
+	}
+	if t.ID == "" {
+		t.ID = uuid.NewString()
+	}
+	t, err := mailbox.NormalizeTask(t)
+	if err != nil {
+		return err
+	}
+	res, err := a.svc.Send(r.Context(), t)
+	if err != nil {
+		return err
+	}
+	res.Kind = mailbox.KindTaskQueued
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// leaseTask serves GET and POST alike. A request body, if any, is ignored:
+// the recipient travels in the query so both methods read the same.
+func (a *api) leaseTask(w http.ResponseWriter, r *http.Request) error {
+	p, err := parseParams(r, "recipient")
+	if err != nil {
+		return err
+	}
+	recipient, err := p.agent("recipient")
+	if err != nil {
+		return err
+	}
+	task, lease, err := a.svc.Lease(r.Context(), recipient)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.TaskOptResponse{Kind: mailbox.KindTaskOpt, Task: task, Lease: lease})
+	return nil
+}
+
+func (a *api) recentTasks(w http.ResponseWriter, r *http.Request) error {
+	p, err := parseParams(r, "limit")
+	if err != nil {
+		return err
+	}
+	limit, err := p.limit()
+	if err != nil {
+		return err
+	}
+	tasks, err := a.svc.RecentTasks(r.Context(), limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.TasksResponse{Kind: mailbox.KindTasks, Tasks: nonNil(tasks)})
+	return nil
+}
+
+func (a *api) postResult(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	var res mailbox.Result
+	if err := decodeBody(w, r, &res, "a result"); err != nil {
+		return err
+	}
+	res, err := mailbox.NormalizeResult(res)
+	if err != nil {
+		return err
+	}
+	if err := a.svc.PostResult(r.Context(), res); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.ResultPostedResponse{Kind: mailbox.KindResultPosted, TaskID: res.TaskID})
+	return nil
+}
+
+// drainResult serves GET and POST alike, like leaseTask.
+func (a *api) drainResult(w http.ResponseWriter, r *http.Request) error {
+	p, err := parseParams(r, "sender")
+	if err != nil {
+		return err
+	}
+	sender, err := p.agent("sender")
+	if err != nil {
+		return err
+	}
+	res, err := a.svc.Drain(r.Context(), sender)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.ResultOptResponse{Kind: mailbox.KindResultOpt, Result: res})
+	return nil
+}
+
+func (a *api) recentResults(w http.ResponseWriter, r *http.Request) error {
+	p, err := parseParams(r, "limit")
+	if err != nil {
+		return err
+	}
+	limit, err := p.limit()
+	if err != nil {
+		return err
+	}
+	results, err := a.svc.RecentResults(r.Context(), limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.ResultsResponse{Kind: mailbox.KindResults, Results: nonNil(results)})
+	return nil
+}
+
+func (a *api) queue(w http.ResponseWriter, r *http.Request) error {
+	p, err := parseParams(r, "limit", "min_lease_age_ms", "deadline_within_ms", "state")
+	if err != nil {
+		return err
+	}
+	var f mailbox.QueueFilter
+	if f.Limit, err = p.limit(); err != nil {
+		return err
+	}
+	if f.MinLeaseAgeMs, err = p.millis("min_lease_age_ms"); err != nil {
+		return err
+	}
+	if f.DeadlineWithinMs, err = p.millis("deadline_within_ms"); err != nil {
+		return err
+	}
+	if f.State, err = p.state(); err != nil {
+		return err
+	}
+	view, err := a.svc.Queue(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.QueueResponse{Kind: mailbox.KindQueue, Tasks: nonNil(view.Tasks), Results: nonNil(view.Results)})
+	return nil
+}
+
+func (a *api) repair(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	var req mailbox.RepairRequest
+	if err := decodeBody(w, r, &req, "a repair request"); err != nil {
+		return err
+	}
+	req, err := mailbox.NormalizeRepair(req)
+	if err != nil {
+		return err
+	}
+	out, err := a.svc.Repair(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.RepairedResponse{Kind: mailbox.KindRepaired, Outcome: out})
+	return nil
+}
+
+func (a *api) compact(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	out, err := a.svc.Compact(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.CompactedResponse{Kind: mailbox.KindCompacted, CompactOutcome: out})
+	return nil
+}
+
+// HealthResponse answers GET /healthz: the daemon is up and its mailbox
+// answers.
+type HealthResponse struct {
+	Kind    string `json:"kind"`
+	Status  string `json:"status"`
+	LastSeq uint64 `json:"last_seq"`
+	mailbox.Counts
+}
+
+func (a *api) health(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	st := a.svc.Stats()
+	writeJSON(w, http.StatusOK, HealthResponse{Kind: mailbox.KindHealth, Status: "ok", LastSeq: st.LastSeq, Counts: st.Counts})
+	return nil
+}
+
+// nonNil keeps empty lists as [] on the wire: clients should not have to
+// tell null from empty.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
