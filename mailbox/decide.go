@@ -7,11 +7,19 @@ import "strconv"
 // event durably and then applies it, holding one lock across check and write
 // so that two requests racing for the same lease cannot both pass.
 
-// DecideSend checks a normalized task and returns its task_sent event.
+// DecideSend checks a normalized task and returns its task_sent event, or,
+// for an idempotent task whose twin already has a posted result, the
+// result_replayed event that answers it with a copy. Callers check
+// LiveDuplicate first: a twin still queued or in flight answers the send.
 func (s *State) DecideSend(t Task, nowMs int64) (Event, error) {
 	if old, dup := s.tasks[t.ID]; dup {
 		return Event{}, &Error{Code: CodeConflict, Message: "id: task " + t.ID + " was already sent (it is " + old.State + "); send a new task with a new id",
 			Details: &ErrorDetails{Field: "id", TaskState: old.State}}
+	}
+	if c, ok := s.cachedFor(&t, nowMs); ok {
+		r := c.Result
+		r.TaskID, r.LeaseID = t.ID, ""
+		return Event{AtMs: nowMs, Type: EventResultReplayed, Task: &t, Result: &r, ReplayedFrom: c.TaskID}, nil
 	}
 	return Event{AtMs: nowMs, Type: EventTaskSent, Task: &t}, nil
 }

@@ -8,6 +8,9 @@ const (
 	EventResultDrained    = "result_drained"
 	EventTaskRequeued     = "task_requeued"
 	EventTaskForceErrored = "task_force_errored"
+	// EventResultReplayed answers a duplicate idempotent task with a copy of
+	// the first one's result: the task is recorded and never leased.
+	EventResultReplayed = "result_replayed"
 	// EventSnapshot is sent only over SSE: the whole state at Seq.
 	EventSnapshot = "snapshot"
 )
@@ -34,6 +37,10 @@ type Event struct {
 	Principal     string `json:"principal,omitempty"`
 	Reason        string `json:"reason,omitempty"`
 	DuplicateRisk string `json:"duplicate_risk,omitempty"`
+	// Auto marks a requeue made by the retry-stale scan.
+	Auto bool `json:"auto,omitempty"`
+	// result_replayed: the task whose result was copied.
+	ReplayedFrom string `json:"replayed_from,omitempty"`
 
 	// snapshot (SSE only)
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
@@ -86,4 +93,8 @@ type Snapshot struct {
 	AtMs    int64           `json:"at_ms"`
 	Tasks   []TaskRecord    `json:"tasks"`
 	Results []PendingResult `json:"results"`
+	// ResultCache holds posted results of idempotent tasks, oldest first.
+	ResultCache []CachedResult `json:"result_cache,omitempty"`
+	// Audit holds the newest repair records, oldest first.
+	Audit []AuditRecord `json:"audit,omitempty"`
 }

@@ -20,6 +20,10 @@ type Service interface {
 	Queue(ctx context.Context, f QueueFilter) (QueueView, error)
 	Repair(ctx context.Context, req RepairRequest) (RepairOutcome, error)
 	Compact(ctx context.Context) (CompactOutcome, error)
+	// RetryStale runs the retry-stale scan (a dry run unless p.Enabled).
+	RetryStale(ctx context.Context, p RetryPolicy) (RetryReport, error)
+	// Audit lists repairs newest first, for one task when taskID != "".
+	Audit(ctx context.Context, taskID string, limit int) ([]AuditRecord, error)
 	// Subscribe streams events. With after == nil the first event is a
 	// snapshot; otherwise the events after *after follow (or a snapshot when
 	// they were compacted away).

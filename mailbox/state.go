@@ -31,6 +31,11 @@ type State struct {
 	Seq uint64
 	// RetainDone bounds how many drained tasks are remembered.
 	RetainDone int
+	// ResultCacheMax and ResultCacheAgeMs bound the idempotent result cache.
+	ResultCacheMax   int
+	ResultCacheAgeMs int64
+	// AuditMax bounds the repair records kept for the audit query.
+	AuditMax int
 
 	tasks       map[string]*taskRec
 	queued      *indexedHeap[*taskRec]
@@ -41,11 +46,16 @@ type State struct {
 	bySender    map[string]*indexedHeap[*resultRec]
 	done        []string // drained task ids, oldest first, from doneHead on
 	doneHead    int
+	live        map[string]string // dedupe key -> queued or in-flight idempotent task
+	cache       map[string]*CachedResult
+	cacheOrder  []*CachedResult // oldest first, from cacheHead on
+	cacheHead   int
+	audit       []AuditRecord // oldest first; the newest AuditMax count
 }
 
 // NewState returns an empty mailbox.
 func NewState() *State {
-	s := &State{RetainDone: DefaultRetainDone}
+	s := &State{RetainDone: DefaultRetainDone, ResultCacheMax: DefaultResultCacheMax, ResultCacheAgeMs: DefaultResultCacheAgeMs, AuditMax: DefaultAuditMax}
 	s.reset()
 	return s
 }
@@ -61,6 +71,16 @@ func (s *State) reset() {
 	s.bySender = make(map[string]*indexedHeap[*resultRec])
 	s.done = nil
 	s.doneHead = 0
+	s.live = make(map[string]string)
+	s.cache = make(map[string]*CachedResult)
+	s.cacheOrder = nil
+	s.cacheHead = 0
+	s.audit = nil
+}
+
+// limits copies the configurable bounds of another state.
+func (s *State) limits(o *State) {
+	s.RetainDone, s.ResultCacheMax, s.ResultCacheAgeMs, s.AuditMax = o.RetainDone, o.ResultCacheMax, o.ResultCacheAgeMs, o.AuditMax
 }
 
 func newTaskHeap(index func(*taskRec) *int) *indexedHeap[*taskRec] {
@@ -134,6 +154,7 @@ func (s *State) Apply(ev Event) error {
 		return fmt.Errorf("event %d (%s): %w", ev.Seq, ev.Type, err)
 	}
 	s.Seq = ev.Seq
+	s.evictCache(ev.AtMs)
 	return nil
 }
 
@@ -150,6 +171,18 @@ func (s *State) apply(ev Event) error {
 		t.addHistory(ev)
 		s.tasks[t.Task.ID] = t
 		s.enqueue(t)
+		s.trackLive(t)
+		return nil
+	case EventResultReplayed:
+		if ev.Task == nil || ev.Result == nil {
+			return fmt.Errorf("replayed result without its task or result")
+		}
+		if _, dup := s.tasks[ev.Task.ID]; dup {
+			return fmt.Errorf("task %s sent twice", ev.Task.ID)
+		}
+		t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskResultPending, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1}
+		s.tasks[t.Task.ID] = t
+		s.addResult(t, ev, PendingResult{Result: *ev.Result, Replayed: true})
 		return nil
 	case EventTaskLeased:
 		t, err := s.taskIn(ev.TaskID, TaskQueued)
@@ -178,11 +211,14 @@ func (s *State) apply(ev Event) error {
 		}
 		s.clearLease(t)
 		t.State = TaskResultPending
-		r := &resultRec{PendingResult: PendingResult{Result: *ev.Result, Sender: t.Task.Sender, Recipient: t.Task.Recipient, PostedAtMs: ev.AtMs, Forced: ev.Type == EventTaskForceErrored}, seq: ev.Seq, gidx: -1, sidx: -1}
-		s.results[t.Task.ID] = r
-		s.resultsAll.Push(r)
-		s.senderHeap(r.Sender).Push(r)
-		t.addHistory(ev)
+		s.untrackLive(t)
+		forced := ev.Type == EventTaskForceErrored
+		if forced {
+			s.recordAudit(ev)
+		} else {
+			s.cacheResult(t, *ev.Result, ev.AtMs)
+		}
+		s.addResult(t, ev, PendingResult{Result: *ev.Result, Forced: forced})
 		return nil
 	case EventResultDrained:
 		r, ok := s.results[ev.TaskID]
@@ -214,9 +250,20 @@ func (s *State) apply(ev Event) error {
 		t.State, t.QueuedAtMs = TaskQueued, ev.AtMs
 		s.enqueue(t)
 		t.addHistory(ev)
+		s.recordAudit(ev)
 		return nil
 	}
 	return fmt.Errorf("unknown event type %q", ev.Type)
+}
+
+// addResult queues a result for the task's sender.
+func (s *State) addResult(t *taskRec, ev Event, pr PendingResult) {
+	pr.Sender, pr.Recipient, pr.PostedAtMs = t.Task.Sender, t.Task.Recipient, ev.AtMs
+	r := &resultRec{PendingResult: pr, seq: ev.Seq, gidx: -1, sidx: -1}
+	s.results[t.Task.ID] = r
+	s.resultsAll.Push(r)
+	s.senderHeap(r.Sender).Push(r)
+	t.addHistory(ev)
 }
 
 func (s *State) taskIn(id, state string) (*taskRec, error) {
@@ -309,6 +356,8 @@ func (s *State) Snapshot(atMs int64) *Snapshot {
 	for _, r := range s.sortedResults() {
 		snap.Results = append(snap.Results, r.PendingResult)
 	}
+	snap.ResultCache = s.CachedResults()
+	snap.Audit = append([]AuditRecord(nil), s.audit[max(0, len(s.audit)-s.AuditMax):]...)
 	return snap
 }
 
@@ -319,7 +368,7 @@ func (s *State) Restore(snap *Snapshot) error {
 		s.RetainDone = DefaultRetainDone
 	}
 	n := NewState()
-	n.RetainDone = s.RetainDone
+	n.limits(s)
 	var done []*taskRec
 	for _, tr := range snap.Tasks {
 		if _, dup := n.tasks[tr.Task.ID]; dup {
@@ -331,8 +380,10 @@ func (s *State) Restore(snap *Snapshot) error {
 		switch t.State {
 		case TaskQueued:
 			n.enqueue(t)
+			n.trackLive(t)
 		case TaskInFlight:
 			n.inFlight[t.Task.ID] = t
+			n.trackLive(t)
 		case TaskDone:
 			done = append(done, t)
 		case TaskResultPending:
@@ -359,6 +410,12 @@ func (s *State) Restore(snap *Snapshot) error {
 			return fmt.Errorf("snapshot %d: task %s waits for a result the snapshot does not have", snap.Seq, id)
 		}
 	}
+	for _, c := range snap.ResultCache {
+		c := c
+		n.cache[c.Key] = &c
+		n.cacheOrder = append(n.cacheOrder, &c)
+	}
+	n.audit = append([]AuditRecord(nil), snap.Audit...)
 	n.Seq = snap.Seq
 	*s = *n
 	return nil
@@ -367,7 +424,7 @@ func (s *State) Restore(snap *Snapshot) error {
 // Clone returns an independent copy of the state.
 func (s *State) Clone() *State {
 	c := NewState()
-	c.RetainDone = s.RetainDone
+	c.limits(s)
 	if err := c.Restore(s.Snapshot(0)); err != nil {
 		panic("mailbox: state does not survive its own snapshot: " + err.Error())
 	}

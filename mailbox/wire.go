@@ -298,6 +298,12 @@ type CompactedResponse struct {
 	CompactOutcome
 }
 
+// AuditResponse answers GET /a2a/audit.
+type AuditResponse struct {
+	Kind    string        `json:"kind"`
+	Repairs []AuditRecord `json:"repairs"`
+}
+
 // ErrorResponse is the one error body shape.
 type ErrorResponse struct {
 	Kind    string        `json:"kind"`

@@ -8,7 +8,9 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// Send queues a task, assigning an id when it has none.
+// Send queues a task, assigning an id when it has none. An idempotent task
+// whose twin is queued or in flight is answered with the twin's id; one
+// whose twin already has a result gets a copy of it (deduplicated either way).
 func (e *Engine) Send(ctx context.Context, t mailbox.Task) (mailbox.TaskQueuedResponse, error) {
 	if t.ID == "" {
 		t.ID = e.opts.NewID()
@@ -17,11 +19,21 @@ func (e *Engine) Send(ctx context.Context, t mailbox.Task) (mailbox.TaskQueuedRe
 	if err != nil {
 		return mailbox.TaskQueuedResponse{}, err
 	}
-	_, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) { return s.DecideSend(t, now) }, nil)
+	var twin string
+	ev, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) {
+		if id, ok := s.LiveDuplicate(t); ok {
+			twin = id
+			return mailbox.Event{}, errNothing
+		}
+		return s.DecideSend(t, now)
+	}, nil)
+	if twin != "" {
+		return mailbox.TaskQueuedResponse{Kind: mailbox.KindTaskQueued, TaskID: twin, Deduplicated: true}, nil
+	}
 	if err != nil {
 		return mailbox.TaskQueuedResponse{}, err
 	}
-	return mailbox.TaskQueuedResponse{Kind: mailbox.KindTaskQueued, TaskID: t.ID}, nil
+	return mailbox.TaskQueuedResponse{Kind: mailbox.KindTaskQueued, TaskID: t.ID, Deduplicated: ev.Type == mailbox.EventResultReplayed}, nil
 }
 
 // Lease leases the oldest task queued for recipient ("" = any). The lease is
@@ -214,6 +226,10 @@ func (e *Engine) Stats() mailbox.ServiceStats {
 		WriteErrors: st.WriteErrors, Compactions: st.Compactions, LogBytes: st.LogBytes, SnapshotBytes: st.SnapshotBytes,
 		Subscribers: subs, SubscribersCut: cut}
 }
+
+// EndSubscriptions ends every live subscription (a shutdown starts here,
+// since an event stream never ends by itself).
+func (e *Engine) EndSubscriptions() { e.hub.closeAll() }
 
 // Close ends every subscription and closes the store, which syncs what was
 // appended. Requests still deciding get their answers first.

@@ -1,0 +1,48 @@
+package mailbox
+
+// DefaultAuditMax bounds how many repair records the state keeps for
+// GET /a2a/audit; the log keeps every repair event regardless.
+const DefaultAuditMax = 10000
+
+// AuditRecord is one repair: who did what to which lease, when and why.
+type AuditRecord struct {
+	Seq           uint64 `json:"seq"`
+	AtMs          int64  `json:"at_ms"`
+	TaskID        string `json:"task_id"`
+	LeaseID       string `json:"lease_id"`
+	LeasedTo      string `json:"leased_to,omitempty"`
+	Action        string `json:"action"` // requeued | forced_error
+	DuplicateRisk string `json:"duplicate_risk,omitempty"`
+	Reason        string `json:"reason"`
+	Principal     string `json:"principal,omitempty"`
+	// Auto marks a requeue made by the retry-stale scan.
+	Auto    bool `json:"auto,omitempty"`
+	Attempt int  `json:"attempt"`
+}
+
+func (s *State) recordAudit(ev Event) {
+	a := AuditRecord{Seq: ev.Seq, AtMs: ev.AtMs, TaskID: ev.TaskID, LeaseID: ev.LeaseID, LeasedTo: ev.LeasedTo,
+		DuplicateRisk: ev.DuplicateRisk, Reason: ev.Reason, Principal: ev.Principal, Auto: ev.Auto, Attempt: ev.Attempt}
+	a.Action = OutcomeRequeued
+	if ev.Type == EventTaskForceErrored {
+		a.Action = OutcomeForcedError
+	}
+	s.audit = append(s.audit, a)
+	if over := len(s.audit) - s.AuditMax; over > 0 && over*4 >= s.AuditMax {
+		// Trim in chunks so appends stay amortised O(1).
+		s.audit = append([]AuditRecord(nil), s.audit[over:]...)
+	}
+}
+
+// Audit returns up to limit repair records, newest first, for one task
+// when taskID is not "".
+func (s *State) Audit(taskID string, limit int) []AuditRecord {
+	out := []AuditRecord{}
+	floor := max(0, len(s.audit)-s.AuditMax)
+	for i := len(s.audit) - 1; i >= floor && len(out) < limit; i-- {
+		if taskID == "" || s.audit[i].TaskID == taskID {
+			out = append(out, s.audit[i])
+		}
+	}
+	return out
+}
