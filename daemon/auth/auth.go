@@ -1,0 +1,184 @@
+// Package auth binds bearer tokens to principals and their capabilities.
+// Tokens are kept only as SHA-256 hashes and compared in constant time; a
+// token never appears in an error, a log line or a metric.
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// Capabilities. Send and respond take a suffix: the recipient a principal
+// may send to, or the sender it may answer; "*" means any.
+const (
+	CapSendPrefix    = "a2a.send."
+	CapRecv          = "a2a.recv"
+	CapRespondPrefix = "a2a.respond."
+	CapDrain         = "a2a.drain"
+	CapRead          = "a2a.read"
+	CapRequeue       = "a2a.repair.requeue"
+	CapForceError    = "a2a.repair.force_error"
+	CapCompact       = "a2a.compact"
+	CapAdmin         = "a2a.admin"
+)
+
+// Token is one configured token: who it speaks for and what it may do.
+// Exactly one of Token (the secret itself, for quick local setups) and
+// SHA256 (its hex hash, what `mailroom token new` prints) is set.
+type Token struct {
+	Principal string   `yaml:"principal"`
+	Token     string   `yaml:"token,omitempty"`
+	SHA256    string   `yaml:"sha256,omitempty"`
+	Caps      []string `yaml:"caps"`
+	Revoked   bool     `yaml:"revoked,omitempty"`
+}
+
+// ValidateCap checks one capability name.
+func ValidateCap(c string) error {
+	switch c {
+	case CapRecv, CapDrain, CapRead, CapRequeue, CapForceError, CapCompact, CapAdmin:
+		return nil
+	}
+	for _, p := range []string{CapSendPrefix, CapRespondPrefix} {
+		if rest, ok := strings.CutPrefix(c, p); ok {
+			if rest == "*" || mailbox.ValidateAgentID("cap", rest) == nil {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("unknown capability %q: expected a2a.send.<recipient|*>, a2a.recv, a2a.respond.<sender|*>, a2a.drain, a2a.read, a2a.repair.requeue, a2a.repair.force_error, a2a.compact or a2a.admin", c)
+}
+
+// Identity is an authenticated caller.
+type Identity struct {
+	Principal string
+	caps      map[string]bool
+}
+
+// Can reports whether the identity holds capability c (or its wildcard, or admin).
+func (id Identity) Can(c string) bool {
+	if id.caps[CapAdmin] || id.caps[c] {
+		return true
+	}
+	for _, p := range []string{CapSendPrefix, CapRespondPrefix} {
+		if strings.HasPrefix(c, p) && id.caps[p+"*"] {
+			return true
+		}
+	}
+	return false
+}
+
+// Admin reports whether the identity may act on others' behalf.
+func (id Identity) Admin() bool { return id.caps[CapAdmin] }
+
+type entry struct {
+	hash    [sha256.Size]byte
+	id      Identity
+	revoked bool
+}
+
+// Authenticator checks bearer tokens against the configured set.
+type Authenticator struct {
+	entries []entry
+}
+
+// New validates the configured tokens. field names the config key for
+// messages, e.g. "tokens".
+func New(tokens []Token) (*Authenticator, error) {
+	a := &Authenticator{}
+	for i, t := range tokens {
+		key := fmt.Sprintf("tokens[%d]", i)
+		if err := mailbox.ValidateAgentID(key+".principal", t.Principal); err != nil {
+			return nil, fmt.Errorf("%s.principal: got %q, expected a principal such as planner@local or an operator name", key, t.Principal)
+		}
+		var e entry
+		switch {
+		case t.Token != "" && t.SHA256 != "":
+			return nil, fmt.Errorf("%s: both token and sha256 are set; keep only sha256", key)
+		case t.Token != "":
+			e.hash = sha256.Sum256([]byte(t.Token))
+		case t.SHA256 != "":
+			b, err := hex.DecodeString(t.SHA256)
+			if err != nil || len(b) != sha256.Size {
+				return nil, fmt.Errorf("%s.sha256: expected 64 hex digits (the output of 'mailroom token new')", key)
+			}
+			copy(e.hash[:], b)
+		default:
+			return nil, fmt.Errorf("%s: expected token or sha256", key)
+		}
+		if len(t.Caps) == 0 {
+			return nil, fmt.Errorf("%s.caps: empty, expected at least one capability", key)
+		}
+		e.id = Identity{Principal: t.Principal, caps: map[string]bool{}}
+		for j, c := range t.Caps {
+			if err := ValidateCap(c); err != nil {
+				return nil, fmt.Errorf("%s.caps[%d]: %v", key, j, err)
+			}
+			e.id.caps[c] = true
+		}
+		e.revoked = t.Revoked
+		for _, other := range a.entries {
+			if other.hash == e.hash {
+				return nil, fmt.Errorf("%s: the same token is configured twice", key)
+			}
+		}
+		a.entries = append(a.entries, e)
+	}
+	return a, nil
+}
+
+// Enabled reports whether any token is configured; without tokens the
+// daemon serves loopback only and does not authenticate.
+func (a *Authenticator) Enabled() bool { return a != nil && len(a.entries) > 0 }
+
+// Authenticate checks an Authorization header value. Every configured hash
+// is compared, in constant time, so timing does not tell which matched.
+func (a *Authenticator) Authenticate(header string) (Identity, error) {
+	tok, ok := strings.CutPrefix(header, "Bearer ")
+	if header == "" {
+		return Identity{}, mailbox.Errorf(mailbox.CodeUnauthorized, "Authorization: missing; expected \"Bearer <token>\" (see 'mailroom token new')")
+	}
+	tok = strings.TrimSpace(tok)
+	if !ok || tok == "" || strings.ContainsAny(tok, " \t") {
+		return Identity{}, mailbox.Errorf(mailbox.CodeUnauthorized, "Authorization: malformed; expected \"Bearer <token>\"")
+	}
+	h := sha256.Sum256([]byte(tok))
+	match := -1
+	for i := range a.entries {
+		if subtle.ConstantTimeCompare(h[:], a.entries[i].hash[:]) == 1 {
+			match = i
+		}
+	}
+	if match < 0 {
+		return Identity{}, mailbox.Errorf(mailbox.CodeUnauthorized, "Authorization: unknown token")
+	}
+	if a.entries[match].revoked {
+		return Identity{}, mailbox.Errorf(mailbox.CodeUnauthorized, "Authorization: this token was revoked")
+	}
+	return a.entries[match].id, nil
+}
+
+// Forbidden is the 403 for an identity lacking capability c.
+func Forbidden(id Identity, c, doing string) error {
+	return &mailbox.Error{Code: mailbox.CodeForbidden,
+		Message: fmt.Sprintf("%s may not %s: needs capability %s", id.Principal, doing, c),
+		Details: &mailbox.ErrorDetails{Capability: c}}
+}
+
+// NewToken returns a fresh random token and its hex SHA-256 hash.
+func NewToken() (token, hash string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	token = "mr_" + base64.RawURLEncoding.EncodeToString(b)
+	h := sha256.Sum256([]byte(token))
+	return token, hex.EncodeToString(h[:]), nil
+}
