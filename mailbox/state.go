@@ -174,7 +174,7 @@ func (s *State) apply(ev Event) error {
 		s.trackLive(t)
 		return nil
 	case EventResultReplayed:
-		if ev.Task == nil || ev.Result == nil {
+		if ev.Task == nil || ev.Result == nil || ev.Result.TaskID != ev.Task.ID {
 			return fmt.Errorf("replayed result without its task or result")
 		}
 		if _, dup := s.tasks[ev.Task.ID]; dup {
@@ -188,6 +188,9 @@ func (s *State) apply(ev Event) error {
 		t, err := s.taskIn(ev.TaskID, TaskQueued)
 		if err != nil {
 			return err
+		}
+		if ev.LeaseID == "" || ev.LeasedTo == "" {
+			return fmt.Errorf("task %s: lease without a lease id or holder", t.Task.ID)
 		}
 		if ev.Attempt != t.Attempt+1 {
 			return fmt.Errorf("task %s: lease attempt %d after attempt %d", t.Task.ID, ev.Attempt, t.Attempt)
@@ -203,8 +206,8 @@ func (s *State) apply(ev Event) error {
 		if err != nil {
 			return err
 		}
-		if ev.Result == nil {
-			return fmt.Errorf("no result")
+		if ev.Result == nil || ev.Result.TaskID != t.Task.ID {
+			return fmt.Errorf("no result for task %s", t.Task.ID)
 		}
 		if ev.LeaseID != "" && ev.LeaseID != t.LeaseID {
 			return fmt.Errorf("task %s: lease %s is not the current lease %s", t.Task.ID, ev.LeaseID, t.LeaseID)
