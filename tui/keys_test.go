@@ -1,0 +1,70 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gdamore/tcell/v2"
+)
+
+func key(k tcell.Key) *tcell.EventKey { return tcell.NewEventKey(k, 0, tcell.ModNone) }
+func char(r rune) *tcell.EventKey     { return tcell.NewEventKey(tcell.KeyRune, r, tcell.ModNone) }
+
+func TestRegistryLookup(t *testing.T) {
+	full, ro := defaultRegistry(), defaultRegistry().withoutDangerous()
+	tests := []struct {
+		reg  registry
+		ev   *tcell.EventKey
+		pane paneID
+		want actionID
+		ok   bool
+	}{
+		{full, char('R'), paneLeases, actRequeue, true},
+		{full, char('E'), paneLeases, actForceError, true},
+		{full, char('R'), paneQueue, 0, false}, // repairs only where leases are
+		{ro, char('R'), paneLeases, 0, false},
+		{ro, char('E'), paneLeases, 0, false},
+		{ro, char('q'), paneLeases, actQuit, true},
+		{full, key(tcell.KeyTab), paneResults, actFocusNext, true},
+		{full, key(tcell.KeyBacktab), paneQueue, actFocusPrev, true},
+		{full, char('2'), paneQueue, actFocusPane, true},
+		{full, char('j'), paneQueue, 0, false}, // movement belongs to the table
+		{full, key(tcell.KeyEnter), paneResults, actDetail, true},
+		{full, char('!'), paneLeases, actStaleOnly, true},
+	}
+	for _, tt := range tests {
+		a, ok := tt.reg.lookup(tt.ev, tt.pane)
+		if ok != tt.ok || ok && a.id != tt.want {
+			t.Errorf("lookup(%s in %s) = %v, %v; want %v, %v", tt.ev.Name(), tt.pane, a.id, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestRegistryHasNoKeyTwice(t *testing.T) {
+	seen := map[keySpec]string{}
+	for _, a := range defaultRegistry().actions {
+		for _, k := range a.keys {
+			if other, dup := seen[k]; dup {
+				t.Errorf("key %v is bound to both %q and %q", k, other, a.desc)
+			}
+			seen[k] = a.desc
+		}
+	}
+}
+
+func TestReadOnlyHidesRepairsFromHintsAndHelp(t *testing.T) {
+	full, ro := defaultRegistry(), defaultRegistry().withoutDangerous()
+	if h := full.hintText(paneLeases); !strings.Contains(h, "<R>") || !strings.Contains(h, "<E>") {
+		t.Errorf("leases hints %q lack the repair keys", h)
+	}
+	if h := full.hintText(paneQueue); strings.Contains(h, "<R>") {
+		t.Errorf("queue hints %q offer a lease repair", h)
+	}
+	if h := ro.hintText(paneLeases); strings.Contains(h, "<R>") || strings.Contains(h, "<E>") {
+		t.Errorf("read-only hints %q offer repairs", h)
+	}
+	help := strings.Join(ro.helpLines(), "\n")
+	if strings.Contains(help, "requeue") || strings.Contains(help, "force an error") {
+		t.Errorf("read-only help lists repairs:\n%s", help)
+	}
+}

@@ -1,0 +1,263 @@
+package tui
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/mailroom/mailroom/mailbox"
+	"github.com/rivo/tview"
+)
+
+// columns of each pane, in screen order.
+var paneColumns = [paneCount][]string{
+	paneQueue:   {"TASK", "AGE", "SENDER -> RECIPIENT", "KIND", "INTENT", "DEADLINE"},
+	paneLeases:  {"TASK", "LEASE AGE", "LEASED TO", "ATT", "LEASE", "SENDER", "INTENT"},
+	paneResults: {"STATUS", "TASK", "SENDER", "FROM", "AGE", "ERROR"},
+}
+
+const maxColumns = 7
+
+// Colors the panes use; one place so they stay consistent.
+var (
+	colorStale   = tcell.ColorRed
+	colorAging   = tcell.ColorYellow
+	colorPastDue = tcell.ColorRed
+	colorHeading = tcell.ColorYellow
+	colorOK      = tcell.ColorGreen
+	colorPartial = tcell.ColorYellow
+	colorError   = tcell.ColorRed
+	colorText    = tview.Styles.PrimaryTextColor
+)
+
+// staleMarker starts the age of a stale lease, so it reads as stale even
+// without colors.
+const staleMarker = "! "
+
+// paneContent is a tview.TableContent over rows: the table asks for the
+// cells it draws and nothing else, so a 100k-row pane costs what its visible
+// rows cost. Cells live in a ring reused frame after frame, so drawing does
+// not allocate a cell per row either.
+type paneContent struct {
+	tview.TableContentReadOnly
+	pane  paneID
+	rows  *rows
+	idx   []int32
+	st    staleness
+	gen   uint64 // bumped every frame so ages are formatted afresh
+	slots []cellSlot
+}
+
+type cellSlot struct {
+	row   int
+	gen   uint64
+	cells [maxColumns]tview.TableCell
+}
+
+func (c *paneContent) GetRowCount() int    { return len(c.idx) + 1 }
+func (c *paneContent) GetColumnCount() int { return len(paneColumns[c.pane]) }
+
+func (c *paneContent) GetCell(row, col int) *tview.TableCell {
+	if row < 0 || row > len(c.idx) || col < 0 || col >= len(paneColumns[c.pane]) {
+		return nil
+	}
+	if len(c.slots) == 0 {
+		c.slots = make([]cellSlot, 64)
+	}
+	s := &c.slots[row%len(c.slots)]
+	if s.row != row || s.gen != c.gen {
+		s.row, s.gen = row, c.gen
+		c.fill(s, row)
+	}
+	return &s.cells[col]
+}
+
+// fill formats one row into its slot.
+func (c *paneContent) fill(s *cellSlot, row int) {
+	cols := paneColumns[c.pane]
+	for i := range cols {
+		s.cells[i] = tview.TableCell{Color: colorText, Align: tview.AlignLeft}
+	}
+	if row == 0 {
+		for i, h := range cols {
+			s.cells[i].Text = h
+			s.cells[i].Color = colorHeading
+			s.cells[i].Attributes = tcell.AttrBold
+			s.cells[i].NotSelectable = true
+		}
+		return
+	}
+	i := int(c.idx[row-1])
+	text := func(col int, v string) { s.cells[col].Text = escapeTags(v) }
+	now := c.st.nowMs
+	switch c.pane {
+	case paneQueue:
+		e := &c.rows.queued[i]
+		text(0, mailbox.ShortID(e.Task.ID))
+		text(1, formatAge(msAge(now, e.QueuedAtMs)))
+		text(2, e.Task.Sender+" -> "+e.Task.Recipient)
+		text(3, e.Task.Kind())
+		text(4, oneLine(e.Task.IntentText))
+		s.cells[4].MaxWidth, s.cells[4].Expansion = 48, 1
+		d, pastDue := formatDeadline(e.Task.DeadlineMs, now)
+		text(5, d)
+		if pastDue {
+			s.cells[5].Color = colorPastDue
+		}
+	case paneLeases:
+		e := &c.rows.leases[i]
+		age := formatAge(msAge(now, e.LeasedAtMs))
+		color := colorText
+		switch {
+		case c.st.stale(e.LeasedAtMs):
+			age, color = staleMarker+age, colorStale
+		case c.st.aging(e.LeasedAtMs):
+			color = colorAging
+		}
+		text(0, mailbox.ShortID(e.Task.ID))
+		text(1, age)
+		text(2, e.LeasedTo)
+		text(3, strconv.Itoa(e.Attempt))
+		text(4, mailbox.ShortID(e.LeaseID))
+		text(5, e.Task.Sender)
+		text(6, oneLine(e.Task.IntentText))
+		s.cells[6].MaxWidth, s.cells[6].Expansion = 48, 1
+		for col := range cols {
+			s.cells[col].Color = color
+		}
+	case paneResults:
+		r := &c.rows.results[i]
+		status := r.Status
+		switch {
+		case r.Forced:
+			status += " (forced)"
+			s.cells[0].Color = colorError
+		case r.Status == mailbox.StatusOK:
+			s.cells[0].Color = colorOK
+		case r.Status == mailbox.StatusPartial:
+			s.cells[0].Color = colorPartial
+		default:
+			s.cells[0].Color = colorError
+		}
+		text(0, status)
+		text(1, mailbox.ShortID(r.TaskID))
+		text(2, r.Sender)
+		text(3, r.Recipient)
+		text(4, formatAge(msAge(now, r.PostedAtMs)))
+		text(5, oneLine(r.ErrorMessage))
+		s.cells[5].MaxWidth, s.cells[5].Expansion = 60, 1
+	}
+}
+
+// pane is one of the three tables: a tview.Table over paneContent that
+// remembers which task is selected, so the selection follows the task when
+// rows move.
+type pane struct {
+	*tview.Table
+	content    *paneContent
+	params     viewParams
+	selectedID string
+	clock      func() time.Time
+	staleAfter time.Duration
+}
+
+func newPane(p paneID, clock func() time.Time, staleAfter time.Duration) *pane {
+	pn := &pane{Table: tview.NewTable(), content: &paneContent{pane: p}, clock: clock, staleAfter: staleAfter}
+	pn.Table.SetContent(pn.content).SetFixed(1, 0).SetSelectable(true, false).SetBorder(true)
+	pn.Table.SetSelectionChangedFunc(func(row, _ int) {
+		pn.selectedID = pn.idAt(row)
+	})
+	return pn
+}
+
+func (p *pane) id() paneID { return p.content.pane }
+
+// idAt returns the task id shown on table row row, or "".
+func (p *pane) idAt(row int) string {
+	if row < 1 || row > len(p.content.idx) {
+		return ""
+	}
+	return p.content.rows.id(p.id(), int(p.content.idx[row-1]))
+}
+
+// selected returns the index into rows of the selected row.
+func (p *pane) selected() (int, bool) {
+	row, _ := p.GetSelection()
+	if row < 1 || row > len(p.content.idx) {
+		return 0, false
+	}
+	return int(p.content.idx[row-1]), true
+}
+
+// Draw refreshes the clock, so ages tick, then draws the visible rows.
+func (p *pane) Draw(screen tcell.Screen) {
+	p.content.gen++
+	p.content.st = staleness{nowMs: p.clock().UnixMilli(), afterMs: p.staleAfter.Milliseconds()}
+	if _, h := screen.Size(); len(p.content.slots) < 2*h {
+		// Every visible row needs a slot of its own within one frame.
+		p.content.slots = make([]cellSlot, 2*h)
+	}
+	p.Table.Draw(screen)
+}
+
+// show installs new rows and re-selects the task that was selected, or
+// the row in the same place when that task left the pane.
+func (p *pane) show(r *rows) {
+	p.content.rows = r
+	p.content.idx = selectRows(r, p.id(), p.params, staleness{nowMs: p.clock().UnixMilli(), afterMs: p.staleAfter.Milliseconds()})
+	p.content.gen++
+	row := -1
+	if p.selectedID != "" {
+		for i, j := range p.content.idx {
+			if r.id(p.id(), int(j)) == p.selectedID {
+				row = i + 1
+				break
+			}
+		}
+	}
+	if row < 0 {
+		row, _ = p.GetSelection()
+		row = max(1, min(row, len(p.content.idx)))
+	}
+	p.Select(row, 0)
+}
+
+// title renders the pane's title: number key, name, counts, sort, filter.
+func (p *pane) title(focused, live bool) string {
+	total, shown := p.content.rows.len(p.id()), len(p.content.idx)
+	var b strings.Builder
+	b.WriteString(" [" + strconv.Itoa(int(p.id())+1) + "] " + p.id().String() + " ")
+	if shown != total {
+		b.WriteString(strconv.Itoa(shown) + " of ")
+	}
+	b.WriteString(strconv.Itoa(total))
+	b.WriteString("  sort:" + p.params.sort.String())
+	if p.params.filter != "" {
+		b.WriteString("  filter:/" + p.params.filter)
+	}
+	if p.params.staleOnly {
+		b.WriteString("  stale only")
+	}
+	if !live {
+		b.WriteString("  [STALE: not live]")
+	}
+	b.WriteString(" ")
+	return escapeTags(b.String())
+}
+
+// oneLine keeps a multi-line text on one table row.
+func oneLine(s string) string {
+	if strings.ContainsAny(s, "\n\r\t") {
+		return strings.NewReplacer("\n", " ", "\r", " ", "\t", " ").Replace(s)
+	}
+	return s
+}
+
+// escapeTags keeps text from agents from being read as tview style tags.
+func escapeTags(s string) string {
+	if strings.IndexByte(s, '[') < 0 {
+		return s
+	}
+	return tview.Escape(s)
+}

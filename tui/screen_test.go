@@ -1,0 +1,207 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+)
+
+// screen is a simulation screen that keeps a copy of every frame shown, so
+// tests read what an operator would see without racing the UI goroutine
+// (the simulation's own buffer is rewritten by every draw).
+type screen struct {
+	tcell.SimulationScreen
+	w, h int
+
+	mu      sync.Mutex
+	frame   frame
+	changed chan struct{} // closed and replaced on every frame
+}
+
+// frame is one shown screen: its text line by line and each cell's style.
+type frame struct {
+	lines  []string
+	styles [][]tcell.Style
+}
+
+func newScreen(w, h int) *screen {
+	return &screen{SimulationScreen: tcell.NewSimulationScreen("UTF-8"), w: w, h: h, changed: make(chan struct{})}
+}
+
+// Init sizes the screen: the simulation resets to 80x25 on every Init,
+// which tview calls.
+func (s *screen) Init() error {
+	if err := s.SimulationScreen.Init(); err != nil {
+		return err
+	}
+	s.SimulationScreen.SetSize(s.w, s.h)
+	return nil
+}
+
+// Show runs on the UI goroutine after every draw; copying here is the one
+// race-free moment to read the cells.
+func (s *screen) Show() {
+	s.SimulationScreen.Show()
+	cells, w, h := s.SimulationScreen.GetContents()
+	f := frame{lines: make([]string, h), styles: make([][]tcell.Style, h)}
+	var b strings.Builder
+	for y := 0; y < h; y++ {
+		b.Reset()
+		f.styles[y] = make([]tcell.Style, 0, w)
+		for x := 0; x < w; x++ {
+			c := cells[y*w+x]
+			if len(c.Runes) == 0 {
+				b.WriteRune(' ')
+			} else {
+				b.WriteString(string(c.Runes))
+			}
+			// One style per rune written, so indexes into the line's runes
+			// find their style.
+			for range max(1, len(c.Runes)) {
+				f.styles[y] = append(f.styles[y], c.Style)
+			}
+		}
+		f.lines[y] = b.String()
+	}
+	s.mu.Lock()
+	s.frame = f
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (f frame) String() string { return strings.Join(f.lines, "\n") }
+
+func (f frame) contains(text string) bool {
+	for _, l := range f.lines {
+		if strings.Contains(l, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// find returns the line and rune column where text first appears.
+func (f frame) find(text string) (y, x int, ok bool) {
+	for y, l := range f.lines {
+		if i := strings.Index(l, text); i >= 0 {
+			return y, len([]rune(l[:i])), true
+		}
+	}
+	return 0, 0, false
+}
+
+// lineWith returns the first line containing text.
+func (f frame) lineWith(text string) string {
+	for _, l := range f.lines {
+		if strings.Contains(l, text) {
+			return l
+		}
+	}
+	return ""
+}
+
+// waitFor waits until a shown frame satisfies cond, and returns it. Frames
+// come at least once a second (ages tick), so a condition that never holds
+// fails at the deadline with the last frame in the message.
+func (s *screen) waitFor(t testing.TB, what string, cond func(frame) bool) frame {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		f, changed := s.frame, s.changed
+		s.mu.Unlock()
+		if f.lines != nil && cond(f) {
+			return f
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("waited 10s for %s; the screen shows:\n%s", what, f)
+		}
+	}
+}
+
+func (s *screen) waitForText(t testing.TB, text string) frame {
+	t.Helper()
+	return s.waitFor(t, strings.TrimSpace(text)+" on screen", func(f frame) bool { return f.contains(text) })
+}
+
+func (s *screen) waitForNoText(t testing.TB, text string) frame {
+	t.Helper()
+	return s.waitFor(t, strings.TrimSpace(text)+" to leave the screen", func(f frame) bool { return !f.contains(text) })
+}
+
+func (s *screen) press(keys ...*tcell.EventKey) {
+	for _, k := range keys {
+		s.InjectKey(k.Key(), k.Rune(), k.Modifiers())
+	}
+}
+
+func (s *screen) typeText(text string) {
+	for _, r := range text {
+		s.InjectKey(tcell.KeyRune, r, tcell.ModNone)
+	}
+}
+
+// clock is a settable time source, so staleness is tested without waiting.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// running is a console running on a simulation screen.
+type running struct {
+	*Console
+	scr     *screen
+	stopped chan struct{} // closed when Run returned
+	err     error         // what Run returned
+}
+
+// runConsole runs a console over backend until the test ends.
+func runConsole(t testing.TB, backend Backend, opts Options) *running {
+	t.Helper()
+	scr := newScreen(160, 48)
+	opts.Screen = scr
+	c := New(backend, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{Console: c, scr: scr, stopped: make(chan struct{})}
+	go func() {
+		r.err = c.Run(ctx)
+		close(r.stopped)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		r.waitStopped(t)
+		if r.err != nil {
+			t.Errorf("console.Run: %v", r.err)
+		}
+	})
+	return r
+}
+
+func (r *running) waitStopped(t testing.TB) {
+	t.Helper()
+	select {
+	case <-r.stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the console did not stop within 10s")
+	}
+}
