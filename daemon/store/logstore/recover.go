@@ -1,0 +1,327 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// damage is a line of a segment that cannot be trusted.
+type damage struct {
+	line   int
+	off    int64
+	reason error
+	// torn: the line runs to the end of the file and is broken the way an
+	// interrupted write leaves a line (cut short or failing its checksum).
+	// Only such a line, at the end of the last segment, may be cut off.
+	torn bool
+}
+
+// recover brings the data dir to a state the writer can continue: it picks
+// the newest intact snapshot, checks every segment after it line by line,
+// cuts a torn last line off, and removes what an interrupted compaction left
+// behind. Anything else that is wrong stops it with an error that names the
+// file, and the line and byte offset where it went wrong; it changes nothing
+// in that case.
+func (s *Store) recover() error {
+	files, err := listDir(s.dir)
+	if err != nil {
+		return err
+	}
+	base, skipped := s.pickSnapshot(files.snapshots)
+	explain := func(err error) error {
+		for _, sk := range skipped {
+			err = fmt.Errorf("%w (snapshot %s was not used: %v)", err, sk.path, sk.reason)
+		}
+		return err
+	}
+
+	// The chain of segments starts with the last one that begins at or
+	// before the first event after the snapshot; earlier ones hold only
+	// events the snapshot covers.
+	first := -1
+	for i, f := range files.segments {
+		if f.seq <= base.seq+1 {
+			first = i
+		}
+	}
+	if first < 0 && len(files.segments) > 0 {
+		f := files.segments[0]
+		return explain(fmt.Errorf("the log in %s is missing events %d to %d: %s ends at seq %d but the oldest segment, %s, starts at %d",
+			s.dir, base.seq+1, f.seq-1, base.describe(), base.seq, filepath.Join(s.dir, f.name), f.seq))
+	}
+	var chain []*segment
+	if first >= 0 {
+		if chain, err = s.checkChain(files.segments[first:]); err != nil {
+			return explain(err)
+		}
+	}
+	obsolete := names(files.segments[:max(first, 0)])
+	// A chain that ends before the snapshot (its next segment was lost
+	// while empty) holds nothing the snapshot lacks.
+	if len(chain) == 1 && chain[0].start <= base.seq && chain[0].next <= base.seq+1 {
+		obsolete = append(obsolete, filepath.Base(chain[0].path))
+		chain = nil
+	}
+	for _, sn := range files.snapshots {
+		if sn.seq < base.seq {
+			obsolete = append(obsolete, sn.name)
+		}
+	}
+	obsolete = append(obsolete, files.temps...)
+	if err := s.tidy(obsolete, skipped); err != nil {
+		return err
+	}
+
+	if len(chain) == 0 {
+		g := &segment{path: s.segmentPath(base.seq + 1), start: base.seq + 1, next: base.seq + 1}
+		if err := createSegment(g.path); err != nil {
+			return fmt.Errorf("starting the log in %s: %w", s.dir, err)
+		}
+		chain = []*segment{g}
+	}
+	g := chain[len(chain)-1]
+	f, err := openSegmentForWrite(g.path, g.size)
+	if err != nil {
+		return fmt.Errorf("opening the log in %s for writing: %w", s.dir, err)
+	}
+	s.active, s.activeSeg = f, g
+	s.segs = chain
+	s.snapSeq, s.snapPath, s.snapBytes = base.seq, base.path, base.size
+	s.lastSeq = max(g.next-1, base.seq)
+	return nil
+}
+
+// baseSnapshot is the snapshot the log continues; path is "" without one.
+type baseSnapshot struct {
+	path string
+	seq  uint64
+	size int64
+}
+
+func (b baseSnapshot) describe() string {
+	if b.path == "" {
+		return "the empty mailbox (there is no snapshot)"
+	}
+	return "snapshot " + b.path
+}
+
+type skippedSnapshot struct {
+	path   string
+	reason error
+}
+
+// pickSnapshot returns the newest snapshot that is whole, and the newer
+// ones that are not. Using an older one is safe only while the segments
+// after it still exist, which checkChain then verifies.
+func (s *Store) pickSnapshot(snaps []namedSeq) (baseSnapshot, []skippedSnapshot) {
+	var skipped []skippedSnapshot
+	for i := len(snaps) - 1; i >= 0; i-- {
+		path := filepath.Join(s.dir, snaps[i].name)
+		size, err := checkSnapshotFile(path, snaps[i].seq)
+		if err == nil {
+			return baseSnapshot{path, snaps[i].seq, size}, skipped
+		}
+		skipped = append(skipped, skippedSnapshot{path, err})
+	}
+	return baseSnapshot{}, skipped
+}
+
+// checkSnapshotFile verifies a snapshot file's frame and checksum.
+func checkSnapshotFile(path string, seq uint64) (int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	_, err = parseSnapshotFile(data, seq)
+	return int64(len(data)), err
+}
+
+// parseSnapshotFile returns the checksummed body of a snapshot file's bytes.
+func parseSnapshotFile(data []byte, seq uint64) ([]byte, error) {
+	line, ok := strings.CutSuffix(string(data), "\n")
+	if !ok || strings.Contains(line, "\n") {
+		return nil, errors.New("it is not exactly one line: it was not written whole")
+	}
+	got, body, err := parseRecord([]byte(line), keySnapshot)
+	if err != nil {
+		return nil, err
+	}
+	if got != seq {
+		return nil, fmt.Errorf("it holds seq %d but its name says %d", got, seq)
+	}
+	return body, nil
+}
+
+// checkChain scans the segments from the one holding the first event after
+// the snapshot to the newest, requiring each to continue the previous one.
+func (s *Store) checkChain(files []namedSeq) ([]*segment, error) {
+	chain := make([]*segment, 0, len(files))
+	next := files[0].seq
+	for i, f := range files {
+		g := &segment{path: filepath.Join(s.dir, f.name), start: f.seq}
+		if g.start != next {
+			prev := chain[len(chain)-1]
+			return nil, fmt.Errorf("the log in %s is missing events %d to %d: segment %s ends at seq %d but the next one, %s, starts at %d",
+				s.dir, next, g.start-1, prev.path, next-1, g.path, g.start)
+		}
+		d, size, err := scanSegment(g)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			if i < len(files)-1 || !d.torn {
+				return nil, damageError(g.path, d)
+			}
+			if err := s.cutTornLine(g, d, size); err != nil {
+				return nil, err
+			}
+		}
+		chain = append(chain, g)
+		next = g.next
+	}
+	return chain, nil
+}
+
+func damageError(path string, d *damage) error {
+	return fmt.Errorf("the log is damaged: %s, line %d (byte offset %d): %v; the lines before it are intact. Nothing was changed: restore the file from a backup, or cut it at that offset by hand if you accept losing the events from there on",
+		path, d.line, d.off, d.reason)
+}
+
+// scanSegment checks every line of g, filling in how far it is intact and
+// its index. It returns the first damaged line, if any, and the file size.
+func scanSegment(g *segment) (*damage, int64, error) {
+	f, err := os.Open(g.path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	end := fi.Size()
+	g.next, g.size, g.index = g.start, 0, nil
+	r := newLineReader(f, 0, end, 1)
+	for {
+		l, err := r.next()
+		if err == io.EOF {
+			return nil, end, nil
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("reading %s: %w", g.path, err)
+		}
+		if !l.terminated {
+			return &damage{l.num, l.off, errors.New("the line has no newline: it was cut short"), true}, end, nil
+		}
+		seq, _, err := parseRecord(l.b, keyEvent)
+		if err != nil {
+			return &damage{l.num, l.off, err, l.end() == end}, end, nil
+		}
+		if seq != g.next {
+			// An interrupted write cannot produce a whole, checksummed
+			// record with the wrong seq, so this is never cut off.
+			return &damage{l.num, l.off, fmt.Errorf("it holds seq %d where seq %d was expected", seq, g.next), false}, end, nil
+		}
+		g.noteRecord(seq, l.off)
+		g.next++
+		g.size = l.end()
+	}
+}
+
+// cutTornLine keeps a copy of the segment as found, then truncates it
+// before its torn last line.
+func (s *Store) cutTornLine(g *segment, d *damage, size int64) error {
+	kept, err := keepCopy(g.path)
+	if err != nil {
+		return fmt.Errorf("keeping a copy of %s before cutting its torn last line: %w", g.path, err)
+	}
+	f, err := openSegmentForWrite(g.path, d.off)
+	if err != nil {
+		return fmt.Errorf("cutting the torn last line off %s: %w", g.path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("cutting the torn last line off %s: %w", g.path, err)
+	}
+	s.log.Warn("cut a torn last line off the log; the events before it are intact",
+		"file", g.path, "line", d.line, "offset", d.off, "bytes_cut", size-d.off,
+		"reason", d.reason.Error(), "original_kept_as", kept)
+	return nil
+}
+
+// tidy finishes an interrupted compaction: files made obsolete by the
+// snapshot in use are removed, and the damaged snapshots pickSnapshot
+// skipped (all newer than it) are set aside as .broken. The directory is synced first so that the snapshot
+// which makes them obsolete is durable before they go.
+func (s *Store) tidy(obsolete []string, skipped []skippedSnapshot) error {
+	if len(obsolete) == 0 && len(skipped) == 0 {
+		return nil
+	}
+	if err := syncDir(s.dir); err != nil {
+		return fmt.Errorf("syncing data dir %s: %w", s.dir, err)
+	}
+	for _, sk := range skipped {
+		aside := sk.path + brokenSuffix
+		if err := os.Rename(sk.path, aside); err != nil {
+			return fmt.Errorf("setting damaged snapshot %s aside: %w", sk.path, err)
+		}
+		s.log.Warn("a snapshot is damaged; the log from the older snapshot is used instead and nothing is lost",
+			"file", sk.path, "reason", sk.reason.Error(), "kept_as", aside)
+	}
+	for _, name := range obsolete {
+		path := filepath.Join(s.dir, name)
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing %s, which a snapshot made obsolete: %w", path, err)
+		}
+		s.log.Info("removed a file an interrupted compaction left behind", "file", path)
+	}
+	if err := syncDir(s.dir); err != nil {
+		return fmt.Errorf("syncing data dir %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+func names(l []namedSeq) []string {
+	out := make([]string, len(l))
+	for i, f := range l {
+		out[i] = f.name
+	}
+	return out
+}
+
+// createSegment creates an empty segment and makes its name durable.
+func createSegment(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		os.Remove(path)
+		return err
+	}
+	return nil
+}
+
+// openSegmentForWrite opens a segment to be written after its first size
+// bytes, cutting anything beyond them off durably.
+func openSegmentForWrite(path string, size int64) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	err = f.Truncate(size)
+	if err == nil {
+		err = fdatasync(f)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
