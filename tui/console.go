@@ -82,6 +82,8 @@ type Console struct {
 	flashAt time.Time
 	flashOK bool // an info flash, cleared after a while; errors stay
 	dialog  *repairDialog
+	// stopping is set on the UI goroutine when Run stops the application.
+	stopping bool
 
 	runCtx context.Context
 	quit   context.CancelFunc
@@ -173,20 +175,23 @@ func (c *Console) Run(ctx context.Context) error {
 		c.bg.closeAndWait()
 		// Stopping from inside an update also waits for the event loop to
 		// have started: Stop before Run would make Run open a new terminal.
-		c.app.QueueUpdate(c.app.Stop)
+		c.app.QueueUpdate(func() {
+			c.stopping = true
+			c.app.Stop()
+		})
 	}()
 
 	err := c.app.Run()
 	cancel()
 	<-streamDone
-	select {
-	case <-stopped:
-	default:
-		// The event loop ended by itself (a terminal error). Goroutines
-		// blocked queueing updates cannot finish now; do not wait for them.
-		if err == nil {
-			err = errors.New("console: terminal closed")
-		}
+	// stopping was set by the update above, on this goroutine (the event
+	// loop runs inside app.Run), so reading it here is safe.
+	if c.stopping {
+		<-stopped
+	} else if err == nil {
+		// The event loop ended by itself. Goroutines blocked queueing
+		// updates cannot finish now; do not wait for them.
+		err = errors.New("console: the terminal closed")
 	}
 	return err
 }

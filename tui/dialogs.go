@@ -178,14 +178,19 @@ func (c *Console) showConflict(t repairTarget, e *mailbox.Error) {
 		b.WriteString(e.Message)
 	}
 	b.WriteString("\n\nThe panes show the current state.")
-	m := tview.NewModal().SetText(escapeTags(b.String())).AddButtons([]string{"OK"})
-	m.SetTitle(" Lease changed ")
-	m.SetDoneFunc(func(int, string) {
+	text := tview.NewTextView().SetDynamicColors(true).SetText(escapeTags(b.String()))
+	ok := tview.NewForm().AddButton("OK", func() {
 		c.pages.RemovePage(pageConflict)
 		c.focusPane(c.focus)
 	})
-	c.pages.AddPage(pageConflict, m, true, true)
-	c.app.SetFocus(m)
+	ok.SetCancelFunc(func() {
+		c.pages.RemovePage(pageConflict)
+		c.focusPane(c.focus)
+	})
+	box := tview.NewFlex().SetDirection(tview.FlexRow).AddItem(text, 0, 1, false).AddItem(ok, 3, 0, true)
+	box.SetBorder(true).SetTitle(" Lease changed: repair refused ").SetBorderColor(tcell.ColorRed)
+	c.pages.AddPage(pageConflict, centered(box, 90, 13), true, true)
+	c.app.SetFocus(ok)
 	c.flash(false, "repair of "+mailbox.ShortID(t.taskID)+" refused: the lease changed")
 }
 
@@ -199,5 +204,3 @@ func centered(p tview.Primitive, width, height int) tview.Primitive {
 			AddItem(nil, 0, 1, false), width, 0, true).
 		AddItem(nil, 0, 1, false)
 }
-
-var _ = tcell.KeyEscape

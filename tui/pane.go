@@ -47,6 +47,9 @@ type paneContent struct {
 	st    staleness
 	gen   uint64 // bumped every frame so ages are formatted afresh
 	slots []cellSlot
+	// focused panes show their selection inverted; the others underline
+	// it in the row's own color, so a stale row stays red.
+	focused bool
 }
 
 type cellSlot struct {
@@ -148,6 +151,14 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 		text(5, oneLine(r.ErrorMessage))
 		s.cells[5].MaxWidth, s.cells[5].Expansion = 60, 1
 	}
+	for col := range cols {
+		cell := &s.cells[col]
+		if c.focused {
+			cell.SelectedStyle = tcell.StyleDefault.Foreground(tcell.ColorBlack).Background(cell.Color)
+		} else {
+			cell.SelectedStyle = tcell.StyleDefault.Foreground(cell.Color).Underline(true)
+		}
+	}
 }
 
 // pane is one of the three tables: a tview.Table over paneContent that
@@ -193,6 +204,7 @@ func (p *pane) selected() (int, bool) {
 // Draw refreshes the clock, so ages tick, then draws the visible rows.
 func (p *pane) Draw(screen tcell.Screen) {
 	p.content.gen++
+	p.content.focused = p.HasFocus()
 	p.content.st = staleness{nowMs: p.clock().UnixMilli(), afterMs: p.staleAfter.Milliseconds()}
 	if _, h := screen.Size(); len(p.content.slots) < 2*h {
 		// Every visible row needs a slot of its own within one frame.
@@ -237,7 +249,7 @@ func (p *pane) title(focused, live bool) string {
 		b.WriteString("  filter:/" + p.params.filter)
 	}
 	if p.params.staleOnly {
-		b.WriteString("  stale only")
+		b.WriteString("  !stale-only")
 	}
 	if !live {
 		b.WriteString("  [STALE: not live]")
