@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+)
+
+const defaultAddr = "127.0.0.1:7717"
+
+// verbHelp is what a verb's --help prints above its flags.
+type verbHelp struct {
+	verb    string // "send", "result post"
+	summary string
+	usage   string // arguments after the verb
+	example string
+}
+
+// verbFlags is a verb's flag set and its --help text.
+type verbFlags struct {
+	*flag.FlagSet
+	help func()
+}
+
+// newFlagSet returns a flag set that reports errors to the caller instead of
+// printing them; parseArgs prints the verb's summary, usage, example and
+// flags on --help, and only then.
+func newFlagSet(e *env, h verbHelp) *verbFlags {
+	fs := flag.NewFlagSet("mailroom "+h.verb, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	// The flag package calls Usage on every parse error too; errors are
+	// reported by report, so Usage stays silent.
+	fs.Usage = func() {}
+	help := func() {
+		w := e.stdout
+		fmt.Fprintf(w, "mailroom %s: %s\n\nUsage:\n  mailroom %s %s\n\nExample:\n%s\nFlags:\n", h.verb, h.summary, h.verb, h.usage, indent(h.example))
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return &verbFlags{FlagSet: fs, help: help}
+}
+
+// parseArgs parses flags wherever they appear, so "result post ID --status ok"
+// works as well as "result post --status ok ID", and returns the positional
+// arguments. Everything after "--" is positional.
+func parseArgs(fs *verbFlags, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			fs.help()
+			return nil, errHelpShown
+		} else if err != nil {
+			return nil, &usageError{msg: err.Error()}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// parseExact parses args and requires exactly len(names) positional
+// arguments, named in the error.
+func parseExact(fs *verbFlags, args []string, names ...string) ([]string, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) < len(names) {
+		return nil, usagef("missing %s", strings.Join(names[len(pos):], " "))
+	}
+	if len(pos) > len(names) {
+		return nil, usagef("unexpected argument %q", pos[len(names)])
+	}
+	return pos, nil
+}
+
+// required reports the first flag in names that was not given.
+func required(fs *verbFlags, names ...string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, n := range names {
+		if !set[n] {
+			return usagef("--%s is required", n)
+		}
+	}
+	return nil
+}
+
+// clientFlags are the flags every verb that talks to the daemon shares.
+type clientFlags struct {
+	addr    string
+	token   string
+	timeout time.Duration
+}
+
+func addClientFlags(fs *verbFlags, e *env) *clientFlags {
+	cf := &clientFlags{}
+	addr := e.getenv("MAILROOM_ADDR")
+	if addr == "" {
+		addr = defaultAddr
+	}
+	fs.StringVar(&cf.addr, "addr", addr, "daemon address, host:port or URL (env MAILROOM_ADDR)")
+	// The token's value is deliberately not shown as the flag's default.
+	fs.StringVar(&cf.token, "token", "", "bearer token for the daemon (env MAILROOM_TOKEN)")
+	fs.DurationVar(&cf.timeout, "timeout", 10*time.Second, "give up on the daemon after this long (0: never)")
+	return cf
+}
+
+// connect returns a client and a context bounded by --timeout.
+func (cf *clientFlags) connect(ctx context.Context, e *env) (*client.Client, context.Context, context.CancelFunc, error) {
+	if cf.timeout < 0 {
+		return nil, nil, nil, usagef("--timeout: got %s, expected a duration of 0 or more", cf.timeout)
+	}
+	token := cf.token
+	if token == "" {
+		token = e.getenv("MAILROOM_TOKEN")
+	}
+	var opts []client.Option
+	if token != "" {
+		opts = append(opts, client.WithToken(token))
+	}
+	c, err := client.New(cf.addr, opts...)
+	if err != nil {
+		return nil, nil, nil, usagef("--addr: %v", err)
+	}
+	cancel := context.CancelFunc(func() {})
+	if cf.timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, cf.timeout)
+	}
+	return c, ctx, cancel, nil
+}
+
+// optionalInt64 is an int64 flag that remembers whether it was given, so
+// "not set" and 0 stay different (status filters are null when unset).
+type optionalInt64 struct{ v *int64 }
+
+func (o *optionalInt64) String() string {
+	if o == nil || o.v == nil {
+		return ""
+	}
+	return fmt.Sprint(*o.v)
+}
+
+func (o *optionalInt64) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return errors.New("expected a whole number")
+	}
+	o.v = &n
+	return nil
+}
+
+// repeated collects every use of a repeatable flag.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ", ") }
+func (r *repeated) Set(s string) error { *r = append(*r, s); return nil }

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon"
+)
+
+// startDaemon runs a real daemon in-process on a free port over a fresh data
+// directory and returns its address. It is shut down when the test ends.
+func startDaemon(t *testing.T) string {
+	t.Helper()
+	return startDaemonIn(t, t.TempDir())
+}
+
+// startDaemonIn is startDaemon over an existing data directory.
+func startDaemonIn(t *testing.T, dir string) string {
+	t.Helper()
+	cfg := config.DefaultFor(func(string) string { return "" })
+	cfg.Addr = "127.0.0.1:0"
+	cfg.DataDir = dir
+	d, err := daemon.Open(cfg, nil)
+	if err != nil {
+		t.Fatalf("daemon.Open: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- d.Serve() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return d.Addr()
+}
+
+// closedAddr returns an address where nothing listens.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+type outcome struct {
+	code           int
+	stdout, stderr string
+}
+
+// cli runs the CLI in-process with MAILROOM_ADDR=addr and nothing else in
+// its environment.
+func cli(t *testing.T, addr string, args ...string) outcome {
+	t.Helper()
+	return cliEnv(t, map[string]string{"MAILROOM_ADDR": addr}, args...)
+}
+
+func cliEnv(t *testing.T, vars map[string]string, args ...string) outcome {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), args, &stdout, &stderr, func(k string) string { return vars[k] })
+	return outcome{code, stdout.String(), stderr.String()}
+}
+
+// mustCLI runs the CLI and fails the test unless it exits 0.
+func mustCLI(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	o := cli(t, addr, args...)
+	if o.code != 0 {
+		t.Fatalf("mailroom %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), o.code, o.stdout, o.stderr)
+	}
+	return o.stdout
+}
+
+// mustJSON runs the CLI and decodes its stdout into v.
+func mustJSON(t *testing.T, addr string, v any, args ...string) {
+	t.Helper()
+	out := mustCLI(t, addr, args...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("mailroom %s: stdout is not JSON: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// sendTask sends a task through the CLI and returns its id.
+func sendTask(t *testing.T, addr, from, to, intent string, extra ...string) string {
+	t.Helper()
+	out := mustCLI(t, addr, append([]string{"send", "--from", from, "--to", to, "--intent", intent}, extra...)...)
+	return strings.TrimSpace(out)
+}
+
+type leased struct {
+	Kind string `json:"kind"`
+	Task *struct {
+		ID string `json:"id"`
+	} `json:"task"`
+	Lease *struct {
+		LeaseID string `json:"lease_id"`
+		Attempt int    `json:"attempt"`
+	} `json:"lease"`
+}
+
+// leaseTask leases through the CLI and returns the lease, failing when
+// nothing was queued.
+func leaseTask(t *testing.T, addr, recipient string) leased {
+	t.Helper()
+	var l leased
+	mustJSON(t, addr, &l, "lease", "--recipient", recipient, "--json")
+	if l.Task == nil || l.Lease == nil {
+		t.Fatalf("lease --recipient %s: nothing leased", recipient)
+	}
+	return l
+}
+
+func wantContains(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s = %q, want it to contain %q", what, got, w)
+		}
+	}
+}
+
+// lockedWriter lets goroutines share one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

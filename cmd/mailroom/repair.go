@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+const requeueSummary = "put an in-flight task back at the head of its recipient's queue"
+
+func runRequeue(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, verbHelp{
+		verb:    "requeue",
+		summary: requeueSummary,
+		usage:   "TASK_ID --reason TEXT --duplicate-risk idempotent|operator-accepted [flags]",
+		example: "mailroom requeue 6f9619ff-8b86-4d11-b42d-00c04fc964ff --reason 'worker crashed' --duplicate-risk operator-accepted --lease-id 0b5c...",
+	})
+	cf := addClientFlags(fs, e)
+	reason := fs.String("reason", "", "why, for the audit trail (required)")
+	risk := fs.String("duplicate-risk", "", "idempotent (the task says it is safe to run twice) or operator-accepted (you accept the work may run twice) (required)")
+	leaseID := fs.String("lease-id", "", "refuse unless this is still the current lease (recommended)")
+	asJSON := fs.Bool("json", false, "print the repair outcome as JSON")
+	pos, err := parseExact(fs, args, "TASK_ID")
+	if err != nil {
+		return err
+	}
+	if err := required(fs, "reason", "duplicate-risk"); err != nil {
+		return err
+	}
+	if strings.TrimSpace(*reason) == "" {
+		return usagef("--reason: got %q, expected why you are requeueing", *reason)
+	}
+	var wireRisk string
+	switch *risk {
+	case "idempotent":
+		wireRisk = mailbox.RiskIdempotent
+	case "operator-accepted", "operator_accepted":
+		wireRisk = mailbox.RiskOperatorAccepted
+	default:
+		return usagef("--duplicate-risk: got %q, expected idempotent or operator-accepted", *risk)
+	}
+	return repair(ctx, e, cf, *asJSON, mailbox.RepairRequest{TaskID: pos[0], Reason: *reason,
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: *leaseID, DuplicateRisk: wireRisk}})
+}
+
+const forceErrorSummary = "end an in-flight task with an error result for its sender"
+
+func runForceError(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, verbHelp{
+		verb:    "force-error",
+		summary: forceErrorSummary,
+		usage:   "TASK_ID --reason TEXT --message TEXT [flags]",
+		example: "mailroom force-error 6f9619ff-8b86-4d11-b42d-00c04fc964ff --reason 'agent gone' --message 'coder@local stopped responding' --lease-id 0b5c...",
+	})
+	cf := addClientFlags(fs, e)
+	reason := fs.String("reason", "", "why, for the audit trail (required)")
+	message := fs.String("message", "", "the error message the sender receives (required)")
+	leaseID := fs.String("lease-id", "", "refuse unless this is still the current lease (recommended)")
+	asJSON := fs.Bool("json", false, "print the repair outcome as JSON")
+	pos, err := parseExact(fs, args, "TASK_ID")
+	if err != nil {
+		return err
+	}
+	if err := required(fs, "reason", "message"); err != nil {
+		return err
+	}
+	if strings.TrimSpace(*reason) == "" {
+		return usagef("--reason: got %q, expected why you are forcing an error", *reason)
+	}
+	if strings.TrimSpace(*message) == "" {
+		return usagef("--message: got %q, expected the error the sender should see", *message)
+	}
+	return repair(ctx, e, cf, *asJSON, mailbox.RepairRequest{TaskID: pos[0], Reason: *reason,
+		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: *leaseID, Message: *message}})
+}
+
+// repair sends one repair and prints its outcome; a lease-guard conflict is
+// an error whose details report prints.
+func repair(ctx context.Context, e *env, cf *clientFlags, asJSON bool, req mailbox.RepairRequest) error {
+	c, ctx, cancel, err := cf.connect(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	out, err := c.Repair(ctx, req)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(e.stdout, mailbox.RepairedResponse{Kind: mailbox.KindRepaired, Outcome: out})
+	}
+	printOutcome(e.stdout, out)
+	return nil
+}
+
+func printOutcome(w io.Writer, out mailbox.RepairOutcome) {
+	switch out.Action {
+	case mailbox.OutcomeRequeued:
+		fmt.Fprintf(w, "requeued task %s: %s again after %d attempt(s); the next lease is attempt %d\n", out.TaskID, out.State, out.Attempt, out.Attempt+1)
+	case mailbox.OutcomeForcedError:
+		fmt.Fprintf(w, "forced an error on task %s after %d attempt(s): %s", out.TaskID, out.Attempt, out.State)
+		if out.Result != nil {
+			fmt.Fprintf(w, " for %s (%q)", out.Result.Sender, out.Result.ErrorMessage)
+		}
+		fmt.Fprintln(w)
+	default:
+		fmt.Fprintf(w, "task %s: %s, now %s, attempt %d\n", out.TaskID, out.Action, out.State, out.Attempt)
+	}
+}
+
+const compactSummary = "fold the log into a snapshot now and start a new log segment"
+
+func runCompact(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, verbHelp{
+		verb:    "compact",
+		summary: compactSummary,
+		usage:   "[flags]",
+		example: "mailroom compact --addr 127.0.0.1:7717",
+	})
+	cf := addClientFlags(fs, e)
+	asJSON := fs.Bool("json", false, "print the compaction outcome as JSON")
+	if _, err := parseExact(fs, args); err != nil {
+		return err
+	}
+	c, ctx, cancel, err := cf.connect(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	out, err := c.Compact(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, mailbox.CompactedResponse{Kind: mailbox.KindCompacted, CompactOutcome: out})
+	}
+	fmt.Fprintf(e.stdout, "compacted at seq %d: log %d bytes -> %d bytes", out.Seq, out.BytesBefore, out.BytesAfter)
+	if out.SnapshotPath != "" {
+		fmt.Fprintf(e.stdout, " (snapshot %s)", out.SnapshotPath)
+	}
+	fmt.Fprintln(e.stdout)
+	return nil
+}

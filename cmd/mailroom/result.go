@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+const resultSummary = "post a result for a leased task, or drain the next result for a sender"
+
+// runResult dispatches to its two sub-verbs; errors carry the full verb name
+// so messages say "mailroom result post: ...".
+func runResult(ctx context.Context, e *env, args []string) error {
+	subs := []struct {
+		name, summary string
+		run           func(context.Context, *env, []string) error
+	}{
+		{"post", resultPostSummary, runResultPost},
+		{"next", resultNextSummary, runResultNext},
+	}
+	help := func(w io.Writer) {
+		fmt.Fprintf(w, "mailroom result: %s\n\nUsage:\n", resultSummary)
+		for _, s := range subs {
+			fmt.Fprintf(w, "  mailroom result %-5s %s\n", s.name, s.summary)
+		}
+		fmt.Fprint(w, "\nExample:\n  mailroom result post 6f9619ff-8b86-4d11-b42d-00c04fc964ff --status ok --text done\n  mailroom result next --sender planner@local\n\nRun 'mailroom result <post|next> --help' for flags.\n")
+	}
+	if len(args) == 0 {
+		return usagef("missing sub-command: post or next")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		help(e.stdout)
+		return errHelpShown
+	}
+	for _, s := range subs {
+		if s.name == args[0] {
+			if err := s.run(ctx, e, args[1:]); err != nil {
+				return &verbError{verb: "result " + s.name, err: err}
+			}
+			return nil
+		}
+	}
+	return usagef("unknown sub-command %q, expected post or next", args[0])
+}
+
+const resultPostSummary = "post the result of a leased task for its sender"
+
+func runResultPost(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, verbHelp{
+		verb:    "result post",
+		summary: resultPostSummary,
+		usage:   "TASK_ID --status ok|error|partial [flags]",
+		example: "mailroom result post 6f9619ff-8b86-4d11-b42d-00c04fc964ff --status ok --text 'fixed in abc123' --lease-id 0b5c...",
+	})
+	cf := addClientFlags(fs, e)
+	status := fs.String("status", "", "ok, error or partial (required)")
+	var texts repeated
+	fs.Var(&texts, "text", "a text part of the result (repeatable)")
+	jsonValue := fs.String("json-value", "", "a JSON part of the result, such as '{\"files\":3}'")
+	errMsg := fs.String("error-message", "", "what went wrong, with --status error")
+	leaseID := fs.String("lease-id", "", "refuse unless this is still the current lease (recommended)")
+	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
+	pos, err := parseExact(fs, args, "TASK_ID")
+	if err != nil {
+		return err
+	}
+	if err := required(fs, "status"); err != nil {
+		return err
+	}
+	switch *status {
+	case mailbox.StatusOK, mailbox.StatusError, mailbox.StatusPartial:
+	default:
+		return usagef("--status: got %q, expected ok, error or partial", *status)
+	}
+	r := mailbox.Result{TaskID: pos[0], Status: *status, Content: []mailbox.Content{}, ErrorMessage: *errMsg, LeaseID: *leaseID}
+	for _, t := range texts {
+		r.Content = append(r.Content, mailbox.Content{Type: mailbox.ContentText, Text: t})
+	}
+	if *jsonValue != "" {
+		if !json.Valid([]byte(*jsonValue)) {
+			return usagef("--json-value: got %q, expected a JSON value such as '{\"files\":3}'", *jsonValue)
+		}
+		r.Content = append(r.Content, mailbox.Content{Type: mailbox.ContentJSON, Value: json.RawMessage(*jsonValue)})
+	}
+	c, ctx, cancel, err := cf.connect(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if err := c.PostResult(ctx, r); err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, mailbox.ResultPostedResponse{Kind: mailbox.KindResultPosted, TaskID: r.TaskID})
+	}
+	fmt.Fprintf(e.stdout, "posted %s result for task %s\n", r.Status, r.TaskID)
+	return nil
+}
+
+const resultNextSummary = "drain the oldest result waiting for a sender"
+
+func runResultNext(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, verbHelp{
+		verb:    "result next",
+		summary: resultNextSummary,
+		usage:   "--sender AGENT [flags]",
+		example: "mailroom result next --sender planner@local --json",
+	})
+	cf := addClientFlags(fs, e)
+	sender := fs.String("sender", "", "agent whose results to drain (required)")
+	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON (result is null when none is pending)")
+	if _, err := parseExact(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "sender"); err != nil {
+		return err
+	}
+	if strings.TrimSpace(*sender) == "" {
+		return usagef("--sender: got %q, expected an agent id such as planner@local", *sender)
+	}
+	c, ctx, cancel, err := cf.connect(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	res, err := c.Drain(ctx, *sender)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, mailbox.ResultOptResponse{Kind: mailbox.KindResultOpt, Result: res})
+	}
+	if res == nil {
+		fmt.Fprintf(e.stdout, "no result pending for %s\n", *sender)
+		return nil
+	}
+	printResult(e.stdout, *res)
+	return nil
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+const sendSummary = "send a task from one agent to another and print its id"
+
+func runSend(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, verbHelp{
+		verb:    "send",
+		summary: sendSummary,
+		usage:   "--from AGENT --to AGENT --intent TEXT [flags]",
+		example: "mailroom send --from planner@local --to coder@local --intent 'fix the flaky test' --kind code --deadline 30m",
+	})
+	cf := addClientFlags(fs, e)
+	from := fs.String("from", "", "sending agent, which later drains the result (required)")
+	to := fs.String("to", "", "recipient agent, which leases the task (required)")
+	intent := fs.String("intent", "", "what the recipient should do (required)")
+	kind := fs.String("kind", "", "task kind, such as review or summarize")
+	parent := fs.String("parent", "", "id of the task this one was split from")
+	deadline := fs.String("deadline", "", "deadline: a duration from now (10m) or an RFC 3339 time")
+	key := fs.String("idempotency-key", "", "key identifying the work, for de-duplication and safe requeue")
+	idempotent := fs.Bool("idempotent", false, "the task is safe to run twice (needs --idempotency-key)")
+	id := fs.String("id", "", "task id (a UUID); the daemon picks one when absent")
+	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
+	if _, err := parseExact(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "from", "to", "intent"); err != nil {
+		return err
+	}
+	t := mailbox.Task{ID: *id, Sender: *from, Recipient: *to, IntentText: *intent, Parent: *parent}
+	if *kind != "" {
+		t.TaskKind = kind
+	}
+	if *deadline != "" {
+		ms, err := parseDeadline(*deadline, time.Now())
+		if err != nil {
+			return err
+		}
+		t.DeadlineMs = &ms
+	}
+	switch {
+	case *idempotent && *key == "":
+		return usagef("--idempotent needs --idempotency-key: the key is how a duplicate is recognised")
+	case *key != "":
+		safety := mailbox.DuplicateUnsafe
+		if *idempotent {
+			safety = mailbox.DuplicateIdempotent
+		}
+		t.Idempotency = &mailbox.Idempotency{DuplicateSafety: safety, Key: *key}
+	}
+	c, ctx, cancel, err := cf.connect(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	resp, err := c.Send(ctx, t)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, resp)
+	}
+	fmt.Fprintln(e.stdout, resp.TaskID)
+	if resp.Deduplicated {
+		fmt.Fprintf(e.stderr, "mailroom send: an identical idempotent task was already sent; its id is %s\n", resp.TaskID)
+	}
+	return nil
+}
+
+// parseDeadline reads a deadline relative to now ("10m") or absolute
+// (RFC 3339) and returns unix milliseconds.
+func parseDeadline(s string, now time.Time) (int64, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return 0, usagef("--deadline: got %q, expected a positive duration such as 10m or an RFC 3339 time", s)
+		}
+		return now.Add(d).UnixMilli(), nil
+	}
+	at, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return 0, usagef("--deadline: got %q, expected a duration such as 10m or an RFC 3339 time such as 2030-01-02T15:04:05Z", s)
+	}
+	return at.UnixMilli(), nil
+}
+
+const leaseSummary = "lease the oldest task queued for a recipient"
+
+func runLease(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, verbHelp{
+		verb:    "lease",
+		summary: leaseSummary,
+		usage:   "--recipient AGENT [flags]",
+		example: "mailroom lease --recipient coder@local",
+	})
+	cf := addClientFlags(fs, e)
+	recipient := fs.String("recipient", "", "agent whose queue to lease from (required)")
+	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON (task and lease are null when nothing is queued)")
+	if _, err := parseExact(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "recipient"); err != nil {
+		return err
+	}
+	if strings.TrimSpace(*recipient) == "" {
+		return usagef("--recipient: got %q, expected an agent id such as coder@local", *recipient)
+	}
+	c, ctx, cancel, err := cf.connect(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	task, lease, err := c.Lease(ctx, *recipient)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, mailbox.TaskOptResponse{Kind: mailbox.KindTaskOpt, Task: task, Lease: lease})
+	}
+	if task == nil {
+		fmt.Fprintf(e.stdout, "nothing queued for %s\n", *recipient)
+		return nil
+	}
+	now := time.Now()
+	printTask(e.stdout, *task, now)
+	if lease != nil {
+		fmt.Fprintf(e.stdout, "lease      %s\n", lease.LeaseID)
+		fmt.Fprintf(e.stdout, "attempt    %d\n", lease.Attempt)
+	}
+	return nil
+}

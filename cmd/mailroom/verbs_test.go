@@ -1,0 +1,245 @@
+package main
+
+import (
+	"encoding/json"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// TestTaskCycle walks one task through every client verb: send, lease,
+// result post, result next, as an agent script would.
+func TestTaskCycle(t *testing.T) {
+	addr := startDaemon(t)
+	id := sendTask(t, addr, "planner@local", "coder@local", "fix the flaky test", "--kind", "code")
+	if !uuidRE.MatchString(id) {
+		t.Fatalf("send printed %q, want a task id", id)
+	}
+
+	out := mustCLI(t, addr, "lease", "--recipient", "coder@local")
+	wantContains(t, "lease", out, "task       "+id, "from       planner@local", "kind       code", "intent     fix the flaky test", "attempt    1")
+	leaseID := regexp.MustCompile(`lease +(\S+)`).FindStringSubmatch(out)
+	if leaseID == nil || !uuidRE.MatchString(leaseID[1]) {
+		t.Fatalf("lease output has no lease id:\n%s", out)
+	}
+
+	out = mustCLI(t, addr, "result", "post", id, "--status", "ok", "--text", "fixed", "--text", "see abc123",
+		"--json-value", `{"files":3}`, "--lease-id", leaseID[1])
+	wantContains(t, "result post", out, "posted ok result for task "+id)
+
+	out = mustCLI(t, addr, "result", "next", "--sender", "planner@local")
+	wantContains(t, "result next", out, "task       "+id, "status     ok", "from       coder@local", "text       fixed", "text       see abc123", `json       {"files":3}`)
+
+	if out := mustCLI(t, addr, "result", "next", "--sender", "planner@local"); out != "no result pending for planner@local\n" {
+		t.Errorf("second result next = %q", out)
+	}
+	if out := mustCLI(t, addr, "lease", "--recipient", "coder@local"); out != "nothing queued for coder@local\n" {
+		t.Errorf("second lease = %q", out)
+	}
+}
+
+func TestJSONOutputs(t *testing.T) {
+	addr := startDaemon(t)
+	var queued mailbox.TaskQueuedResponse
+	mustJSON(t, addr, &queued, "send", "--from", "a@x", "--to", "b@x", "--intent", "do", "--json")
+	if queued.Kind != mailbox.KindTaskQueued || !uuidRE.MatchString(queued.TaskID) {
+		t.Fatalf("send --json = %+v", queued)
+	}
+	l := leaseTask(t, addr, "b@x")
+	if l.Kind != mailbox.KindTaskOpt || l.Task.ID != queued.TaskID || l.Lease.Attempt != 1 {
+		t.Fatalf("lease --json = %+v", l)
+	}
+	var empty map[string]any
+	mustJSON(t, addr, &empty, "lease", "--recipient", "b@x", "--json")
+	if empty["kind"] != mailbox.KindTaskOpt || empty["task"] != nil || empty["lease"] != nil {
+		t.Errorf("empty lease --json = %v, want task and lease null", empty)
+	}
+	var posted mailbox.ResultPostedResponse
+	mustJSON(t, addr, &posted, "result", "post", queued.TaskID, "--status", "partial", "--text", "half", "--json")
+	if posted.Kind != mailbox.KindResultPosted || posted.TaskID != queued.TaskID {
+		t.Errorf("result post --json = %+v", posted)
+	}
+	var drained mailbox.ResultOptResponse
+	mustJSON(t, addr, &drained, "result", "next", "--sender", "a@x", "--json")
+	if drained.Kind != mailbox.KindResultOpt || drained.Result == nil || drained.Result.Status != "partial" || drained.Result.Content[0].Text != "half" {
+		t.Errorf("result next --json = %+v", drained)
+	}
+	mustJSON(t, addr, &empty, "result", "next", "--sender", "a@x", "--json")
+	if empty["result"] != nil {
+		t.Errorf("empty result next --json = %v, want result null", empty)
+	}
+	var compacted map[string]any
+	mustJSON(t, addr, &compacted, "compact", "--json")
+	if compacted["kind"] != mailbox.KindCompacted || compacted["seq"] == nil {
+		t.Errorf("compact --json = %v", compacted)
+	}
+}
+
+// TestSendFlags checks that every send flag reaches the daemon, read back
+// through status --json.
+func TestSendFlags(t *testing.T) {
+	addr := startDaemon(t)
+	parent := sendTask(t, addr, "a@x", "b@x", "parent")
+	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
+	before := time.Now()
+	got := sendTask(t, addr, "a@x", "b@x", "child", "--id", id, "--kind", "review", "--parent", parent,
+		"--deadline", "10m", "--idempotency-key", "k1", "--idempotent")
+	if got != id {
+		t.Fatalf("send --id %s printed %q", id, got)
+	}
+	sendTask(t, addr, "a@x", "b@x", "absolute", "--deadline", "2030-01-02T15:04:05Z", "--idempotency-key", "k2")
+
+	var st statusReport
+	mustJSON(t, addr, &st, "status", "--json")
+	if len(st.Tasks) != 3 {
+		t.Fatalf("status --json has %d tasks, want 3", len(st.Tasks))
+	}
+	child := st.Tasks[1].Task
+	if child.ID != id || child.Kind() != "review" || child.Parent != parent || !child.Idempotent() || child.Idempotency.Key != "k1" {
+		t.Errorf("child task = %+v", child)
+	}
+	if child.DeadlineMs == nil || *child.DeadlineMs < before.Add(10*time.Minute).UnixMilli() || *child.DeadlineMs > time.Now().Add(10*time.Minute).UnixMilli() {
+		t.Errorf("child deadline = %v, want 10 minutes from the send", child.DeadlineMs)
+	}
+	abs := st.Tasks[2].Task
+	if abs.DeadlineMs == nil || *abs.DeadlineMs != time.Date(2030, 1, 2, 15, 4, 5, 0, time.UTC).UnixMilli() {
+		t.Errorf("absolute deadline = %v", abs.DeadlineMs)
+	}
+	if abs.Idempotency == nil || abs.Idempotency.DuplicateSafety != mailbox.DuplicateUnsafe || abs.Idempotency.Key != "k2" {
+		t.Errorf("key without --idempotent = %+v, want unsafe with key k2", abs.Idempotency)
+	}
+}
+
+func TestStatusJSONHasExactlyTheDocumentedKeys(t *testing.T) {
+	addr := startDaemon(t)
+	sendTask(t, addr, "a@x", "b@x", "one")
+	sendTask(t, addr, "a@x", "b@x", "two")
+	leaseTask(t, addr, "b@x")
+
+	tests := []struct {
+		args                  []string
+		limit                 float64
+		minAge, within, state any
+		tasks                 int
+	}{
+		{[]string{"status", "--json"}, 100, nil, nil, nil, 2},
+		{[]string{"status", "--json", "-n", "1"}, 1, nil, nil, nil, 1},
+		{[]string{"status", "--json", "--state", "in_flight", "--min-lease-age-ms", "0", "--deadline-within-ms", "60000"}, 100, float64(0), float64(60000), "in_flight", 0},
+		{[]string{"status", "--json", "--state", "in_flight", "--min-lease-age-ms", "0"}, 100, float64(0), nil, "in_flight", 1},
+		{[]string{"status", "--json", "--state", "queued"}, 100, nil, nil, "queued", 1},
+	}
+	wantKeys := []string{"deadline_within_ms", "kind", "limit", "min_lease_age_ms", "results", "state_filter", "tasks"}
+	for _, tt := range tests {
+		name := strings.Join(tt.args, " ")
+		var got map[string]json.RawMessage
+		mustJSON(t, addr, &got, tt.args...)
+		keys := slices.Sorted(maps.Keys(got))
+		if strings.Join(keys, ",") != strings.Join(wantKeys, ",") {
+			t.Errorf("%s: keys %v, want exactly %v", name, keys, wantKeys)
+		}
+		var v struct {
+			Kind             string            `json:"kind"`
+			Limit            float64           `json:"limit"`
+			MinLeaseAgeMs    any               `json:"min_lease_age_ms"`
+			DeadlineWithinMs any               `json:"deadline_within_ms"`
+			StateFilter      any               `json:"state_filter"`
+			Tasks            []json.RawMessage `json:"tasks"`
+			Results          []json.RawMessage `json:"results"`
+		}
+		mustJSON(t, addr, &v, tt.args...)
+		if v.Kind != "a2a_status" || v.Limit != tt.limit || v.MinLeaseAgeMs != tt.minAge || v.DeadlineWithinMs != tt.within || v.StateFilter != tt.state || len(v.Tasks) != tt.tasks {
+			t.Errorf("%s: got %+v, want limit %v, min age %v, within %v, state %v, %d tasks", name, v, tt.limit, tt.minAge, tt.within, tt.state, tt.tasks)
+		}
+		if string(got["results"]) != "[]" {
+			t.Errorf("%s: results = %s, want []", name, got["results"])
+		}
+	}
+}
+
+func TestStatusTable(t *testing.T) {
+	addr := startDaemon(t)
+	if out := mustCLI(t, addr, "status"); out != "0 queued, 0 in flight, 0 results pending\n" {
+		t.Errorf("empty status = %q", out)
+	}
+	waiting := sendTask(t, addr, "planner@local", "coder@local", "write the release notes for version two", "--kind", "docs")
+	sendTask(t, addr, "planner@local", "coder@local", "first")
+	done := sendTask(t, addr, "planner@local", "reviewer@local", "review")
+	l := leaseTask(t, addr, "coder@local") // leases the oldest: waiting
+	if l.Task.ID != waiting {
+		t.Fatalf("leased %s, want the oldest task %s", l.Task.ID, waiting)
+	}
+	leaseTask(t, addr, "reviewer@local")
+	mustCLI(t, addr, "result", "post", done, "--status", "error", "--error-message", "does not build")
+
+	out := mustCLI(t, addr, "status")
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if lines[0] != "1 queued, 1 in flight, 1 results pending" {
+		t.Errorf("status header = %q", lines[0])
+	}
+	wantContains(t, "status table", out,
+		"STATE", "TASK", "SENDER -> RECIPIENT", "ATTEMPT", "LEASE AGE", "LEASED TO", "INTENT",
+		"planner@local -> coder@local", "docs", "write the release notes for version two",
+		"RESULT FOR TASK", done, "error", "reviewer@local -> planner@local", "does not build")
+	inFlight := regexp.MustCompile(`(?m)^in_flight +` + waiting + ` +planner@local -> coder@local +docs +1 +\d+s +coder@local +write`)
+	if !inFlight.MatchString(out) {
+		t.Errorf("status has no in-flight row with attempt 1, a lease age and the holder:\n%s", out)
+	}
+	if o := mustCLI(t, addr, "status", "-n", "1"); !strings.Contains(o, "showing at most 1") {
+		t.Errorf("status -n 1 does not say the list was cut:\n%s", o)
+	}
+}
+
+func TestAgeAndTruncate(t *testing.T) {
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	ages := []struct {
+		ago  time.Duration
+		want string
+	}{
+		{4*time.Minute + 12*time.Second + 900*time.Millisecond, "4m12s"},
+		{500 * time.Millisecond, "0s"},
+		{2*time.Hour + 3*time.Second, "2h0m3s"},
+		{-time.Minute, "0s"}, // clock skew never shows a negative age
+	}
+	for _, tt := range ages {
+		if got := age(now, now.Add(-tt.ago).UnixMilli()); got != tt.want {
+			t.Errorf("age(%v ago) = %q, want %q", tt.ago, got, tt.want)
+		}
+	}
+	if got := age(now, 0); got != "-" {
+		t.Errorf("age(0) = %q, want -", got)
+	}
+	if got := truncate("a  b\nc", 10); got != "a b c" {
+		t.Errorf("truncate joins whitespace: %q", got)
+	}
+	if got := truncate("abcdefghij", 5); got != "abcd…" {
+		t.Errorf("truncate = %q", got)
+	}
+}
+
+func TestParseDeadline(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"10m", now.Add(10 * time.Minute).UnixMilli(), false},
+		{"2030-01-02T00:00:00Z", now.Add(24 * time.Hour).UnixMilli(), false},
+		{"2030-01-02T01:00:00+01:00", now.Add(24 * time.Hour).UnixMilli(), false},
+		{"0s", 0, true},
+		{"tomorrow", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := parseDeadline(tt.in, now)
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("parseDeadline(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
