@@ -1,0 +1,263 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/engine"
+	"github.com/mailroom/mailroom/daemon/httpapi"
+	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// watcher collects a subscription's events and connection states.
+type watcher struct {
+	events <-chan mailbox.Event
+	states chan client.ConnState
+	last   uint64
+}
+
+func subscribe(t *testing.T, c *client.Client, fromSeq uint64) (*watcher, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	w := &watcher{states: make(chan client.ConnState, 1000), last: fromSeq}
+	w.events = c.Subscribe(ctx, fromSeq, func(s client.ConnState) { w.states <- s })
+	return w, cancel
+}
+
+// next returns the next event, failing after 20 s.
+func (w *watcher) next(t *testing.T) mailbox.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-w.events:
+		if !ok {
+			t.Fatal("the event channel closed")
+		}
+		return ev
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no event after seq %d within 20 s", w.last)
+	}
+	panic("unreachable")
+}
+
+// expect takes the next events and checks they are exactly seqs
+// w.last+1 .. w.last+len(types), of those types.
+func (w *watcher) expect(t *testing.T, types ...string) {
+	t.Helper()
+	for _, typ := range types {
+		ev := w.next(t)
+		if ev.Seq != w.last+1 || ev.Type != typ {
+			t.Fatalf("got seq %d %s, want seq %d %s", ev.Seq, ev.Type, w.last+1, typ)
+		}
+		w.last = ev.Seq
+	}
+}
+
+// snapshot takes the next event and checks it is a snapshot at seq.
+func (w *watcher) snapshot(t *testing.T, seq uint64) *mailbox.Snapshot {
+	t.Helper()
+	ev := w.next(t)
+	if ev.Type != mailbox.EventSnapshot || ev.Seq != seq || ev.Snapshot == nil || ev.Snapshot.Seq != seq {
+		t.Fatalf("got seq %d %s, want a snapshot at seq %d", ev.Seq, ev.Type, seq)
+	}
+	w.last = seq
+	return ev.Snapshot
+}
+
+// state waits for the next connection state with the given liveness.
+func (w *watcher) state(t *testing.T, live bool) client.ConnState {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case s := <-w.states:
+			if s.Live == live {
+				return s
+			}
+		case <-timeout:
+			t.Fatalf("no connection state with Live=%v within 20 s", live)
+		}
+	}
+}
+
+// TestSubscribeSnapshotThenEvents: a fresh subscription gets the whole state
+// (here over r3labs' 64 KiB default) and then every event in order.
+func TestSubscribeSnapshotThenEvents(t *testing.T) {
+	_, c := start(t)
+	big := send(t, c, "p@x", "w@x", strings.Repeat("large ", 40000))
+	send(t, c, "p@x", "w@x", "small")
+	w, _ := subscribe(t, c, 0)
+	if s := w.state(t, true); s.Attempt != 0 || s.Err != nil {
+		t.Errorf("live state = %+v, want attempt 0 and no error", s)
+	}
+	snap := w.snapshot(t, 2)
+	if len(snap.Tasks) != 2 || snap.Tasks[0].Task.ID != big {
+		t.Fatalf("snapshot tasks = %d, first %v; want 2, first %s", len(snap.Tasks), snap.Tasks[0].Task.ID, big)
+	}
+	task, l := lease(t, c, "w@x")
+	if err := c.PostResult(t.Context(), mailbox.Result{TaskID: task.ID, Status: mailbox.StatusOK, LeaseID: l.LeaseID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Drain(t.Context(), "p@x"); err != nil {
+		t.Fatal(err)
+	}
+	w.expect(t, mailbox.EventTaskLeased, mailbox.EventResultPosted, mailbox.EventResultDrained)
+}
+
+// TestSubscribeResumesAfterDrop: the connection is cut while events keep
+// coming; the subscription reconnects with Last-Event-ID and delivers the
+// rest, none missing, none twice, no second snapshot.
+func TestSubscribeResumesAfterDrop(t *testing.T) {
+	d, c := start(t)
+	w, _ := subscribe(t, c, 0)
+	w.snapshot(t, 0)
+	for range 3 {
+		send(t, c, "p@x", "w@x", "before")
+	}
+	w.expect(t, mailbox.EventTaskSent, mailbox.EventTaskSent, mailbox.EventTaskSent)
+	w.state(t, true)
+
+	d.DropConnections()
+	down := w.state(t, false)
+	if down.Attempt != 1 || down.Err == nil || down.LastSeq != 3 {
+		t.Errorf("state after the drop = %+v, want attempt 1 with an error at seq 3", down)
+	}
+	for range 3 {
+		send(t, c, "p@x", "w@x", "during")
+	}
+	w.state(t, true)
+	send(t, c, "p@x", "w@x", "after")
+	w.expect(t, mailbox.EventTaskSent, mailbox.EventTaskSent, mailbox.EventTaskSent, mailbox.EventTaskSent)
+}
+
+// TestSubscribeResumesAfterRestart: the daemon restarts on its log; the
+// subscription resumes where it was, since event ids are log seqs.
+func TestSubscribeResumesAfterRestart(t *testing.T) {
+	d, c := start(t)
+	send(t, c, "p@x", "w@x", "one")
+	w, _ := subscribe(t, c, 0)
+	w.snapshot(t, 1)
+	lease(t, c, "w@x")
+	w.expect(t, mailbox.EventTaskLeased)
+
+	d.Offline(func(e *engine.Engine) {
+		if _, err := e.Send(t.Context(), mailbox.Task{Sender: "p@x", Recipient: "w@x", IntentText: "while down"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	send(t, c, "p@x", "w@x", "after")
+	w.expect(t, mailbox.EventTaskSent, mailbox.EventTaskSent)
+	if w.last != 4 {
+		t.Errorf("last seq %d, want 4", w.last)
+	}
+}
+
+// TestSubscribeAfterCompaction: events the subscriber missed were compacted
+// away, so it gets a snapshot instead, then carries on.
+func TestSubscribeAfterCompaction(t *testing.T) {
+	d, c := start(t)
+	send(t, c, "p@x", "w@x", "one")
+	w, _ := subscribe(t, c, 0)
+	w.snapshot(t, 1)
+
+	var missed string
+	d.Offline(func(e *engine.Engine) {
+		q, err := e.Send(t.Context(), mailbox.Task{Sender: "p@x", Recipient: "w@x", IntentText: "missed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		missed = q.TaskID
+		if _, err := e.Compact(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	snap := w.snapshot(t, 2)
+	if len(snap.Tasks) != 2 || snap.Tasks[1].Task.ID != missed {
+		t.Fatalf("snapshot after compaction has %d tasks, want 2 ending with %s", len(snap.Tasks), missed)
+	}
+	send(t, c, "p@x", "w@x", "after")
+	w.expect(t, mailbox.EventTaskSent)
+
+	// A new subscription asking for a compacted position gets a snapshot too.
+	w2, _ := subscribe(t, c, 1)
+	w2.snapshot(t, 3)
+}
+
+// TestSubscribeWaitsForDaemon: a subscription started while the daemon is
+// down reports the failed attempts and connects once it is up.
+func TestSubscribeWaitsForDaemon(t *testing.T) {
+	d, c := start(t)
+	d.Stop()
+	w, _ := subscribe(t, c, 0)
+	for attempt := 1; attempt <= 2; attempt++ {
+		s := w.state(t, false)
+		if s.Attempt != attempt || !errors.Is(s.Err, client.ErrUnreachable) {
+			t.Fatalf("state = %+v, want attempt %d unreachable", s, attempt)
+		}
+	}
+	d.Restart()
+	w.snapshot(t, 0)
+}
+
+// TestSubscribeEndsWithContext: cancelling the context closes the channel.
+func TestSubscribeEndsWithContext(t *testing.T) {
+	_, c := start(t)
+	w, cancel := subscribe(t, c, 0)
+	w.snapshot(t, 0)
+	cancel()
+	for {
+		select {
+		case _, ok := <-w.events:
+			if !ok {
+				return
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the channel stayed open after cancel")
+		}
+	}
+}
+
+// bearer is an Authorizer that wants one token and names its holder.
+type bearer string
+
+func (b bearer) Authorize(r *http.Request, route string) (context.Context, error) {
+	if r.Header.Get("Authorization") != "Bearer "+string(b) {
+		return nil, mailbox.Errorf(mailbox.CodeUnauthorized, "Authorization: missing or unknown token for %s", route)
+	}
+	return mailbox.WithPrincipal(r.Context(), "op@x"), nil
+}
+
+// TestToken: the bearer token travels with requests and with the event
+// stream, and the Authorizer's principal reaches the service.
+func TestToken(t *testing.T) {
+	d := apitest.Start(t, apitest.Options{API: httpapi.Options{Authorizer: bearer("s3cret")}})
+	anon := mustClient(t, d.Addr())
+	if err := anon.Health(t.Context()); !errors.Is(err, mailbox.ErrUnauthorized) {
+		t.Errorf("Health without a token = %v, want unauthorized", err)
+	}
+	w, cancel := subscribe(t, anon, 0)
+	if s := w.state(t, false); !errors.Is(s.Err, mailbox.ErrUnauthorized) {
+		t.Errorf("stream without a token: state %+v, want unauthorized", s)
+	}
+	cancel()
+
+	c := mustClient(t, d.Addr(), client.WithToken("s3cret"))
+	w, _ = subscribe(t, c, 0)
+	w.snapshot(t, 0)
+	id := send(t, c, "p@x", "w@x", "work")
+	_, l := lease(t, c, "w@x")
+	if _, err := c.Repair(t.Context(), mailbox.RepairRequest{TaskID: id, Reason: "stuck",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: l.LeaseID, Message: "m"}}); err != nil {
+		t.Fatal(err)
+	}
+	w.expect(t, mailbox.EventTaskSent, mailbox.EventTaskLeased)
+	if ev := w.next(t); ev.Type != mailbox.EventTaskForceErrored || ev.Principal != "op@x" {
+		t.Errorf("repair event %s by %q, want task_force_errored by op@x", ev.Type, ev.Principal)
+	}
+}

@@ -1,0 +1,72 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// BenchmarkCycle measures full cycles over HTTP: a planner sends a task, its
+// worker leases it and posts the result, the planner drains it. Each
+// parallel goroutine is one planner/worker pair (-cpu sets how many pairs
+// per GOMAXPROCS via b.SetParallelism(4)). Every step is durable (fsynced,
+// group-committed) before it is answered.
+//
+//	go test -run '^$' -bench Cycle -benchtime 3s ./daemon/httpapi
+func BenchmarkCycle(b *testing.B) {
+	d := apitest.Start(b, apitest.Options{})
+	c, err := client.New(d.Addr())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var pairs atomic.Int64
+	b.SetParallelism(4)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		p := pairs.Add(1)
+		planner, worker := fmt.Sprintf("planner%d@bench", p), fmt.Sprintf("worker%d@bench", p)
+		for pb.Next() {
+			if err := cycle(ctx, c, planner, worker); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "cycles/s")
+	b.ReportMetric(float64(pairs.Load()), "pairs")
+}
+
+func cycle(ctx context.Context, c *client.Client, planner, worker string) error {
+	q, err := c.Send(ctx, mailbox.Task{Sender: planner, Recipient: worker, IntentText: "benchmark"})
+	if err != nil {
+		return err
+	}
+	task, lease, err := c.Lease(ctx, worker)
+	if err != nil {
+		return err
+	}
+	if task == nil || task.ID != q.TaskID {
+		return fmt.Errorf("leased %v, want %s", task, q.TaskID)
+	}
+	err = c.PostResult(ctx, mailbox.Result{TaskID: task.ID, Status: mailbox.StatusOK, LeaseID: lease.LeaseID,
+		Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "done"}}})
+	if err != nil {
+		return err
+	}
+	r, err := c.Drain(ctx, planner)
+	if err != nil {
+		return err
+	}
+	if r == nil || r.TaskID != task.ID {
+		return fmt.Errorf("drained %v, want the result of %s", r, task.ID)
+	}
+	return nil
+}

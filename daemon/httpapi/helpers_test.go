@@ -1,0 +1,117 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// reply is a raw HTTP answer.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// request sends a raw request, so tests see exactly what the wire carries.
+// ctype "" sends no Content-Type.
+func request(t *testing.T, d *apitest.Daemon, method, path, ctype, body string, header map[string]string) reply {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, d.URL()+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the answer: %v", method, path, err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// call sends a JSON request and decodes a 200 answer into out.
+func call(t *testing.T, d *apitest.Daemon, method, path string, in, out any) {
+	t.Helper()
+	body := ""
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = string(b)
+	}
+	r := request(t, d, method, path, "application/json", body, nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("%s %s = %d %s, want 200", method, path, r.status, r.body)
+	}
+	if out != nil {
+		if err := json.Unmarshal(r.body, out); err != nil {
+			t.Fatalf("%s %s: decoding %s: %v", method, path, r.body, err)
+		}
+	}
+}
+
+// errorBody decodes the one error shape, failing when the body is not it.
+func errorBody(t *testing.T, r reply) mailbox.ErrorResponse {
+	t.Helper()
+	var e mailbox.ErrorResponse
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		t.Fatalf("error body %s does not decode: %v", r.body, err)
+	}
+	if e.Kind != mailbox.KindError || e.Code == "" || e.Message == "" {
+		t.Fatalf("error body %s: want kind error with a code and a message", r.body)
+	}
+	if got := mailbox.HTTPStatus(e.Code); got != r.status {
+		t.Errorf("status %d with code %q, which the table maps to %d", r.status, e.Code, got)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("error Content-Type = %q, want application/json", ct)
+	}
+	return e
+}
+
+func sendTask(t *testing.T, d *apitest.Daemon, task mailbox.Task) string {
+	t.Helper()
+	var out mailbox.TaskQueuedResponse
+	call(t, d, "POST", "/a2a/tasks", task, &out)
+	if out.Kind != mailbox.KindTaskQueued || out.TaskID == "" {
+		t.Fatalf("send answered %+v", out)
+	}
+	return out.TaskID
+}
+
+func leaseTask(t *testing.T, d *apitest.Daemon, recipient string) mailbox.TaskOptResponse {
+	t.Helper()
+	var out mailbox.TaskOptResponse
+	call(t, d, "POST", "/a2a/tasks/next?recipient="+recipient, nil, &out)
+	if out.Kind != mailbox.KindTaskOpt {
+		t.Fatalf("lease answered kind %q", out.Kind)
+	}
+	return out
+}
+
+func task(from, to, intent string) mailbox.Task {
+	return mailbox.Task{Sender: from, Recipient: to, IntentText: intent}
+}

@@ -1,0 +1,129 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+const (
+	id1 = "6f9619ff-8b86-4d11-b42d-00c04fc964ff"
+	id2 = "0b7a5c1e-3d2f-4a6b-9c8d-7e6f5a4b3c2d"
+)
+
+// TestRefusals checks that every refusal reaches the caller with the right
+// status and code, names the offending field, and says what was expected.
+func TestRefusals(t *testing.T) {
+	d := apitest.Start(t, apitest.Options{})
+	const js = "application/json"
+	tooBig := `{"sender":"a@x","recipient":"b@x","intent_text":"` + strings.Repeat("x", mailbox.MaxBodyBytes) + `"}`
+	tests := []struct {
+		name         string
+		method, path string
+		ctype, body  string
+		header       map[string]string
+		status       int
+		field        string   // details.field, "" when none is expected
+		msg          []string // substrings of the message
+	}{
+		// Task validation.
+		{"task bad id", "POST", "/a2a/tasks", js, `{"id":"nope","sender":"a@x","recipient":"b@x","intent_text":"do"}`, nil, 400, "id", []string{`id: got "nope"`, "expected a UUID"}},
+		{"task empty sender", "POST", "/a2a/tasks", js, `{"sender":"","recipient":"b@x","intent_text":"do"}`, nil, 400, "sender", []string{"sender:", "non-empty agent id"}},
+		{"task sender with space", "POST", "/a2a/tasks", js, `{"sender":"a b","recipient":"b@x","intent_text":"do"}`, nil, 400, "sender", []string{`got "a b"`, "without spaces"}},
+		{"task no recipient", "POST", "/a2a/tasks", js, `{"sender":"a@x","intent_text":"do"}`, nil, 400, "recipient", []string{"recipient:"}},
+		{"task blank intent", "POST", "/a2a/tasks", js, `{"sender":"a@x","recipient":"b@x","intent_text":"  "}`, nil, 400, "intent_text", []string{"intent_text:", "non-empty description"}},
+		{"task empty kind", "POST", "/a2a/tasks", js, `{"sender":"a@x","recipient":"b@x","intent_text":"do","task_kind":""}`, nil, 400, "task_kind", []string{"task_kind:", "non-empty kind"}},
+		{"task bad parent", "POST", "/a2a/tasks", js, `{"sender":"a@x","recipient":"b@x","intent_text":"do","parent":"p"}`, nil, 400, "parent", []string{`parent: got "p"`}},
+		{"task own parent", "POST", "/a2a/tasks", js, `{"id":"` + id1 + `","sender":"a@x","recipient":"b@x","intent_text":"do","parent":"` + id1 + `"}`, nil, 400, "parent", []string{"own id"}},
+		{"task negative deadline", "POST", "/a2a/tasks", js, `{"sender":"a@x","recipient":"b@x","intent_text":"do","deadline_ms":-5}`, nil, 400, "deadline_ms", []string{"deadline_ms: got -5", "unix milliseconds"}},
+		{"task deadline of wrong type", "POST", "/a2a/tasks", js, `{"sender":"a@x","recipient":"b@x","intent_text":"do","deadline_ms":"soon"}`, nil, 400, "deadline_ms", []string{"deadline_ms: got a JSON string, expected an integer"}},
+		{"task bad duplicate safety", "POST", "/a2a/tasks", js, `{"sender":"a@x","recipient":"b@x","intent_text":"do","idempotency":{"duplicate_safety":"maybe","key":"k"}}`, nil, 400, "idempotency.duplicate_safety", []string{`got "maybe"`, `"unsafe" or "idempotent"`}},
+		{"task empty idempotency key", "POST", "/a2a/tasks", js, `{"sender":"a@x","recipient":"b@x","intent_text":"do","idempotency":{"duplicate_safety":"idempotent","key":""}}`, nil, 400, "idempotency.key", []string{"idempotency.key:"}},
+		{"task idempotency key of wrong type", "POST", "/a2a/tasks", js, `{"sender":"a@x","recipient":"b@x","intent_text":"do","idempotency":{"duplicate_safety":"idempotent","key":5}}`, nil, 400, "idempotency.key", []string{"idempotency.key: got a JSON number, expected a string"}},
+
+		// Body decoding.
+		{"unknown field", "POST", "/a2a/tasks", js, `{"sender":"a@x","recipient":"b@x","intent_text":"do","colour":"red"}`, nil, 400, "colour", []string{`unknown field "colour"`, "a task"}},
+		{"unknown nested field", "POST", "/a2a/tasks", js, `{"sender":"a@x","recipient":"b@x","intent_text":"do","idempotency":{"duplicate_safety":"idempotent","key":"k","ttl":3}}`, nil, 400, "ttl", []string{`unknown field "ttl"`}},
+		{"array body", "POST", "/a2a/tasks", js, `[1,2]`, nil, 400, "", []string{"got a JSON array, expected a JSON object (a task)"}},
+		{"trailing data", "POST", "/a2a/tasks", js, `{"sender":"a@x","recipient":"b@x","intent_text":"do"} {}`, nil, 400, "", []string{"unexpected data after the JSON object"}},
+		{"truncated JSON", "POST", "/a2a/tasks", js, `{"sender":"a@x"`, nil, 400, "", []string{"ends early"}},
+		{"malformed JSON", "POST", "/a2a/tasks", js, `{"sender" "a@x"}`, nil, 400, "", []string{"invalid JSON at byte offset"}},
+		{"empty body", "POST", "/a2a/tasks", js, ``, nil, 400, "", []string{"request body: empty"}},
+		{"invalid UTF-8", "POST", "/a2a/tasks", js, "{\"sender\":\"a@x\",\"recipient\":\"b@x\",\"intent_text\":\"d\xffo\"}", nil, 400, "", []string{"invalid UTF-8 at byte offset 50"}},
+		{"wrong content type", "POST", "/a2a/tasks", "text/plain", `{}`, nil, 400, "Content-Type", []string{`Content-Type: got "text/plain"`, "application/json"}},
+		{"json content type with charset", "POST", "/a2a/tasks", "application/json; charset=utf-8", `{"sender":"","recipient":"b@x","intent_text":"do"}`, nil, 400, "sender", nil},
+		{"body over 1 MiB", "POST", "/a2a/tasks", js, tooBig, nil, 413, "", []string{"larger than the limit of 1048576 bytes"}},
+
+		// Result validation.
+		{"result bad task id", "POST", "/a2a/results", js, `{"task_id":"t","status":"ok","content":[]}`, nil, 400, "task_id", []string{`task_id: got "t"`}},
+		{"result bad status", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"done","content":[]}`, nil, 400, "status", []string{`status: got "done"`, `"ok", "error" or "partial"`}},
+		{"result unknown part type", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"ok","content":[{"type":"image"}]}`, nil, 400, "content[0].type", []string{`content[0].type: got "image"`}},
+		{"result json part without value", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"ok","content":[{"type":"text","text":"a"},{"type":"json"}]}`, nil, 400, "content[1].value", []string{"content[1].value: missing"}},
+		{"result text part with value", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"ok","content":[{"type":"text","value":1}]}`, nil, 400, "content[0].value", nil},
+		{"result json part with text", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"ok","content":[{"type":"json","value":1,"text":"a"}]}`, nil, 400, "content[0].text", nil},
+		{"result unknown part field", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"ok","content":[{"type":"text","text":"a","lang":"en"}]}`, nil, 400, "lang", []string{`unknown field "lang"`}},
+		{"result content not an array", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"ok","content":"hi"}`, nil, 400, "content", []string{"content: got a JSON string, expected an array"}},
+		{"result bad lease id", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"ok","content":[],"lease_id":"L"}`, nil, 400, "lease_id", []string{`lease_id: got "L"`}},
+		{"result for unknown task", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"ok","content":[]}`, nil, 404, "task_id", []string{"never sent through this daemon"}},
+
+		// Repair validation.
+		{"repair bad task id", "POST", "/a2a/repair", js, `{"task_id":"x","reason":"r","command":{"action":"requeue","duplicate_risk":"operator_accepted"}}`, nil, 400, "task_id", nil},
+		{"repair blank reason", "POST", "/a2a/repair", js, `{"task_id":"` + id1 + `","reason":" ","command":{"action":"requeue","duplicate_risk":"operator_accepted"}}`, nil, 400, "reason", []string{"reason:", "non-empty reason"}},
+		{"repair unknown action", "POST", "/a2a/repair", js, `{"task_id":"` + id1 + `","reason":"r","command":{"action":"retry"}}`, nil, 400, "command.action", []string{`command.action: got "retry"`}},
+		{"requeue without posture", "POST", "/a2a/repair", js, `{"task_id":"` + id1 + `","reason":"r","command":{"action":"requeue"}}`, nil, 400, "command.duplicate_risk", []string{`"idempotent" or "operator_accepted"`}},
+		{"requeue with message", "POST", "/a2a/repair", js, `{"task_id":"` + id1 + `","reason":"r","command":{"action":"requeue","duplicate_risk":"operator_accepted","message":"m"}}`, nil, 400, "command.message", nil},
+		{"force error without message", "POST", "/a2a/repair", js, `{"task_id":"` + id1 + `","reason":"r","command":{"action":"force_error"}}`, nil, 400, "command.message", []string{"non-empty error message"}},
+		{"force error with posture", "POST", "/a2a/repair", js, `{"task_id":"` + id1 + `","reason":"r","command":{"action":"force_error","message":"m","duplicate_risk":"idempotent"}}`, nil, 400, "command.duplicate_risk", nil},
+		{"repair bad lease id", "POST", "/a2a/repair", js, `{"task_id":"` + id1 + `","reason":"r","command":{"action":"force_error","message":"m","lease_id":"L"}}`, nil, 400, "command.lease_id", nil},
+		{"repair unknown task", "POST", "/a2a/repair", js, `{"task_id":"` + id2 + `","reason":"r","command":{"action":"force_error","message":"m"}}`, nil, 404, "task_id", nil},
+
+		// Query parameters.
+		{"limit not a number", "GET", "/a2a/tasks/recent?limit=abc", "", "", nil, 400, "limit", []string{`limit: got "abc"`, "from 1 to 10000"}},
+		{"limit over the cap", "GET", "/a2a/results/recent?limit=10001", "", "", nil, 400, "limit", []string{"limit: got 10001", "from 1 to 10000"}},
+		{"negative limit", "GET", "/a2a/queue?limit=-1", "", "", nil, 400, "limit", nil},
+		{"limit given twice", "GET", "/a2a/tasks/recent?limit=1&limit=2", "", "", nil, 400, "limit", []string{"given 2 times"}},
+		{"unknown state", "GET", "/a2a/queue?state=done", "", "", nil, 400, "state", []string{`state: got "done"`, `"queued" or "in_flight"`}},
+		{"negative lease age", "GET", "/a2a/queue?min_lease_age_ms=-5", "", "", nil, 400, "min_lease_age_ms", []string{`got "-5"`, "non-negative integer"}},
+		{"deadline window not a number", "GET", "/a2a/queue?deadline_within_ms=soon", "", "", nil, 400, "deadline_within_ms", nil},
+		{"misspelt recipient", "POST", "/a2a/tasks/next?recipent=w@x", "", "", nil, 400, "recipent", []string{"unknown query parameter", "only recipient"}},
+		{"empty recipient", "POST", "/a2a/tasks/next?recipient=", "", "", nil, 400, "recipient", nil},
+		{"sender with space", "GET", "/a2a/results/next?sender=a%20b", "", "", nil, 400, "sender", nil},
+		{"bad query escape", "GET", "/a2a/queue?limit=%zz", "", "", nil, 400, "", []string{"not a valid URL query"}},
+		{"bad Last-Event-ID", "GET", "/a2a/events", "", "", map[string]string{"Last-Event-ID": "abc"}, 400, "Last-Event-ID", []string{`Last-Event-ID: got "abc"`}},
+		{"bad last_event_id", "GET", "/a2a/events?last_event_id=-1", "", "", nil, 400, "last_event_id", nil},
+
+		// Routing.
+		{"unknown route", "GET", "/a2a/nope", "", "", nil, 404, "", []string{"GET /a2a/nope: no such route"}},
+		{"wrong method", "DELETE", "/a2a/tasks", "", "", nil, 405, "", []string{"method not allowed", "POST"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := request(t, d, tt.method, tt.path, tt.ctype, tt.body, tt.header)
+			if r.status != tt.status {
+				t.Fatalf("%s %s = %d %s, want %d", tt.method, tt.path, r.status, r.body, tt.status)
+			}
+			e := errorBody(t, r)
+			var field string
+			if e.Details != nil {
+				field = e.Details.Field
+			}
+			if tt.field != "" && field != tt.field {
+				t.Errorf("details.field = %q, want %q (message %q)", field, tt.field, e.Message)
+			}
+			for _, s := range tt.msg {
+				if !strings.Contains(e.Message, s) {
+					t.Errorf("message %q does not say %q", e.Message, s)
+				}
+			}
+			if tt.field != "" && !strings.Contains(e.Message, tt.field) {
+				t.Errorf("message %q does not name the field %q", e.Message, tt.field)
+			}
+		})
+	}
+	if r := request(t, d, "DELETE", "/a2a/tasks", "", "", nil); !strings.Contains(r.header.Get("Allow"), http.MethodPost) {
+		t.Errorf("405 Allow = %q, want it to list POST", r.header.Get("Allow"))
+	}
+}
