@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -222,5 +224,44 @@ func TestDaemonConfigPrecedence(t *testing.T) {
 	}
 	if cfg.Addr != "127.0.0.1:1003" || cfg.RetainDone != 6 || cfg.DataDir != "/from/file" || cfg.LogLevel != "debug" || cfg.SSEBuffer != 4096 {
 		t.Errorf("defaults < file < env < flags gave %+v", cfg)
+	}
+}
+
+func TestDaemonVerbRuntimeFailureExits1(t *testing.T) {
+	busy := startDaemon(t) // holds the port
+	o := cliEnv(t, nil, "daemon", "--addr", busy, "--data-dir", t.TempDir())
+	if o.code != 1 {
+		t.Fatalf("daemon on a busy port: exit %d, want 1 (stderr %q)", o.code, o.stderr)
+	}
+	wantContains(t, "busy port stderr", o.stderr, "mailroom daemon: ", busy)
+}
+
+// TestTokenIsSent checks --token and MAILROOM_TOKEN reach the daemon as a
+// bearer token, the flag winning, using a stand-in daemon that records it.
+func TestTokenIsSent(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Authorization")
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"kind":"a2a_queue","tasks":[],"results":[]}`)
+	}))
+	defer srv.Close()
+	tests := []struct {
+		vars map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"MAILROOM_TOKEN": "from-env"}, nil, "Bearer from-env"},
+		{map[string]string{"MAILROOM_TOKEN": "from-env"}, []string{"--token", "from-flag"}, "Bearer from-flag"},
+		{nil, nil, ""},
+	}
+	for _, tt := range tests {
+		o := cliEnv(t, tt.vars, append([]string{"status", "--addr", srv.URL}, tt.args...)...)
+		if o.code != 0 {
+			t.Fatalf("status against the stand-in: exit %d, stderr %q", o.code, o.stderr)
+		}
+		if h := <-got; h != tt.want {
+			t.Errorf("env %v, flags %v: Authorization %q, want %q", tt.vars, tt.args, h, tt.want)
+		}
 	}
 }
