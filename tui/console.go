@@ -267,10 +267,11 @@ func (c *Console) drawLoop(ctx context.Context) {
 // install shows new rows and status; it runs on the UI goroutine.
 func (c *Console) install(fresh *rows, st status, perS float64) {
 	if st.gapVer != c.status.gapVer {
+		// A gap can open and close between two frames; say so either way.
 		if st.gap != nil {
 			c.flash(false, "event stream gap ("+st.gap.Error()+"); resyncing from a fresh snapshot")
-		} else if c.status.gap != nil {
-			c.flash(true, "resynced from a fresh snapshot")
+		} else {
+			c.flash(true, "resynced from a fresh snapshot after a gap in the event stream")
 		}
 	}
 	c.status, c.perS = st, perS

@@ -19,6 +19,7 @@ type screen struct {
 
 	mu      sync.Mutex
 	frame   frame
+	shown   int           // frames shown so far
 	changed chan struct{} // closed and replaced on every frame
 }
 
@@ -69,9 +70,16 @@ func (s *screen) Show() {
 	}
 	s.mu.Lock()
 	s.frame = f
+	s.shown++
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
+}
+
+func (s *screen) frames() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shown
 }
 
 func (f frame) String() string { return strings.Join(f.lines, "\n") }

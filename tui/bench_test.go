@@ -1,0 +1,119 @@
+package tui
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+const benchEvents = 100_000
+
+// benchStream returns 100k events as a daemon would stream them: a snapshot
+// of an empty mailbox, then sends, with a lease and a result for some, so
+// the replica does the same work as under a busy daemon.
+func benchStream(b *testing.B, mixed bool) []mailbox.Event {
+	b.Helper()
+	src := newSource(b)
+	evs := []mailbox.Event{src.snapshot()}
+	for i := 0; len(evs) < benchEvents; i++ {
+		ev := src.send(fmt.Sprintf("worker-%d@local", i%3), withKind("summarize"), withIntent(fmt.Sprintf("summarize report %d for the weekly review", i)))
+		evs = append(evs, ev)
+		if mixed && i%4 == 0 && len(evs) < benchEvents-1 {
+			evs = append(evs, src.lease(ev.Task.Recipient))
+			leased := evs[len(evs)-1].TaskID
+			if i%8 == 0 {
+				evs = append(evs, src.post(leased, mailbox.StatusOK, ""))
+			}
+		}
+	}
+	return evs[:benchEvents]
+}
+
+// BenchmarkApplyEvents measures what the stream reader costs per event:
+// the model's lock, State.Apply and its bookkeeping.
+func BenchmarkApplyEvents(b *testing.B) {
+	for _, mixed := range []bool{false, true} {
+		name := "sends"
+		if mixed {
+			name = "mixed"
+		}
+		b.Run(name, func(b *testing.B) {
+			evs := benchStream(b, mixed)
+			apply := func() *model {
+				m := newModel()
+				for _, ev := range evs {
+					m.receive(ev)
+				}
+				return m
+			}
+			// The replica's heap, measured once outside the timed loop.
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			m := apply()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			if st := m.status(); st.gap != nil || st.applied != benchEvents {
+				b.Fatalf("replica status %+v, want %d events applied", st, benchEvents)
+			}
+			runtime.KeepAlive(m)
+			for b.Loop() {
+				apply()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchEvents), "ns/event")
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "replica-MB")
+		})
+	}
+}
+
+// BenchmarkFrame draws one frame of the Queue pane at 1k and 100k rows.
+// The table asks only for its visible cells, so both cost the same: what
+// is left is tview and tcell painting a 160x48 screen.
+func BenchmarkFrame(b *testing.B) {
+	evs := benchStream(b, false)
+	for _, rows := range []int{1_000, benchEvents - 1} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			m := newModel()
+			for _, ev := range evs[:rows+1] { // the first event is the snapshot
+				m.receive(ev)
+			}
+			scr := tcell.NewSimulationScreen("UTF-8")
+			if err := scr.Init(); err != nil {
+				b.Fatal(err)
+			}
+			scr.SetSize(160, 48)
+			p := newPane(paneQueue, time.Now, time.Minute)
+			p.SetRect(0, 0, 160, 48)
+			p.show(m.rows())
+			if got := p.content.GetRowCount() - 1; got != rows {
+				b.Fatalf("pane has %d rows, want %d", got, rows)
+			}
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				p.Draw(scr)
+			}
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N), "allocs/frame")
+			b.ReportMetric(float64(after.HeapAlloc)/(1<<20), "heap-MB")
+		})
+	}
+}
+
+// BenchmarkRebuild100k measures what a changed state costs between frames:
+// copying the rows out of the replica and selecting the pane's rows.
+func BenchmarkRebuild100k(b *testing.B) {
+	m := newModel()
+	for _, ev := range benchStream(b, false) {
+		m.receive(ev)
+	}
+	p := newPane(paneQueue, time.Now, time.Minute)
+	for b.Loop() {
+		p.show(m.rows())
+	}
+}
