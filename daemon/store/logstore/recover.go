@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -219,7 +220,15 @@ func scanSegment(g *segment) (*damage, int64, error) {
 		}
 		seq, _, err := parseRecord(l.b, keyEvent)
 		if err != nil {
-			return &damage{l.num, l.off, err, l.end() == end}, end, nil
+			torn := l.end() == end
+			if torn && holdsWholeRecordAfterDamage(l.b) {
+				// Two records run together (a newline was damaged):
+				// bytes after the damage were durable, so the damage is
+				// not the tail of an interrupted write.
+				torn = false
+				err = fmt.Errorf("%w; a whole record follows the damage, so this is not a torn write", err)
+			}
+			return &damage{l.num, l.off, err, torn}, end, nil
 		}
 		if seq != g.next {
 			// An interrupted write cannot produce a whole, checksummed
@@ -230,6 +239,26 @@ func scanSegment(g *segment) (*damage, int64, error) {
 		g.next++
 		g.size = l.end()
 	}
+}
+
+// holdsWholeRecordAfterDamage reports whether a damaged line ends in a
+// whole, checksummed record that starts after its first byte. JSON escapes
+// quotes inside strings, so the record prefix can only occur in an event
+// as a key of raw JSON content, which cannot pass as a framed record.
+func holdsWholeRecordAfterDamage(line []byte) bool {
+	prefix := []byte(`{"seq":`)
+	for p := 1; p < len(line); {
+		i := bytes.Index(line[p:], prefix)
+		if i < 0 {
+			return false
+		}
+		p += i
+		if _, _, err := parseRecord(line[p:], keyEvent); err == nil {
+			return true
+		}
+		p++
+	}
+	return false
 }
 
 // cutTornLine keeps a copy of the segment as found, then truncates it
