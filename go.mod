@@ -3,17 +3,20 @@ module github.com/mailroom/mailroom
 go 1.26
 
 require (
+	github.com/gdamore/tcell/v2 v2.13.10
+	github.com/google/uuid v1.6.0
+	github.com/r3labs/sse/v2 v2.10.0
+	github.com/rivo/tview v0.42.0
+	gopkg.in/cenkalti/backoff.v1 v1.1.0
+	gopkg.in/yaml.v3 v3.0.1
+)
+
+require (
 	github.com/gdamore/encoding v1.0.1 // indirect
-	github.com/gdamore/tcell/v2 v2.13.10 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/lucasb-eyer/go-colorful v1.3.0 // indirect
-	github.com/r3labs/sse/v2 v2.10.0 // indirect
-	github.com/rivo/tview v0.42.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	golang.org/x/net v0.6.0 // indirect
 	golang.org/x/sys v0.38.0 // indirect
 	golang.org/x/term v0.37.0 // indirect
 	golang.org/x/text v0.31.0 // indirect
-	gopkg.in/cenkalti/backoff.v1 v1.1.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

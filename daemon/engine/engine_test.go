@@ -1,0 +1,290 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/daemon/store/logstore"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+func open(t *testing.T, dir string, opts Options) *Engine {
+	t.Helper()
+	st, err := logstore.Open(dir, logstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(st, opts)
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func mustSend(t *testing.T, e *Engine, from, to string) string {
+	t.Helper()
+	out, err := e.Send(context.Background(), mailbox.Task{Sender: from, Recipient: to, IntentText: "work"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.TaskID
+}
+
+func mustLease(t *testing.T, e *Engine, recipient string) (*mailbox.Task, *mailbox.Lease) {
+	t.Helper()
+	task, lease, err := e.Lease(context.Background(), recipient)
+	if err != nil || task == nil {
+		t.Fatalf("lease(%s) = %v, %v", recipient, task, err)
+	}
+	return task, lease
+}
+
+func TestAttemptsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e := open(t, dir, Options{})
+	id := mustSend(t, e, "p", "a")
+	_, l := mustLease(t, e, "a")
+	if l.Attempt != 1 {
+		t.Fatalf("first attempt = %d", l.Attempt)
+	}
+	out, err := e.Repair(ctx, mailbox.RepairRequest{TaskID: id, Reason: "worker died", Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted}})
+	if err != nil || out.Attempt != 1 {
+		t.Fatalf("requeue = %+v, %v", out, err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = open(t, dir, Options{})
+	_, l2 := mustLease(t, e, "a")
+	if l2.Attempt != 2 || l2.LeaseID == l.LeaseID {
+		t.Fatalf("lease after restart = %+v, want attempt 2 and a new lease id", l2)
+	}
+	// The lease itself survives a restart exactly as it was.
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = open(t, dir, Options{})
+	v, _ := e.Queue(ctx, mailbox.QueueFilter{State: mailbox.EntryInFlight})
+	if len(v.Tasks) != 1 || v.Tasks[0].LeaseID != l2.LeaseID || v.Tasks[0].Attempt != 2 || v.Tasks[0].LeasedTo != "a" || v.Tasks[0].LeasedAtMs != l2.LeasedAtMs {
+		t.Fatalf("after restart in flight = %+v, want lease %s attempt 2", v.Tasks, l2.LeaseID)
+	}
+}
+
+// TestRepairRacesResult races a repair against a result on the same lease,
+// many times: exactly one of them may win each time.
+func TestRepairRacesResult(t *testing.T) {
+	e := open(t, t.TempDir(), Options{})
+	ctx := context.Background()
+	rounds := 1000
+	if testing.Short() {
+		rounds = 200
+	}
+	for i := range rounds {
+		id := mustSend(t, e, "p", "a")
+		_, l := mustLease(t, e, "a")
+		var wg sync.WaitGroup
+		var repairErr, resultErr error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			action := mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted}
+			if i%2 == 1 {
+				action = mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: l.LeaseID, Message: "operator gave up"}
+			}
+			_, repairErr = e.Repair(ctx, mailbox.RepairRequest{TaskID: id, Reason: "race", Command: action})
+		}()
+		go func() {
+			defer wg.Done()
+			resultErr = e.PostResult(ctx, mailbox.Result{TaskID: id, Status: mailbox.StatusOK, LeaseID: l.LeaseID})
+		}()
+		wg.Wait()
+		if (repairErr == nil) == (resultErr == nil) {
+			t.Fatalf("round %d: repair err %v, result err %v: want exactly one winner", i, repairErr, resultErr)
+		}
+		loser := repairErr
+		if loser == nil {
+			loser = resultErr
+		}
+		if !errors.Is(loser, mailbox.ErrConflict) {
+			t.Fatalf("round %d: loser got %v, want conflict", i, loser)
+		}
+		// Clean up so the queue stays small: whatever state, end the task.
+		if task, lease, _ := e.Lease(ctx, "a"); task != nil {
+			if err := e.PostResult(ctx, mailbox.Result{TaskID: task.ID, Status: mailbox.StatusOK, LeaseID: lease.LeaseID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := e.Drain(ctx, "p")
+		if err != nil || r == nil || r.TaskID != id {
+			t.Fatalf("round %d: drain = %+v, %v", i, r, err)
+		}
+		if r, _ := e.Drain(ctx, "p"); r != nil {
+			t.Fatalf("round %d: sender got a second result %+v", i, r)
+		}
+	}
+}
+
+func TestConcurrentRequestsShareSyncs(t *testing.T) {
+	e := open(t, t.TempDir(), Options{})
+	var wg sync.WaitGroup
+	const n = 200
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.Send(context.Background(), mailbox.Task{Sender: "p", Recipient: fmt.Sprintf("w%d", i%4), IntentText: "x"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	st := e.Stats()
+	if st.Queued != n || st.EventsAppended != n {
+		t.Fatalf("queued %d, appended %d; want %d", st.Queued, st.EventsAppended, n)
+	}
+	if st.FsyncBatches == 0 || st.FsyncBatches > st.EventsAppended {
+		t.Fatalf("fsync batches = %d for %d events", st.FsyncBatches, st.EventsAppended)
+	}
+}
+
+func TestCompactAndReopenKeepState(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e := open(t, dir, Options{})
+	for range 50 {
+		mustSend(t, e, "p", "a")
+	}
+	for range 20 {
+		task, l := mustLease(t, e, "a")
+		if err := e.PostResult(ctx, mailbox.Result{TaskID: task.ID, Status: mailbox.StatusOK, LeaseID: l.LeaseID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 {
+		e.Drain(ctx, "p")
+	}
+	mustLease(t, e, "a")
+	var before *mailbox.Snapshot
+	e.View(func(s *mailbox.State) { before = s.Snapshot(0) })
+	if _, err := e.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustSend(t, e, "p", "b")
+	e.Close()
+	e = open(t, dir, Options{})
+	var after *mailbox.Snapshot
+	e.View(func(s *mailbox.State) { after = s.Snapshot(0) })
+	if after.Seq != before.Seq+1 || len(after.Tasks) != len(before.Tasks)+1 || len(after.Results) != len(before.Results) {
+		t.Fatalf("after compaction and reopen: seq %d tasks %d results %d; before: seq %d tasks %d results %d",
+			after.Seq, len(after.Tasks), len(after.Results), before.Seq, len(before.Tasks), len(before.Results))
+	}
+}
+
+func collect(t *testing.T, sub mailbox.Subscription, n int) []mailbox.Event {
+	t.Helper()
+	var out []mailbox.Event
+	timeout := time.After(10 * time.Second)
+	for len(out) < n {
+		select {
+		case ev, ok := <-sub.Events():
+			if !ok {
+				t.Fatalf("subscription ended after %d of %d events: %v", len(out), n, sub.Err())
+			}
+			out = append(out, ev)
+		case <-timeout:
+			t.Fatalf("got %d of %d events", len(out), n)
+		}
+	}
+	return out
+}
+
+func TestSubscribeSnapshotThenEvents(t *testing.T) {
+	e := open(t, t.TempDir(), Options{})
+	ctx := context.Background()
+	mustSend(t, e, "p", "a")
+	sub, err := e.Subscribe(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	id := mustSend(t, e, "p", "a")
+	mustLease(t, e, "a")
+	evs := collect(t, sub, 3)
+	if evs[0].Type != mailbox.EventSnapshot || evs[0].Seq != 1 || len(evs[0].Snapshot.Tasks) != 1 {
+		t.Fatalf("first event = %+v, want a snapshot at seq 1 with one task", evs[0])
+	}
+	if evs[1].Seq != 2 || evs[1].Task.ID != id || evs[2].Seq != 3 || evs[2].Type != mailbox.EventTaskLeased {
+		t.Fatalf("events = %+v", evs[1:])
+	}
+}
+
+func TestSubscribeResumeReplaysOrSnapshots(t *testing.T) {
+	e := open(t, t.TempDir(), Options{})
+	ctx := context.Background()
+	for range 5 {
+		mustSend(t, e, "p", "a")
+	}
+	after := uint64(2)
+	sub, _ := e.Subscribe(ctx, &after)
+	mustSend(t, e, "p", "a")
+	evs := collect(t, sub, 4)
+	sub.Close()
+	for i, ev := range evs {
+		if ev.Seq != uint64(3+i) || ev.Type != mailbox.EventTaskSent {
+			t.Fatalf("resumed event %d = seq %d %s, want seq %d", i, ev.Seq, ev.Type, 3+i)
+		}
+	}
+	if _, err := e.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sub, _ = e.Subscribe(ctx, &after)
+	defer sub.Close()
+	evs = collect(t, sub, 1)
+	if evs[0].Type != mailbox.EventSnapshot || evs[0].Seq != 6 {
+		t.Fatalf("resume after compaction = %s at %d, want a snapshot at 6", evs[0].Type, evs[0].Seq)
+	}
+}
+
+func TestSlowSubscriberIsCutOthersComplete(t *testing.T) {
+	e := open(t, t.TempDir(), Options{SubscriberBuffer: 8})
+	ctx := context.Background()
+	stalled, _ := e.Subscribe(ctx, nil)
+	defer stalled.Close()
+	fast, _ := e.Subscribe(ctx, nil)
+	defer fast.Close()
+	got := make(chan []mailbox.Event)
+	go func() {
+		var evs []mailbox.Event
+		for ev := range fast.Events() {
+			evs = append(evs, ev)
+			if len(evs) == 51 {
+				break
+			}
+		}
+		got <- evs
+	}()
+	for range 50 {
+		mustSend(t, e, "p", "a")
+	}
+	evs := <-got
+	for i, ev := range evs[1:] {
+		if ev.Seq != uint64(i+1) {
+			t.Fatalf("fast subscriber event %d has seq %d", i, ev.Seq)
+		}
+	}
+	// The stalled one got its buffer's worth and was then cut off.
+	n := 0
+	for range stalled.Events() {
+		n++
+	}
+	if !errors.Is(stalled.Err(), mailbox.ErrSlowSubscriber) || n > 8+1+1 {
+		t.Fatalf("stalled subscriber: %d events, err %v; want cut off as slow", n, stalled.Err())
+	}
+}

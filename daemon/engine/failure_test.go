@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// limitFileSize makes every file write of this process past the current size
+// of the largest file in dir fail for real (EFBIG), as a full disk would,
+// until the returned function lifts the limit.
+func limitFileSize(t *testing.T, dir string) (lift func()) {
+	t.Helper()
+	var largest int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() && fi.Size() > largest {
+			largest = fi.Size()
+		}
+		return nil
+	})
+	signal.Ignore(syscall.SIGXFSZ)
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Skipf("no RLIMIT_FSIZE here: %v", err)
+	}
+	lim := syscall.Rlimit{Cur: uint64(largest), Max: old.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Skipf("cannot lower RLIMIT_FSIZE: %v", err)
+	}
+	lifted := false
+	lift = func() {
+		if !lifted {
+			lifted = true
+			if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(lift)
+	return lift
+}
+
+func TestWriteFailureChangesNothingAndRecovers(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e := open(t, dir, Options{})
+	first := mustSend(t, e, "p", "a")
+	var before *mailbox.Snapshot
+	e.View(func(s *mailbox.State) { before = s.Snapshot(0) })
+
+	lift := limitFileSize(t, dir)
+	_, err := e.Send(ctx, mailbox.Task{Sender: "p", Recipient: "a", IntentText: "second"})
+	if !errors.Is(err, mailbox.ErrUnavailable) {
+		t.Fatalf("send on a full disk = %v, want unavailable", err)
+	}
+	if _, _, err := e.Lease(ctx, "a"); !errors.Is(err, mailbox.ErrUnavailable) {
+		t.Fatalf("lease on a full disk = %v, want unavailable", err)
+	}
+	// Reads keep working and show the state as it was.
+	v, err := e.Queue(ctx, mailbox.QueueFilter{})
+	if err != nil || len(v.Tasks) != 1 || v.Tasks[0].Task.ID != first || v.Tasks[0].State != mailbox.EntryQueued {
+		t.Fatalf("queue on a full disk = %+v, %v; want only the first task, queued", v.Tasks, err)
+	}
+	var during *mailbox.Snapshot
+	e.View(func(s *mailbox.State) { during = s.Snapshot(0) })
+	if during.Seq != before.Seq || len(during.Tasks) != len(before.Tasks) {
+		t.Fatalf("state changed by failed writes: seq %d -> %d", before.Seq, during.Seq)
+	}
+
+	lift()
+	task, l := mustLease(t, e, "a")
+	if task.ID != first || l.Attempt != 1 {
+		t.Fatalf("lease after space returned = %s attempt %d, want %s attempt 1", task.ID, l.Attempt, first)
+	}
+	second := mustSend(t, e, "p", "a")
+	e.Close()
+
+	// Nothing half-written is read back: the log opens and holds exactly the
+	// acknowledged events.
+	e = open(t, dir, Options{})
+	v, _ = e.Queue(ctx, mailbox.QueueFilter{})
+	if len(v.Tasks) != 2 || v.Tasks[0].Task.ID != second || v.Tasks[1].Task.ID != first || v.Tasks[1].LeaseID != l.LeaseID {
+		t.Fatalf("after reopen = %+v", v.Tasks)
+	}
+}
