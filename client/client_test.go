@@ -219,6 +219,10 @@ func TestErrorsReachTheCaller(t *testing.T) {
 			_, err := c.Send(ctx, mailbox.Task{ID: dup, Sender: "p@x", Recipient: "w@x", IntentText: "again"})
 			return err
 		}, mailbox.ErrConflict, "id"},
+		{"send over 1 MiB", func() error {
+			_, err := c.Send(ctx, mailbox.Task{Sender: "p@x", Recipient: "w@x", IntentText: strings.Repeat("x", mailbox.MaxBodyBytes)})
+			return err
+		}, mailbox.ErrTooLarge, ""},
 		{"lease for a bad recipient", func() error { _, _, err := c.Lease(ctx, "a b"); return err }, mailbox.ErrInvalid, "recipient"},
 		{"drain for a bad sender", func() error { _, err := c.Drain(ctx, "a\tb"); return err }, mailbox.ErrInvalid, "sender"},
 		{"result with a bad status", func() error {

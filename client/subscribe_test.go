@@ -205,6 +205,22 @@ func TestSubscribeWaitsForDaemon(t *testing.T) {
 	w.snapshot(t, 0)
 }
 
+// TestSubscribeNoticesSilence: a stream that carries nothing, not even a
+// heartbeat, for the idle timeout is abandoned and resumed.
+func TestSubscribeNoticesSilence(t *testing.T) {
+	d := apitest.Start(t, apitest.Options{API: httpapi.Options{HeartbeatInterval: time.Hour}})
+	c := mustClient(t, d.Addr(), client.WithStreamIdleTimeout(100*time.Millisecond))
+	w, _ := subscribe(t, c, 0)
+	w.snapshot(t, 0)
+	w.state(t, true)
+	if s := w.state(t, false); s.Err == nil || !strings.Contains(s.Err.Error(), "silent") {
+		t.Errorf("state after silence = %+v, want an error saying the stream went silent", s)
+	}
+	w.state(t, true)
+	send(t, c, "p@x", "w@x", "after the silence")
+	w.expect(t, mailbox.EventTaskSent)
+}
+
 // TestSubscribeEndsWithContext: cancelling the context closes the channel.
 func TestSubscribeEndsWithContext(t *testing.T) {
 	_, c := start(t)

@@ -41,10 +41,15 @@ func request(t *testing.T, d *apitest.Daemon, method, path, ctype, body string, 
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
+	return readReply(t, resp)
+}
+
+func readReply(t *testing.T, resp *http.Response) reply {
+	t.Helper()
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: reading the answer: %v", method, path, err)
+		t.Fatalf("reading the answer: %v", err)
 	}
 	return reply{status: resp.StatusCode, header: resp.Header, body: b}
 }
