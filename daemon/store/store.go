@@ -43,7 +43,8 @@ type Store interface {
 	// enters that failed mode before it calls the first failing done, and
 	// while failed, Append calls done(err) itself before returning, so no
 	// event decided on top of a failed one can still be queued when Reset
-	// runs.
+	// runs. An event with any other seq is refused: done gets an error and
+	// nothing is written.
 	Append(ev mailbox.Event, done func(error))
 
 	// Reset lets appends through again after a failed write. The next append
@@ -57,14 +58,19 @@ type Store interface {
 
 	// EventsSince returns up to limit durable events with seq > after, in
 	// order. It returns ErrCompacted when the first of them is no longer in
-	// the log.
+	// the log, and no events when after >= LastSeq() (the caller must tell
+	// "nothing new" from "ahead of this log" itself). An event may be
+	// returned as soon as it is durable, before its done has run.
 	EventsSince(after uint64, limit int) ([]mailbox.Event, error)
 
 	// Compact makes snapshot() the new base and drops the log before it.
 	// snapshot is called by the writer between batches, when every appended
 	// event so far is durable and its done callback has run, so the state it
 	// returns is exactly the durable state. A crash at any point of Compact
-	// loses nothing.
+	// loses nothing. The snapshot must share no memory the engine goes on
+	// changing: the store may still be encoding it while later appends are
+	// written. Concurrent calls run one after the other; while a failed
+	// write has not been Reset, Compact fails.
 	Compact(snapshot func() *mailbox.Snapshot) (mailbox.CompactOutcome, error)
 
 	// Stats reports sizes and writer figures for metrics and for the
@@ -73,7 +79,9 @@ type Store interface {
 
 	// Close writes and syncs everything appended so far, calls every
 	// pending done, and releases the files. Appends after Close fail with
-	// ErrClosed.
+	// ErrClosed (passed to done before Append returns), and so do Load,
+	// EventsSince, Compact and Reset; LastSeq and Stats keep answering.
+	// Calling Close again returns the first call's result.
 	Close() error
 }
 

@@ -117,7 +117,7 @@ func TestDamageInAnEarlierSegmentRefusesToOpen(t *testing.T) {
 			[]string{segmentName(11), "line 1 ", "byte offset 0)", "seq 12 where seq 11 was expected"}},
 		{"the oldest segment starts late and there is no snapshot",
 			[]dirFile{seg(11, second)},
-			[]string{"missing events 1 to 10", "no snapshot", segmentName(11)}},
+			[]string{"missing events 1 to 10", "no usable snapshot", segmentName(11)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

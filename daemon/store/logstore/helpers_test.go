@@ -155,6 +155,7 @@ func wantErrorNaming(t *testing.T, err error, parts ...string) {
 	if err == nil {
 		t.Fatalf("got no error, want one naming %q", parts)
 	}
+	t.Logf("error as the operator sees it: %v", err)
 	for _, p := range parts {
 		if !strings.Contains(err.Error(), p) {
 			t.Errorf("error %q does not mention %q", err, p)

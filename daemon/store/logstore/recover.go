@@ -51,8 +51,8 @@ func (s *Store) recover() error {
 	}
 	if first < 0 && len(files.segments) > 0 {
 		f := files.segments[0]
-		return explain(fmt.Errorf("the log in %s is missing events %d to %d: %s ends at seq %d but the oldest segment, %s, starts at %d",
-			s.dir, base.seq+1, f.seq-1, base.describe(), base.seq, filepath.Join(s.dir, f.name), f.seq))
+		return explain(fmt.Errorf("the log in %s is missing events %d to %d: %s, but the oldest segment, %s, starts at %d",
+			s.dir, base.seq+1, f.seq-1, base.describe(), filepath.Join(s.dir, f.name), f.seq))
 	}
 	var chain []*segment
 	if first >= 0 {
@@ -103,11 +103,12 @@ type baseSnapshot struct {
 	size int64
 }
 
+// describe says where the log must continue from, for error messages.
 func (b baseSnapshot) describe() string {
 	if b.path == "" {
-		return "the empty mailbox (there is no snapshot)"
+		return "there is no usable snapshot, so the log must start at seq 1"
 	}
-	return "snapshot " + b.path
+	return fmt.Sprintf("snapshot %s ends at seq %d", b.path, b.seq)
 }
 
 type skippedSnapshot struct {
