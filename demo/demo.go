@@ -38,7 +38,7 @@ type Options struct {
 	// queue (default 20), so a slow run does not grow without bound.
 	MaxQueued int
 	// CrashRate is the chance that a worker abandons a leased task without
-	// a result (default 0.08); its lease goes stale.
+	// a result (default 0.08; negative means never); its lease goes stale.
 	CrashRate float64
 	// WorkMin and WorkMax bound how long a task takes (default 300ms-3s).
 	WorkMin, WorkMax time.Duration

@@ -149,7 +149,8 @@ const (
 	pageConflict = "conflict"
 )
 
-// Run shows the console until the operator quits (nil) or ctx ends.
+// Run shows the console until the operator quits (nil) or ctx ends. A
+// console runs once.
 func (c *Console) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

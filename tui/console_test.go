@@ -122,6 +122,21 @@ func TestPanesShowSentLeasedAndResultedTasks(t *testing.T) {
 	api.lease("worker-a@local")
 	f = r.scr.waitForText(t, "classify the new auth tickets")
 	r.scr.waitFor(t, "the new lease counted", func(f frame) bool { return f.contains("queued 1   in flight 2") })
+
+	// A deadline already past is marked, in red.
+	late := api.send("worker-b@local", "late work", withDeadline(time.Now().Add(-5*time.Second).UnixMilli()))
+	soon := api.send("worker-b@local", "work due soon", withDeadline(time.Now().Add(time.Hour).UnixMilli()))
+	f = r.scr.waitForText(t, "work due soon")
+	if l := f.lineWith(short(soon)); !strings.Contains(l, "in 59m") && !strings.Contains(l, "in 1h00m") {
+		t.Errorf("a deadline an hour away shows as %q", l)
+	}
+	y, x, ok := f.find("! overdue")
+	if !ok || !strings.Contains(f.lines[y], short(late)) {
+		t.Fatalf("the past-due task is not marked overdue:\n%s", f)
+	}
+	if fg, _, _ := f.styles[y][x].Decompose(); fg != colorPastDue {
+		t.Errorf("a past-due deadline is drawn in %v, want %v", fg, colorPastDue)
+	}
 }
 
 func TestStaleLeaseIsHighlighted(t *testing.T) {
@@ -175,8 +190,8 @@ func TestStaleLeaseIsHighlighted(t *testing.T) {
 func TestFilterNarrowsThePane(t *testing.T) {
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
-	api.send("worker-a@local", "alpha report")
 	api.send("worker-b@local", "beta report")
+	api.send("worker-a@local", "alpha report")
 	api.send("worker-c@local", "gamma", withKind("classify"))
 	r := runConsole(t, c, Options{Addr: d.URL()})
 	r.scr.waitForText(t, "gamma")
@@ -199,6 +214,25 @@ func TestFilterNarrowsThePane(t *testing.T) {
 	if !f.contains("beta report") || f.contains("filter:/") {
 		t.Errorf("Esc did not clear the filter:\n%s", f)
 	}
+
+	// s cycles the sort: age (queue order), recipient, attempt.
+	above := func(f frame, a, b string) bool {
+		ya, _, _ := f.find(a)
+		yb, _, _ := f.find(b)
+		return ya < yb
+	}
+	if !above(f, "beta report", "alpha report") {
+		t.Errorf("age order should list beta (sent first) above alpha:\n%s", f)
+	}
+	r.scr.press(char('s'))
+	f = r.scr.waitForText(t, "sort:recipient")
+	if !above(f, "alpha report", "beta report") || !above(f, "beta report", "gamma") {
+		t.Errorf("recipient order should be worker-a, worker-b, worker-c:\n%s", f)
+	}
+	r.scr.press(char('s'))
+	r.scr.waitForText(t, "sort:attempt")
+	r.scr.press(char('s'))
+	r.scr.waitForText(t, "sort:age")
 }
 
 // openRequeue opens the requeue dialog on the Leases pane, whose first
