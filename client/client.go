@@ -144,8 +144,9 @@ func (c *Client) url(path string, q url.Values) string {
 	return u.String()
 }
 
-// do sends one request and decodes a 2xx body into out (unless out is nil)
-// after checking its kind. Daemon errors come back as *mailbox.Error.
+// do sends one request, checks that a 2xx answer has the expected kind and
+// decodes it into out (unless out is nil). Daemon errors come back as
+// *mailbox.Error.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any, kind string) error {
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
@@ -177,18 +178,25 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if resp.StatusCode/100 != 2 {
 		return responseError(resp)
 	}
-	if out == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return c.transportError(ctx, err)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		if ctx.Err() != nil {
-			return c.transportError(ctx, err)
-		}
+	// Every answer names its kind; checking it catches an address that
+	// points at something other than a mailroom daemon.
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(raw, &k); err != nil {
 		return fmt.Errorf("%s %s: decoding the daemon's answer: %w", method, path, err)
 	}
-	if k := kindOf(out); kind != "" && k != kind {
-		return fmt.Errorf("%s %s: the daemon answered kind %q, expected %q (is %s a mailroom daemon?)", method, path, k, kind, c.addr)
+	if k.Kind != kind {
+		return fmt.Errorf("%s %s: the daemon answered kind %q, expected %q (is %s a mailroom daemon?)", method, path, k.Kind, kind, c.addr)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("%s %s: decoding the daemon's answer: %w", method, path, err)
+		}
 	}
 	return nil
 }
@@ -229,31 +237,4 @@ func responseError(resp *http.Response) error {
 	}
 	return &mailbox.Error{Code: mailbox.CodeForStatus(resp.StatusCode),
 		Message: fmt.Sprintf("the daemon answered %s without an error body: %q", resp.Status, text)}
-}
-
-// kindOf reads the kind field every response type carries.
-func kindOf(v any) string {
-	switch r := v.(type) {
-	case *mailbox.TaskQueuedResponse:
-		return r.Kind
-	case *mailbox.TaskOptResponse:
-		return r.Kind
-	case *mailbox.TasksResponse:
-		return r.Kind
-	case *mailbox.ResultPostedResponse:
-		return r.Kind
-	case *mailbox.ResultOptResponse:
-		return r.Kind
-	case *mailbox.ResultsResponse:
-		return r.Kind
-	case *mailbox.QueueResponse:
-		return r.Kind
-	case *mailbox.RepairedResponse:
-		return r.Kind
-	case *mailbox.CompactedResponse:
-		return r.Kind
-	case *healthResponse:
-		return r.Kind
-	}
-	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"mime"
 	"net/http"
@@ -208,13 +209,15 @@ type idleWatch struct {
 
 func newIdleWatch(body io.ReadCloser, d time.Duration, cancel context.CancelCauseFunc) *idleWatch {
 	w := &idleWatch{ReadCloser: body, d: d}
-	w.t = time.AfterFunc(d, func() {
+	// Armed only once w.t is set, so the callback never sees it unset.
+	w.t = time.AfterFunc(time.Duration(math.MaxInt64), func() {
 		if w.busy.Load() {
 			w.t.Reset(w.d)
 			return
 		}
 		cancel(errIdle)
 	})
+	w.t.Reset(d)
 	return w
 }
 

@@ -173,9 +173,8 @@ func (a *api) fail(w *statusWriter, r *http.Request, route string, err error) {
 	writeJSON(w, status, body)
 }
 
-// writeJSON writes v as the response body. An encoding failure here is a
-// bug in our own types; the status is already sent, so it is only logged by
-// the caller's next write failing.
+// writeJSON writes v as the response body. Our wire types always encode; a
+// write error means the client has gone, and there is nobody left to tell.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

@@ -23,9 +23,9 @@ import (
 // expected, so a caller can fix the request from the message alone.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, what string) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			return mailbox.Invalidf("Content-Type", "Content-Type: got %q, expected application/json", ct)
+		mt, params, err := mime.ParseMediaType(ct)
+		if cs, ok := params["charset"]; err != nil || mt != "application/json" || (ok && !strings.EqualFold(cs, "utf-8")) {
+			return mailbox.Invalidf("Content-Type", "Content-Type: got %q, expected application/json (in UTF-8)", ct)
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mailbox.MaxBodyBytes))

@@ -114,6 +114,11 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 				a.log.Info("event stream ended: write failed", "err", err)
 				return nil
 			}
+			if buf.Cap() > 4*maxBatchBytes {
+				// A snapshot grew the buffer; do not keep megabytes per
+				// idle subscriber for the life of its stream.
+				buf = bytes.Buffer{}
+			}
 			if !ok {
 				a.endStream(sub.Err())
 				return nil

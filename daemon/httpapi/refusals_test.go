@@ -54,6 +54,7 @@ func TestRefusals(t *testing.T) {
 		{"empty body", "POST", "/a2a/tasks", js, ``, nil, 400, "", []string{"request body: empty"}},
 		{"invalid UTF-8", "POST", "/a2a/tasks", js, "{\"sender\":\"a@x\",\"recipient\":\"b@x\",\"intent_text\":\"d\xffo\"}", nil, 400, "", []string{"invalid UTF-8 at byte offset 50"}},
 		{"wrong content type", "POST", "/a2a/tasks", "text/plain", `{}`, nil, 400, "Content-Type", []string{`Content-Type: got "text/plain"`, "application/json"}},
+		{"content type in another charset", "POST", "/a2a/tasks", "application/json; charset=latin1", `{}`, nil, 400, "Content-Type", []string{"UTF-8"}},
 		{"json content type with charset", "POST", "/a2a/tasks", "application/json; charset=utf-8", `{"sender":"","recipient":"b@x","intent_text":"do"}`, nil, 400, "sender", nil},
 		{"body over 1 MiB", "POST", "/a2a/tasks", js, tooBig, nil, 413, "", []string{"larger than the limit of 1048576 bytes"}},
 
