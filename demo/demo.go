@@ -43,8 +43,11 @@ type Options struct {
 	// WorkMin and WorkMax bound how long a task takes (default 300ms-3s).
 	WorkMin, WorkMax time.Duration
 	// Poll is how long an idle agent waits before asking again (default 400ms).
-	Poll   time.Duration
-	Logger *slog.Logger
+	Poll time.Duration
+	// DrainEvery is how often the planner collects its results (default
+	// 4s): long enough that the Results pane has something to show.
+	DrainEvery time.Duration
+	Logger     *slog.Logger
 }
 
 func (o *Options) fill() {
@@ -67,6 +70,9 @@ func (o *Options) fill() {
 	}
 	if o.Poll <= 0 {
 		o.Poll = 400 * time.Millisecond
+	}
+	if o.DrainEvery <= 0 {
+		o.DrainEvery = 4 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -166,18 +172,21 @@ func plan(ctx context.Context, a *agent) {
 	}
 }
 
-// drain is the planner taking its results back.
+// drain is the planner taking its results back, every few seconds, all
+// that are waiting.
 func drain(ctx context.Context, a *agent) {
-	for ctx.Err() == nil {
-		r, err := a.c.Drain(ctx, Planner)
-		switch {
-		case err != nil:
-			a.trouble(ctx, "draining results", err)
-		case r != nil:
+	for wait(ctx, a.jitter(a.opts.DrainEvery)) {
+		for {
+			r, err := a.c.Drain(ctx, Planner)
+			if err != nil {
+				a.trouble(ctx, "draining results", err)
+				break
+			}
+			if r == nil {
+				break
+			}
 			a.log.Debug("demo planner drained a result", "task", r.TaskID, "status", r.Status, "forced", r.Forced, "replayed", r.Replayed)
-			continue // there may be more waiting
 		}
-		wait(ctx, a.jitter(a.opts.Poll))
 	}
 }
 

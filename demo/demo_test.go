@@ -25,7 +25,7 @@ func TestAgentsExerciseEveryPath(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{Addr: d.URL(), Seed: 7, Rate: 60, MaxQueued: 8, CrashRate: 0.25,
-			WorkMin: 5 * time.Millisecond, WorkMax: 40 * time.Millisecond, Poll: 20 * time.Millisecond})
+			WorkMin: 5 * time.Millisecond, WorkMax: 40 * time.Millisecond, Poll: 20 * time.Millisecond, DrainEvery: 50 * time.Millisecond})
 	}()
 
 	watch, stopWatch := context.WithCancel(context.Background())
