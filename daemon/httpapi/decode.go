@@ -89,7 +89,7 @@ func jsonError(err error, what string) error {
 		if uerr != nil {
 			field = name
 		}
-		return mailbox.Invalidf(field, "request body: unknown field %s; %s has no such field (check its spelling against the API reference)", name, what)
+		return mailbox.Invalidf(field, "request body: unknown field %s in %s; check its spelling against the API reference", name, what)
 	}
 	return mailbox.Errorf(mailbox.CodeInvalid, "request body: %s, expected %s as a JSON object", strings.TrimPrefix(err.Error(), "json: "), what)
 }

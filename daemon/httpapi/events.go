@@ -25,6 +25,9 @@ import (
 // writes without holding a snapshot-sized buffer per subscriber.
 const maxBatchBytes = 256 << 10
 
+// writeChunk is how much is written under one write deadline.
+const writeChunk = 64 << 10
+
 var pingLine = []byte(": ping\n\n")
 
 func (a *api) events(w http.ResponseWriter, r *http.Request) error {
@@ -56,16 +59,23 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 	// it so the next request on the connection is not cut short.
 	defer rc.SetWriteDeadline(time.Time{})
 
-	// write sends buf with a deadline, so a subscriber that stops reading
-	// (and a full socket buffer) ends the stream instead of this goroutine.
+	// write sends buf in chunks, each with its own deadline: a subscriber
+	// that stops reading (its socket buffer full) ends the stream instead
+	// of holding this goroutine, while a slow but moving one can still take
+	// a snapshot of many megabytes.
 	write := func(buf []byte) error {
-		if err := rc.SetWriteDeadline(time.Now().Add(a.opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
+		for {
+			if err := rc.SetWriteDeadline(time.Now().Add(a.opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+				return err
+			}
+			n := min(len(buf), writeChunk)
+			if _, err := w.Write(buf[:n]); err != nil {
+				return err
+			}
+			if buf = buf[n:]; len(buf) == 0 {
+				return rc.Flush()
+			}
 		}
-		if _, err := w.Write(buf); err != nil {
-			return err
-		}
-		return rc.Flush()
 	}
 	if err := write(nil); err != nil { // headers now: the client sees it is connected
 		a.log.Info("event stream ended", "err", err)
