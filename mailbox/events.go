@@ -78,12 +78,14 @@ type TaskRecord struct {
 	QueuedAtMs int64  `json:"queued_at_ms"`
 	// SendSeq orders the queue: a requeued task keeps its place as the one
 	// that has waited longest.
-	SendSeq    uint64         `json:"send_seq"`
-	LeaseID    string         `json:"lease_id,omitempty"`
-	LeasedTo   string         `json:"leased_to,omitempty"`
-	LeasedAtMs int64          `json:"leased_at_ms,omitempty"`
-	DoneAtMs   int64          `json:"done_at_ms,omitempty"`
-	History    []HistoryEntry `json:"history,omitempty"`
+	SendSeq    uint64 `json:"send_seq"`
+	LeaseID    string `json:"lease_id,omitempty"`
+	LeasedTo   string `json:"leased_to,omitempty"`
+	LeasedAtMs int64  `json:"leased_at_ms,omitempty"`
+	DoneAtMs   int64  `json:"done_at_ms,omitempty"`
+	// DoneSeq orders forgetting: drained tasks are forgotten in drain order.
+	DoneSeq uint64         `json:"done_seq,omitempty"`
+	History []HistoryEntry `json:"history,omitempty"`
 }
 
 // Snapshot is the whole state at Seq: every task the state remembers in send

@@ -236,7 +236,7 @@ func (s *State) apply(ev Event) error {
 		}
 		delete(s.results, ev.TaskID)
 		if t, ok := s.tasks[ev.TaskID]; ok {
-			t.State, t.DoneAtMs = TaskDone, ev.AtMs
+			t.State, t.DoneAtMs, t.DoneSeq = TaskDone, ev.AtMs, ev.Seq
 			t.addHistory(ev)
 			s.remember(t.Task.ID)
 		}
@@ -394,7 +394,7 @@ func (s *State) Restore(snap *Snapshot) error {
 			return fmt.Errorf("snapshot %d: task %s has unknown state %q", snap.Seq, tr.Task.ID, t.State)
 		}
 	}
-	sort.SliceStable(done, func(i, j int) bool { return done[i].DoneAtMs < done[j].DoneAtMs })
+	sort.Slice(done, func(i, j int) bool { return done[i].DoneSeq < done[j].DoneSeq })
 	for _, t := range done {
 		n.remember(t.Task.ID)
 	}

@@ -430,3 +430,54 @@ func TestRetainDoneForgetsOldest(t *testing.T) {
 		t.Errorf("late result for a forgotten task = %v, want not_found", err)
 	}
 }
+
+// Drains in the same millisecond must be forgotten in drain order after a
+// restore too, or a restored state forgets a different task than the live one.
+func TestRestoreForgetsInDrainOrder(t *testing.T) {
+	b := newBox(t)
+	b.s.RetainDone = 2
+	var ids []string
+	for range 3 {
+		id := b.send("p", "a")
+		ids = append(ids, id)
+	}
+	// Lease and answer in reverse send order, all drained at one instant.
+	for range 3 {
+		tid, l := b.lease("a")
+		if err := b.post(tid, l.LeaseID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.now = 5_000_000
+	for i := 2; i >= 0; i-- {
+		ev := Event{AtMs: b.now, Type: EventResultDrained, TaskID: ids[i]}
+		ev.Seq = b.s.Seq + 1
+		if err := b.s.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restored := NewState()
+	restored.RetainDone = 2
+	if err := restored.Restore(b.s.Snapshot(0)); err != nil {
+		t.Fatal(err)
+	}
+	id := b.send("p", "a")
+	tid, l := b.lease("a")
+	b.post(tid, l.LeaseID)
+	for _, ev := range b.log[len(b.log)-3:] {
+		if err := restored.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.drain("p")
+	if err := restored.Apply(b.log[len(b.log)-1]); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range append(ids, id) {
+		_, live := b.s.Task(x)
+		_, rest := restored.Task(x)
+		if live != rest {
+			t.Errorf("task %s remembered live=%v restored=%v", x, live, rest)
+		}
+	}
+}
