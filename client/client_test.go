@@ -310,7 +310,11 @@ func TestLeaseGuard(t *testing.T) {
 			if !ok || !errors.Is(err, mailbox.ErrConflict) || e.Details == nil {
 				t.Fatalf("error = %v, want a conflict with details", err)
 			}
-			want := mailbox.ErrorDetails{Field: "lease_id", ExpectedLeaseID: stale, ActualLeaseID: l.LeaseID, LeasedTo: worker,
+			field := "lease_id"
+			if tt.repair {
+				field = "command.lease_id"
+			}
+			want := mailbox.ErrorDetails{Field: field, ExpectedLeaseID: stale, ActualLeaseID: l.LeaseID, LeasedTo: worker,
 				LeasedAtMs: l.LeasedAtMs, Attempt: 1, TaskState: mailbox.TaskInFlight}
 			if *e.Details != want {
 				t.Errorf("details = %+v, want %+v", *e.Details, want)

@@ -51,7 +51,7 @@ func (s *State) LeaseOf(ev Event) (Task, Lease) {
 
 // inFlight returns the task if it is leased and, when leaseID is given, if
 // leaseID is its current lease; otherwise a not_found or conflict error.
-func (s *State) inFlightTask(taskID, leaseID, doing string) (*taskRec, error) {
+func (s *State) inFlightTask(taskID, leaseID, leaseField, doing string) (*taskRec, error) {
 	t, ok := s.tasks[taskID]
 	if !ok {
 		return nil, &Error{Code: CodeNotFound, Message: "task_id: task " + taskID + " was never sent through this daemon (or was drained long ago and forgotten)",
@@ -68,15 +68,15 @@ func (s *State) inFlightTask(taskID, leaseID, doing string) (*taskRec, error) {
 	}
 	if leaseID != "" && leaseID != t.LeaseID {
 		return nil, &Error{Code: CodeConflict,
-			Message: "lease_id: cannot " + doing + " task " + taskID + " under lease " + leaseID + ": the current lease is " + t.LeaseID + " (held by " + t.LeasedTo + ", attempt " + strconv.Itoa(t.Attempt) + ")",
-			Details: &ErrorDetails{Field: "lease_id", ExpectedLeaseID: leaseID, ActualLeaseID: t.LeaseID, LeasedTo: t.LeasedTo, LeasedAtMs: t.LeasedAtMs, Attempt: t.Attempt, TaskState: t.State}}
+			Message: leaseField + ": cannot " + doing + " task " + taskID + " under lease " + leaseID + ": the current lease is " + t.LeaseID + " (held by " + t.LeasedTo + ", attempt " + strconv.Itoa(t.Attempt) + ")",
+			Details: &ErrorDetails{Field: leaseField, ExpectedLeaseID: leaseID, ActualLeaseID: t.LeaseID, LeasedTo: t.LeasedTo, LeasedAtMs: t.LeasedAtMs, Attempt: t.Attempt, TaskState: t.State}}
 	}
 	return t, nil
 }
 
 // DecidePostResult checks a normalized result and returns its result_posted event.
 func (s *State) DecidePostResult(r Result, nowMs int64) (Event, error) {
-	t, err := s.inFlightTask(r.TaskID, r.LeaseID, "post a result for")
+	t, err := s.inFlightTask(r.TaskID, r.LeaseID, "lease_id", "post a result for")
 	if err != nil {
 		return Event{}, err
 	}
@@ -108,7 +108,7 @@ func (s *State) DecideDrain(sender string, nowMs int64) (ev Event, res PendingRe
 func (s *State) DecideRepair(req RepairRequest, principal string, nowMs int64) (Event, error) {
 	c := req.Command
 	doing := map[string]string{ActionRequeue: "requeue", ActionForceError: "force an error on"}[c.Action]
-	t, err := s.inFlightTask(req.TaskID, c.LeaseID, doing)
+	t, err := s.inFlightTask(req.TaskID, c.LeaseID, "command.lease_id", doing)
 	if err != nil {
 		return Event{}, err
 	}
