@@ -230,6 +230,7 @@ const (
 	KindError         = "error"
 	KindHealth        = "a2a_health"
 	KindAudit         = "a2a_audit"
+	KindWhoAmI        = "a2a_whoami"
 	KindSnapshotEvent = "snapshot"
 )
 
@@ -302,6 +303,15 @@ type CompactedResponse struct {
 type AuditResponse struct {
 	Kind    string        `json:"kind"`
 	Repairs []AuditRecord `json:"repairs"`
+}
+
+// WhoAmI answers GET /a2a/whoami: who the caller's token speaks for.
+// Auth is false when the daemon runs without tokens (loopback only).
+type WhoAmI struct {
+	Kind         string   `json:"kind"`
+	Principal    string   `json:"principal"`
+	Capabilities []string `json:"capabilities"`
+	Auth         bool     `json:"auth"`
 }
 
 // ErrorResponse is the one error body shape.
