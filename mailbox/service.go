@@ -22,6 +22,9 @@ type Service interface {
 	Compact(ctx context.Context) (CompactOutcome, error)
 	// RetryStale runs the retry-stale scan (a dry run unless p.Enabled).
 	RetryStale(ctx context.Context, p RetryPolicy) (RetryReport, error)
+	// Task returns what the mailbox remembers of one task (not_found when
+	// it was never sent here, or drained long ago and forgotten).
+	Task(ctx context.Context, id string) (TaskRecord, error)
 	// Audit lists repairs newest first, for one task when taskID != "".
 	Audit(ctx context.Context, taskID string, limit int) ([]AuditRecord, error)
 	// Subscribe streams events. With after == nil the first event is a

@@ -4,12 +4,14 @@
 package auth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mailroom/mailroom/mailbox"
@@ -181,4 +183,38 @@ func NewToken() (token, hash string, err error) {
 	token = "mr_" + base64.RawURLEncoding.EncodeToString(b)
 	h := sha256.Sum256([]byte(token))
 	return token, hex.EncodeToString(h[:]), nil
+}
+
+// Capabilities lists the identity's capabilities, sorted.
+func (id Identity) Capabilities() []string {
+	out := make([]string, 0, len(id.caps))
+	for c := range id.caps {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Unauthenticated is the identity of every caller when no tokens are
+// configured: the daemon then listens on loopback only and trusts it, so
+// it may do everything, under no principal.
+func Unauthenticated() Identity {
+	return Identity{caps: map[string]bool{CapAdmin: true}}
+}
+
+type identityKey struct{}
+
+// WithIdentity returns a context carrying the caller's identity (and its
+// principal, for the service's audit trail).
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return mailbox.WithPrincipal(context.WithValue(ctx, identityKey{}, id), id.Principal)
+}
+
+// IdentityFrom returns the caller's identity; without one (no tokens
+// configured) the caller is Unauthenticated.
+func IdentityFrom(ctx context.Context) Identity {
+	if id, ok := ctx.Value(identityKey{}).(Identity); ok {
+		return id
+	}
+	return Unauthenticated()
 }

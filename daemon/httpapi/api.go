@@ -56,6 +56,9 @@ const (
 	RouteRepair        = "POST /a2a/repair"
 	RouteCompact       = "POST /a2a/compact"
 	RouteEvents        = "GET /a2a/events"
+	RouteRetryStale    = "POST /a2a/retry-stale"
+	RouteAudit         = "GET /a2a/audit"
+	RouteWhoAmI        = "GET /a2a/whoami"
 	RouteHealth        = "GET /healthz"
 	RouteMetrics       = "GET /metrics"
 
@@ -73,6 +76,8 @@ type api struct {
 	log  *slog.Logger
 	mux  *http.ServeMux
 	reqs requestCounter
+	// denied counts 401 and 403 answers by route.
+	denied requestCounter
 }
 
 // New returns the HTTP handler for svc.
@@ -99,6 +104,9 @@ func New(svc mailbox.Service, opts Options) http.Handler {
 	a.handle(RouteRepair, a.repair)
 	a.handle(RouteCompact, a.compact)
 	a.handle(RouteEvents, a.events)
+	a.handle(RouteRetryStale, a.retryStale)
+	a.handle(RouteAudit, a.audit)
+	a.handle(RouteWhoAmI, a.whoami)
 	a.handle(RouteHealth, a.health)
 	a.handle(RouteMetrics, a.metrics)
 	return a
@@ -141,11 +149,13 @@ func (a *api) adapt(route string, h handlerFunc) http.Handler {
 		defer func() { a.reqs.add(route, sw.code()) }()
 		if az := a.opts.Authorizer; az != nil {
 			ctx, err := az.Authorize(r, route)
+			if ctx != nil {
+				r = r.WithContext(ctx)
+			}
 			if err != nil {
 				a.fail(sw, r, route, err)
 				return
 			}
-			r = r.WithContext(ctx)
 		}
 		if err := h(sw, r); err != nil {
 			a.fail(sw, r, route, err)
@@ -160,7 +170,11 @@ func (a *api) fail(w *statusWriter, r *http.Request, route string, err error) {
 	body := mailbox.ErrorBody(err)
 	status := mailbox.HTTPStatus(body.Code)
 	attrs := []any{"route", route, "method", r.Method, "path", r.URL.Path, "status", status, "code", body.Code, "err", err}
-	if status >= 500 {
+	if deniedError(err) {
+		// Who was refused, and where; never the token itself.
+		a.denied.add(route, status)
+		a.log.Info("request denied", "route", route, "principal", mailbox.PrincipalFrom(r.Context()), "status", status, "code", body.Code, "remote", r.RemoteAddr)
+	} else if status >= 500 {
 		a.log.Error("request failed", attrs...)
 	} else {
 		a.log.Info("request refused", attrs...)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -21,6 +22,9 @@ func (a *api) sendTask(w http.ResponseWriter, r *http.Request) error {
 	}
 	t, err := mailbox.NormalizeTask(t)
 	if err != nil {
+		return err
+	}
+	if err := auth.IdentityFrom(r.Context()).CheckSend(t); err != nil {
 		return err
 	}
 	res, err := a.svc.Send(r.Context(), t)
@@ -41,6 +45,11 @@ func (a *api) leaseTask(w http.ResponseWriter, r *http.Request) error {
 	}
 	recipient, err := p.agent("recipient")
 	if err != nil {
+		return err
+	}
+	// Without a2a.admin a caller only ever leases its own tasks, whatever
+	// the query says.
+	if recipient, err = auth.IdentityFrom(r.Context()).LeaseScope(recipient); err != nil {
 		return err
 	}
 	task, lease, err := a.svc.Lease(r.Context(), recipient)
@@ -80,6 +89,15 @@ func (a *api) postResult(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A made-up task id is a 404 before any capability is looked at, so
+	// nobody can probe capabilities with invented ids.
+	rec, err := a.svc.Task(r.Context(), res.TaskID)
+	if err != nil {
+		return err
+	}
+	if err := auth.IdentityFrom(r.Context()).CheckRespond(rec.Task.Sender); err != nil {
+		return err
+	}
 	if err := a.svc.PostResult(r.Context(), res); err != nil {
 		return err
 	}
@@ -95,6 +113,9 @@ func (a *api) drainResult(w http.ResponseWriter, r *http.Request) error {
 	}
 	sender, err := p.agent("sender")
 	if err != nil {
+		return err
+	}
+	if sender, err = auth.IdentityFrom(r.Context()).DrainScope(sender); err != nil {
 		return err
 	}
 	res, err := a.svc.Drain(r.Context(), sender)
@@ -160,6 +181,9 @@ func (a *api) repair(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := auth.IdentityFrom(r.Context()).CheckRepair(req.Command.Action); err != nil {
+		return err
+	}
 	out, err := a.svc.Repair(r.Context(), req)
 	if err != nil {
 		return err
@@ -177,6 +201,67 @@ func (a *api) compact(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, mailbox.CompactedResponse{Kind: mailbox.KindCompacted, CompactOutcome: out})
+	return nil
+}
+
+// retryStale runs the retry-stale scan. Fields the body leaves out take the
+// documented defaults; without "enabled": true it is a dry run.
+func (a *api) retryStale(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	p := mailbox.DefaultRetryPolicy()
+	if r.ContentLength != 0 {
+		if err := decodeBody(w, r, &p, "a retry-stale policy"); err != nil {
+			return err
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if err := auth.IdentityFrom(r.Context()).CheckRetryStale(p.Enabled); err != nil {
+		return err
+	}
+	rep, err := a.svc.RetryStale(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.AutoRetryResponse{Kind: mailbox.KindAutoRetry, Report: rep})
+	return nil
+}
+
+func (a *api) audit(w http.ResponseWriter, r *http.Request) error {
+	p, err := parseParams(r, "limit", "task_id")
+	if err != nil {
+		return err
+	}
+	limit, err := p.limit()
+	if err != nil {
+		return err
+	}
+	taskID, _ := p.get("task_id")
+	if _, has := r.URL.Query()["task_id"]; has {
+		if taskID, err = mailbox.CanonicalUUID("task_id", taskID); err != nil {
+			return err
+		}
+	}
+	recs, err := a.svc.Audit(r.Context(), taskID, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.AuditResponse{Kind: mailbox.KindAudit, Repairs: nonNil(recs)})
+	return nil
+}
+
+// whoami tells the caller whom its token speaks for: the console shows it.
+func (a *api) whoami(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	// Every configured token has a principal; only the unauthenticated
+	// loopback mode has none.
+	id := auth.IdentityFrom(r.Context())
+	writeJSON(w, http.StatusOK, mailbox.WhoAmI{Kind: mailbox.KindWhoAmI, Principal: id.Principal, Capabilities: id.Capabilities(), Auth: id.Principal != ""})
 	return nil
 }
 

@@ -81,9 +81,18 @@ func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
 	gauge("mailroom_sse_subscribers", "Event-stream subscribers connected now.", float64(st.Subscribers))
 	counter("mailroom_sse_subscribers_cut_total", "Subscribers disconnected for falling behind.", float64(st.SubscribersCut))
 
-	reqs := a.reqs.snapshot()
-	keys := make([]routeStatus, 0, len(reqs))
-	for k := range reqs {
+	writeRequestCounts(&b, "mailroom_http_requests_total", "HTTP requests by route pattern and status.", a.reqs.snapshot())
+	writeRequestCounts(&b, "mailroom_auth_denied_total", "Requests refused with 401 or 403, by route pattern and status.", a.denied.snapshot())
+
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func writeRequestCounts(b *bytes.Buffer, name, help string, counts map[routeStatus]uint64) {
+	keys := make([]routeStatus, 0, len(counts))
+	for k := range counts {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(x, y routeStatus) int {
@@ -92,15 +101,10 @@ func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
 		}
 		return x.status - y.status
 	})
-	b.WriteString("# HELP mailroom_http_requests_total HTTP requests by route pattern and status.\n# TYPE mailroom_http_requests_total counter\n")
+	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
 	for _, k := range keys {
-		fmt.Fprintf(&b, "mailroom_http_requests_total{route=\"%s\",code=\"%d\"} %d\n", escapeLabel(k.route), k.status, reqs[k])
+		fmt.Fprintf(b, "%s{route=\"%s\",code=\"%d\"} %d\n", name, escapeLabel(k.route), k.status, counts[k])
 	}
-
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	_, err := w.Write(b.Bytes())
-	return err
 }
 
 func sample(b *bytes.Buffer, name, help, typ string, v float64) {
