@@ -32,6 +32,11 @@ type Options struct {
 	AutoCompactMinBytes int64
 	// RetainDone bounds how many drained tasks the state remembers.
 	RetainDone int
+	// ResultCacheMax and ResultCacheAge bound the idempotent result cache;
+	// AuditMax the repair records kept for the audit query.
+	ResultCacheMax int
+	ResultCacheAge time.Duration
+	AuditMax       int
 	// ReplaySnapshotGap: a resuming subscriber further behind than this many
 	// events gets a snapshot instead of a replay.
 	ReplaySnapshotGap uint64
@@ -58,6 +63,15 @@ func (o *Options) fill() {
 	}
 	if o.RetainDone <= 0 {
 		o.RetainDone = mailbox.DefaultRetainDone
+	}
+	if o.ResultCacheMax <= 0 {
+		o.ResultCacheMax = mailbox.DefaultResultCacheMax
+	}
+	if o.ResultCacheAge <= 0 {
+		o.ResultCacheAge = time.Duration(mailbox.DefaultResultCacheAgeMs) * time.Millisecond
+	}
+	if o.AuditMax <= 0 {
+		o.AuditMax = mailbox.DefaultAuditMax
 	}
 	if o.ReplaySnapshotGap == 0 {
 		o.ReplaySnapshotGap = 50000
@@ -99,6 +113,8 @@ func Open(st store.Store, opts Options) (*Engine, error) {
 	opts.fill()
 	committed := mailbox.NewState()
 	committed.RetainDone = opts.RetainDone
+	committed.ResultCacheMax, committed.ResultCacheAgeMs = opts.ResultCacheMax, opts.ResultCacheAge.Milliseconds()
+	committed.AuditMax = opts.AuditMax
 	var replayed int
 	err := st.Load(func(ev mailbox.Event) error {
 		replayed++
