@@ -14,14 +14,24 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // Config is everything the daemon can be told. The YAML tags are the file's
 // keys; durations are written as Go duration strings ("15s").
 type Config struct {
 	// Addr is the listen address, host:port; port 0 picks a free port.
-	Addr    string `yaml:"addr"`
-	DataDir string `yaml:"data_dir"`
+	Addr string `yaml:"addr"`
+	// Tokens bind bearer tokens to principals and capabilities. With none
+	// the daemon authenticates nobody, so it listens on loopback only.
+	// They are set in the file only: a secret in a flag or an environment
+	// variable ends up in process listings and shell histories.
+	Tokens  []auth.Token `yaml:"tokens"`
+	DataDir string       `yaml:"data_dir"`
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string `yaml:"log_level"`
 	LogFormat string `yaml:"log_format"`
@@ -43,6 +53,22 @@ type Config struct {
 	// ShutdownTimeout bounds how long SIGINT/SIGTERM waits for in-flight
 	// requests before the log is flushed and closed anyway.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// RetryStaleInterval runs the enabled retry-stale scan this often; 0
+	// (the default) leaves the scheduler off, so nothing is requeued
+	// unless an operator asks.
+	RetryStaleInterval time.Duration `yaml:"retry_stale_interval"`
+	// The scheduled scan's policy; see mailbox.RetryPolicy.
+	RetryStaleMinLeaseAge time.Duration `yaml:"retry_stale_min_lease_age"`
+	RetryStaleMaxAttempts int           `yaml:"retry_stale_max_attempts"`
+	RetryStaleMaxRequeues int           `yaml:"retry_stale_max_requeues"`
+	RetryStaleScanLimit   int           `yaml:"retry_stale_scan_limit"`
+	// ResultCacheMax and ResultCacheAge bound the results kept to answer a
+	// duplicate of an idempotent task that already finished.
+	ResultCacheMax int           `yaml:"result_cache_max"`
+	ResultCacheAge time.Duration `yaml:"result_cache_age"`
+	// AuditMax is how many repair records GET /a2a/audit can list; the log
+	// keeps every repair regardless.
+	AuditMax int `yaml:"audit_max"`
 }
 
 // Defaults that do not depend on the environment.
@@ -57,7 +83,14 @@ const (
 	DefaultSSEBuffer       = 4096
 	DefaultSSEWriteTimeout = 10 * time.Second
 	DefaultShutdownTimeout = 10 * time.Second
+	DefaultResultCacheMax  = 10000
+	DefaultResultCacheAge  = 24 * time.Hour
+	DefaultAuditMax        = mailbox.DefaultAuditMax
 )
+
+// DefaultRetryStale is the scheduled scan's policy unless configured: the
+// same bounds as a manual 'mailroom retry-stale'.
+var DefaultRetryStale = mailbox.DefaultRetryPolicy()
 
 // Default returns the defaults, with the data directory taken from the
 // process environment ($XDG_DATA_HOME or $HOME). Use DefaultFor to supply
@@ -79,6 +112,25 @@ func DefaultFor(getenv func(string) string) Config {
 		SSEBuffer:       DefaultSSEBuffer,
 		SSEWriteTimeout: DefaultSSEWriteTimeout,
 		ShutdownTimeout: DefaultShutdownTimeout,
+
+		RetryStaleMinLeaseAge: time.Duration(DefaultRetryStale.MinLeaseAgeMs) * time.Millisecond,
+		RetryStaleMaxAttempts: DefaultRetryStale.MaxAttempts,
+		RetryStaleMaxRequeues: DefaultRetryStale.MaxRequeues,
+		RetryStaleScanLimit:   DefaultRetryStale.ScanLimit,
+		ResultCacheMax:        DefaultResultCacheMax,
+		ResultCacheAge:        DefaultResultCacheAge,
+		AuditMax:              DefaultAuditMax,
+	}
+}
+
+// RetryPolicy is the enabled policy the retry-stale scheduler runs with.
+func (c Config) RetryPolicy() mailbox.RetryPolicy {
+	return mailbox.RetryPolicy{
+		Enabled:       true,
+		MinLeaseAgeMs: c.RetryStaleMinLeaseAge.Milliseconds(),
+		MaxAttempts:   c.RetryStaleMaxAttempts,
+		MaxRequeues:   c.RetryStaleMaxRequeues,
+		ScanLimit:     c.RetryStaleScanLimit,
 	}
 }
 
@@ -97,14 +149,16 @@ func DefaultDataDir(getenv func(string) string) string {
 }
 
 // Validate checks every key and reports the first bad one, naming the key,
-// its value and what was expected.
+// its value and what was expected; then the rules that span keys.
 func (c Config) Validate() error {
 	for _, k := range keyTable() {
 		if err := k.validate(c); err != nil {
 			return err
 		}
 	}
-	return nil
+	// Checked here, not per key: a file may name addr before tokens, and
+	// flags and the environment override one key at a time.
+	return checkExposure(c)
 }
 
 // Level is the slog level log_level names (info when it names none; Validate
@@ -127,6 +181,9 @@ func (c Config) Level() slog.Level {
 func ApplyEnv(cfg *Config, getenv func(string) string) error {
 	next := *cfg
 	for _, k := range keyTable() {
+		if k.FileOnly {
+			continue
+		}
 		v := getenv(k.Env)
 		if v == "" {
 			continue
@@ -147,6 +204,9 @@ func Set(cfg *Config, name, value string) error {
 	if !ok {
 		return fmt.Errorf("unknown key %q; known keys: %s", name, strings.Join(KeyNames(), ", "))
 	}
+	if k.FileOnly {
+		return fmt.Errorf("%s: set in the config file only", name)
+	}
 	return k.set(cfg, value)
 }
 
@@ -154,9 +214,11 @@ func Set(cfg *Config, name, value string) error {
 type Key struct {
 	// Name is the YAML key; the flag is the same with "-" for "_".
 	Name string
-	// Env is the environment variable that overrides it.
+	// Env is the environment variable that overrides it; "" when FileOnly.
 	Env   string
 	Usage string
+	// FileOnly keys (tokens) have no environment variable and no flag.
+	FileOnly bool
 }
 
 // Flag is the command-line flag name for the key (data_dir -> data-dir).
@@ -183,7 +245,8 @@ func KeyNames() []string {
 }
 
 // Value returns the key's current value in cfg as it would be written in a
-// file, environment variable or flag.
+// file, environment variable or flag. For tokens it is only a count: secrets
+// are never shown.
 func Value(cfg Config, name string) (string, bool) {
 	k, ok := lookup(name)
 	if !ok {
@@ -197,12 +260,19 @@ func Value(cfg Config, name string) (string, bool) {
 type key struct {
 	Key
 	parse func(c *Config, v string) error // syntax only
-	show  func(c Config) string
+	// parseNode reads a value that is not a single scalar (tokens).
+	parseNode func(c *Config, n *yaml.Node) error
+	show      func(c Config) string
 	// expect returns "" when the value is acceptable, else what was expected.
 	expect func(c Config) string
+	// check replaces expect for keys whose message must not quote the value.
+	check func(c Config) error
 }
 
 func (k key) validate(c Config) error {
+	if k.check != nil {
+		return k.check(c)
+	}
 	if want := k.expect(c); want != "" {
 		return fmt.Errorf("%s: got %q, expected %s", k.Name, k.show(c), want)
 	}
@@ -248,6 +318,7 @@ func keyTable() []key {
 				return ""
 			},
 		},
+		tokensKey(),
 		{
 			Key:   newKey("data_dir", "directory holding the log and snapshots"),
 			parse: func(c *Config, v string) error { c.DataDir = v; return nil },
@@ -298,6 +369,14 @@ func keyTable() []key {
 		intKey("sse_buffer", "events one console may fall behind before it is cut off", func(c *Config) *int { return &c.SSEBuffer }, 1),
 		durationKey("sse_write_timeout", "cut off a console whose connection stalls this long", func(c *Config) *time.Duration { return &c.SSEWriteTimeout }),
 		durationKey("shutdown_timeout", "how long shutdown waits for in-flight requests", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+		optionalDurationKey("retry_stale_interval", "run the retry-stale scan this often; 0 leaves the scheduler off", func(c *Config) *time.Duration { return &c.RetryStaleInterval }),
+		durationKey("retry_stale_min_lease_age", "the scheduled scan requeues only leases held at least this long", func(c *Config) *time.Duration { return &c.RetryStaleMinLeaseAge }),
+		intKey("retry_stale_max_attempts", "the scheduled scan leaves tasks alone after this many attempts", func(c *Config) *int { return &c.RetryStaleMaxAttempts }, 1),
+		intKey("retry_stale_max_requeues", "the scheduled scan requeues at most this many leases per run", func(c *Config) *int { return &c.RetryStaleMaxRequeues }, 0),
+		boundedIntKey("retry_stale_scan_limit", "the scheduled scan looks at most at this many in-flight leases, oldest first", func(c *Config) *int { return &c.RetryStaleScanLimit }, 1, mailbox.MaxLimit),
+		intKey("result_cache_max", "finished idempotent tasks whose result answers a duplicate send", func(c *Config) *int { return &c.ResultCacheMax }, 0),
+		durationKey("result_cache_age", "forget a finished idempotent task's result for duplicates after this long", func(c *Config) *time.Duration { return &c.ResultCacheAge }),
+		intKey("audit_max", "repair records kept for the audit list (the log keeps all)", func(c *Config) *int { return &c.AuditMax }, 1),
 	}
 }
 
@@ -319,7 +398,16 @@ func enumKey(name, usage string, field func(*Config) *string, allowed ...string)
 }
 
 func intKey(name, usage string, field func(*Config) *int, minimum int) key {
+	return boundedIntKey(name, usage, field, minimum, math.MaxInt)
+}
+
+// boundedIntKey is an integer key from minimum to maximum (math.MaxInt:
+// no upper bound).
+func boundedIntKey(name, usage string, field func(*Config) *int, minimum, maximum int) key {
 	want := fmt.Sprintf("a whole number of at least %d", minimum)
+	if maximum != math.MaxInt {
+		want = fmt.Sprintf("a whole number from %d to %d", minimum, maximum)
+	}
 	return key{
 		Key: newKey(name, usage),
 		parse: func(c *Config, v string) error {
@@ -332,7 +420,7 @@ func intKey(name, usage string, field func(*Config) *int, minimum int) key {
 		},
 		show: func(c Config) string { return strconv.Itoa(*field(&c)) },
 		expect: func(c Config) string {
-			if *field(&c) < minimum {
+			if n := *field(&c); n < minimum || n > maximum {
 				return want
 			}
 			return ""
@@ -340,8 +428,16 @@ func intKey(name, usage string, field func(*Config) *int, minimum int) key {
 	}
 }
 
+// optionalDurationKey is a duration where 0 means "off".
+func optionalDurationKey(name, usage string, field func(*Config) *time.Duration) key {
+	return durationKeyFrom(name, usage, field, "0 (off) or a positive Go duration such as 30s or 5m", 0)
+}
+
 func durationKey(name, usage string, field func(*Config) *time.Duration) key {
-	const want = "a positive Go duration such as 15s, 500ms or 2m"
+	return durationKeyFrom(name, usage, field, "a positive Go duration such as 15s, 500ms or 2m", 1)
+}
+
+func durationKeyFrom(name, usage string, field func(*Config) *time.Duration, want string, minimum time.Duration) key {
 	return key{
 		Key: newKey(name, usage+" (a duration such as 15s)"),
 		parse: func(c *Config, v string) error {
@@ -354,7 +450,7 @@ func durationKey(name, usage string, field func(*Config) *time.Duration) key {
 		},
 		show: func(c Config) string { return field(&c).String() },
 		expect: func(c Config) string {
-			if *field(&c) <= 0 {
+			if *field(&c) < minimum {
 				return want
 			}
 			return ""

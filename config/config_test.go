@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mailroom/mailroom/daemon/auth"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -32,7 +34,10 @@ func TestDefaultIsValid(t *testing.T) {
 	if c.Addr != "127.0.0.1:7717" || c.CompactFactor != 4 || c.CompactMinBytes != 1<<20 ||
 		c.RetainDone != 10000 || c.SSEHeartbeat != 15*time.Second || c.SSEBuffer != 4096 ||
 		c.SSEWriteTimeout != 10*time.Second || c.ShutdownTimeout != 10*time.Second ||
-		c.LogLevel != "info" || c.LogFormat != "text" {
+		c.LogLevel != "info" || c.LogFormat != "text" || c.Tokens != nil ||
+		c.RetryStaleInterval != 0 || c.RetryStaleMinLeaseAge != 5*time.Minute || c.RetryStaleMaxAttempts != 3 ||
+		c.RetryStaleMaxRequeues != 10 || c.RetryStaleScanLimit != 100 ||
+		c.ResultCacheMax != 10000 || c.ResultCacheAge != 24*time.Hour || c.AuditMax != 10000 {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -73,6 +78,17 @@ func TestValidateNamesKeyValueAndExpectation(t *testing.T) {
 		{"zero buffer", func(c *Config) { c.SSEBuffer = 0 }, []string{"sse_buffer", `"0"`, "at least 1"}},
 		{"zero write timeout", func(c *Config) { c.SSEWriteTimeout = 0 }, []string{"sse_write_timeout"}},
 		{"negative shutdown", func(c *Config) { c.ShutdownTimeout = -time.Second }, []string{"shutdown_timeout", `"-1s"`}},
+		{"negative retry interval", func(c *Config) { c.RetryStaleInterval = -time.Second }, []string{"retry_stale_interval", `"-1s"`, "0 (off)"}},
+		{"zero min lease age", func(c *Config) { c.RetryStaleMinLeaseAge = 0 }, []string{"retry_stale_min_lease_age", `"0s"`, "positive"}},
+		{"zero max attempts", func(c *Config) { c.RetryStaleMaxAttempts = 0 }, []string{"retry_stale_max_attempts", `"0"`, "at least 1"}},
+		{"negative max requeues", func(c *Config) { c.RetryStaleMaxRequeues = -1 }, []string{"retry_stale_max_requeues", `"-1"`, "at least 0"}},
+		{"scan limit too big", func(c *Config) { c.RetryStaleScanLimit = 10001 }, []string{"retry_stale_scan_limit", `"10001"`, "from 1 to 10000"}},
+		{"zero scan limit", func(c *Config) { c.RetryStaleScanLimit = 0 }, []string{"retry_stale_scan_limit", "from 1 to 10000"}},
+		{"negative cache max", func(c *Config) { c.ResultCacheMax = -1 }, []string{"result_cache_max", `"-1"`}},
+		{"zero cache age", func(c *Config) { c.ResultCacheAge = 0 }, []string{"result_cache_age", "positive"}},
+		{"zero audit max", func(c *Config) { c.AuditMax = 0 }, []string{"audit_max", `"0"`, "at least 1"}},
+		{"bad token", func(c *Config) { c.Tokens = []auth.Token{{Principal: "p", SHA256: "xyz", Caps: []string{"a2a.read"}}} },
+			[]string{"tokens[0].sha256", "64 hex digits"}},
 	}
 	for _, tt := range tests {
 		c := base()
@@ -96,12 +112,12 @@ func TestLoadOverlaysFileOnDefaults(t *testing.T) {
 		body  string
 		check func(Config) bool
 	}{
-		{"empty file", "", func(c Config) bool { return c == base() }},
-		{"comments only", "# nothing here\n", func(c Config) bool { return c == base() }},
+		{"empty file", "", func(c Config) bool { return reflect.DeepEqual(c, base()) }},
+		{"comments only", "# nothing here\n", func(c Config) bool { return reflect.DeepEqual(c, base()) }},
 		{"one key", "addr: 0.0.0.0:9000\n", func(c Config) bool {
 			want := base()
 			want.Addr = "0.0.0.0:9000"
-			return c == want
+			return reflect.DeepEqual(c, want)
 		}},
 		{"every key", `
 addr: 127.0.0.1:0
@@ -115,10 +131,32 @@ sse_heartbeat: 1m
 sse_buffer: 16
 sse_write_timeout: 250ms
 shutdown_timeout: 3s
+tokens:
+  - principal: planner@local
+    sha256: 0a4d55a8d778e5022fab701977c5d840bbc486d0fd2a3b5e4cc52d5d5f2c6a26
+    caps: [a2a.send.*, a2a.drain]
+  - principal: oncall
+    token: mr_quick-local-secret
+    caps: [a2a.admin]
+    revoked: true
+retry_stale_interval: 30s
+retry_stale_min_lease_age: 2m
+retry_stale_max_attempts: 5
+retry_stale_max_requeues: 0
+retry_stale_scan_limit: 10000
+result_cache_max: 0
+result_cache_age: 1h
+audit_max: 50
 `, func(c Config) bool {
-			return c == Config{Addr: "127.0.0.1:0", DataDir: "/var/lib/mailroom", LogLevel: "debug", LogFormat: "json",
+			return reflect.DeepEqual(c, Config{Addr: "127.0.0.1:0", DataDir: "/var/lib/mailroom", LogLevel: "debug", LogFormat: "json",
 				CompactFactor: 2.5, CompactMinBytes: 512 << 10, RetainDone: 7, SSEHeartbeat: time.Minute, SSEBuffer: 16,
-				SSEWriteTimeout: 250 * time.Millisecond, ShutdownTimeout: 3 * time.Second}
+				SSEWriteTimeout: 250 * time.Millisecond, ShutdownTimeout: 3 * time.Second,
+				Tokens: []auth.Token{
+					{Principal: "planner@local", SHA256: "0a4d55a8d778e5022fab701977c5d840bbc486d0fd2a3b5e4cc52d5d5f2c6a26", Caps: []string{"a2a.send.*", "a2a.drain"}},
+					{Principal: "oncall", Token: "mr_quick-local-secret", Caps: []string{"a2a.admin"}, Revoked: true},
+				},
+				RetryStaleInterval: 30 * time.Second, RetryStaleMinLeaseAge: 2 * time.Minute, RetryStaleMaxAttempts: 5,
+				RetryStaleMaxRequeues: 0, RetryStaleScanLimit: 10000, ResultCacheMax: 0, ResultCacheAge: time.Hour, AuditMax: 50})
 		}},
 		{"quoted duration", `sse_heartbeat: "5s"`, func(c Config) bool { return c.SSEHeartbeat == 5*time.Second }},
 	}
@@ -140,7 +178,7 @@ func TestLoadErrorsNameKeyAndLine(t *testing.T) {
 		body string
 		want []string
 	}{
-		{"unknown key", "addr: 127.0.0.1:1\nlisten: x\n", []string{"line 2", `unknown key "listen"`, "known keys: addr, data_dir"}},
+		{"unknown key", "addr: 127.0.0.1:1\nlisten: x\n", []string{"line 2", `unknown key "listen"`, "known keys: addr, tokens, data_dir"}},
 		{"duplicate key", "addr: 127.0.0.1:1\naddr: 127.0.0.1:2\n", []string{"line 2", `"addr"`, "line 1"}},
 		{"duration as number", "sse_heartbeat: 15\n", []string{"line 1", "sse_heartbeat", `"15"`, "duration"}},
 		{"bad float", "compact_factor: lots\n", []string{"compact_factor", `"lots"`, "number"}},
@@ -159,7 +197,7 @@ func TestLoadErrorsNameKeyAndLine(t *testing.T) {
 			t.Errorf("%s: LoadOver = %+v, want an error", tt.name, got)
 			continue
 		}
-		if got != base() {
+		if !reflect.DeepEqual(got, base()) {
 			t.Errorf("%s: LoadOver returned a changed config alongside its error", tt.name)
 		}
 		for _, w := range append(tt.want, path) {
@@ -201,6 +239,18 @@ func TestApplyEnv(t *testing.T) {
 			[]string{"MAILROOM_LOG_FORMAT", `"xml"`}},
 		{"bad duration names the variable", map[string]string{"MAILROOM_SHUTDOWN_TIMEOUT": "10"}, nil,
 			[]string{"MAILROOM_SHUTDOWN_TIMEOUT", "duration"}},
+		{"retry stale and caches", map[string]string{"MAILROOM_RETRY_STALE_INTERVAL": "1m", "MAILROOM_RETRY_STALE_MIN_LEASE_AGE": "90s",
+			"MAILROOM_RETRY_STALE_MAX_ATTEMPTS": "4", "MAILROOM_RETRY_STALE_MAX_REQUEUES": "2", "MAILROOM_RETRY_STALE_SCAN_LIMIT": "7",
+			"MAILROOM_RESULT_CACHE_MAX": "9", "MAILROOM_RESULT_CACHE_AGE": "2h", "MAILROOM_AUDIT_MAX": "11"},
+			func(c *Config) {
+				c.RetryStaleInterval, c.RetryStaleMinLeaseAge = time.Minute, 90*time.Second
+				c.RetryStaleMaxAttempts, c.RetryStaleMaxRequeues, c.RetryStaleScanLimit = 4, 2, 7
+				c.ResultCacheMax, c.ResultCacheAge, c.AuditMax = 9, 2*time.Hour, 11
+			}, nil},
+		// Secrets do not belong in the environment: the variable is not read.
+		{"no tokens variable", map[string]string{"MAILROOM_TOKENS": "mr_x"}, func(*Config) {}, nil},
+		{"scan limit out of range names the variable", map[string]string{"MAILROOM_RETRY_STALE_SCAN_LIMIT": "0"}, nil,
+			[]string{"MAILROOM_RETRY_STALE_SCAN_LIMIT", "from 1 to 10000"}},
 	}
 	for _, tt := range tests {
 		c := base()
@@ -214,14 +264,14 @@ func TestApplyEnv(t *testing.T) {
 					t.Errorf("%s: ApplyEnv = %q, want it to contain %q", tt.name, err, w)
 				}
 			}
-			if c != base() {
+			if !reflect.DeepEqual(c, base()) {
 				t.Errorf("%s: ApplyEnv changed the config alongside its error", tt.name)
 			}
 			continue
 		}
 		want := base()
 		tt.want(&want)
-		if err != nil || c != want {
+		if err != nil || !reflect.DeepEqual(c, want) {
 			t.Errorf("%s: ApplyEnv = %v, %+v; want %+v", tt.name, err, c, want)
 		}
 	}
@@ -256,6 +306,9 @@ func TestSet(t *testing.T) {
 		{"compact_min_bytes", "1TiB", "compact_min_bytes"},
 		{"nope", "1", `unknown key "nope"`},
 		{"sse_buffer", "0", "at least 1"},
+		{"retry_stale_interval", "0", ""},
+		{"retry_stale_interval", "5", "0 (off) or a positive Go duration"},
+		{"tokens", "mr_x", "config file only"},
 	}
 	for _, tt := range tests {
 		c := base()
@@ -283,8 +336,12 @@ func TestKeysCoverEveryField(t *testing.T) {
 		}
 	}
 	for _, k := range keys {
-		if k.Env != "MAILROOM_"+strings.ToUpper(k.Name) || k.Usage == "" {
-			t.Errorf("key %+v: want env MAILROOM_<NAME> and a usage line", k)
+		wantEnv := "MAILROOM_" + strings.ToUpper(k.Name)
+		if k.FileOnly {
+			wantEnv = ""
+		}
+		if k.Env != wantEnv || k.Usage == "" {
+			t.Errorf("key %+v: want env %q and a usage line", k, wantEnv)
 		}
 		if _, ok := Value(base(), k.Name); !ok {
 			t.Errorf("Value(%q) not found", k.Name)

@@ -68,6 +68,16 @@ func Parse(base Config, data []byte) (Config, error) {
 			return base, fmt.Errorf("line %d: key %q already set on line %d", kn.Line, name, prev)
 		}
 		seen[name] = kn.Line
+		if k.parseNode != nil {
+			// Errors from a list name their own line.
+			if err := k.parseNode(&cfg, vn); err != nil {
+				return base, err
+			}
+			if err := k.validate(cfg); err != nil {
+				return base, fmt.Errorf("line %d: %w", vn.Line, err)
+			}
+			continue
+		}
 		if vn.Kind != yaml.ScalarNode || vn.Tag == "!!null" {
 			return base, fmt.Errorf("line %d: %s: expected a single value, got %s", vn.Line, name, describe(vn))
 		}
@@ -86,6 +96,10 @@ func describe(n *yaml.Node) string {
 		return "a list"
 	case yaml.AliasNode:
 		return "an alias"
+	case yaml.ScalarNode:
+		if n.Tag != "!!null" {
+			return "a single value" // never the value: it may be a secret
+		}
 	}
 	return "nothing"
 }

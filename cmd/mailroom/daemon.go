@@ -28,6 +28,9 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	var settings []flagSetting
 	defaults := config.DefaultFor(e.getenv)
 	for _, k := range config.Keys() {
+		if k.FileOnly {
+			continue // tokens: secrets stay out of argv
+		}
 		def, _ := config.Value(defaults, k.Name)
 		fs.Func(k.Flag(), fmt.Sprintf("%s (env %s, default %q)", k.Usage, k.Env, def), func(v string) error {
 			// Parse now so a bad flag is reported as a flag error; apply
