@@ -102,6 +102,39 @@ func (c *Client) Compact(ctx context.Context) (mailbox.CompactOutcome, error) {
 	return out.CompactOutcome, nil
 }
 
+// RetryStale runs the retry-stale scan with policy p. Unless p.Enabled it is
+// a dry run: the report says what would be requeued and nothing changes.
+// The whole policy is sent, so the caller's defaults are the ones applied.
+func (c *Client) RetryStale(ctx context.Context, p mailbox.RetryPolicy) (mailbox.RetryReport, error) {
+	var out mailbox.AutoRetryResponse
+	if err := c.do(ctx, http.MethodPost, "/a2a/retry-stale", nil, p, &out, mailbox.KindAutoRetry); err != nil {
+		return mailbox.RetryReport{}, err
+	}
+	return out.Report, nil
+}
+
+// Audit lists repairs, newest first: every one when taskID is "", else
+// that task's. limit 0 means the daemon's default.
+func (c *Client) Audit(ctx context.Context, taskID string, limit int) ([]mailbox.AuditRecord, error) {
+	q := limitQuery(limit)
+	if taskID != "" {
+		q.Set("task_id", taskID)
+	}
+	var out mailbox.AuditResponse
+	if err := c.do(ctx, http.MethodGet, "/a2a/audit", q, nil, &out, mailbox.KindAudit); err != nil {
+		return nil, err
+	}
+	return out.Repairs, nil
+}
+
+// WhoAmI asks whom the client's token speaks for. Without tokens configured
+// the daemon answers Auth false and no principal.
+func (c *Client) WhoAmI(ctx context.Context) (mailbox.WhoAmI, error) {
+	var out mailbox.WhoAmI
+	err := c.do(ctx, http.MethodGet, "/a2a/whoami", nil, nil, &out, mailbox.KindWhoAmI)
+	return out, err
+}
+
 // Health returns nil when the daemon is up and its mailbox answers.
 func (c *Client) Health(ctx context.Context) error {
 	return c.do(ctx, http.MethodGet, "/healthz", nil, nil, nil, mailbox.KindHealth)
