@@ -9,12 +9,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/httpapi"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // Daemon is a running mailbox: an open log, a replayed engine and a bound
@@ -27,6 +30,10 @@ type Daemon struct {
 	ln     net.Listener
 	srv    *http.Server
 	served chan struct{}
+	// stopScan ends the retry-stale scheduler; scanDone says it has.
+	stopScan chan struct{}
+	stopOnce sync.Once
+	scanDone chan struct{}
 }
 
 // Open opens the data directory, replays the log and binds the listener.
@@ -42,12 +49,19 @@ func Open(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the mailbox log in %s: %w", cfg.DataDir, err)
 	}
+	authn, err := auth.New(cfg.Tokens)
+	if err != nil {
+		return nil, err
+	}
 	eng, err := engine.Open(st, engine.Options{
 		Logger:              logger,
 		SubscriberBuffer:    cfg.SSEBuffer,
 		AutoCompactFactor:   cfg.CompactFactor,
 		AutoCompactMinBytes: cfg.CompactMinBytes,
 		RetainDone:          cfg.RetainDone,
+		ResultCacheMax:      cfg.ResultCacheMax,
+		ResultCacheAge:      cfg.ResultCacheAge,
+		AuditMax:            cfg.AuditMax,
 	})
 	if err != nil {
 		st.Close()
@@ -58,9 +72,22 @@ func Open(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
 		eng.Close()
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
-	api := httpapi.New(eng, httpapi.Options{Logger: logger, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout})
-	d := &Daemon{cfg: cfg, log: logger, store: st, engine: eng, ln: ln, served: make(chan struct{}),
+	apiOpts := httpapi.Options{Logger: logger, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout}
+	if authn.Enabled() {
+		apiOpts.Authorizer = httpapi.TokenAuthorizer(authn)
+		logger.Info("bearer tokens required", "tokens", len(cfg.Tokens))
+	} else {
+		// config.Validate has already refused a non-loopback address.
+		logger.Warn("no tokens configured: serving loopback only, without authentication", "addr", cfg.Addr)
+	}
+	api := httpapi.New(eng, apiOpts)
+	d := &Daemon{cfg: cfg, log: logger, store: st, engine: eng, ln: ln, served: make(chan struct{}), stopScan: make(chan struct{}), scanDone: make(chan struct{}),
 		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
+	if cfg.RetryStaleInterval > 0 {
+		go d.scheduleRetryStale()
+	} else {
+		close(d.scanDone)
+	}
 	return d, nil
 }
 
@@ -75,6 +102,7 @@ func (d *Daemon) Engine() *engine.Engine { return d.engine }
 func (d *Daemon) Serve() error {
 	defer close(d.served)
 	d.log.Info("mailroom daemon listening", "addr", d.Addr(), "data_dir", d.cfg.DataDir)
+
 	if err := d.srv.Serve(d.ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -85,6 +113,8 @@ func (d *Daemon) Serve() error {
 // (event streams are ended first, they never finish by themselves), then
 // flushes, syncs and closes the log. It is safe to call without Serve.
 func (d *Daemon) Shutdown(ctx context.Context) error {
+	d.stopOnce.Do(func() { close(d.stopScan) })
+	<-d.scanDone
 	d.engine.EndSubscriptions()
 	err := d.srv.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -96,4 +126,31 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	}
 	d.log.Info("mailroom daemon stopped; log synced and closed", "data_dir", d.cfg.DataDir)
 	return nil
+}
+
+// scheduleRetryStale runs the enabled retry-stale scan every interval. Each
+// requeue it makes is a repair event, audited under the scheduler's name.
+func (d *Daemon) scheduleRetryStale() {
+	defer close(d.scanDone)
+	p := d.cfg.RetryPolicy()
+	d.log.Info("retry-stale scheduler on", "interval", d.cfg.RetryStaleInterval, "min_lease_age_ms", p.MinLeaseAgeMs,
+		"max_attempts", p.MaxAttempts, "max_requeues", p.MaxRequeues, "scan_limit", p.ScanLimit)
+	t := time.NewTicker(d.cfg.RetryStaleInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stopScan:
+			return
+		case <-t.C:
+		}
+		ctx := mailbox.WithPrincipal(context.Background(), engine.RetryStalePrincipal)
+		rep, err := d.engine.RetryStale(ctx, p)
+		if err != nil {
+			d.log.Error("scheduled retry-stale scan failed", "err", err)
+			continue
+		}
+		if len(rep.Requeued) > 0 {
+			d.log.Info("scheduled retry-stale scan", "considered", rep.Considered, "requeued", len(rep.Requeued), "skipped", len(rep.Skipped))
+		}
+	}
 }

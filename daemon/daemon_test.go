@@ -1,0 +1,152 @@
+package daemon_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/daemon/engine"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func testConfig(t *testing.T) config.Config {
+	t.Helper()
+	cfg := config.DefaultFor(func(string) string { return "" })
+	cfg.Addr, cfg.DataDir = "127.0.0.1:0", t.TempDir()
+	return cfg
+}
+
+// start opens and serves a daemon; it is shut down at the end of the test.
+func start(t *testing.T, cfg config.Config) (*daemon.Daemon, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	d, err := daemon.Open(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- d.Serve() }()
+	t.Cleanup(func() {
+		if err := d.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	})
+	return d, logs
+}
+
+func TestRefusesNonLoopbackWithoutTokens(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
+		cfg := testConfig(t)
+		cfg.Addr = addr
+		_, err := daemon.Open(cfg, nil)
+		if err == nil || !strings.Contains(err.Error(), "addr") || !strings.Contains(err.Error(), "tokens") {
+			t.Errorf("Open on %s without tokens = %v, want a refusal naming addr and tokens", addr, err)
+		}
+	}
+}
+
+func TestTokensNeverReachTheLog(t *testing.T) {
+	secret, hash, err := auth.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	cfg.Tokens = []auth.Token{
+		{Principal: "planner@local", SHA256: hash, Caps: []string{"a2a.send.*"}},
+		{Principal: "plain", Token: "plain-secret-token", Caps: []string{auth.CapRead}},
+	}
+	d, logs := start(t, cfg)
+	ctx := context.Background()
+	for _, tok := range []string{secret, "plain-secret-token", "wrong-" + secret} {
+		c, _ := client.New(d.Addr(), client.WithToken(tok))
+		c.Send(ctx, mailbox.Task{Sender: "planner@local", Recipient: "w@local", IntentText: "x"})
+		c.Queue(ctx, mailbox.QueueFilter{})
+		c.Repair(ctx, mailbox.RepairRequest{TaskID: "6f9619ff-8b86-4d11-b42d-00c04fc964ff", Reason: "r", Command: mailbox.RepairCommand{Action: "requeue", DuplicateRisk: "idempotent"}})
+	}
+	out := logs.String()
+	if !strings.Contains(out, "bearer tokens required") || !strings.Contains(out, "request denied") {
+		t.Fatalf("expected start-up and denial lines in the log:\n%s", out)
+	}
+	for _, tok := range []string{secret, "plain-secret-token"} {
+		if strings.Contains(out, tok) {
+			t.Errorf("a token appears in the log")
+		}
+	}
+}
+
+func TestSaysWhenServingWithoutTokens(t *testing.T) {
+	_, logs := start(t, testConfig(t))
+	if !strings.Contains(logs.String(), "no tokens configured: serving loopback only") {
+		t.Errorf("no loopback-only notice in:\n%s", logs.String())
+	}
+}
+
+func TestScheduledRetryStaleRequeuesAndAudits(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.RetryStaleInterval = 20 * time.Millisecond
+	cfg.RetryStaleMinLeaseAge = time.Millisecond
+	d, _ := start(t, cfg)
+	ctx := context.Background()
+	c, _ := client.New(d.Addr())
+	subCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	events := c.Subscribe(subCtx, 0, nil)
+	idem := mailbox.Task{Sender: "p@local", Recipient: "w@local", IntentText: "reindex", Idempotency: &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: "k"}}
+	sent, err := c.Send(ctx, idem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsafe, _ := c.Send(ctx, mailbox.Task{Sender: "p@local", Recipient: "w@local", IntentText: "charge the card"})
+	c.Lease(ctx, "w@local")
+	c.Lease(ctx, "w@local")
+	// The scheduler acts on its own clock: wait for its requeue to be published.
+	for ev := range events {
+		if ev.Type == mailbox.EventTaskRequeued {
+			break
+		}
+	}
+	audit, err := c.Audit(ctx, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(audit) == 0 || audit[0].TaskID != sent.TaskID || !audit[0].Auto || audit[0].Principal != engine.RetryStalePrincipal || audit[0].Reason != mailbox.RetryStaleReason {
+		t.Fatalf("audit = %+v, want an auto requeue of %s by %s", audit, sent.TaskID, engine.RetryStalePrincipal)
+	}
+	v, _ := c.Queue(ctx, mailbox.QueueFilter{State: mailbox.EntryInFlight})
+	for _, e := range v.Tasks {
+		if e.Task.ID == sent.TaskID {
+			t.Errorf("the idempotent stale lease is still in flight")
+		}
+	}
+	if len(v.Tasks) == 0 || v.Tasks[0].Task.ID != unsafe.TaskID {
+		t.Errorf("the unsafe task's lease should be left alone: %+v", v.Tasks)
+	}
+}
