@@ -1,0 +1,232 @@
+// Package bench measures a mailroom daemon the way agents use it: N
+// sender/recipient pairs run full cycles over HTTP (send a task, lease it as
+// the recipient, post its result under the lease, drain the result as the
+// sender) while optional console-like subscribers follow the event stream.
+//
+// Every figure is honest: a cycle counts only when all four requests got a
+// 2xx answer (which the daemon gives only once the event is fsynced) and
+// the lease and the drain returned the very task the pair sent. Throughput
+// is divided by the time the load really ran, including the cycles still
+// in flight when the duration ended.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon"
+)
+
+// Defaults for the zero Options.
+const (
+	DefaultPairs        = 16
+	DefaultDuration     = 10 * time.Second
+	DefaultPayloadBytes = 64
+)
+
+// Options say what to measure. Set Addr or Embedded.
+type Options struct {
+	// Addr is the daemon to measure: host:port or a URL.
+	Addr string
+	// Embedded starts a daemon in this process instead, on 127.0.0.1:0 with
+	// a fresh temporary data dir, the default configuration (every write
+	// fsynced before its answer) and its logs discarded.
+	Embedded bool
+	// Token is sent as a bearer token.
+	Token string
+	// Pairs is how many sender/recipient pairs run cycles concurrently.
+	Pairs int
+	// Duration is how long new cycles are started.
+	Duration time.Duration
+	// PayloadBytes is the size of each task's intent_text.
+	PayloadBytes int
+	// Rate caps the cycles started per second across all pairs; 0 runs as
+	// fast as the daemon answers. Fan-out is measured at a given event rate
+	// (4 events per cycle), not at whatever the pairs manage.
+	Rate float64
+	// Fanout connects this many event-stream subscribers for the run.
+	Fanout int
+	// Progress, when set, gets one line a second while the load runs.
+	Progress io.Writer
+}
+
+func (o *Options) fill() error {
+	if o.Pairs == 0 {
+		o.Pairs = DefaultPairs
+	}
+	if o.Duration == 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.PayloadBytes == 0 {
+		o.PayloadBytes = DefaultPayloadBytes
+	}
+	switch {
+	case o.Embedded == (o.Addr != ""):
+		return errors.New("bench: set exactly one of Addr and Embedded")
+	case o.Pairs < 1:
+		return fmt.Errorf("bench: pairs: got %d, expected at least 1", o.Pairs)
+	case o.Duration < 0:
+		return fmt.Errorf("bench: duration: got %s, expected a positive duration", o.Duration)
+	case o.PayloadBytes < 1:
+		// The daemon refuses an empty intent_text.
+		return fmt.Errorf("bench: payload bytes: got %d, expected at least 1", o.PayloadBytes)
+	case o.Rate < 0:
+		return fmt.Errorf("bench: rate: got %g, expected 0 (unlimited) or more", o.Rate)
+	case o.Fanout < 0:
+		return fmt.Errorf("bench: fanout: got %d, expected 0 or more", o.Fanout)
+	}
+	return nil
+}
+
+// Report is what one run measured. Its JSON keys are documented in
+// cmd/mailroom/bench.go and are a contract for scripts.
+type Report struct {
+	Kind         string  `json:"kind"` // "mailroom_bench"
+	Target       string  `json:"target"`
+	Embedded     bool    `json:"embedded"`
+	Pairs        int     `json:"pairs"`
+	DurationS    float64 `json:"duration_s"` // asked for
+	ElapsedS     float64 `json:"elapsed_s"`  // the load really ran
+	PayloadBytes int     `json:"payload_bytes"`
+	RateLimit    float64 `json:"rate_limit"` // cycles/s cap, 0 = none
+
+	Cycles       uint64  `json:"cycles"`
+	CyclesPerS   float64 `json:"cycles_per_s"`
+	Requests     uint64  `json:"requests"`
+	RequestsPerS float64 `json:"requests_per_s"`
+	// Latency per step and per whole cycle, over completed requests only.
+	Latency StepLatency `json:"latency"`
+	// Errors counts failures by "step: kind", such as "lease: unavailable"
+	// or "drain: wrong_task"; ErrorsTotal is their sum.
+	Errors      map[string]uint64 `json:"errors"`
+	ErrorsTotal uint64            `json:"errors_total"`
+	Daemon      DaemonFigures     `json:"daemon"`
+	Fanout      *FanoutReport     `json:"fanout"` // null without --fanout
+}
+
+// StepLatency is one Latency per step of a cycle and for the whole cycle.
+type StepLatency struct {
+	Send   Latency `json:"send"`
+	Lease  Latency `json:"lease"`
+	Result Latency `json:"result"`
+	Drain  Latency `json:"drain"`
+	Cycle  Latency `json:"cycle"`
+}
+
+// ReportKind is Report.Kind.
+const ReportKind = "mailroom_bench"
+
+// Run measures until opts.Duration has passed (or ctx ends) and reports.
+// It returns an error only when it could not measure at all: the daemon
+// unreachable at the start, an embedded daemon that does not open, or
+// subscribers that never connect. Failed requests during the run are
+// counted in Report.Errors.
+func Run(ctx context.Context, opts Options) (Report, error) {
+	if err := opts.fill(); err != nil {
+		return Report{}, err
+	}
+	addr, target := opts.Addr, opts.Addr
+	if opts.Embedded {
+		d, stop, err := startEmbedded()
+		if err != nil {
+			return Report{}, err
+		}
+		defer stop()
+		addr, target = d.Addr(), "embedded"
+	}
+	// One keep-alive connection per pair and per subscriber; the default
+	// of 2 idle connections per host would make most requests dial anew.
+	hc := &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        0,
+		MaxIdleConnsPerHost: opts.Pairs + opts.Fanout + 4,
+		IdleConnTimeout:     90 * time.Second,
+	}}
+	defer hc.CloseIdleConnections()
+	copts := []client.Option{client.WithHTTPClient(hc), client.WithTimeout(30 * time.Second)}
+	if opts.Token != "" {
+		copts = append(copts, client.WithToken(opts.Token))
+	}
+	c, err := client.New(addr, copts...)
+	if err != nil {
+		return Report{}, err
+	}
+
+	var subs *fanout
+	if opts.Fanout > 0 {
+		if subs, err = startFanout(ctx, c, opts.Fanout); err != nil {
+			return Report{}, err
+		}
+		defer subs.stop()
+	}
+	before, err := scrapeMetrics(ctx, c)
+	if err != nil {
+		return Report{}, err
+	}
+	res := runLoad(ctx, c, opts)
+	// The answers the load got were sent after their events were durable,
+	// so this scrape counts every event of the run.
+	after, err := scrapeMetrics(context.WithoutCancel(ctx), c)
+	if err != nil {
+		return Report{}, err
+	}
+
+	rep := Report{
+		Kind: ReportKind, Target: target, Embedded: opts.Embedded, Pairs: opts.Pairs,
+		DurationS: opts.Duration.Seconds(), ElapsedS: res.elapsed.Seconds(),
+		PayloadBytes: opts.PayloadBytes, RateLimit: opts.Rate,
+		Cycles: res.cycles, Requests: res.requests,
+		Latency: StepLatency{Send: res.send.summarize(), Lease: res.lease.summarize(),
+			Result: res.result.summarize(), Drain: res.drain.summarize(), Cycle: res.cycle.summarize()},
+		Errors: res.errors,
+		Daemon: daemonDelta(before, after),
+	}
+	for _, n := range res.errors {
+		rep.ErrorsTotal += n
+	}
+	if s := res.elapsed.Seconds(); s > 0 {
+		rep.CyclesPerS = float64(res.cycles) / s
+		rep.RequestsPerS = float64(res.requests) / s
+	}
+	if subs != nil {
+		fr := subs.finish(rep.Daemon.LastSeq)
+		if s := res.elapsed.Seconds(); s > 0 {
+			fr.EventsPerS = float64(rep.Daemon.EventsAppended) / s
+		}
+		rep.Fanout = &fr
+	}
+	return rep, nil
+}
+
+// startEmbedded opens a daemon on a fresh temporary directory and serves
+// it; stop shuts it down and removes the directory.
+func startEmbedded() (*daemon.Daemon, func(), error) {
+	dir, err := os.MkdirTemp("", "mailroom-bench-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := config.Default()
+	cfg.Addr, cfg.DataDir = "127.0.0.1:0", dir
+	d, err := daemon.Open(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("starting the embedded daemon: %w", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- d.Serve() }()
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		d.Shutdown(ctx)
+		<-served
+		os.RemoveAll(dir)
+	}
+	return d, stop, nil
+}

@@ -1,0 +1,218 @@
+package bench
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+func TestSamplesPercentilesAreNearestRank(t *testing.T) {
+	var s samples
+	for i := 100; i >= 1; i-- { // out of order on purpose
+		s.add(time.Duration(i) * time.Millisecond)
+	}
+	got := s.summarize()
+	want := Latency{Count: 100, P50: 50, P90: 90, P99: 99, Max: 100}
+	if got != want {
+		t.Errorf("summarize(1..100 ms) = %+v, want %+v", got, want)
+	}
+	if got := (samples{}).summarize(); got != (Latency{}) {
+		t.Errorf("summarize(none) = %+v, want zero", got)
+	}
+	one := samples{1500 * time.Microsecond}
+	if got := one.summarize(); got.P50 != 1.5 || got.P99 != 1.5 || got.Max != 1.5 {
+		t.Errorf("summarize(1.5 ms) = %+v, want every figure 1.5", got)
+	}
+}
+
+func TestMsHistogram(t *testing.T) {
+	h := newMsHistogram()
+	for i := int64(1); i <= 100; i++ {
+		h.add(i)
+	}
+	h.add(-3) // a clock running ahead counts as 0, not as a negative bucket
+	o := newMsHistogram()
+	o.add(histogramSpanMs + 5000) // past the span: counted, and it is the max
+	h.merge(o)
+	got := h.summarize()
+	want := Latency{Count: 102, P50: 50, P90: 91, P99: 100, Max: histogramSpanMs + 5000}
+	if got != want {
+		t.Errorf("summarize = %+v, want %+v", got, want)
+	}
+	if q := h.quantile(1); q != histogramSpanMs+5000 {
+		t.Errorf("quantile(1) = %g, want the max", q)
+	}
+}
+
+func TestParseMetrics(t *testing.T) {
+	text := `# HELP mailroom_events_appended_total Events made durable since start.
+# TYPE mailroom_events_appended_total counter
+mailroom_events_appended_total 1200
+mailroom_fsync_batches_total 300 1700000000000
+mailroom_fsync_duration_seconds_bucket{le="0.001"} 12
+mailroom_fsync_duration_seconds_sum 0.25
+mailroom_last_seq 4.2e+06
+mailroom_http_requests_total{route="POST /a2a/tasks",code="200"} 7
+`
+	s, err := parseMetrics(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := scrape{metricEventsAppended: 1200, metricFsyncBatches: 300, metricFsyncSeconds: 0.25, metricLastSeq: 4.2e6}
+	if len(s) != len(want) {
+		t.Errorf("parsed %v, want %v", s, want)
+	}
+	for k, v := range want {
+		if s[k] != v {
+			t.Errorf("%s = %g, want %g", k, s[k], v)
+		}
+	}
+	before := scrape{metricEventsAppended: 200, metricFsyncBatches: 100, metricLastSeq: 10}
+	d := daemonDelta(before, s)
+	if d.EventsAppended != 1000 || d.FsyncBatches != 200 || d.MeanBatch != 5 || d.FirstSeq != 10 || d.LastSeq != 4200000 {
+		t.Errorf("delta = %+v", d)
+	}
+	for _, bad := range []string{"mailroom_last_seq", "mailroom_last_seq twelve"} {
+		if _, err := parseMetrics(bad); err == nil || !strings.Contains(err.Error(), "line 1") {
+			t.Errorf("parseMetrics(%q) = %v, want an error naming line 1", bad, err)
+		}
+	}
+}
+
+func TestOptionsRefused(t *testing.T) {
+	for _, o := range []Options{
+		{},
+		{Addr: "127.0.0.1:1", Embedded: true},
+		{Embedded: true, Pairs: -1},
+		{Embedded: true, Duration: -time.Second},
+		{Embedded: true, PayloadBytes: -1},
+		{Embedded: true, Fanout: -1},
+		{Embedded: true, Rate: -1},
+	} {
+		if _, err := Run(t.Context(), o); err == nil {
+			t.Errorf("Run(%+v) = nil error, want a refusal", o)
+		}
+	}
+}
+
+// TestRunEmbedded is a whole short run: every cycle counted is reflected in
+// the daemon's own counters, and every subscriber saw every event once.
+func TestRunEmbedded(t *testing.T) {
+	var progress strings.Builder
+	rep, err := Run(t.Context(), Options{Embedded: true, Pairs: 2, Duration: 1500 * time.Millisecond, Fanout: 2, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Cycles == 0 || rep.ErrorsTotal != 0 {
+		t.Fatalf("cycles %d, errors %v; want cycles and no errors", rep.Cycles, rep.Errors)
+	}
+	// Four durable events per cycle, and nothing else happened.
+	if rep.Daemon.EventsAppended != 4*rep.Cycles || rep.Requests != 4*rep.Cycles {
+		t.Errorf("%d cycles, %d requests, daemon appended %d events; want 4 of each per cycle", rep.Cycles, rep.Requests, rep.Daemon.EventsAppended)
+	}
+	if rep.Daemon.FsyncBatches == 0 || rep.Daemon.MeanBatch < 1 {
+		t.Errorf("daemon figures %+v: want batches and a mean batch of at least 1", rep.Daemon)
+	}
+	for name, l := range map[string]Latency{"send": rep.Latency.Send, "lease": rep.Latency.Lease, "result": rep.Latency.Result, "drain": rep.Latency.Drain, "cycle": rep.Latency.Cycle} {
+		if uint64(l.Count) != rep.Cycles || l.P50 <= 0 || l.P50 > l.P90 || l.P90 > l.P99 || l.P99 > l.Max {
+			t.Errorf("%s latency %+v over %d cycles: want one sample per cycle, ordered percentiles", name, l, rep.Cycles)
+		}
+	}
+	if rep.ElapsedS < rep.DurationS || rep.CyclesPerS <= 0 {
+		t.Errorf("elapsed %gs for a %gs run, %g cycles/s", rep.ElapsedS, rep.DurationS, rep.CyclesPerS)
+	}
+	f := rep.Fanout
+	if f == nil || f.Subscribers != 2 || !f.Complete || f.Missed != 0 || f.Repeated != 0 {
+		t.Fatalf("fanout %+v: want 2 subscribers, none missing or repeating", f)
+	}
+	for i, s := range f.PerSub {
+		if s.Received != f.FinalSeq-s.SnapshotSeq || s.LastSeq != f.FinalSeq {
+			t.Errorf("subscriber %d: %+v, want every event from its snapshot to seq %d", i, s, f.FinalSeq)
+		}
+	}
+	if f.Delivery.Count != int(f.ReceivedMin+f.ReceivedMax) {
+		t.Errorf("delivery latency over %d events, want one per event received", f.Delivery.Count)
+	}
+	if !strings.Contains(progress.String(), "cycles/s") {
+		t.Errorf("progress = %q, want a line a second", progress.String())
+	}
+}
+
+// TestRunHealsLeftovers runs against a daemon that already holds a task
+// and a result for a bench pair (an interrupted earlier run): the pair
+// clears them, counts them as stale, and goes on with honest cycles.
+func TestRunHealsLeftovers(t *testing.T) {
+	cfg := config.DefaultFor(func(string) string { return "" })
+	cfg.Addr, cfg.DataDir = "127.0.0.1:0", t.TempDir()
+	d, err := daemon.Open(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go d.Serve()
+	t.Cleanup(func() { d.Shutdown(context.Background()) })
+	c, err := client.New(d.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	const s0, r0 = "bench-s-0@local", "bench-r-0@local"
+	// A result left pending for the sender...
+	if _, err := c.Send(ctx, mailbox.Task{Sender: s0, Recipient: r0, IntentText: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	task, lease, err := c.Lease(ctx, r0)
+	if err != nil || task == nil {
+		t.Fatalf("lease = %v, %v", task, err)
+	}
+	if err := c.PostResult(ctx, mailbox.Result{TaskID: task.ID, Status: mailbox.StatusOK, LeaseID: lease.LeaseID, Content: []mailbox.Content{}}); err != nil {
+		t.Fatal(err)
+	}
+	// ...and a task left queued for the recipient.
+	if _, err := c.Send(ctx, mailbox.Task{Sender: s0, Recipient: r0, IntentText: "old"}); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := Run(ctx, Options{Addr: "http://" + d.Addr(), Pairs: 1, Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Cycles == 0 || rep.Target != "http://"+d.Addr() || rep.Embedded {
+		t.Fatalf("cycles %d target %q: want cycles against the daemon", rep.Cycles, rep.Target)
+	}
+	// The queued leftover is finished with an error result, which the
+	// drain then meets as a second stale result.
+	want := map[string]uint64{"lease: stale": 1, "drain: stale": 2}
+	if len(rep.Errors) != len(want) || rep.Errors["lease: stale"] != 1 || rep.Errors["drain: stale"] != 2 {
+		t.Errorf("errors = %v, want %v", rep.Errors, want)
+	}
+	view, err := c.Queue(ctx, mailbox.QueueFilter{})
+	if err != nil || len(view.Tasks) != 0 || len(view.Results) != 0 {
+		t.Errorf("after the run: %d tasks, %d results (%v); want the mailbox empty", len(view.Tasks), len(view.Results), err)
+	}
+}
+
+// TestRunRate checks that a rate cap holds cycles to it.
+func TestRunRate(t *testing.T) {
+	rep, err := Run(t.Context(), Options{Embedded: true, Pairs: 4, Duration: time.Second, Rate: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Slots are handed out up to the duration: at most rate*duration cycles.
+	if rep.Cycles == 0 || rep.Cycles > 50 || rep.RateLimit != 50 {
+		t.Errorf("%d cycles in 1s at a cap of 50/s (rate_limit %g)", rep.Cycles, rep.RateLimit)
+	}
+}
+
+func TestRunUnreachable(t *testing.T) {
+	_, err := Run(t.Context(), Options{Addr: "127.0.0.1:1", Pairs: 1, Duration: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach mailroom daemon at 127.0.0.1:1") {
+		t.Errorf("Run against nothing = %v, want an unreachable error", err)
+	}
+}

@@ -1,0 +1,196 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// FanoutReport says how the event stream kept up with the load.
+type FanoutReport struct {
+	Subscribers int `json:"subscribers"`
+	// Delivery is the latency from an event's at_ms (when the daemon
+	// decided it, before its fsync) to its receipt by a subscriber, over
+	// every event every subscriber received; millisecond resolution.
+	Delivery Latency `json:"delivery"`
+	// EventsPerS is the rate the daemon made events durable at during the
+	// load: the rate every subscriber had to keep up with.
+	EventsPerS float64 `json:"events_per_s"`
+	// Complete is true when every subscriber received every event with seq
+	// in (its snapshot seq, final_seq] exactly once.
+	Complete  bool   `json:"complete"`
+	FinalSeq  uint64 `json:"final_seq"`
+	Missed    uint64 `json:"missed"`
+	Repeated  uint64 `json:"repeated"`
+	Reconnect uint64 `json:"reconnects"`
+	// ReceivedMin and ReceivedMax bound the events one subscriber received.
+	ReceivedMin uint64              `json:"received_min"`
+	ReceivedMax uint64              `json:"received_max"`
+	PerSub      []SubscriberFigures `json:"per_subscriber"`
+}
+
+// SubscriberFigures are one subscriber's counts.
+type SubscriberFigures struct {
+	SnapshotSeq uint64 `json:"snapshot_seq"`
+	LastSeq     uint64 `json:"last_seq"`
+	Received    uint64 `json:"received"`
+	Missed      uint64 `json:"missed"`
+	Repeated    uint64 `json:"repeated"`
+	Reconnects  uint64 `json:"reconnects"`
+	// Snapshots counts snapshots after the first: the daemon sends one
+	// instead of the events a far-behind subscriber missed, so the events
+	// it covers count as missed.
+	Snapshots uint64 `json:"snapshots"`
+}
+
+// subscriber follows the event stream like a console and checks seq
+// continuity: from its first snapshot on, each event must be the one after
+// the last.
+type subscriber struct {
+	hist       *msHistogram
+	fig        SubscriberFigures
+	last       atomic.Uint64 // read by finish while the stream runs
+	reconnects atomic.Uint64
+	ready      chan struct{} // closed when the first snapshot arrived
+	done       chan struct{} // closed when the stream ended
+}
+
+type fanout struct {
+	subs   []*subscriber
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// connectTimeout bounds how long the subscribers may take to connect and
+// receive their first snapshot.
+const connectTimeout = 30 * time.Second
+
+// drainTimeout bounds how long, after the load, the subscribers may take
+// to receive the last event; what they have not received by then is
+// missed.
+const drainTimeout = 10 * time.Second
+
+// startFanout connects k subscribers and returns once each has its first
+// snapshot, so the load only starts when all of them are listening.
+func startFanout(ctx context.Context, c *client.Client, k int) (*fanout, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &fanout{cancel: cancel}
+	for range k {
+		s := &subscriber{hist: newMsHistogram(), ready: make(chan struct{}), done: make(chan struct{})}
+		f.subs = append(f.subs, s)
+		onState := func(st client.ConnState) {
+			if !st.Live {
+				s.reconnects.Add(1)
+			}
+		}
+		events := c.Subscribe(ctx, 0, onState)
+		f.wg.Go(func() { s.follow(events) })
+	}
+	timeout := time.NewTimer(connectTimeout)
+	defer timeout.Stop()
+	for i, s := range f.subs {
+		select {
+		case <-s.ready:
+		case <-timeout.C:
+			f.stop()
+			return nil, fmt.Errorf("bench: subscriber %d of %d did not receive its snapshot within %s", i+1, k, connectTimeout)
+		case <-ctx.Done():
+			f.stop()
+			return nil, ctx.Err()
+		}
+	}
+	return f, nil
+}
+
+func (f *fanout) stop() {
+	f.cancel()
+	f.wg.Wait()
+}
+
+func (s *subscriber) follow(events <-chan mailbox.Event) {
+	defer close(s.done)
+	started := false
+	for ev := range events {
+		now := time.Now().UnixMilli()
+		if ev.Type == mailbox.EventSnapshot {
+			if !started {
+				started = true
+				s.fig.SnapshotSeq = ev.Seq
+				s.last.Store(ev.Seq)
+				close(s.ready)
+				continue
+			}
+			// A later snapshot stands in for events this subscriber did not
+			// get one by one.
+			s.fig.Snapshots++
+			if last := s.last.Load(); ev.Seq > last {
+				s.fig.Missed += ev.Seq - last
+				s.last.Store(ev.Seq)
+			}
+			continue
+		}
+		if !started {
+			continue // cannot happen: the client starts from a snapshot
+		}
+		last := s.last.Load()
+		switch {
+		case ev.Seq <= last:
+			s.fig.Repeated++
+			continue
+		case ev.Seq > last+1:
+			s.fig.Missed += ev.Seq - last - 1
+		}
+		s.last.Store(ev.Seq)
+		s.fig.Received++
+		s.hist.add(now - ev.AtMs)
+	}
+}
+
+// finish waits (bounded) until every subscriber has seen finalSeq, stops
+// them and reports.
+func (f *fanout) finish(finalSeq uint64) FanoutReport {
+	deadline := time.NewTimer(drainTimeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+wait:
+	for _, s := range f.subs {
+		for s.last.Load() < finalSeq {
+			select {
+			case <-deadline.C:
+				break wait
+			case <-s.done:
+				continue wait
+			case <-poll.C:
+			}
+		}
+	}
+	f.stop()
+
+	rep := FanoutReport{Subscribers: len(f.subs), FinalSeq: finalSeq, ReceivedMin: ^uint64(0)}
+	all := newMsHistogram()
+	for _, s := range f.subs {
+		fig := s.fig
+		fig.LastSeq = s.last.Load()
+		fig.Reconnects = s.reconnects.Load()
+		// What never arrived before the stream was stopped is missed too.
+		if fig.LastSeq < finalSeq {
+			fig.Missed += finalSeq - fig.LastSeq
+		}
+		rep.Missed += fig.Missed
+		rep.Repeated += fig.Repeated
+		rep.Reconnect += fig.Reconnects
+		rep.ReceivedMin = min(rep.ReceivedMin, fig.Received)
+		rep.ReceivedMax = max(rep.ReceivedMax, fig.Received)
+		all.merge(s.hist)
+		rep.PerSub = append(rep.PerSub, fig)
+	}
+	rep.Delivery = all.summarize()
+	rep.Complete = rep.Missed == 0 && rep.Repeated == 0
+	return rep
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mailroom/mailroom/bench"
+)
+
+const benchSummary = "measure a daemon with sender/recipient pairs running full durable cycles"
+
+// runBench drives pairs of agents through full cycles (send, lease, post
+// result, drain) and prints what it measured. With --json it prints one
+// object whose keys are those of bench.Report:
+//
+//	kind ("mailroom_bench"), target, embedded, pairs, duration_s, elapsed_s,
+//	payload_bytes, rate_limit, cycles, cycles_per_s, requests,
+//	requests_per_s, latency {send, lease, result, drain, cycle: {count,
+//	p50_ms, p90_ms, p99_ms, max_ms}}, errors {"step: kind": n},
+//	errors_total, daemon {events_appended, fsync_batches, mean_batch,
+//	fsync_seconds, write_errors, subscribers_cut, first_seq, last_seq},
+//	fanout (null without --fanout) {subscribers, delivery {count, p50_ms,
+//	p90_ms, p99_ms, max_ms}, events_per_s, complete, final_seq, missed,
+//	repeated, reconnects, received_min, received_max, per_subscriber
+//	[{snapshot_seq, last_seq, received, missed, repeated, reconnects,
+//	snapshots}]}
+func runBench(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, verbHelp{
+		verb:    "bench",
+		summary: benchSummary,
+		usage:   "[--addr URL | --embedded] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K] [--rate R] [--json]",
+		example: "mailroom bench --embedded --pairs 16 --duration 10s\n" +
+			"mailroom bench --embedded --fanout 200 --rate 500 --json   # 200 consoles at 2,000 events/s",
+	})
+	addr := e.getenv("MAILROOM_ADDR")
+	if addr == "" {
+		addr = defaultAddr
+	}
+	fs.StringVar(&addr, "addr", addr, "daemon address, host:port or URL (env MAILROOM_ADDR)")
+	token := fs.String("token", "", "bearer token for the daemon (env MAILROOM_TOKEN)")
+	embedded := fs.Bool("embedded", false, "start a daemon in this process (temporary data dir, default durability) instead of using --addr")
+	pairs := fs.Int("pairs", bench.DefaultPairs, "sender/recipient pairs running cycles concurrently")
+	duration := fs.Duration("duration", bench.DefaultDuration, "how long to start new cycles")
+	payload := fs.Int("payload-bytes", bench.DefaultPayloadBytes, "size of each task's intent_text in bytes")
+	fanout := fs.Int("fanout", 0, "event-stream subscribers (like consoles) connected during the run")
+	rate := fs.Float64("rate", 0, "start at most this many cycles per second in all (0: as fast as the daemon answers); a cycle is 4 events")
+	asJSON := fs.Bool("json", false, "print one JSON object with every figure")
+	if _, err := parseExact(fs, args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case *embedded && set["addr"]:
+		return usagef("--addr and --embedded: give one, not both")
+	case *pairs < 1:
+		return usagef("--pairs: got %d, expected at least 1", *pairs)
+	case *duration <= 0:
+		return usagef("--duration: got %s, expected a positive duration such as 10s", *duration)
+	case *payload < 1:
+		return usagef("--payload-bytes: got %d, expected at least 1 (the daemon refuses an empty intent)", *payload)
+	case *payload > 512<<10:
+		return usagef("--payload-bytes: got %d, expected at most %d (a request body may hold 1 MiB)", *payload, 512<<10)
+	case *fanout < 0:
+		return usagef("--fanout: got %d, expected 0 or more", *fanout)
+	case *rate < 0:
+		return usagef("--rate: got %g, expected 0 (unlimited) or more", *rate)
+	}
+	if *token == "" {
+		*token = e.getenv("MAILROOM_TOKEN")
+	}
+	opts := bench.Options{Embedded: *embedded, Token: *token, Pairs: *pairs, Duration: *duration,
+		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Progress: e.stderr}
+	if !*embedded {
+		opts.Addr = addr
+	}
+	rep, err := bench.Run(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, rep)
+	}
+	printBench(e.stdout, rep)
+	return nil
+}
+
+func printBench(w io.Writer, r bench.Report) {
+	target := "daemon at " + r.Target
+	if r.Embedded {
+		target = "embedded daemon"
+	}
+	fmt.Fprintf(w, "mailroom bench: %s, %d pairs, %s asked (ran %.2fs), payload %d B", target, r.Pairs,
+		time.Duration(r.DurationS*float64(time.Second)), r.ElapsedS, r.PayloadBytes)
+	if r.RateLimit > 0 {
+		fmt.Fprintf(w, ", capped at %g cycles/s", r.RateLimit)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "cycles    %10d  %10.1f/s  (send, lease, result, drain: each 2xx and durable)\n", r.Cycles, r.CyclesPerS)
+	fmt.Fprintf(w, "requests  %10d  %10.1f/s\n", r.Requests, r.RequestsPerS)
+	fmt.Fprintf(w, "errors    %10d\n", r.ErrorsTotal)
+	for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
+		fmt.Fprintf(w, "  %-20s %d\n", k, r.Errors[k])
+	}
+	d := r.Daemon
+	fmt.Fprintf(w, "fsync     %10d batches, %.1f events per batch (%d events, %.2fs syncing)\n", d.FsyncBatches, d.MeanBatch, d.EventsAppended, d.FsyncSeconds)
+
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "latency ms\tp50\tp90\tp99\tmax\t")
+	for _, s := range []struct {
+		name string
+		l    bench.Latency
+	}{{"send", r.Latency.Send}, {"lease", r.Latency.Lease}, {"result", r.Latency.Result}, {"drain", r.Latency.Drain}, {"cycle", r.Latency.Cycle}} {
+		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.3f\t\n", s.name, s.l.P50, s.l.P90, s.l.P99, s.l.Max)
+	}
+	tw.Flush()
+
+	if f := r.Fanout; f != nil {
+		fmt.Fprintf(w, "\nfanout    %d subscribers at %.0f events/s: delivery p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms\n",
+			f.Subscribers, f.EventsPerS, f.Delivery.P50, f.Delivery.P90, f.Delivery.P99, f.Delivery.Max)
+		verdict := "yes"
+		if !f.Complete {
+			verdict = "NO"
+		}
+		fmt.Fprintf(w, "          every subscriber got every event once: %s (missed %d, repeated %d, reconnects %d; %d to %d events each, up to seq %d)\n",
+			verdict, f.Missed, f.Repeated, f.Reconnect, f.ReceivedMin, f.ReceivedMax, f.FinalSeq)
+	}
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// benchCLI runs the bench verb in-process, as run would once it is
+// registered, and returns its exit code and output.
+func benchCLI(t *testing.T, vars map[string]string, args ...string) outcome {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	e := &env{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return vars[k] }}
+	code := report(e, "bench", runBench(t.Context(), e, args))
+	return outcome{code, stdout.String(), stderr.String()}
+}
+
+func keys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
+
+func object(t *testing.T, m map[string]any, key string) map[string]any {
+	t.Helper()
+	o, ok := m[key].(map[string]any)
+	if !ok {
+		t.Fatalf("%q = %v, want an object", key, m[key])
+	}
+	return o
+}
+
+// TestBenchEmbeddedJSON is a short embedded run with two consoles: it
+// completes cycles, no subscriber misses or repeats an event, and the JSON
+// object has exactly the documented keys.
+func TestBenchEmbeddedJSON(t *testing.T) {
+	o := benchCLI(t, nil, "--embedded", "--duration", "1s", "--pairs", "2", "--fanout", "2", "--json")
+	if o.code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)
+	}
+	var rep map[string]any
+	dec := json.NewDecoder(strings.NewReader(o.stdout))
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, o.stdout)
+	}
+	if dec.More() {
+		t.Errorf("stdout holds more than one JSON value:\n%s", o.stdout)
+	}
+	wantTop := []string{"cycles", "cycles_per_s", "daemon", "duration_s", "elapsed_s", "embedded", "errors", "errors_total",
+		"fanout", "kind", "latency", "pairs", "payload_bytes", "rate_limit", "requests", "requests_per_s", "target"}
+	if got := keys(rep); !slices.Equal(got, wantTop) {
+		t.Errorf("keys = %v, want %v", got, wantTop)
+	}
+	if rep["kind"] != "mailroom_bench" || rep["target"] != "embedded" || rep["pairs"] != 2.0 {
+		t.Errorf("kind %v, target %v, pairs %v", rep["kind"], rep["target"], rep["pairs"])
+	}
+	if c, _ := rep["cycles"].(float64); c <= 0 {
+		t.Errorf("cycles = %v, want more than 0", rep["cycles"])
+	}
+	if rep["errors_total"] != 0.0 {
+		t.Errorf("errors = %v", rep["errors"])
+	}
+	lat := object(t, rep, "latency")
+	if got, want := keys(lat), []string{"cycle", "drain", "lease", "result", "send"}; !slices.Equal(got, want) {
+		t.Errorf("latency keys = %v, want %v", got, want)
+	}
+	for step := range lat {
+		if got, want := keys(object(t, lat, step)), []string{"count", "max_ms", "p50_ms", "p90_ms", "p99_ms"}; !slices.Equal(got, want) {
+			t.Errorf("latency.%s keys = %v, want %v", step, got, want)
+		}
+	}
+	wantDaemon := []string{"events_appended", "first_seq", "fsync_batches", "fsync_seconds", "last_seq", "mean_batch", "subscribers_cut", "write_errors"}
+	if got := keys(object(t, rep, "daemon")); !slices.Equal(got, wantDaemon) {
+		t.Errorf("daemon keys = %v, want %v", got, wantDaemon)
+	}
+	f := object(t, rep, "fanout")
+	wantFanout := []string{"complete", "delivery", "events_per_s", "final_seq", "missed", "per_subscriber", "received_max", "received_min",
+		"reconnects", "repeated", "subscribers"}
+	if got := keys(f); !slices.Equal(got, wantFanout) {
+		t.Errorf("fanout keys = %v, want %v", got, wantFanout)
+	}
+	if f["subscribers"] != 2.0 || f["missed"] != 0.0 || f["repeated"] != 0.0 || f["complete"] != true {
+		t.Errorf("fanout = %v: want 2 subscribers, nothing missed or repeated", f)
+	}
+	subs, _ := f["per_subscriber"].([]any)
+	if len(subs) != 2 {
+		t.Fatalf("per_subscriber = %v, want 2 entries", f["per_subscriber"])
+	}
+	wantSub := []string{"last_seq", "missed", "received", "reconnects", "repeated", "snapshot_seq", "snapshots"}
+	for i, s := range subs {
+		m, _ := s.(map[string]any)
+		if got := keys(m); !slices.Equal(got, wantSub) {
+			t.Errorf("per_subscriber[%d] keys = %v, want %v", i, got, wantSub)
+		}
+		if m["received"] == 0.0 {
+			t.Errorf("per_subscriber[%d] received nothing", i)
+		}
+	}
+	if !strings.Contains(o.stderr, "cycles/s") {
+		t.Errorf("stderr = %q, want progress lines", o.stderr)
+	}
+}
+
+func TestBenchHumanSummary(t *testing.T) {
+	addr := startDaemon(t)
+	o := benchCLI(t, map[string]string{"MAILROOM_ADDR": addr}, "--duration", "300ms", "--pairs", "1")
+	if o.code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)
+	}
+	for _, want := range []string{"mailroom bench: daemon at " + addr + ", 1 pairs, 300ms asked", "cycles ", "requests ",
+		"errors             0", "events per batch", "latency ms", "p99", "cycle"} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("summary does not say %q:\n%s", want, o.stdout)
+		}
+	}
+	if strings.Contains(o.stdout, "fanout") {
+		t.Errorf("summary mentions fanout without --fanout:\n%s", o.stdout)
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--embedded", "--addr", "127.0.0.1:7717"}, "give one, not both"},
+		{[]string{"--embedded", "--pairs", "0"}, "--pairs: got 0"},
+		{[]string{"--embedded", "--duration", "0s"}, "--duration: got 0s"},
+		{[]string{"--embedded", "--payload-bytes", "0"}, "--payload-bytes: got 0"},
+		{[]string{"--embedded", "--fanout", "-1"}, "--fanout: got -1"},
+		{[]string{"--embedded", "--rate", "-2"}, "--rate: got -2"},
+		{[]string{"--embedded", "extra"}, `unexpected argument "extra"`},
+		{[]string{"--pairs", "many"}, "invalid value"},
+	}
+	for _, tt := range tests {
+		o := benchCLI(t, nil, tt.args...)
+		if o.code != exitUsage || !strings.Contains(o.stderr, tt.want) || !strings.Contains(o.stderr, "run 'mailroom bench --help'") {
+			t.Errorf("bench %q = exit %d, stderr %q; want exit 2 saying %q", tt.args, o.code, o.stderr, tt.want)
+		}
+	}
+	o := benchCLI(t, nil, "--help")
+	if o.code != exitOK || !strings.Contains(o.stdout, "Example:\n  mailroom bench --embedded --pairs 16") || !strings.Contains(o.stdout, "-fanout") {
+		t.Errorf("bench --help = exit %d:\n%s", o.code, o.stdout)
+	}
+}
+
+func TestBenchUnreachable(t *testing.T) {
+	addr := closedAddr(t)
+	o := benchCLI(t, nil, "--addr", addr, "--duration", "1s")
+	if o.code != exitFailure || !strings.Contains(o.stderr, "cannot reach mailroom daemon at "+addr) {
+		t.Errorf("bench against nothing = exit %d, stderr %q; want exit 1 saying it cannot reach %s", o.code, o.stderr, addr)
+	}
+}
