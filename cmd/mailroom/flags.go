@@ -121,8 +121,22 @@ func addClientFlags(fs *verbFlags, e *env) *clientFlags {
 
 // connect returns a client and a context bounded by --timeout.
 func (cf *clientFlags) connect(ctx context.Context, e *env) (*client.Client, context.Context, context.CancelFunc, error) {
+	c, err := cf.client(e)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cancel := context.CancelFunc(func() {})
+	if cf.timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, cf.timeout)
+	}
+	return c, ctx, cancel, nil
+}
+
+// client checks --addr and --timeout and returns a client sending --token
+// (or MAILROOM_TOKEN).
+func (cf *clientFlags) client(e *env) (*client.Client, error) {
 	if cf.timeout < 0 {
-		return nil, nil, nil, usagef("--timeout: got %s, expected a duration of 0 or more", cf.timeout)
+		return nil, usagef("--timeout: got %s, expected a duration of 0 or more", cf.timeout)
 	}
 	token := cf.token
 	if token == "" {
@@ -134,13 +148,9 @@ func (cf *clientFlags) connect(ctx context.Context, e *env) (*client.Client, con
 	}
 	c, err := client.New(cf.addr, opts...)
 	if err != nil {
-		return nil, nil, nil, usagef("--addr: %v", err)
+		return nil, usagef("--addr: %v", err)
 	}
-	cancel := context.CancelFunc(func() {})
-	if cf.timeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, cf.timeout)
-	}
-	return c, ctx, cancel, nil
+	return c, nil
 }
 
 // optionalInt64 is an int64 flag that remembers whether it was given, so

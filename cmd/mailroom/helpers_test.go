@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -25,10 +26,18 @@ func startDaemon(t *testing.T) string {
 // startDaemonIn is startDaemon over an existing data directory.
 func startDaemonIn(t *testing.T, dir string) string {
 	t.Helper()
+	return startDaemonWith(t, func(c *config.Config) { c.DataDir = dir }, nil)
+}
+
+// startDaemonWith is startDaemon with the configuration changed by mutate
+// (tokens, say) and logging to logger (nil: nowhere).
+func startDaemonWith(t *testing.T, mutate func(*config.Config), logger *slog.Logger) string {
+	t.Helper()
 	cfg := config.DefaultFor(func(string) string { return "" })
 	cfg.Addr = "127.0.0.1:0"
-	cfg.DataDir = dir
-	d, err := daemon.Open(cfg, nil)
+	cfg.DataDir = t.TempDir()
+	mutate(&cfg)
+	d, err := daemon.Open(cfg, logger)
 	if err != nil {
 		t.Fatalf("daemon.Open: %v", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/gdamore/tcell/v2"
 )
 
 // Exit codes: usage errors are the caller's to fix, everything else
@@ -22,6 +24,8 @@ const (
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// screen is the terminal the console draws on; nil opens the real one.
+	screen tcell.Screen
 }
 
 // command is one verb. Each builds its own flag.FlagSet inside run, so a verb
@@ -42,14 +46,22 @@ func commands() []command {
 		{"requeue", requeueSummary, runRequeue},
 		{"force-error", forceErrorSummary, runForceError},
 		{"compact", compactSummary, runCompact},
-		// Later verbs go here, one entry each: console, demo, retry-stale,
-		// bench, token, audit.
+		{"retry-stale", retryStaleSummary, runRetryStale},
+		{"audit", auditSummary, runAudit},
+		{"console", consoleSummary, runConsole},
+		{"demo", demoSummary, runDemo},
+		{"token", tokenSummary, runToken},
 	}
 }
 
 // run is the whole program minus the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{stdout: stdout, stderr: stderr, getenv: getenv}
+	return runEnv(ctx, &env{stdout: stdout, stderr: stderr, getenv: getenv}, args)
+}
+
+// runEnv is run with the whole outside world supplied, terminal included.
+func runEnv(ctx context.Context, e *env, args []string) int {
+	stdout, stderr := e.stdout, e.stderr
 	if len(args) == 0 {
 		printTopUsage(stderr)
 		return exitUsage

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/tui"
+)
+
+const consoleSummary = "watch the mailbox live and repair stuck leases in the terminal"
+
+func runConsole(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, verbHelp{
+		verb:    "console",
+		summary: consoleSummary,
+		usage:   "[--addr ADDR] [--token T] [--read-only] [--stale-after 5m]",
+		example: "mailroom console --addr 127.0.0.1:7717 --stale-after 2m\nmailroom console --read-only   # watch only: no repair keys",
+	})
+	cf := addClientFlags(fs, e)
+	readOnly := fs.Bool("read-only", false, "remove every key that changes the mailbox (R, E)")
+	staleAfter := fs.Duration("stale-after", tui.DefaultStaleAfter, "highlight leases held longer than this")
+	if _, err := parseExact(fs, args); err != nil {
+		return err
+	}
+	if *staleAfter <= 0 {
+		return usagef("--stale-after: got %s, expected a positive duration such as 5m", *staleAfter)
+	}
+	c, err := cf.client(e)
+	if err != nil {
+		return err
+	}
+	principal, err := whoAmI(ctx, c, cf.timeout)
+	if err != nil {
+		return err
+	}
+	return tui.New(c, tui.Options{Addr: cf.addr, ReadOnly: *readOnly, StaleAfter: *staleAfter, Principal: principal, Screen: e.screen}).Run(ctx)
+}
+
+// whoAmI is the principal the console acts as, for its header. A daemon
+// that cannot be reached yet is no reason not to start: the console shows
+// it reconnecting. A daemon that refuses the token is: the console could
+// never show anything.
+func whoAmI(ctx context.Context, c *client.Client, timeout time.Duration) (string, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	who, err := c.WhoAmI(ctx)
+	if errors.Is(err, client.ErrUnreachable) {
+		return "", nil
+	}
+	return who.Principal, err
+}
