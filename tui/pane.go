@@ -66,7 +66,7 @@ func (c *paneContent) GetCell(row, col int) *tview.TableCell {
 		return nil
 	}
 	if len(c.slots) == 0 {
-		c.slots = make([]cellSlot, 64)
+		c.slots = newSlots(64)
 	}
 	s := &c.slots[row%len(c.slots)]
 	if s.row != row || s.gen != c.gen {
@@ -74,6 +74,16 @@ func (c *paneContent) GetCell(row, col int) *tview.TableCell {
 		c.fill(s, row)
 	}
 	return &s.cells[col]
+}
+
+// newSlots returns n empty slots. They hold no row yet: a zero slot would
+// claim to hold row 0 of generation 0 and hand out a blank header.
+func newSlots(n int) []cellSlot {
+	slots := make([]cellSlot, n)
+	for i := range slots {
+		slots[i].row = -1
+	}
+	return slots
 }
 
 // fill formats one row into its slot.
@@ -208,7 +218,7 @@ func (p *pane) Draw(screen tcell.Screen) {
 	p.content.st = staleness{nowMs: p.clock().UnixMilli(), afterMs: p.staleAfter.Milliseconds()}
 	if _, h := screen.Size(); len(p.content.slots) < 2*h {
 		// Every visible row needs a slot of its own within one frame.
-		p.content.slots = make([]cellSlot, 2*h)
+		p.content.slots = newSlots(2 * h)
 	}
 	p.Table.Draw(screen)
 }
