@@ -38,7 +38,9 @@ type Options struct {
 	// StaleAfter is how long a lease is held before the console calls it
 	// stale. Zero means DefaultStaleAfter.
 	StaleAfter time.Duration
-	// Principal is who the operator is, shown in the header.
+	// Principal is whom the console's token speaks for (as the daemon's
+	// whoami says), shown in the header; empty means the daemon runs
+	// without tokens, and the header says "no auth".
 	Principal string
 	// Now is the clock ages and staleness are measured with; nil is
 	// time.Now.

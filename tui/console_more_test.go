@@ -88,7 +88,7 @@ func TestForceErrorOnALease(t *testing.T) {
 	api.lease("worker-a@local")
 	r := runConsole(t, c, Options{Addr: d.URL(), Principal: "ops@local"})
 	r.scr.waitForText(t, "download the changelog")
-	if f := r.scr.waitForText(t, "principal ops@local"); !f.contains("● live") {
+	if f := r.scr.waitForText(t, "as ops@local"); !f.contains("● live") {
 		t.Errorf("header lacks the live state:\n%s", f)
 	}
 

@@ -94,7 +94,14 @@ func (c *Console) renderTitles() {
 func (c *Console) renderHeader() {
 	st := c.status
 	var b strings.Builder
-	b.WriteString("[::b]mailroom[::-] " + escapeTags(c.opts.Addr) + "   ")
+	b.WriteString("[::b]mailroom[::-] " + escapeTags(c.opts.Addr))
+	// Whom repairs are recorded under, next to where they go: an operator
+	// holding two tokens must see which one this console uses.
+	if c.opts.Principal != "" {
+		b.WriteString(" as [::b]" + escapeTags(c.opts.Principal) + "[::-]   ")
+	} else {
+		b.WriteString(" [gray]no auth[-]   ")
+	}
 	switch {
 	case !st.connSeen:
 		b.WriteString("[yellow]connecting[-]")
@@ -108,9 +115,6 @@ func (c *Console) renderHeader() {
 	}
 	if st.paused {
 		b.WriteString(fmt.Sprintf("   [aqua::b]paused[-::-] (%d events held)", st.held))
-	}
-	if c.opts.Principal != "" {
-		b.WriteString("   principal " + escapeTags(c.opts.Principal))
 	}
 	if c.opts.ReadOnly {
 		b.WriteString("   [aqua]read-only[-]")
