@@ -1,0 +1,157 @@
+package faults
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	iterations    = flag.Int("fault.iterations", 20, "kill -9 iterations of TestFaultKill9UnderLoad")
+	seedFlag      = flag.Uint64("fault.seed", 0, "random seed of TestFaultKill9UnderLoad (0: from the clock; the seed used is logged)")
+	diskFullMode  = flag.String("fault.diskfull", "auto", "how TestFaultDiskFull fills the disk: tmpfs, rlimit, or auto (tmpfs when mount is permitted)")
+	restartEvents = flag.Int("fault.restart-events", 0, "TestRestartMillionEvents: build a log of this many events and time the restart (0: skip)")
+)
+
+// binPath is the real mailroom binary, built once by TestMain.
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mailroom-faults-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "mailroom")
+	build := exec.Command("go", "build", "-o", binPath, "github.com/mailroom/mailroom/cmd/mailroom")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building mailroom for the fault tests: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is the real binary running "mailroom daemon".
+type proc struct {
+	cmd    *exec.Cmd
+	addr   string
+	out    *syncBuffer // stderr: the daemon's log
+	exited chan error
+}
+
+var listenLine = regexp.MustCompile(`mailroom daemon listening on (\S+)\n`)
+
+// addrWatcher is the daemon's stdout: it hands over the listen address as
+// soon as the line announcing it is complete.
+type addrWatcher struct {
+	mu   sync.Mutex
+	buf  []byte
+	done bool
+	addr chan string
+}
+
+func (w *addrWatcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return len(p), nil
+	}
+	w.buf = append(w.buf, p...)
+	if m := listenLine.FindSubmatch(w.buf); m != nil {
+		w.addr <- string(m[1])
+		w.done, w.buf = true, nil
+	}
+	return len(p), nil
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startProc runs the daemon on dir with extra flags and waits until it
+// listens. It is killed when the test ends, if it still runs.
+func startProc(t *testing.T, dir string, extra ...string) *proc {
+	t.Helper()
+	args := append([]string{"daemon", "--addr", "127.0.0.1:0", "--data-dir", dir, "--log-level", "warn"}, extra...)
+	cmd := exec.Command(binPath, args...)
+	cmd.Env = []string{"HOME=" + dir}
+	w := &addrWatcher{addr: make(chan string, 1)}
+	p := &proc{cmd: cmd, out: &syncBuffer{}, exited: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = w, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", binPath, err)
+	}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	watchdog := time.NewTimer(30 * time.Second) // a watchdog, not synchronisation
+	defer watchdog.Stop()
+	select {
+	case p.addr = <-w.addr:
+	case err := <-p.exited:
+		t.Fatalf("daemon on %s exited before listening (%v); its log:\n%s", dir, err, p.out)
+	case <-watchdog.C:
+		t.Fatalf("daemon on %s did not announce its address in 30s; its log:\n%s", dir, p.out)
+	}
+	return p
+}
+
+// kill9 kills the daemon with SIGKILL and waits until it is gone.
+func (p *proc) kill9(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill -9: %v", err)
+	}
+	<-p.exited
+}
+
+// stop ends the daemon with SIGTERM and requires a clean exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	watchdog := time.NewTimer(30 * time.Second)
+	defer watchdog.Stop()
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			t.Fatalf("daemon after SIGTERM: %v, want exit 0; its log:\n%s", err, p.out)
+		}
+	case <-watchdog.C:
+		t.Fatalf("daemon did not stop within 30s of SIGTERM; its log:\n%s", p.out)
+	}
+}
+
+// brokenFiles lists the *.broken copies the log keeps of cut-off torn tails.
+func brokenFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*.broken"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
