@@ -351,3 +351,25 @@ func TestKeysCoverEveryField(t *testing.T) {
 		t.Errorf("Flag() = %q, want data-dir", got)
 	}
 }
+
+// TestReadmeConfigExample keeps the README's example file true: it must
+// load and validate as it stands.
+func TestReadmeConfigExample(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Configuration\n")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	example, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README.md has no ```yaml example under ## Configuration")
+	}
+	c, err := Parse(base(), []byte(example))
+	if err == nil {
+		err = c.Validate()
+	}
+	if err != nil {
+		t.Errorf("README's example config: %v\n%s", err, example)
+	}
+}
