@@ -1,7 +1,8 @@
 // Package tui is Mailroom's live operator console: a tview application that
 // keeps a replica of the mailbox state from the daemon's event stream, shows
-// queued tasks, leases and pending results in three panes, and repairs stuck
-// leases through guarded requeue and force-error dialogs.
+// queued tasks, leases, pending results and the repair audit trail in four
+// panes, and repairs stuck leases through guarded requeue and force-error
+// dialogs.
 package tui
 
 import (
@@ -129,11 +130,12 @@ func (c *Console) layout() {
 		c.main.ResizeItem(c.filterInput, 0, 0)
 		c.focusPane(c.focus)
 	})
-	c.main = tview.NewFlex().SetDirection(tview.FlexRow).AddItem(c.header, 2, 0, false)
+	stack := &paneStack{Flex: tview.NewFlex().SetDirection(tview.FlexRow), c: c}
 	for p := paneQueue; p < paneCount; p++ {
 		c.panes[p] = newPane(p, c.opts.Now, c.opts.StaleAfter)
-		c.main.AddItem(c.panes[p], 0, 1, p == paneQueue)
+		stack.AddItem(c.panes[p], 0, 1, p == paneQueue)
 	}
+	c.main = tview.NewFlex().SetDirection(tview.FlexRow).AddItem(c.header, 2, 0, false).AddItem(stack, 0, 1, true)
 	c.main.AddItem(c.flashView, 1, 0, false).AddItem(c.filterInput, 0, 0, false).AddItem(c.hints, 1, 0, false)
 	c.main.SetInputCapture(c.onKey)
 	c.pages = tview.NewPages().AddPage(pageMain, c.main, true, true)

@@ -11,7 +11,8 @@ import (
 	"github.com/rivo/tview"
 )
 
-// showDetail opens the detail view of the selected task or result.
+// showDetail opens the detail view of the selected task or result, or of
+// the task the selected repair was made on.
 func (c *Console) showDetail() {
 	p := c.panes[c.focus]
 	i, ok := p.selected()
@@ -20,14 +21,22 @@ func (c *Console) showDetail() {
 		return
 	}
 	id := c.rows.id(c.focus, i)
-	tv := tview.NewTextView().SetDynamicColors(true).SetText(renderDetail(id, c.model.detail(id)))
+	d := c.model.detail(id)
+	if !d.known && c.focus == paneAudit {
+		// The trail outlives the tasks: the replica forgets drained tasks
+		// long before their repairs drop out of the audit.
+		c.flash(false, "task "+mailbox.ShortID(id)+" is no longer remembered (drained and forgotten); its repairs stay listed here")
+		return
+	}
+	tv := tview.NewTextView().SetDynamicColors(true).SetText(renderDetail(id, d, c.opts.Now().UnixMilli()))
 	tv.SetBorder(true).SetTitle(" Task " + id + " (Esc to go back) ")
 	c.showPage(pageDetail, tv, func(ev *tcell.EventKey) bool { return ev.Key() == tcell.KeyEscape })
 }
 
 // renderDetail writes what the console knows about one task: its state,
-// family, lease history, pending result and the full record as JSON.
-func renderDetail(id string, d detail) string {
+// family, repair and lease history, pending result and the full record as
+// JSON. Ages are as of nowMs.
+func renderDetail(id string, d detail, nowMs int64) string {
 	var b strings.Builder
 	if !d.known {
 		fmt.Fprintf(&b, "[yellow]task %s is no longer in the console's replica (drained and forgotten)[-]\n", id)
@@ -46,6 +55,11 @@ func renderDetail(id string, d detail) string {
 	} else {
 		fmt.Fprintf(&b, "[::b]children[::-] %s\n", strings.Join(d.children, ", "))
 	}
+
+	// Repairs first: they are few, and they are why an operator opens a
+	// task from the Audit pane; a long lease history would push them below
+	// the fold.
+	renderRepairs(&b, d, nowMs)
 
 	b.WriteString("\n[::b]Lease history[::-]\n")
 	fmt.Fprintf(&b, "[gray]%-8s %-8s %-19s %-4s %-8s %-18s %s[-]\n", "SEQ", "TIME", "EVENT", "ATT", "LEASE", "LEASED TO", "DETAIL")

@@ -6,18 +6,21 @@ import (
 	"github.com/gdamore/tcell/v2"
 )
 
-// paneID names one of the three panes, in screen order.
+// paneID names one of the panes, in screen order.
 type paneID int
 
 const (
 	paneQueue paneID = iota
 	paneLeases
 	paneResults
+	// paneAudit lists repairs, newest first: who requeued or force-errored
+	// which lease, and why.
+	paneAudit
 	paneCount
 )
 
 func (p paneID) String() string {
-	return [...]string{"Queue", "Leases", "Results"}[p]
+	return [...]string{"Queue", "Leases", "Results", "Audit"}[p]
 }
 
 // paneSet is the set of panes an action applies to.
@@ -27,7 +30,11 @@ const (
 	inQueue   paneSet = 1 << paneQueue
 	inLeases  paneSet = 1 << paneLeases
 	inResults paneSet = 1 << paneResults
-	inAll             = inQueue | inLeases | inResults
+	inAudit   paneSet = 1 << paneAudit
+	// inTasks are the panes of tasks and results, which sort; the Audit
+	// pane is a trail and always reads newest first.
+	inTasks = inQueue | inLeases | inResults
+	inAll   = inTasks | inAudit
 )
 
 func (s paneSet) has(p paneID) bool { return s&(1<<p) != 0 }
@@ -92,13 +99,13 @@ func defaultRegistry() registry {
 	return registry{actions: []action{
 		{id: actFocusNext, keys: []keySpec{{key: tcell.KeyTab}}, label: "Tab", desc: "focus the next pane", panes: inAll},
 		{id: actFocusPrev, keys: []keySpec{{key: tcell.KeyBacktab}}, label: "Shift-Tab", desc: "focus the previous pane", panes: inAll},
-		{id: actFocusPane, keys: []keySpec{runeKey('1'), runeKey('2'), runeKey('3')}, short: "pane", label: "1 2 3", desc: "focus Queue / Leases / Results", panes: inAll},
+		{id: actFocusPane, keys: []keySpec{runeKey('1'), runeKey('2'), runeKey('3'), runeKey('4')}, short: "pane", label: "1 2 3 4", desc: "focus Queue / Leases / Results / Audit", panes: inAll},
 		{id: actMove, keys: []keySpec{{key: tcell.KeyUp}, {key: tcell.KeyDown}, runeKey('j'), runeKey('k'), runeKey('g'), runeKey('G'), {key: tcell.KeyPgUp}, {key: tcell.KeyPgDn}},
 			label: "↑ ↓ j k g G PgUp PgDn", desc: "move the selection (g first, G last)", panes: inAll, widget: true},
-		{id: actDetail, keys: []keySpec{{key: tcell.KeyEnter}}, short: "detail", label: "Enter", desc: "detail view: full record, lease history, parent and children (Esc back)", panes: inAll},
-		{id: actFilter, keys: []keySpec{runeKey('/')}, short: "filter", label: "/", desc: "filter the pane by id, sender, recipient, kind, intent (Esc clears)", panes: inAll},
+		{id: actDetail, keys: []keySpec{{key: tcell.KeyEnter}}, short: "detail", label: "Enter", desc: "detail view: full record, lease and repair history, parent and children (Esc back)", panes: inAll},
+		{id: actFilter, keys: []keySpec{runeKey('/')}, short: "filter", label: "/", desc: "filter the pane by id, sender, recipient, kind, intent; Audit by task, principal, action, reason (Esc clears)", panes: inAll},
 		{id: actBack, keys: []keySpec{{key: tcell.KeyEscape}}, label: "Esc", desc: "clear the pane's filter; leave the detail view, help page or a dialog", panes: inAll},
-		{id: actSort, keys: []keySpec{runeKey('s')}, short: "sort", label: "s", desc: "cycle sort: age, recipient, attempt", panes: inAll},
+		{id: actSort, keys: []keySpec{runeKey('s')}, short: "sort", label: "s", desc: "cycle sort: age, recipient, attempt", panes: inTasks},
 		{id: actStaleOnly, keys: []keySpec{runeKey('!')}, short: "stale only", label: "!", desc: "show only stale leases", panes: inLeases},
 		{id: actRequeue, keys: []keySpec{runeKey('R')}, short: "requeue", label: "R", desc: "requeue the selected lease (guarded by its lease id)", dangerous: true, panes: inLeases},
 		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", label: "E", desc: "force an error result on the selected lease", dangerous: true, panes: inLeases},

@@ -31,6 +31,12 @@ func TestRegistryLookup(t *testing.T) {
 		{full, char('j'), paneQueue, 0, false}, // movement belongs to the table
 		{full, key(tcell.KeyEnter), paneResults, actDetail, true},
 		{full, char('!'), paneLeases, actStaleOnly, true},
+		{full, char('4'), paneQueue, actFocusPane, true},
+		{ro, char('4'), paneLeases, actFocusPane, true}, // reading the trail changes nothing
+		{full, key(tcell.KeyEnter), paneAudit, actDetail, true},
+		{full, char('/'), paneAudit, actFilter, true},
+		{full, char('s'), paneAudit, 0, false}, // the trail always reads newest first
+		{full, char('R'), paneAudit, 0, false},
 	}
 	for _, tt := range tests {
 		a, ok := tt.reg.lookup(tt.ev, tt.pane)

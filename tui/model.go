@@ -25,6 +25,14 @@ type model struct {
 	version uint64
 	synced  bool // a snapshot has been applied
 	applied uint64
+
+	// auditVer counts changes to the repair trail. Copying the trail (up to
+	// AuditMax records) on every rebuild would cost as much as the queue
+	// itself, and repairs are rare next to sends and leases, so rows reuse
+	// auditRows until a repair or a snapshot arrives.
+	auditVer, auditBuilt uint64
+	auditRows            []mailbox.AuditRecord
+
 	// paused holds incoming events in held instead of applying them, so the
 	// screen stays still while the operator reads; resume applies them.
 	paused bool
@@ -97,6 +105,10 @@ func (m *model) applyLocked(ev mailbox.Event) {
 	case mailbox.EventResultDrained:
 		delete(m.open, ev.TaskID)
 	}
+	switch ev.Type {
+	case mailbox.EventSnapshot, mailbox.EventTaskRequeued, mailbox.EventTaskForceErrored:
+		m.auditVer++
+	}
 }
 
 // setPaused pauses or resumes; resuming applies every held event in order.
@@ -146,11 +158,14 @@ func (m *model) status() status {
 		held: len(m.held), applied: m.applied, seq: m.state.Seq, synced: m.synced, gap: m.gap, gapVer: m.gapVer}
 }
 
-// rows copies the three lists out of the replica.
+// rows copies the lists out of the replica.
 func (m *model) rows() *rows {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := &rows{version: m.version, seq: m.state.Seq, queued: m.state.QueuedTasks(), leases: m.state.InFlightTasks()}
+	if m.auditRows == nil || m.auditBuilt != m.auditVer {
+		m.auditRows, m.auditBuilt = m.state.Audit("", m.state.AuditMax), m.auditVer
+	}
+	r := &rows{version: m.version, seq: m.state.Seq, queued: m.state.QueuedTasks(), leases: m.state.InFlightTasks(), audit: m.auditRows}
 	pending := m.state.PendingResults()
 	r.results = make([]resultRow, len(pending))
 	for i := range pending {
@@ -168,13 +183,25 @@ type detail struct {
 	known    bool
 	children []string
 	result   *mailbox.PendingResult
+	// repairs are the task's newest repairs, newest first; moreRepairs says
+	// older ones exist (the Audit pane lists them all).
+	repairs     []mailbox.AuditRecord
+	moreRepairs bool
 }
+
+// detailRepairs bounds the repair history a detail view shows: a task
+// requeued over and over would otherwise push its record off the page.
+const detailRepairs = 20
 
 func (m *model) detail(taskID string) detail {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var d detail
 	d.record, d.known = m.state.Task(taskID)
+	d.repairs = m.state.Audit(taskID, detailRepairs+1)
+	if len(d.repairs) > detailRepairs {
+		d.repairs, d.moreRepairs = d.repairs[:detailRepairs], true
+	}
 	d.children = m.state.Children(taskID)
 	if r, ok := m.state.PendingResult(taskID); ok {
 		d.result = &r

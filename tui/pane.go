@@ -15,9 +15,12 @@ var paneColumns = [paneCount][]string{
 	paneQueue:   {"TASK", "AGE", "SENDER -> RECIPIENT", "KIND", "INTENT", "DEADLINE"},
 	paneLeases:  {"TASK", "LEASE AGE", "LEASED TO", "ATT", "LEASE", "SENDER", "INTENT"},
 	paneResults: {"STATUS", "TASK", "SENDER", "FROM", "AGE", "ERROR"},
+	// The reason comes before lease and posture: on an 80-column terminal
+	// it is what tells repairs apart, and the detail view has the rest.
+	paneAudit: {"AGE", "AT", "BY", "ACTION", "TASK", "ATT", "REASON", "LEASE", "POSTURE"},
 }
 
-const maxColumns = 7
+const maxColumns = 9
 
 // Colors the panes use; one place so they stay consistent.
 var (
@@ -160,6 +163,8 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 		text(4, formatAge(msAge(now, r.PostedAtMs)))
 		text(5, oneLine(r.ErrorMessage))
 		s.cells[5].MaxWidth, s.cells[5].Expansion = 60, 1
+	case paneAudit:
+		c.fillAudit(s, i)
 	}
 	for col := range cols {
 		cell := &s.cells[col]
@@ -171,35 +176,35 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 	}
 }
 
-// pane is one of the three tables: a tview.Table over paneContent that
-// remembers which task is selected, so the selection follows the task when
+// pane is one of the tables: a tview.Table over paneContent that remembers
+// which row is selected, so the selection follows the task (or repair) when
 // rows move.
 type pane struct {
 	*tview.Table
-	content    *paneContent
-	params     viewParams
-	selectedID string
-	clock      func() time.Time
-	staleAfter time.Duration
+	content     *paneContent
+	params      viewParams
+	selectedKey rowKey
+	clock       func() time.Time
+	staleAfter  time.Duration
 }
 
 func newPane(p paneID, clock func() time.Time, staleAfter time.Duration) *pane {
 	pn := &pane{Table: tview.NewTable(), content: &paneContent{pane: p}, clock: clock, staleAfter: staleAfter}
 	pn.Table.SetContent(pn.content).SetFixed(1, 0).SetSelectable(true, false).SetBorder(true)
 	pn.Table.SetSelectionChangedFunc(func(row, _ int) {
-		pn.selectedID = pn.idAt(row)
+		pn.selectedKey = pn.keyAt(row)
 	})
 	return pn
 }
 
 func (p *pane) id() paneID { return p.content.pane }
 
-// idAt returns the task id shown on table row row, or "".
-func (p *pane) idAt(row int) string {
+// keyAt returns the key of the row shown on table row row, or the zero key.
+func (p *pane) keyAt(row int) rowKey {
 	if row < 1 || row > len(p.content.idx) {
-		return ""
+		return rowKey{}
 	}
-	return p.content.rows.id(p.id(), int(p.content.idx[row-1]))
+	return p.content.rows.key(p.id(), int(p.content.idx[row-1]))
 }
 
 // selected returns the index into rows of the selected row.
@@ -229,10 +234,16 @@ func (p *pane) show(r *rows) {
 	p.content.rows = r
 	p.content.idx = selectRows(r, p.id(), p.params, staleness{nowMs: p.clock().UnixMilli(), afterMs: p.staleAfter.Milliseconds()})
 	p.content.gen++
+	if cur, _ := p.GetSelection(); p.id() == paneAudit && cur <= 1 {
+		// A selection on the newest repair stays on the newest, like a
+		// log's tail, so the Audit strip of a short terminal keeps showing
+		// the latest; anywhere else it follows its repair down.
+		p.selectedKey = rowKey{}
+	}
 	row := -1
-	if p.selectedID != "" {
+	if p.selectedKey != (rowKey{}) {
 		for i, j := range p.content.idx {
-			if r.id(p.id(), int(j)) == p.selectedID {
+			if r.key(p.id(), int(j)) == p.selectedKey {
 				row = i + 1
 				break
 			}
@@ -254,7 +265,11 @@ func (p *pane) title(focused, live bool) string {
 		b.WriteString(strconv.Itoa(shown) + " of ")
 	}
 	b.WriteString(strconv.Itoa(total))
-	b.WriteString("  sort:" + p.params.sort.String())
+	if p.id() == paneAudit {
+		b.WriteString("  newest first")
+	} else {
+		b.WriteString("  sort:" + p.params.sort.String())
+	}
 	if p.params.filter != "" {
 		b.WriteString("  filter:/" + p.params.filter)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// rows is an immutable copy of the replica's three lists, taken under the
+// rows is an immutable copy of the replica's lists, taken under the
 // model's lock and then read by the UI goroutine without any lock. A new one
 // is built only when the state changed, never per frame.
 type rows struct {
@@ -19,6 +19,9 @@ type rows struct {
 	queued  []mailbox.QueueEntry
 	leases  []mailbox.QueueEntry
 	results []resultRow
+	// audit is the repair trail, newest first. Records never change once
+	// written, so consecutive rows share this slice until a repair arrives.
+	audit []mailbox.AuditRecord
 }
 
 // resultRow is a pending result with the task facts the Results pane shows
@@ -38,11 +41,14 @@ func (r *rows) len(p paneID) int {
 		return len(r.queued)
 	case paneLeases:
 		return len(r.leases)
+	case paneAudit:
+		return len(r.audit)
 	}
 	return len(r.results)
 }
 
-// fields returns what the filter searches and the sort orders by.
+// fields returns what the filter searches and the sort orders by in the
+// panes of tasks and results; the Audit pane has its own (auditMatches).
 func (r *rows) fields(p paneID, i int) (id, sender, recipient, kind, intent string, attempt int) {
 	switch p {
 	case paneQueue, paneLeases:
@@ -57,9 +63,29 @@ func (r *rows) fields(p paneID, i int) (id, sender, recipient, kind, intent stri
 	return res.TaskID, res.Sender, res.Recipient, res.kind, res.intent, 0
 }
 
+// id returns the task a row is about; on the Audit pane, the repaired task.
 func (r *rows) id(p paneID, i int) string {
+	if p == paneAudit {
+		return r.audit[i].TaskID
+	}
 	id, _, _, _, _, _ := r.fields(p, i)
 	return id
+}
+
+// rowKey identifies a row across rebuilds so the selection can follow it.
+// A task appears once in the panes of tasks and results, so its id is
+// enough there; the Audit pane can list one task many times, so it adds
+// the repair's seq.
+type rowKey struct {
+	id  string
+	seq uint64
+}
+
+func (r *rows) key(p paneID, i int) rowKey {
+	if p == paneAudit {
+		return rowKey{id: r.audit[i].TaskID, seq: r.audit[i].Seq}
+	}
+	return rowKey{id: r.id(p, i)}
 }
 
 // sortMode orders a pane. Age is the state's own order: the queue in lease
@@ -120,7 +146,11 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 		if p == paneLeases && vp.staleOnly && !st.stale(r.leases[i].LeasedAtMs) {
 			continue
 		}
-		if filter != "" {
+		if filter != "" && p == paneAudit {
+			if !auditMatches(&r.audit[i], filter) {
+				continue
+			}
+		} else if filter != "" {
 			id, sender, recipient, kind, intent, _ := r.fields(p, i)
 			if !containsFold(id, filter) && !containsFold(sender, filter) && !containsFold(recipient, filter) &&
 				!containsFold(kind, filter) && !containsFold(intent, filter) {
@@ -128,6 +158,9 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 			}
 		}
 		idx = append(idx, int32(i))
+	}
+	if p == paneAudit {
+		return idx // a trail reads newest first, whatever the sort says
 	}
 	switch vp.sort {
 	case sortRecipient:

@@ -183,10 +183,17 @@ type running struct {
 	err     error         // what Run returned
 }
 
-// runConsole runs a console over backend until the test ends.
+// runConsole runs a console over backend on a 160x48 screen until the test
+// ends.
 func runConsole(t testing.TB, backend Backend, opts Options) *running {
 	t.Helper()
-	scr := newScreen(160, 48)
+	return runConsoleSized(t, backend, opts, 160, 48)
+}
+
+// runConsoleSized runs a console on a w x h screen, for layout tests.
+func runConsoleSized(t testing.TB, backend Backend, opts Options, w, h int) *running {
+	t.Helper()
+	scr := newScreen(w, h)
 	opts.Screen = scr
 	c := New(backend, opts)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,45 @@
+package tui
+
+import (
+	"github.com/gdamore/tcell/v2"
+	"github.com/rivo/tview"
+)
+
+// The panes are stacked top to bottom, full width, in key order: Queue,
+// Leases, Results, Audit. Full width matters more than height for every
+// pane: intents, error messages and repair reasons are the columns that
+// tell rows apart, and they are the last ones.
+//
+// On a tall terminal (160x48) the four panes share the height equally. On
+// a short one (80x24) four equal panes would leave each two rows, so the
+// Audit pane shrinks to a strip showing its title and the newest repair,
+// and the three working panes keep the room; focusing Audit (4) gives it an
+// equal share while it is being read.
+
+const (
+	// roomyPaneRows is the height below which a pane stops being worth
+	// reading: border, column header and five rows.
+	roomyPaneRows = 8
+	// auditStripRows shows the Audit pane's title, column header and the
+	// newest repair.
+	auditStripRows = 4
+)
+
+// paneStack is the Flex holding the panes; it sizes the Audit pane for the
+// height it is given each time it draws, so a resized terminal re-lays out
+// by itself.
+type paneStack struct {
+	*tview.Flex
+	c *Console
+}
+
+func (s *paneStack) Draw(screen tcell.Screen) {
+	_, _, _, h := s.GetRect()
+	audit := s.c.panes[paneAudit]
+	if h >= int(paneCount)*roomyPaneRows || s.c.focus == paneAudit {
+		s.ResizeItem(audit, 0, 1)
+	} else {
+		s.ResizeItem(audit, auditStripRows, 0)
+	}
+	s.Flex.Draw(screen)
+}
