@@ -45,13 +45,13 @@ func Open(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	st, err := logstore.Open(cfg.DataDir, logstore.Options{Logger: logger})
-	if err != nil {
-		return nil, fmt.Errorf("opening the mailbox log in %s: %w", cfg.DataDir, err)
-	}
 	authn, err := auth.New(cfg.Tokens)
 	if err != nil {
 		return nil, err
+	}
+	st, err := logstore.Open(cfg.DataDir, logstore.Options{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("opening the mailbox log in %s: %w", cfg.DataDir, err)
 	}
 	eng, err := engine.Open(st, engine.Options{
 		Logger:              logger,

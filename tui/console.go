@@ -138,6 +138,15 @@ func (c *Console) layout() {
 	c.main = tview.NewFlex().SetDirection(tview.FlexRow).AddItem(c.header, 2, 0, false).AddItem(stack, 0, 1, true)
 	c.main.AddItem(c.flashView, 1, 0, false).AddItem(c.filterInput, 0, 0, false).AddItem(c.hints, 1, 0, false)
 	c.main.SetInputCapture(c.onKey)
+	// tview stops the application on Ctrl-C by itself, which Run would
+	// report as a lost terminal; an operator's Ctrl-C, on any page, is a quit.
+	c.app.SetInputCapture(func(ev *tcell.EventKey) *tcell.EventKey {
+		if ev.Key() == tcell.KeyCtrlC {
+			c.quit()
+			return nil
+		}
+		return ev
+	})
 	c.pages = tview.NewPages().AddPage(pageMain, c.main, true, true)
 	c.app.SetRoot(c.pages, true)
 	c.focusPane(paneQueue)

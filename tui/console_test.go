@@ -404,11 +404,17 @@ func TestReconnectsAfterDaemonRestart(t *testing.T) {
 
 func TestQuitReturnsNil(t *testing.T) {
 	d, c := startDaemon(t)
-	r := runConsole(t, c, Options{Addr: d.URL()})
-	r.scr.waitForText(t, "● live")
-	r.scr.press(char('q'))
-	r.waitStopped(t)
-	if r.err != nil {
-		t.Errorf("Run after q = %v, want nil", r.err)
+	for _, k := range []*tcell.EventKey{char('q'), key(tcell.KeyCtrlC)} {
+		r := runConsole(t, c, Options{Addr: d.URL()})
+		r.scr.waitForText(t, "● live")
+		if k.Key() == tcell.KeyCtrlC {
+			r.scr.press(char('?')) // Ctrl-C quits from any page, the help page too
+			r.scr.waitForText(t, "Ctrl-C")
+		}
+		r.scr.press(k)
+		r.waitStopped(t)
+		if r.err != nil {
+			t.Errorf("Run after %s = %v, want nil", k.Name(), r.err)
+		}
 	}
 }

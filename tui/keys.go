@@ -111,7 +111,7 @@ func defaultRegistry() registry {
 		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", label: "E", desc: "force an error result on the selected lease", dangerous: true, panes: inLeases},
 		{id: actPause, keys: []keySpec{runeKey('p')}, short: "pause", label: "p", desc: "pause / resume live updates (events are kept and applied on resume)", panes: inAll},
 		{id: actHelp, keys: []keySpec{runeKey('?')}, short: "help", label: "?", desc: "this help page", panes: inAll},
-		{id: actQuit, keys: []keySpec{runeKey('q')}, short: "quit", label: "q", desc: "quit", panes: inAll},
+		{id: actQuit, keys: []keySpec{runeKey('q'), {key: tcell.KeyCtrlC}}, short: "quit", label: "q Ctrl-C", desc: "quit", panes: inAll},
 	}}
 }
 
