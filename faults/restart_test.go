@@ -1,0 +1,156 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/store/logstore"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// liveTasks is how many tasks of the generated log stay queued: the live
+// state a compaction must keep, however long the history.
+const liveTasks = 10_000
+
+// TestRestartMillionEvents measures a restart over a long log (issue 5's
+// target: 1,000,000 events replay and serve in under 2 s) and what
+// compaction makes of it. It writes the log through the log store itself,
+// with group commit, as the daemon would have: liveTasks sends that stay
+// queued, then full cycles (send, lease, result, drain). It reports and
+// does not assert timings; it does assert that the restarted daemon serves
+// exactly the state the log holds.
+//
+//	go test -run RestartMillion ./faults -fault.restart-events 1000000 -v
+func TestRestartMillionEvents(t *testing.T) {
+	n := *restartEvents
+	if n == 0 {
+		t.Skip("a measurement; run with -fault.restart-events 1000000")
+	}
+	if n < liveTasks+4 {
+		t.Fatalf("-fault.restart-events: got %d, expected at least %d", n, liveTasks+4)
+	}
+	dir := t.TempDir()
+	start := time.Now()
+	last := writeLog(t, dir, n)
+	logBytes := dirBytes(t, dir)
+	t.Logf("wrote %d events (%.1f MB of log) in %s", last, float64(logBytes)/1e6, time.Since(start).Round(time.Millisecond))
+
+	open := func(what string) (*client.Client, func()) {
+		cfg := config.DefaultFor(func(string) string { return "" })
+		cfg.Addr, cfg.DataDir = "127.0.0.1:0", dir
+		begin := time.Now()
+		d, err := daemon.Open(cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		opened := time.Since(begin)
+		go d.Serve()
+		c, err := client.New(d.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Health(t.Context()); err != nil {
+			t.Fatalf("%s: healthz: %v", what, err)
+		}
+		t.Logf("%s: daemon.Open (replay) %s, first answer after %s", what, opened.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
+		return c, func() { d.Shutdown(context.Background()) }
+	}
+
+	c, stop := open(fmt.Sprintf("restart over %d events", last))
+	view, err := c.Queue(t.Context(), mailbox.QueueFilter{Limit: mailbox.MaxLimit})
+	if err != nil || len(view.Tasks) != liveTasks || len(view.Results) != 0 {
+		t.Fatalf("after replay: %d tasks, %d results (%v); want %d queued tasks", len(view.Tasks), len(view.Results), err, liveTasks)
+	}
+	out, err := c.Compact(t.Context())
+	if err != nil {
+		t.Fatalf("compact: %v", err)
+	}
+	stop()
+	t.Logf("compaction at seq %d: log %.1f MB -> %.1f MB; data dir now %.1f MB (live state: %d queued tasks plus the drained ones the state remembers)",
+		out.Seq, float64(out.BytesBefore)/1e6, float64(out.BytesAfter)/1e6, float64(dirBytes(t, dir))/1e6, liveTasks)
+
+	c, stop = open("restart after compaction")
+	defer stop()
+	if view, err := c.Queue(t.Context(), mailbox.QueueFilter{Limit: mailbox.MaxLimit}); err != nil || len(view.Tasks) != liveTasks {
+		t.Fatalf("after compaction and restart: %d tasks (%v), want %d", len(view.Tasks), err, liveTasks)
+	}
+}
+
+// writeLog appends n events to a fresh log in dir and returns the last seq.
+func writeLog(t *testing.T, dir string, n int) uint64 {
+	t.Helper()
+	st, err := logstore.Open(dir, logstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	intent := strings.Repeat("x", 64)
+	at := time.Now().Add(-time.Hour).UnixMilli()
+	var seq uint64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed error
+	add := func(ev mailbox.Event) {
+		seq++
+		ev.Seq, ev.AtMs = seq, at+int64(seq/1000)
+		wg.Add(1)
+		st.Append(ev, func(err error) {
+			if err != nil {
+				mu.Lock()
+				failed = err
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+		// Bound what is queued: Append never blocks, and a million queued
+		// lines would be hundreds of MB.
+		if seq%16384 == 0 {
+			wg.Wait()
+		}
+	}
+	id := func(prefix, i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", prefix, i) }
+	for i := range liveTasks {
+		add(mailbox.Event{Type: mailbox.EventTaskSent, Task: &mailbox.Task{ID: id(1, i), Sender: "planner@local", Recipient: "idle@local", IntentText: intent}})
+	}
+	for i := 0; int(seq)+4 <= n; i++ {
+		task, lease := id(2, i), id(3, i)
+		sender, recipient := fmt.Sprintf("bench-s-%d@local", i%16), fmt.Sprintf("bench-r-%d@local", i%16)
+		add(mailbox.Event{Type: mailbox.EventTaskSent, Task: &mailbox.Task{ID: task, Sender: sender, Recipient: recipient, IntentText: intent}})
+		add(mailbox.Event{Type: mailbox.EventTaskLeased, TaskID: task, LeaseID: lease, LeasedTo: recipient, Attempt: 1})
+		add(mailbox.Event{Type: mailbox.EventResultPosted, TaskID: task, LeaseID: lease, LeasedTo: recipient, Attempt: 1,
+			Result: &mailbox.Result{TaskID: task, Status: mailbox.StatusOK, LeaseID: lease, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "done"}}}})
+		add(mailbox.Event{Type: mailbox.EventResultDrained, TaskID: task, Attempt: 1})
+	}
+	wg.Wait()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if failed != nil {
+		t.Fatalf("writing the log: %v", failed)
+	}
+	return seq
+}
+
+func dirBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var total int64
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if fi, err := os.Stat(filepath.Join(dir, e.Name())); err == nil && fi.Mode().IsRegular() {
+			total += fi.Size()
+		}
+	}
+	return total
+}
