@@ -52,6 +52,10 @@ type Options struct {
 	// fast as the daemon answers. Fan-out is measured at a given event rate
 	// (4 events per cycle), not at whatever the pairs manage.
 	Rate float64
+	// Pipeline lets each pair keep a second cycle in flight: the sender
+	// sends the next task while the previous one is being worked on or
+	// drained. Off, each pair runs one cycle at a time.
+	Pipeline bool
 	// Fanout connects this many event-stream subscribers for the run.
 	Fanout int
 	// Progress, when set, gets one line a second while the load runs.
@@ -97,6 +101,7 @@ type Report struct {
 	ElapsedS     float64 `json:"elapsed_s"`  // the load really ran
 	PayloadBytes int     `json:"payload_bytes"`
 	RateLimit    float64 `json:"rate_limit"` // cycles/s cap, 0 = none
+	Pipeline     bool    `json:"pipeline"`   // pairs kept a second cycle in flight
 
 	Cycles       uint64  `json:"cycles"`
 	CyclesPerS   float64 `json:"cycles_per_s"`
@@ -181,7 +186,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	rep := Report{
 		Kind: ReportKind, Target: target, Embedded: opts.Embedded, Pairs: opts.Pairs,
 		DurationS: opts.Duration.Seconds(), ElapsedS: res.elapsed.Seconds(),
-		PayloadBytes: opts.PayloadBytes, RateLimit: opts.Rate,
+		PayloadBytes: opts.PayloadBytes, RateLimit: opts.Rate, Pipeline: opts.Pipeline,
 		Cycles: res.cycles, Requests: res.requests,
 		Latency: StepLatency{Send: res.send.summarize(), Lease: res.lease.summarize(),
 			Result: res.result.summarize(), Drain: res.drain.summarize(), Cycle: res.cycle.summarize()},

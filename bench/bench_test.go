@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -104,11 +106,21 @@ func TestOptionsRefused(t *testing.T) {
 
 // TestRunEmbedded is a whole short run: every cycle counted is reflected in
 // the daemon's own counters, and every subscriber saw every event once.
+// Pipelined pairs keep two cycles in flight and must be just as exact.
 func TestRunEmbedded(t *testing.T) {
+	for _, pipeline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pipeline=%v", pipeline), func(t *testing.T) { testRunEmbedded(t, pipeline) })
+	}
+}
+
+func testRunEmbedded(t *testing.T, pipeline bool) {
 	var progress strings.Builder
-	rep, err := Run(t.Context(), Options{Embedded: true, Pairs: 2, Duration: 1500 * time.Millisecond, Fanout: 2, Progress: &progress})
+	rep, err := Run(t.Context(), Options{Embedded: true, Pairs: 2, Duration: 1100 * time.Millisecond, Fanout: 2, Pipeline: pipeline, Progress: &progress})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rep.Pipeline != pipeline {
+		t.Errorf("report says pipeline %v, want %v", rep.Pipeline, pipeline)
 	}
 	if rep.Cycles == 0 || rep.ErrorsTotal != 0 {
 		t.Fatalf("cycles %d, errors %v; want cycles and no errors", rep.Cycles, rep.Errors)
@@ -149,6 +161,12 @@ func TestRunEmbedded(t *testing.T) {
 // and a result for a bench pair (an interrupted earlier run): the pair
 // clears them, counts them as stale, and goes on with honest cycles.
 func TestRunHealsLeftovers(t *testing.T) {
+	for _, pipeline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pipeline=%v", pipeline), func(t *testing.T) { testRunHealsLeftovers(t, pipeline) })
+	}
+}
+
+func testRunHealsLeftovers(t *testing.T, pipeline bool) {
 	cfg := config.DefaultFor(func(string) string { return "" })
 	cfg.Addr, cfg.DataDir = "127.0.0.1:0", t.TempDir()
 	d, err := daemon.Open(cfg, slog.New(slog.DiscardHandler))
@@ -179,7 +197,7 @@ func TestRunHealsLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rep, err := Run(ctx, Options{Addr: "http://" + d.Addr(), Pairs: 1, Duration: 300 * time.Millisecond})
+	rep, err := Run(ctx, Options{Addr: "http://" + d.Addr(), Pairs: 1, Duration: 300 * time.Millisecond, Pipeline: pipeline})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,5 +232,35 @@ func TestRunUnreachable(t *testing.T) {
 	_, err := Run(t.Context(), Options{Addr: "127.0.0.1:1", Pairs: 1, Duration: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "cannot reach mailroom daemon at 127.0.0.1:1") {
 		t.Errorf("Run against nothing = %v, want an unreachable error", err)
+	}
+}
+
+var benchDuration = flag.Duration("bench.duration", 5*time.Second, "how long each BenchmarkEmbedded run lasts")
+
+// BenchmarkEmbedded runs the bench against an embedded daemon, for
+// profiling the whole path (client, HTTP, engine, log) in one process:
+//
+//	go test -run '^$' -bench Embedded -benchtime 1x -cpuprofile cpu.out ./bench
+//	go tool pprof -top -cum bench.test cpu.out
+//
+// The client side runs in the same process, so its share of the profile
+// is the load generator's, not the daemon's; the figures it reports are
+// the bench's own.
+func BenchmarkEmbedded(b *testing.B) {
+	for _, pairs := range []int{16} {
+		b.Run(fmt.Sprintf("pairs=%d", pairs), func(b *testing.B) {
+			for b.Loop() {
+				rep, err := Run(b.Context(), Options{Embedded: true, Pairs: pairs, Duration: *benchDuration})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rep.ErrorsTotal != 0 {
+					b.Errorf("errors: %v", rep.Errors)
+				}
+				b.ReportMetric(rep.CyclesPerS, "cycles/s")
+				b.ReportMetric(rep.Latency.Cycle.P99, "cycle-p99-ms")
+				b.ReportMetric(rep.Daemon.MeanBatch, "events/fsync")
+			}
+		})
 	}
 }

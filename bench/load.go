@@ -63,12 +63,14 @@ func runLoad(ctx context.Context, c *client.Client, opts Options) loadResult {
 		progress.Go(func() { reportProgress(opts.Progress, start, &cycles, &failures, stopProgress) })
 	}
 	var wg sync.WaitGroup
+	more := func() bool { return ctx.Err() == nil && time.Now().Before(deadline) && pace.wait(ctx, deadline) }
 	for _, p := range pairs {
 		wg.Go(func() {
-			for ctx.Err() == nil && time.Now().Before(deadline) {
-				if !pace.wait(ctx, deadline) {
-					return
-				}
+			if opts.Pipeline {
+				p.runPipelined(ctx, more)
+				return
+			}
+			for more() {
 				p.cycle(ctx)
 			}
 		})

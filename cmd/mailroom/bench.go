@@ -20,7 +20,7 @@ const benchSummary = "measure a daemon with sender/recipient pairs running full 
 // object whose keys are those of bench.Report:
 //
 //	kind ("mailroom_bench"), target, embedded, pairs, duration_s, elapsed_s,
-//	payload_bytes, rate_limit, cycles, cycles_per_s, requests,
+//	payload_bytes, rate_limit, pipeline, cycles, cycles_per_s, requests,
 //	requests_per_s, latency {send, lease, result, drain, cycle: {count,
 //	p50_ms, p90_ms, p99_ms, max_ms}}, errors {"step: kind": n},
 //	errors_total, daemon {events_appended, fsync_batches, mean_batch,
@@ -34,7 +34,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "bench",
 		summary: benchSummary,
-		usage:   "[--addr URL | --embedded] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K] [--rate R] [--json]",
+		usage:   "[--addr URL | --embedded] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K] [--rate R] [--pipeline] [--json]",
 		example: "mailroom bench --embedded --pairs 16 --duration 10s\n" +
 			"mailroom bench --embedded --fanout 200 --rate 500 --json   # 200 consoles at 2,000 events/s",
 	})
@@ -50,6 +50,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	payload := fs.Int("payload-bytes", bench.DefaultPayloadBytes, "size of each task's intent_text in bytes")
 	fanout := fs.Int("fanout", 0, "event-stream subscribers (like consoles) connected during the run")
 	rate := fs.Float64("rate", 0, "start at most this many cycles per second in all (0: as fast as the daemon answers); a cycle is 4 events")
+	pipeline := fs.Bool("pipeline", false, "let each pair send its next task while the previous cycle is still in flight (at most two cycles per pair)")
 	asJSON := fs.Bool("json", false, "print one JSON object with every figure")
 	if _, err := parseExact(fs, args); err != nil {
 		return err
@@ -76,7 +77,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		*token = e.getenv("MAILROOM_TOKEN")
 	}
 	opts := bench.Options{Embedded: *embedded, Token: *token, Pairs: *pairs, Duration: *duration,
-		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Progress: e.stderr}
+		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Pipeline: *pipeline, Progress: e.stderr}
 	if !*embedded {
 		opts.Addr = addr
 	}
@@ -100,6 +101,9 @@ func printBench(w io.Writer, r bench.Report) {
 		time.Duration(r.DurationS*float64(time.Second)), r.ElapsedS, r.PayloadBytes)
 	if r.RateLimit > 0 {
 		fmt.Fprintf(w, ", capped at %g cycles/s", r.RateLimit)
+	}
+	if r.Pipeline {
+		fmt.Fprint(w, ", pipelined (two cycles per pair)")
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "cycles    %10d  %10.1f/s  (send, lease, result, drain: each 2xx and durable)\n", r.Cycles, r.CyclesPerS)

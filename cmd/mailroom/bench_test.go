@@ -47,7 +47,7 @@ func TestBenchEmbeddedJSON(t *testing.T) {
 		t.Errorf("stdout holds more than one JSON value:\n%s", o.stdout)
 	}
 	wantTop := []string{"cycles", "cycles_per_s", "daemon", "duration_s", "elapsed_s", "embedded", "errors", "errors_total",
-		"fanout", "kind", "latency", "pairs", "payload_bytes", "rate_limit", "requests", "requests_per_s", "target"}
+		"fanout", "kind", "latency", "pairs", "payload_bytes", "pipeline", "rate_limit", "requests", "requests_per_s", "target"}
 	if got := keys(rep); !slices.Equal(got, wantTop) {
 		t.Errorf("keys = %v, want %v", got, wantTop)
 	}
