@@ -235,32 +235,44 @@ func TestRunUnreachable(t *testing.T) {
 	}
 }
 
-var benchDuration = flag.Duration("bench.duration", 5*time.Second, "how long each BenchmarkEmbedded run lasts")
+var (
+	benchDuration = flag.Duration("bench.duration", 5*time.Second, "how long each BenchmarkEmbedded run lasts")
+	benchPairs    = flag.Int("bench.pairs", DefaultPairs, "BenchmarkEmbedded: sender/recipient pairs")
+	benchFanout   = flag.Int("bench.fanout", 0, "BenchmarkEmbedded: event-stream subscribers")
+	benchRate     = flag.Float64("bench.rate", 0, "BenchmarkEmbedded: cycles/s cap (0: none)")
+)
 
 // BenchmarkEmbedded runs the bench against an embedded daemon, for
-// profiling the whole path (client, HTTP, engine, log) in one process:
+// profiling the whole path (client, HTTP, engine, log, event stream) in
+// one process:
 //
-//	go test -run '^$' -bench Embedded -benchtime 1x -cpuprofile cpu.out ./bench
+//	go test -c -o bench.test ./bench
+//	./bench.test -test.run '^$' -test.bench Embedded -test.benchtime 1x -test.cpuprofile cpu.out -bench.duration 10s [-bench.fanout 200]
 //	go tool pprof -top -cum bench.test cpu.out
 //
-// The client side runs in the same process, so its share of the profile
-// is the load generator's, not the daemon's; the figures it reports are
-// the bench's own.
+// The load generator and the subscribers run in the same process, so part
+// of the profile is theirs, not the daemon's (pprof -focus net/http.\(\*conn\).serve
+// shows the server side); the figures it reports are the bench's own.
 func BenchmarkEmbedded(b *testing.B) {
-	for _, pairs := range []int{16} {
-		b.Run(fmt.Sprintf("pairs=%d", pairs), func(b *testing.B) {
-			for b.Loop() {
-				rep, err := Run(b.Context(), Options{Embedded: true, Pairs: pairs, Duration: *benchDuration})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if rep.ErrorsTotal != 0 {
-					b.Errorf("errors: %v", rep.Errors)
-				}
-				b.ReportMetric(rep.CyclesPerS, "cycles/s")
-				b.ReportMetric(rep.Latency.Cycle.P99, "cycle-p99-ms")
-				b.ReportMetric(rep.Daemon.MeanBatch, "events/fsync")
+	name := fmt.Sprintf("pairs=%d/fanout=%d", *benchPairs, *benchFanout)
+	b.Run(name, func(b *testing.B) {
+		for b.Loop() {
+			rep, err := Run(b.Context(), Options{Embedded: true, Pairs: *benchPairs, Duration: *benchDuration, Fanout: *benchFanout, Rate: *benchRate})
+			if err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+			if rep.ErrorsTotal != 0 {
+				b.Errorf("errors: %v", rep.Errors)
+			}
+			b.ReportMetric(rep.CyclesPerS, "cycles/s")
+			b.ReportMetric(rep.Latency.Cycle.P99, "cycle-p99-ms")
+			b.ReportMetric(rep.Daemon.MeanBatch, "events/fsync")
+			if f := rep.Fanout; f != nil {
+				b.ReportMetric(f.Delivery.P99, "delivery-p99-ms")
+				if !f.Complete {
+					b.Errorf("fanout: %d missed, %d repeated", f.Missed, f.Repeated)
+				}
+			}
+		}
+	})
 }
