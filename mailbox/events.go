@@ -44,6 +44,11 @@ type Event struct {
 
 	// snapshot (SSE only)
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
+
+	// Encoded, when set, is this event's JSON, made once by its producer so
+	// that a fan-out to many subscribers does not encode it again for each.
+	// It is never part of the JSON itself.
+	Encoded []byte `json:"-"`
 }
 
 // Task lifecycle states as the state keeps them.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,13 @@ func newHub() *hub { return &hub{subs: make(map[*subscription]struct{})} }
 func (h *hub) publish(ev mailbox.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.subs) == 0 {
+		return
+	}
+	// Encode once here rather than once per subscriber downstream. An event
+	// that cannot be encoded was refused by the log already, so the error
+	// only leaves Encoded empty and the stream encodes (and reports) it.
+	ev.Encoded, _ = json.Marshal(ev)
 	for s := range h.subs {
 		select {
 		case s.live <- ev:

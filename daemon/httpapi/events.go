@@ -153,7 +153,10 @@ func (a *api) endStream(err error) {
 // appendEvent writes one SSE event: id is the seq, data one line of JSON
 // (encoding/json escapes every newline inside strings).
 func appendEvent(buf *bytes.Buffer, ev mailbox.Event) error {
-	data, err := json.Marshal(ev)
+	data, err := ev.Encoded, error(nil)
+	if data == nil {
+		data, err = json.Marshal(ev)
+	}
 	if err != nil {
 		return err
 	}

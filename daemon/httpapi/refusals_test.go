@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,6 +20,30 @@ const (
 // status and code, names the offending field, and says what was expected.
 func TestRefusals(t *testing.T) {
 	d := apitest.Start(t, apitest.Options{})
+	// A refusal must change nothing, so the mailbox is not empty: a queued
+	// task, a leased one and one whose result waits for its sender.
+	ctx := context.Background()
+	for _, intent := range []string{"queued", "leased", "answered"} {
+		if _, err := d.Engine.Send(ctx, mailbox.Task{Sender: "seed@x", Recipient: "seed-worker@x", IntentText: intent}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		task, lease, err := d.Engine.Lease(ctx, "seed-worker@x")
+		if err != nil || task == nil {
+			t.Fatalf("seeding: lease %v %v", task, err)
+		}
+		if i == 1 {
+			if err := d.Engine.PostResult(ctx, mailbox.Result{TaskID: task.ID, Status: mailbox.StatusOK, LeaseID: lease.LeaseID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stateJSON := func() string {
+		var b []byte
+		d.Engine.View(func(s *mailbox.State) { b, _ = json.Marshal(s.Snapshot(0)) })
+		return string(b)
+	}
 	const js = "application/json"
 	tooBig := `{"sender":"a@x","recipient":"b@x","intent_text":"` + strings.Repeat("x", mailbox.MaxBodyBytes) + `"}`
 	tests := []struct {
@@ -102,7 +128,11 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			before := stateJSON()
 			r := request(t, d, tt.method, tt.path, tt.ctype, tt.body, tt.header)
+			if after := stateJSON(); after != before {
+				t.Errorf("the refused request changed the mailbox:\nbefore %s\nafter  %s", before, after)
+			}
 			if r.status != tt.status {
 				t.Fatalf("%s %s = %d %s, want %d", tt.method, tt.path, r.status, r.body, tt.status)
 			}
