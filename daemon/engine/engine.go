@@ -6,6 +6,7 @@ package engine
 import (
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,6 +116,10 @@ func Open(st store.Store, opts Options) (*Engine, error) {
 	committed.RetainDone = opts.RetainDone
 	committed.ResultCacheMax, committed.ResultCacheAgeMs = opts.ResultCacheMax, opts.ResultCacheAge.Milliseconds()
 	committed.AuditMax = opts.AuditMax
+	// Replay makes garbage at a furious rate (a decoded event per line) while
+	// the live heap barely grows; collecting less often during it cut a
+	// million-event restart by a fifth. The setting is restored after.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	var replayed int
 	err := st.Load(func(ev mailbox.Event) error {
 		replayed++

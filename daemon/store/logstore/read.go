@@ -72,7 +72,7 @@ func (s *Store) Load(fn func(mailbox.Event) error) error {
 		}
 	}
 	for _, p := range parts {
-		err := readEvents(p, func(ev mailbox.Event) (bool, error) {
+		err := readEventsParallel(p, func(ev mailbox.Event) (bool, error) {
 			if ev.Seq <= snapSeq {
 				return true, nil
 			}
