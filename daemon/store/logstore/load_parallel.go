@@ -58,6 +58,8 @@ func readEventsParallel(p readPart, fn func(mailbox.Event) (more bool, err error
 			if len(c.lines) == 0 && c.err == nil {
 				return
 			}
+			// Once sent, the chunk is a worker's: read nothing of it after.
+			last := eof || c.err != nil
 			for _, ch := range []chan *loadChunk{work, ordered} {
 				select {
 				case ch <- c:
@@ -65,7 +67,7 @@ func readEventsParallel(p readPart, fn func(mailbox.Event) (more bool, err error
 					return
 				}
 			}
-			if eof || c.err != nil {
+			if last {
 				return
 			}
 		}
