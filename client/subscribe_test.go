@@ -128,10 +128,11 @@ func TestSubscribeResumesAfterDrop(t *testing.T) {
 	if down.Attempt != 1 || down.Err == nil || down.LastSeq != 3 {
 		t.Errorf("state after the drop = %+v, want attempt 1 with an error at seq 3", down)
 	}
-	// The drop also closed c's idle keep-alive connections, and a POST on
-	// one the client has not yet noticed is dead is not retried (it may
-	// have been processed); the writes go through a fresh client.
-	fresh := mustClient(t, d.Addr())
+	// The drop also closed the idle keep-alive connections of the process's
+	// shared transport, and a POST on one the transport has not yet noticed
+	// is dead is not retried (it may have been processed); the writes go
+	// through a client with a transport of its own.
+	fresh := mustClient(t, d.Addr(), client.WithHTTPClient(&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}))
 	for range 3 {
 		send(t, fresh, "p@x", "w@x", "during")
 	}

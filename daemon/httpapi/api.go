@@ -17,6 +17,7 @@ import (
 const (
 	DefaultHeartbeatInterval = 15 * time.Second
 	DefaultWriteTimeout      = 10 * time.Second
+	DefaultFlushDelay        = 5 * time.Millisecond
 )
 
 // Authorizer decides whether a request may use a route. It runs before the
@@ -36,6 +37,10 @@ type Options struct {
 	// WriteTimeout bounds each write to an event stream, so a subscriber that
 	// stops reading is cut off instead of holding its goroutine forever.
 	WriteTimeout time.Duration
+	// FlushDelay is how long an event stream waits after an event for more
+	// to send in the same write (default 5ms; negative: none). Consoles draw
+	// at most ~30 times a second, so a few milliseconds cost nothing to see.
+	FlushDelay time.Duration
 	// Authorizer, when set, is asked about every routed request; nil allows
 	// everything.
 	Authorizer Authorizer
@@ -90,6 +95,9 @@ func New(svc mailbox.Service, opts Options) http.Handler {
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.FlushDelay == 0 {
+		opts.FlushDelay = DefaultFlushDelay
 	}
 	a := &api{svc: svc, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
 	a.handle(RouteSendTask, a.sendTask)
