@@ -166,7 +166,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 
 	var subs *fanout
 	if opts.Fanout > 0 {
-		if subs, err = startFanout(ctx, c, opts.Fanout); err != nil {
+		if subs, err = startFanout(ctx, c, opts.Token, opts.Fanout); err != nil {
 			return Report{}, err
 		}
 		defer subs.stop()

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,18 +78,15 @@ const drainTimeout = 10 * time.Second
 
 // startFanout connects k subscribers and returns once each has its first
 // snapshot, so the load only starts when all of them are listening.
-func startFanout(ctx context.Context, c *client.Client, k int) (*fanout, error) {
+func startFanout(ctx context.Context, c *client.Client, token string, k int) (*fanout, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	f := &fanout{cancel: cancel}
+	// One connection per subscriber, like k consoles on k machines.
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: k}}
 	for range k {
 		s := &subscriber{hist: newMsHistogram(), ready: make(chan struct{}), done: make(chan struct{})}
 		f.subs = append(f.subs, s)
-		onState := func(st client.ConnState) {
-			if !st.Live {
-				s.reconnects.Add(1)
-			}
-		}
-		events := c.Subscribe(ctx, 0, onState)
+		events := lightSubscribe(ctx, hc, c.BaseURL(), token, func() { s.reconnects.Add(1) })
 		f.wg.Go(func() { s.follow(events) })
 	}
 	timeout := time.NewTimer(connectTimeout)

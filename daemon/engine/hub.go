@@ -79,6 +79,11 @@ func (h *hub) stats() (subs int, cut uint64) {
 	return len(h.subs), h.cut.Load()
 }
 
+// subscriberOut is how many events wait ready for a subscriber's reader, so
+// one that waits a few milliseconds to batch its writes finds them all
+// there in one go rather than one per hand-off from the pump.
+const subscriberOut = 256
+
 type subscription struct {
 	hub    *hub
 	live   chan mailbox.Event // filled by publish, bounded
@@ -117,7 +122,10 @@ func (e *Engine) Subscribe(ctx context.Context, after *uint64) (mailbox.Subscrip
 		return nil, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down")
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &subscription{hub: e.hub, live: make(chan mailbox.Event, e.opts.SubscriberBuffer), out: make(chan mailbox.Event), cancel: cancel}
+	// The two buffers together hold SubscriberBuffer events: how far a
+	// subscriber may fall behind before it is cut off.
+	ready := min(subscriberOut, e.opts.SubscriberBuffer/2)
+	s := &subscription{hub: e.hub, live: make(chan mailbox.Event, e.opts.SubscriberBuffer-ready), out: make(chan mailbox.Event, ready), cancel: cancel}
 
 	e.cmu.RLock()
 	base := e.committed.Seq
