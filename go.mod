@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/gdamore/tcell/v2 v2.13.10
+	github.com/goccy/go-json v0.12.0
 	github.com/google/uuid v1.6.0
 	github.com/r3labs/sse/v2 v2.10.0
 	github.com/rivo/tview v0.42.0

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	gojson "github.com/goccy/go-json"
 	"hash/crc32"
 	"math"
 	"strconv"
@@ -110,10 +111,13 @@ func cutUint(b []byte) (uint64, []byte, bool) {
 	return v, b[n:], true
 }
 
-// decodeEvent decodes a record body logged at seq.
+// decodeEvent decodes a record body logged at seq. Replay spends most of a
+// restart here, so it uses goccy/go-json, which decodes these lines about
+// twice as fast as encoding/json; FuzzDecodeMatchesStdlib holds it to the
+// standard library's result.
 func decodeEvent(seq uint64, body []byte) (mailbox.Event, error) {
 	var ev mailbox.Event
-	if err := json.Unmarshal(body, &ev); err != nil {
+	if err := gojson.Unmarshal(body, &ev); err != nil {
 		return mailbox.Event{}, fmt.Errorf("the event does not decode: %w", err)
 	}
 	if ev.Seq != seq {
