@@ -85,7 +85,6 @@ func (h *hub) stats() (subs int, cut uint64) {
 const subscriberOut = 256
 
 type subscription struct {
-	hub    *hub
 	live   chan mailbox.Event // filled by publish, bounded
 	out    chan mailbox.Event // what the subscriber reads
 	cancel context.CancelFunc
@@ -125,7 +124,7 @@ func (e *Engine) Subscribe(ctx context.Context, after *uint64) (mailbox.Subscrip
 	// The two buffers together hold SubscriberBuffer events: how far a
 	// subscriber may fall behind before it is cut off.
 	ready := min(subscriberOut, e.opts.SubscriberBuffer/2)
-	s := &subscription{hub: e.hub, live: make(chan mailbox.Event, e.opts.SubscriberBuffer-ready), out: make(chan mailbox.Event, ready), cancel: cancel}
+	s := &subscription{live: make(chan mailbox.Event, e.opts.SubscriberBuffer-ready), out: make(chan mailbox.Event, ready), cancel: cancel}
 
 	e.cmu.RLock()
 	base := e.committed.Seq

@@ -138,7 +138,7 @@ func (e *Engine) RecentTasks(ctx context.Context, limit int) ([]mailbox.Task, er
 	if err != nil {
 		return nil, err
 	}
-	view := e.Queue0(mailbox.QueueFilter{Limit: limit, State: mailbox.EntryQueued})
+	view := e.query(mailbox.QueueFilter{Limit: limit, State: mailbox.EntryQueued})
 	tasks := make([]mailbox.Task, len(view.Tasks))
 	for i, q := range view.Tasks {
 		tasks[i] = q.Task
@@ -178,11 +178,11 @@ func (e *Engine) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.Queu
 			return mailbox.QueueView{}, mailbox.Invalidf(name, "%s: got %d, expected a non-negative number of milliseconds", name, *v)
 		}
 	}
-	return e.Queue0(f), nil
+	return e.query(f), nil
 }
 
-// Queue0 is Queue without validation.
-func (e *Engine) Queue0(f mailbox.QueueFilter) mailbox.QueueView {
+// query answers a queue query that is already valid.
+func (e *Engine) query(f mailbox.QueueFilter) mailbox.QueueView {
 	now := e.opts.Now().UnixMilli()
 	e.cmu.RLock()
 	defer e.cmu.RUnlock()

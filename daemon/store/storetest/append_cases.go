@@ -141,22 +141,7 @@ func testConcurrentAppenders(t *testing.T, h *harness) {
 	s, st, _ := h.start(t)
 	e := newEngine(t, s, NewWorkload(4), st)
 	var wg sync.WaitGroup
-	for range appenders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Each appender waits for its event before the next, as a
-			// client waits for its response: only group commit lets them
-			// share syncs.
-			for range each {
-				ev, done := e.step()
-				if err := await(t, done, "done callback"); err != nil {
-					t.Errorf("Append(seq %d): %v", ev.Seq, err)
-					return
-				}
-			}
-		}()
-	}
+	e.appendConcurrently(t, &wg, appenders, each)
 	wg.Wait()
 	if t.Failed() {
 		t.FailNow()

@@ -85,19 +85,7 @@ func testCompactWhileAppending(t *testing.T, h *harness) {
 	e := newEngine(t, s, NewWorkload(9), st)
 
 	var wg sync.WaitGroup
-	for range appenders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range each {
-				ev, done := e.step()
-				if err := await(t, done, "done callback"); err != nil {
-					t.Errorf("Append(seq %d): %v", ev.Seq, err)
-					return
-				}
-			}
-		}()
-	}
+	e.appendConcurrently(t, &wg, appenders, each)
 	var cwg sync.WaitGroup
 	var mu sync.Mutex
 	var seqs []uint64

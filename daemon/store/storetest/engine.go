@@ -81,3 +81,22 @@ func (e *engine) state() *mailbox.State {
 // snapshotAtMs stamps the suite's snapshots, so that Load can be checked
 // to hand back the stamp.
 const snapshotAtMs = 1_767_225_600_123
+
+// appendConcurrently starts appenders goroutines on wg that each append
+// each events, waiting for every one to be durable before the next, as a
+// client waits for its response: only group commit lets them share syncs.
+func (e *engine) appendConcurrently(t *testing.T, wg *sync.WaitGroup, appenders, each int) {
+	for range appenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				ev, done := e.step()
+				if err := await(t, done, "done callback"); err != nil {
+					t.Errorf("Append(seq %d): %v", ev.Seq, err)
+					return
+				}
+			}
+		}()
+	}
+}
