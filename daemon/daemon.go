@@ -53,6 +53,13 @@ func Open(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the mailbox log in %s: %w", cfg.DataDir, err)
 	}
+	// A mailbox on tmpfs acknowledges writes that a reboot takes back. That
+	// is fine for a demo or a benchmark of the CPU, and a disaster when
+	// somebody meant a real disk, so say it where operators look.
+	if fs, volatile, err := logstore.Filesystem(cfg.DataDir); err == nil && volatile {
+		logger.Warn("the data dir is on "+fs+", kept in memory only: every acknowledged event is lost when the machine restarts",
+			"data_dir", cfg.DataDir, "filesystem", fs)
+	}
 	eng, err := engine.Open(st, engine.Options{
 		Logger:              logger,
 		SubscriberBuffer:    cfg.SSEBuffer,
@@ -94,6 +101,9 @@ func Open(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
 // Addr is the address the daemon listens on (host:port), with the real port
 // when the configuration asked for port 0.
 func (d *Daemon) Addr() string { return d.ln.Addr().String() }
+
+// DataDir is the directory holding the mailbox's log and snapshots.
+func (d *Daemon) DataDir() string { return d.cfg.DataDir }
 
 // Engine is the running mailbox, for in-process callers (the demo, tests).
 func (d *Daemon) Engine() *engine.Engine { return d.engine }

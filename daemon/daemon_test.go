@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/mailroom/mailroom/daemon"
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/engine"
+	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -106,6 +109,35 @@ func TestSaysWhenServingWithoutTokens(t *testing.T) {
 	_, logs := start(t, testConfig(t))
 	if !strings.Contains(logs.String(), "no tokens configured: serving loopback only") {
 		t.Errorf("no loopback-only notice in:\n%s", logs.String())
+	}
+}
+
+func TestWarnsWhenTheDataDirIsInMemory(t *testing.T) {
+	const warning = "kept in memory only"
+	if fs, volatile, err := logstore.Filesystem(t.TempDir()); err != nil || volatile {
+		t.Skipf("the test's temp dir is itself on %s (%v)", fs, err)
+	}
+	_, logs := start(t, testConfig(t))
+	if strings.Contains(logs.String(), warning) {
+		t.Errorf("a data dir on disk was called volatile:\n%s", logs.String())
+	}
+
+	if runtime.GOOS != "linux" {
+		t.Skip("tmpfs is told apart on Linux only")
+	}
+	if fs, _, err := logstore.Filesystem("/dev/shm"); err != nil || fs != "tmpfs" {
+		t.Skipf("no tmpfs at /dev/shm (%q, %v)", fs, err)
+	}
+	shm, err := os.MkdirTemp("/dev/shm", "mailroom-test-")
+	if err != nil {
+		t.Skipf("cannot use /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	cfg := testConfig(t)
+	cfg.DataDir = shm
+	_, logs = start(t, cfg)
+	if !strings.Contains(logs.String(), "the data dir is on tmpfs, "+warning) || !strings.Contains(logs.String(), "data_dir="+shm) {
+		t.Errorf("no warning naming tmpfs and %s in:\n%s", shm, logs.String())
 	}
 }
 
