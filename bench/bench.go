@@ -23,6 +23,7 @@ import (
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/store/logstore"
 )
 
 // Defaults for the zero Options.
@@ -40,6 +41,9 @@ type Options struct {
 	// a fresh temporary data dir, the default configuration (every write
 	// fsynced before its answer) and its logs discarded.
 	Embedded bool
+	// Dir is where the embedded daemon's temporary data dir is made, and
+	// so which disk is measured; "" means the system's temp dir.
+	Dir string
 	// Token is sent as a bearer token.
 	Token string
 	// Pairs is how many sender/recipient pairs run cycles concurrently.
@@ -75,6 +79,8 @@ func (o *Options) fill() error {
 	switch {
 	case o.Embedded == (o.Addr != ""):
 		return errors.New("bench: set exactly one of Addr and Embedded")
+	case o.Dir != "" && !o.Embedded:
+		return errors.New("bench: Dir is for an embedded daemon only")
 	case o.Pairs < 1:
 		return fmt.Errorf("bench: pairs: got %d, expected at least 1", o.Pairs)
 	case o.Duration < 0:
@@ -102,6 +108,12 @@ type Report struct {
 	PayloadBytes int     `json:"payload_bytes"`
 	RateLimit    float64 `json:"rate_limit"` // cycles/s cap, 0 = none
 	Pipeline     bool    `json:"pipeline"`   // pairs kept a second cycle in flight
+	// DataFS is the filesystem the embedded daemon's log was on, such as
+	// "ext4" or "tmpfs"; "" for a daemon at an address.
+	DataFS string `json:"data_fs"`
+	// Warnings say why figures may not mean what they seem, such as a log
+	// on a filesystem whose syncs reach no disk.
+	Warnings []string `json:"warnings"`
 
 	Cycles       uint64  `json:"cycles"`
 	CyclesPerS   float64 `json:"cycles_per_s"`
@@ -139,13 +151,23 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		return Report{}, err
 	}
 	addr, target := opts.Addr, opts.Addr
+	var dataFS string
+	warnings := []string{}
 	if opts.Embedded {
-		d, stop, err := startEmbedded()
+		d, stop, err := startEmbedded(opts.Dir)
 		if err != nil {
 			return Report{}, err
 		}
 		defer stop()
 		addr, target = d.Addr(), "embedded"
+		fs, volatile, err := logstore.Filesystem(d.DataDir())
+		switch {
+		case err != nil:
+			warnings = append(warnings, err.Error())
+		case volatile:
+			warnings = append(warnings, fmt.Sprintf("the embedded daemon's log is on %s, kept in memory: syncs reach no disk, so these figures measure the CPU, not durable throughput", fs))
+		}
+		dataFS = fs
 	}
 	// One keep-alive connection per pair and per subscriber; the default
 	// of 2 idle connections per host would make most requests dial anew.
@@ -187,6 +209,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		Kind: ReportKind, Target: target, Embedded: opts.Embedded, Pairs: opts.Pairs,
 		DurationS: opts.Duration.Seconds(), ElapsedS: res.elapsed.Seconds(),
 		PayloadBytes: opts.PayloadBytes, RateLimit: opts.Rate, Pipeline: opts.Pipeline,
+		DataFS: dataFS, Warnings: warnings,
 		Cycles: res.cycles, Requests: res.requests,
 		Latency: StepLatency{Send: res.send.summarize(), Lease: res.lease.summarize(),
 			Result: res.result.summarize(), Drain: res.drain.summarize(), Cycle: res.cycle.summarize()},
@@ -210,12 +233,13 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	return rep, nil
 }
 
-// startEmbedded opens a daemon on a fresh temporary directory and serves
-// it; stop shuts it down and removes the directory.
-func startEmbedded() (*daemon.Daemon, func(), error) {
-	dir, err := os.MkdirTemp("", "mailroom-bench-")
+// startEmbedded opens a daemon on a fresh temporary directory inside
+// parent ("" for the system's temp dir) and serves it; stop shuts it down
+// and removes the directory.
+func startEmbedded(parent string) (*daemon.Daemon, func(), error) {
+	dir, err := os.MkdirTemp(parent, "mailroom-bench-")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("making the embedded daemon's data dir: %w", err)
 	}
 	cfg := config.Default()
 	cfg.Addr, cfg.DataDir = "127.0.0.1:0", dir

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -97,6 +100,7 @@ func TestOptionsRefused(t *testing.T) {
 		{Embedded: true, PayloadBytes: -1},
 		{Embedded: true, Fanout: -1},
 		{Embedded: true, Rate: -1},
+		{Addr: "127.0.0.1:1", Dir: "/tmp"},
 	} {
 		if _, err := Run(t.Context(), o); err == nil {
 			t.Errorf("Run(%+v) = nil error, want a refusal", o)
@@ -154,6 +158,57 @@ func testRunEmbedded(t *testing.T, pipeline bool) {
 	}
 	if !strings.Contains(progress.String(), "cycles/s") {
 		t.Errorf("progress = %q, want a line a second", progress.String())
+	}
+}
+
+// TestRunEmbeddedSaysWhereItsLogIs: the report names the filesystem the
+// embedded daemon's log was on, and a log on tmpfs, whose syncs reach no
+// disk, comes with a warning that the figures are not durable throughput.
+// The run's data dir inside Dir is removed afterwards.
+func TestRunEmbeddedSaysWhereItsLogIs(t *testing.T) {
+	run := func(dir string) Report {
+		t.Helper()
+		rep, err := Run(t.Context(), Options{Embedded: true, Dir: dir, Pairs: 1, Duration: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Cycles == 0 {
+			t.Fatalf("no cycles in %s", dir)
+		}
+		if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
+			t.Errorf("%s after the run holds %v (%v), want nothing", dir, left, err)
+		}
+		return rep
+	}
+
+	disk := t.TempDir()
+	fs, volatile, err := logstore.Filesystem(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := run(disk); rep.DataFS != fs || (len(rep.Warnings) != 0) != volatile {
+		t.Errorf("in %s (%s): data_fs %q, warnings %q", disk, fs, rep.DataFS, rep.Warnings)
+	}
+
+	if _, err := Run(t.Context(), Options{Embedded: true, Dir: "/no/such/dir", Duration: time.Millisecond}); err == nil ||
+		!strings.Contains(err.Error(), "/no/such/dir") {
+		t.Errorf("Run in /no/such/dir: error %v, want one naming the dir", err)
+	}
+
+	if runtime.GOOS != "linux" {
+		t.Skip("tmpfs is told apart on Linux only")
+	}
+	if fs, _, err := logstore.Filesystem("/dev/shm"); err != nil || fs != "tmpfs" {
+		t.Skipf("no tmpfs at /dev/shm (%q, %v)", fs, err)
+	}
+	shm, err := os.MkdirTemp("/dev/shm", "mailroom-test-")
+	if err != nil {
+		t.Skipf("cannot use /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	rep := run(shm)
+	if rep.DataFS != "tmpfs" || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "not durable throughput") {
+		t.Errorf("on tmpfs: data_fs %q, warnings %q; want tmpfs and a warning that the figures are not durable", rep.DataFS, rep.Warnings)
 	}
 }
 

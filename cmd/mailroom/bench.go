@@ -20,7 +20,8 @@ const benchSummary = "measure a daemon with sender/recipient pairs running full 
 // object whose keys are those of bench.Report:
 //
 //	kind ("mailroom_bench"), target, embedded, pairs, duration_s, elapsed_s,
-//	payload_bytes, rate_limit, pipeline, cycles, cycles_per_s, requests,
+//	payload_bytes, rate_limit, pipeline, data_fs ("" with --addr),
+//	warnings [string], cycles, cycles_per_s, requests,
 //	requests_per_s, latency {send, lease, result, drain, cycle: {count,
 //	p50_ms, p90_ms, p99_ms, max_ms}}, errors {"step: kind": n},
 //	errors_total, daemon {events_appended, fsync_batches, mean_batch,
@@ -34,8 +35,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "bench",
 		summary: benchSummary,
-		usage:   "[--addr URL | --embedded] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K] [--rate R] [--pipeline] [--json]",
+		usage:   "[--addr URL | --embedded [--dir DIR]] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K] [--rate R] [--pipeline] [--json]",
 		example: "mailroom bench --embedded --pairs 16 --duration 10s\n" +
+			"mailroom bench --embedded --dir /var/lib   # measure the disk the mailbox will live on\n" +
 			"mailroom bench --embedded --fanout 200 --rate 500 --json   # 200 consoles at 2,000 events/s",
 	})
 	addr := e.getenv("MAILROOM_ADDR")
@@ -45,6 +47,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&addr, "addr", addr, "daemon address, host:port or URL (env MAILROOM_ADDR)")
 	token := fs.String("token", "", "bearer token for the daemon (env MAILROOM_TOKEN)")
 	embedded := fs.Bool("embedded", false, "start a daemon in this process (temporary data dir, default durability) instead of using --addr")
+	dir := fs.String("dir", "", "with --embedded: make the temporary data dir inside DIR, to measure that disk (default: the system temp dir)")
 	pairs := fs.Int("pairs", bench.DefaultPairs, "sender/recipient pairs running cycles concurrently")
 	duration := fs.Duration("duration", bench.DefaultDuration, "how long to start new cycles")
 	payload := fs.Int("payload-bytes", bench.DefaultPayloadBytes, "size of each task's intent_text in bytes")
@@ -60,6 +63,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	switch {
 	case *embedded && set["addr"]:
 		return usagef("--addr and --embedded: give one, not both")
+	case *dir != "" && !*embedded:
+		return usagef("--dir %q: only an --embedded daemon has a data dir to place; a daemon at an address keeps its own", *dir)
 	case *pairs < 1:
 		return usagef("--pairs: got %d, expected at least 1", *pairs)
 	case *duration <= 0:
@@ -76,7 +81,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if *token == "" {
 		*token = e.getenv("MAILROOM_TOKEN")
 	}
-	opts := bench.Options{Embedded: *embedded, Token: *token, Pairs: *pairs, Duration: *duration,
+	opts := bench.Options{Embedded: *embedded, Dir: *dir, Token: *token, Pairs: *pairs, Duration: *duration,
 		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Pipeline: *pipeline, Progress: e.stderr}
 	if !*embedded {
 		opts.Addr = addr
@@ -95,7 +100,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 func printBench(w io.Writer, r bench.Report) {
 	target := "daemon at " + r.Target
 	if r.Embedded {
-		target = "embedded daemon"
+		target = "embedded daemon (log on " + r.DataFS + ")"
 	}
 	fmt.Fprintf(w, "mailroom bench: %s, %d pairs, %s asked (ran %.2fs), payload %d B", target, r.Pairs,
 		time.Duration(r.DurationS*float64(time.Second)), r.ElapsedS, r.PayloadBytes)
@@ -106,6 +111,9 @@ func printBench(w io.Writer, r bench.Report) {
 		fmt.Fprint(w, ", pipelined (two cycles per pair)")
 	}
 	fmt.Fprintln(w)
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", warning)
+	}
 	fmt.Fprintf(w, "cycles    %10d  %10.1f/s  (send, lease, result, drain: each 2xx and durable)\n", r.Cycles, r.CyclesPerS)
 	fmt.Fprintf(w, "requests  %10d  %10.1f/s\n", r.Requests, r.RequestsPerS)
 	fmt.Fprintf(w, "errors    %10d\n", r.ErrorsTotal)

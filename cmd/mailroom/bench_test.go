@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mailroom/mailroom/daemon/store/logstore"
 )
 
 // benchCLI runs the bench verb in-process, as run would once it is
@@ -46,8 +49,8 @@ func TestBenchEmbeddedJSON(t *testing.T) {
 	if dec.More() {
 		t.Errorf("stdout holds more than one JSON value:\n%s", o.stdout)
 	}
-	wantTop := []string{"cycles", "cycles_per_s", "daemon", "duration_s", "elapsed_s", "embedded", "errors", "errors_total",
-		"fanout", "kind", "latency", "pairs", "payload_bytes", "pipeline", "rate_limit", "requests", "requests_per_s", "target"}
+	wantTop := []string{"cycles", "cycles_per_s", "daemon", "data_fs", "duration_s", "elapsed_s", "embedded", "errors", "errors_total",
+		"fanout", "kind", "latency", "pairs", "payload_bytes", "pipeline", "rate_limit", "requests", "requests_per_s", "target", "warnings"}
 	if got := keys(rep); !slices.Equal(got, wantTop) {
 		t.Errorf("keys = %v, want %v", got, wantTop)
 	}
@@ -118,6 +121,29 @@ func TestBenchHumanSummary(t *testing.T) {
 	}
 }
 
+// TestBenchSaysWhenItsLogIsInMemory: an embedded run whose log is on tmpfs
+// says so in its header and warns that its figures are not durable.
+func TestBenchSaysWhenItsLogIsInMemory(t *testing.T) {
+	if fs, _, err := logstore.Filesystem("/dev/shm"); err != nil || fs != "tmpfs" {
+		t.Skipf("no tmpfs at /dev/shm (%q, %v)", fs, err)
+	}
+	shm, err := os.MkdirTemp("/dev/shm", "mailroom-test-")
+	if err != nil {
+		t.Skipf("cannot use /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	o := benchCLI(t, nil, "--embedded", "--dir", shm, "--duration", "200ms", "--pairs", "1")
+	if o.code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)
+	}
+	for _, want := range []string{"mailroom bench: embedded daemon (log on tmpfs), 1 pairs", "WARNING: the embedded daemon's log is on tmpfs",
+		"not durable throughput"} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("summary does not say %q:\n%s", want, o.stdout)
+		}
+	}
+}
+
 func TestBenchUsage(t *testing.T) {
 	tests := []struct {
 		args []string
@@ -130,6 +156,7 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"--embedded", "--fanout", "-1"}, "--fanout: got -1"},
 		{[]string{"--embedded", "--rate", "-2"}, "--rate: got -2"},
 		{[]string{"--embedded", "extra"}, `unexpected argument "extra"`},
+		{[]string{"--dir", "/tmp"}, `--dir "/tmp": only an --embedded daemon`},
 		{[]string{"--pairs", "many"}, "invalid value"},
 	}
 	for _, tt := range tests {
