@@ -111,6 +111,9 @@ type Report struct {
 	// DataFS is the filesystem the embedded daemon's log was on, such as
 	// "ext4" or "tmpfs"; "" for a daemon at an address.
 	DataFS string `json:"data_fs"`
+	// VolatileLog is true when DataFS keeps its files in memory only
+	// (tmpfs): the cycles were synced, but to no disk.
+	VolatileLog bool `json:"volatile_log"`
 	// Warnings say why figures may not mean what they seem, such as a log
 	// on a filesystem whose syncs reach no disk.
 	Warnings []string `json:"warnings"`
@@ -152,6 +155,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	}
 	addr, target := opts.Addr, opts.Addr
 	var dataFS string
+	var volatileLog bool
 	warnings := []string{}
 	if opts.Embedded {
 		d, stop, err := startEmbedded(opts.Dir)
@@ -167,7 +171,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		case volatile:
 			warnings = append(warnings, fmt.Sprintf("the embedded daemon's log is on %s, kept in memory: syncs reach no disk, so these figures measure the CPU, not durable throughput", fs))
 		}
-		dataFS = fs
+		dataFS, volatileLog = fs, volatile
 	}
 	// One keep-alive connection per pair and per subscriber; the default
 	// of 2 idle connections per host would make most requests dial anew.
@@ -209,7 +213,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		Kind: ReportKind, Target: target, Embedded: opts.Embedded, Pairs: opts.Pairs,
 		DurationS: opts.Duration.Seconds(), ElapsedS: res.elapsed.Seconds(),
 		PayloadBytes: opts.PayloadBytes, RateLimit: opts.Rate, Pipeline: opts.Pipeline,
-		DataFS: dataFS, Warnings: warnings,
+		DataFS: dataFS, VolatileLog: volatileLog, Warnings: warnings,
 		Cycles: res.cycles, Requests: res.requests,
 		Latency: StepLatency{Send: res.send.summarize(), Lease: res.lease.summarize(),
 			Result: res.result.summarize(), Drain: res.drain.summarize(), Cycle: res.cycle.summarize()},

@@ -186,8 +186,8 @@ func TestRunEmbeddedSaysWhereItsLogIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := run(disk); rep.DataFS != fs || (len(rep.Warnings) != 0) != volatile {
-		t.Errorf("in %s (%s): data_fs %q, warnings %q", disk, fs, rep.DataFS, rep.Warnings)
+	if rep := run(disk); rep.DataFS != fs || rep.VolatileLog != volatile || (len(rep.Warnings) != 0) != volatile {
+		t.Errorf("in %s (%s): data_fs %q, volatile %v, warnings %q", disk, fs, rep.DataFS, rep.VolatileLog, rep.Warnings)
 	}
 
 	if _, err := Run(t.Context(), Options{Embedded: true, Dir: "/no/such/dir", Duration: time.Millisecond}); err == nil ||
@@ -207,7 +207,7 @@ func TestRunEmbeddedSaysWhereItsLogIs(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(shm) })
 	rep := run(shm)
-	if rep.DataFS != "tmpfs" || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "not durable throughput") {
+	if rep.DataFS != "tmpfs" || !rep.VolatileLog || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "not durable throughput") {
 		t.Errorf("on tmpfs: data_fs %q, warnings %q; want tmpfs and a warning that the figures are not durable", rep.DataFS, rep.Warnings)
 	}
 }

@@ -50,7 +50,7 @@ func TestBenchEmbeddedJSON(t *testing.T) {
 		t.Errorf("stdout holds more than one JSON value:\n%s", o.stdout)
 	}
 	wantTop := []string{"cycles", "cycles_per_s", "daemon", "data_fs", "duration_s", "elapsed_s", "embedded", "errors", "errors_total",
-		"fanout", "kind", "latency", "pairs", "payload_bytes", "pipeline", "rate_limit", "requests", "requests_per_s", "target", "warnings"}
+		"fanout", "kind", "latency", "pairs", "payload_bytes", "pipeline", "rate_limit", "requests", "requests_per_s", "target", "volatile_log", "warnings"}
 	if got := keys(rep); !slices.Equal(got, wantTop) {
 		t.Errorf("keys = %v, want %v", got, wantTop)
 	}
@@ -111,7 +111,7 @@ func TestBenchHumanSummary(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)
 	}
 	for _, want := range []string{"mailroom bench: daemon at " + addr + ", 1 pairs, 300ms asked", "cycles ", "requests ",
-		"errors             0", "events per batch", "latency ms", "p99", "cycle"} {
+		"errors             0", "each 2xx and durable", "events per batch", "latency ms", "p99", "cycle"} {
 		if !strings.Contains(o.stdout, want) {
 			t.Errorf("summary does not say %q:\n%s", want, o.stdout)
 		}
@@ -137,7 +137,7 @@ func TestBenchSaysWhenItsLogIsInMemory(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)
 	}
 	for _, want := range []string{"mailroom bench: embedded daemon (log on tmpfs), 1 pairs", "WARNING: the embedded daemon's log is on tmpfs",
-		"not durable throughput"} {
+		"not durable throughput", "each 2xx and synced, to memory only"} {
 		if !strings.Contains(o.stdout, want) {
 			t.Errorf("summary does not say %q:\n%s", want, o.stdout)
 		}
