@@ -141,3 +141,34 @@ func TestRepairAgainstAStoppedDaemonFlashesRed(t *testing.T) {
 		t.Errorf("the dialog stayed open after the failure:\n%s", f)
 	}
 }
+
+// TestEscClosesAnOpenListBeforeTheDialog: in the requeue dialog, Esc on the
+// open duplicate-risk list closes the list and keeps what the operator has
+// typed; only a second Esc cancels the dialog, and nothing is repaired.
+func TestEscClosesAnOpenListBeforeTheDialog(t *testing.T) {
+	d, c := startDaemon(t)
+	api := agentAPI{t, c}
+	id := api.send("worker-a@local", "classify the feedback", idempotent("classify:feedback"))
+	_, lease := api.lease("worker-a@local")
+	r := runConsole(t, c, Options{Addr: d.URL()})
+	r.scr.waitForText(t, "classify the feedback")
+	openRequeue(t, r, id)
+
+	r.scr.press(key(tcell.KeyBacktab)) // Cancel -> reason
+	r.scr.typeText("worker wedged")
+	r.scr.press(key(tcell.KeyBacktab), key(tcell.KeyEnter)) // reason -> duplicate risk, open its list
+	r.scr.waitFor(t, "the open duplicate-risk list", func(f frame) bool {
+		return strings.Count(f.String(), "operator_accepted") == 1 && strings.Count(f.String(), "idempotent") >= 2
+	})
+	r.scr.press(key(tcell.KeyEscape))
+	f := r.scr.waitFor(t, "the list closed", func(f frame) bool { return !strings.Contains(f.String(), "operator_accepted") })
+	if !f.contains("Requeue task") || !f.contains("worker wedged") {
+		t.Fatalf("Esc on the open list closed the dialog or lost the reason:\n%s", f)
+	}
+
+	r.scr.press(key(tcell.KeyEscape))
+	r.scr.waitForNoText(t, "Requeue task")
+	if e, _ := api.entry(id); e.State != mailbox.EntryInFlight || e.LeaseID != lease.LeaseID {
+		t.Errorf("after Esc, Esc the task is %+v, want still leased under %s", e, lease.LeaseID)
+	}
+}

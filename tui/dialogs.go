@@ -64,7 +64,15 @@ func (c *Console) openRepair(act actionID) {
 	}
 	d.form.AddButton("Cancel", c.closeDialog)
 	d.form.AddButton(submit, func() { c.submitRepair(d) })
-	d.form.SetCancelFunc(c.closeDialog)
+	d.form.SetCancelFunc(func() {
+		// tview's drop-down reports Esc on its open list as the end of
+		// the form, then closes the list: the operator meant only the
+		// list, so the dialog and what was typed stay.
+		if dd, ok := d.form.GetFormItemByLabel("duplicate risk").(*tview.DropDown); ok && dd.IsOpen() {
+			return
+		}
+		c.closeDialog()
+	})
 	// Cancel has the focus first: Enter right after R must not repair.
 	d.form.SetFocus(d.form.GetFormItemCount())
 
