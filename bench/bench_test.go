@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
+	"github.com/mailroom/mailroom/daemon/store/logstore/logstoretest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -195,17 +195,7 @@ func TestRunEmbeddedSaysWhereItsLogIs(t *testing.T) {
 		t.Errorf("Run in /no/such/dir: error %v, want one naming the dir", err)
 	}
 
-	if runtime.GOOS != "linux" {
-		t.Skip("tmpfs is told apart on Linux only")
-	}
-	if fs, _, err := logstore.Filesystem("/dev/shm"); err != nil || fs != "tmpfs" {
-		t.Skipf("no tmpfs at /dev/shm (%q, %v)", fs, err)
-	}
-	shm, err := os.MkdirTemp("/dev/shm", "mailroom-test-")
-	if err != nil {
-		t.Skipf("cannot use /dev/shm: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
+	shm := logstoretest.TmpfsDir(t)
 	rep := run(shm)
 	if rep.DataFS != "tmpfs" || !rep.VolatileLog || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "not durable throughput") {
 		t.Errorf("on tmpfs: data_fs %q, warnings %q; want tmpfs and a warning that the figures are not durable", rep.DataFS, rep.Warnings)

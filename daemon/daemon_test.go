@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
+	"github.com/mailroom/mailroom/daemon/store/logstore/logstoretest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -122,17 +121,7 @@ func TestWarnsWhenTheDataDirIsInMemory(t *testing.T) {
 		t.Errorf("a data dir on disk was called volatile:\n%s", logs.String())
 	}
 
-	if runtime.GOOS != "linux" {
-		t.Skip("tmpfs is told apart on Linux only")
-	}
-	if fs, _, err := logstore.Filesystem("/dev/shm"); err != nil || fs != "tmpfs" {
-		t.Skipf("no tmpfs at /dev/shm (%q, %v)", fs, err)
-	}
-	shm, err := os.MkdirTemp("/dev/shm", "mailroom-test-")
-	if err != nil {
-		t.Skipf("cannot use /dev/shm: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
+	shm := logstoretest.TmpfsDir(t)
 	cfg := testConfig(t)
 	cfg.DataDir = shm
 	_, logs = start(t, cfg)

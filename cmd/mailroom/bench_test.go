@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/mailroom/mailroom/daemon/store/logstore"
+	"github.com/mailroom/mailroom/daemon/store/logstore/logstoretest"
 )
 
 // benchCLI runs the bench verb in-process, as run would once it is
@@ -124,14 +123,7 @@ func TestBenchHumanSummary(t *testing.T) {
 // TestBenchSaysWhenItsLogIsInMemory: an embedded run whose log is on tmpfs
 // says so in its header and warns that its figures are not durable.
 func TestBenchSaysWhenItsLogIsInMemory(t *testing.T) {
-	if fs, _, err := logstore.Filesystem("/dev/shm"); err != nil || fs != "tmpfs" {
-		t.Skipf("no tmpfs at /dev/shm (%q, %v)", fs, err)
-	}
-	shm, err := os.MkdirTemp("/dev/shm", "mailroom-test-")
-	if err != nil {
-		t.Skipf("cannot use /dev/shm: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
+	shm := logstoretest.TmpfsDir(t)
 	o := benchCLI(t, nil, "--embedded", "--dir", shm, "--duration", "200ms", "--pairs", "1")
 	if o.code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)

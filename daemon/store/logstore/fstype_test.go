@@ -1,17 +1,15 @@
-package logstore
+package logstore_test
 
 import (
-	"os"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/mailroom/mailroom/daemon/store/logstore"
+	"github.com/mailroom/mailroom/daemon/store/logstore/logstoretest"
 )
 
 func TestFilesystemTellsVolatileFromDisk(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("filesystem names come from statfs(2) on Linux only")
-	}
-	name, volatile, err := Filesystem(t.TempDir())
+	name, volatile, err := logstore.Filesystem(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,31 +20,16 @@ func TestFilesystemTellsVolatileFromDisk(t *testing.T) {
 		t.Errorf("Filesystem(TempDir) = %q, volatile %v", name, volatile)
 	}
 
-	shm := shmDir(t)
-	name, volatile, err = Filesystem(shm)
+	if _, _, err := logstore.Filesystem("/no/such/dir"); err == nil || !strings.Contains(err.Error(), "/no/such/dir") {
+		t.Errorf("Filesystem(/no/such/dir) error = %v, want one naming the dir", err)
+	}
+
+	shm := logstoretest.TmpfsDir(t)
+	name, volatile, err = logstore.Filesystem(shm)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if name != "tmpfs" || !volatile {
 		t.Errorf("Filesystem(%s) = %q, volatile %v; want tmpfs, volatile", shm, name, volatile)
 	}
-
-	if _, _, err := Filesystem("/no/such/dir"); err == nil || !strings.Contains(err.Error(), "/no/such/dir") {
-		t.Errorf("Filesystem(/no/such/dir) error = %v, want one naming the dir", err)
-	}
-}
-
-// shmDir is a fresh directory on /dev/shm, the tmpfs Linux machines mount
-// for shared memory; the test skips where there is none.
-func shmDir(t *testing.T) string {
-	t.Helper()
-	if name, err := statFS("/dev/shm"); err != nil || name != "tmpfs" {
-		t.Skipf("no tmpfs at /dev/shm (%q, %v)", name, err)
-	}
-	dir, err := os.MkdirTemp("/dev/shm", "mailroom-test-")
-	if err != nil {
-		t.Skipf("cannot use /dev/shm: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
 }
