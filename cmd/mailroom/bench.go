@@ -100,7 +100,10 @@ func runBench(ctx context.Context, e *env, args []string) error {
 func printBench(w io.Writer, r bench.Report) {
 	target := "daemon at " + r.Target
 	if r.Embedded {
-		target = "embedded daemon (log on " + r.DataFS + ")"
+		target = "embedded daemon"
+		if r.DataFS != "" { // "" when the filesystem could not be told: a warning says why
+			target += " (log on " + r.DataFS + ")"
+		}
 	}
 	fmt.Fprintf(w, "mailroom bench: %s, %d pairs, %s asked (ran %.2fs), payload %d B", target, r.Pairs,
 		time.Duration(r.DurationS*float64(time.Second)), r.ElapsedS, r.PayloadBytes)
