@@ -1,11 +1,8 @@
 package daemon_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,25 +13,9 @@ import (
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/daemon/store/logstore/logstoretest"
+	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mailbox"
 )
-
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func testConfig(t *testing.T) config.Config {
 	t.Helper()
@@ -44,10 +25,10 @@ func testConfig(t *testing.T) config.Config {
 }
 
 // start opens and serves a daemon; it is shut down at the end of the test.
-func start(t *testing.T, cfg config.Config) (*daemon.Daemon, *logBuffer) {
+func start(t *testing.T, cfg config.Config) (*daemon.Daemon, *testlog.Buffer) {
 	t.Helper()
-	logs := &logBuffer{}
-	d, err := daemon.Open(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	logs := &testlog.Buffer{}
+	d, err := daemon.Open(cfg, logs.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mailroom/mailroom/internal/testlog"
 )
 
 var (
@@ -46,7 +47,7 @@ func TestMain(m *testing.M) {
 type proc struct {
 	cmd    *exec.Cmd
 	addr   string
-	out    *syncBuffer // stderr: the daemon's log
+	out    *testlog.Buffer // stderr: the daemon's log
 	exited chan error
 }
 
@@ -75,23 +76,6 @@ func (w *addrWatcher) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startProc runs the daemon on dir with extra flags and waits until it
 // listens. It is killed when the test ends, if it still runs.
 func startProc(t *testing.T, dir string, extra ...string) *proc {
@@ -100,7 +84,7 @@ func startProc(t *testing.T, dir string, extra ...string) *proc {
 	cmd := exec.Command(binPath, args...)
 	cmd.Env = []string{"HOME=" + dir}
 	w := &addrWatcher{addr: make(chan string, 1)}
-	p := &proc{cmd: cmd, out: &syncBuffer{}, exited: make(chan error, 1)}
+	p := &proc{cmd: cmd, out: &testlog.Buffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = w, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", binPath, err)

@@ -1,15 +1,12 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,26 +14,9 @@ import (
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/httpapi"
 	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mailbox"
 )
-
-// syncBuffer collects log output from the daemon's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // The principals of the matrix, each holding exactly what its name says.
 var matrixTokens = map[string]auth.Token{
@@ -51,12 +31,12 @@ var matrixTokens = map[string]auth.Token{
 type authed struct {
 	d      *apitest.Daemon
 	tokens map[string]string // principal -> secret
-	logs   *syncBuffer
+	logs   *testlog.Buffer
 }
 
 func startAuthed(t *testing.T) *authed {
 	t.Helper()
-	a := &authed{tokens: map[string]string{}, logs: &syncBuffer{}}
+	a := &authed{tokens: map[string]string{}, logs: &testlog.Buffer{}}
 	var cfg []auth.Token
 	for p, tok := range matrixTokens {
 		secret, hash, err := auth.NewToken()
@@ -71,7 +51,7 @@ func startAuthed(t *testing.T) *authed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger := a.logs.Logger()
 	a.d = apitest.Start(t, apitest.Options{API: httpapi.Options{Authorizer: httpapi.TokenAuthorizer(az), Logger: logger}})
 	return a
 }

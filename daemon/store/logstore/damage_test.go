@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/store/storetest"
+	"github.com/mailroom/mailroom/internal/testlog"
 )
 
 // flipAt names a byte of a line to flip.
@@ -168,8 +169,8 @@ func TestDamagedSnapshot(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := writeDir(t, append(c.files, snapf(10, c.snapshot))...)
 			path := filepath.Join(dir, snapshotName(10))
-			var logs logBuffer
-			s, err := Open(dir, Options{Logger: logs.logger()})
+			var logs testlog.Buffer
+			s, err := Open(dir, Options{Logger: logs.Logger()})
 			if c.refused {
 				if err == nil {
 					s.Close()

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/store/storetest"
+	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -43,8 +44,8 @@ func TestWriteFailureChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("runs in the process TestWriteFailure starts")
 	}
-	var logs logBuffer
-	s, err := Open(dir, Options{Logger: logs.logger(), MaxBatch: 2})
+	var logs testlog.Buffer
+	s, err := Open(dir, Options{Logger: logs.Logger(), MaxBatch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

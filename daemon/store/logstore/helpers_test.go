@@ -1,39 +1,15 @@
 package logstore
 
 import (
-	"bytes"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/store/storetest"
 	"github.com/mailroom/mailroom/mailbox"
 )
-
-// logBuffer collects a store's log output; compaction logs from a
-// goroutine of its own, so writes and reads are locked.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // mustOpen opens dir and closes the store when the test ends.
 func mustOpen(t *testing.T, dir string, opts Options) *Store {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/store/storetest"
+	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -65,8 +66,8 @@ func openTorn(t *testing.T, files []dirFile, cut, last, full int, want *mailbox.
 	torn := cut > last && cut < full
 	dir := writeDir(t, files...)
 	path := filepath.Join(dir, files[len(files)-1].name)
-	var logs logBuffer
-	s, err := Open(dir, Options{Logger: logs.logger()})
+	var logs testlog.Buffer
+	s, err := Open(dir, Options{Logger: logs.Logger()})
 	if err != nil {
 		t.Fatalf("cut at %d: Open: %v", cut, err)
 	}
