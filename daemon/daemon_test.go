@@ -121,14 +121,24 @@ func TestScheduledRetryStaleRequeuesAndAudits(t *testing.T) {
 	subCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	events := c.Subscribe(subCtx, 0, nil)
+	// The unsafe task is sent and leased before the idempotent one exists: the
+	// scheduler may run at any moment, and a requeue between two leases would
+	// let the second lease take the idempotent task again.
+	unsafe, err := c.Send(ctx, mailbox.Task{Sender: "p@local", Recipient: "w@local", IntentText: "charge the card"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task, _, err := c.Lease(ctx, "w@local"); err != nil || task == nil || task.ID != unsafe.TaskID {
+		t.Fatalf("lease = %+v, %v; want the unsafe task %s", task, err, unsafe.TaskID)
+	}
 	idem := mailbox.Task{Sender: "p@local", Recipient: "w@local", IntentText: "reindex", Idempotency: &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: "k"}}
 	sent, err := c.Send(ctx, idem)
 	if err != nil {
 		t.Fatal(err)
 	}
-	unsafe, _ := c.Send(ctx, mailbox.Task{Sender: "p@local", Recipient: "w@local", IntentText: "charge the card"})
-	c.Lease(ctx, "w@local")
-	c.Lease(ctx, "w@local")
+	if task, _, err := c.Lease(ctx, "w@local"); err != nil || task == nil || task.ID != sent.TaskID {
+		t.Fatalf("lease = %+v, %v; want the idempotent task %s", task, err, sent.TaskID)
+	}
 	// The scheduler acts on its own clock: wait for its requeue to be published.
 	for ev := range events {
 		if ev.Type == mailbox.EventTaskRequeued {
