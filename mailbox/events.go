@@ -11,6 +11,11 @@ const (
 	// EventResultReplayed answers a duplicate idempotent task with a copy of
 	// the first one's result: the task is recorded and never leased.
 	EventResultReplayed = "result_replayed"
+	// EventRecordSkipped stands in the log where `mailroom log repair` moved
+	// a record aside that could not be replayed (the original is kept in a
+	// .broken file). It keeps the seq chain whole and changes nothing; Reason
+	// says what was moved and why.
+	EventRecordSkipped = "record_skipped"
 	// EventSnapshot is sent only over SSE: the whole state at Seq.
 	EventSnapshot = "snapshot"
 )

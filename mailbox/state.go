@@ -255,6 +255,8 @@ func (s *State) apply(ev Event) error {
 		t.addHistory(ev)
 		s.recordAudit(ev)
 		return nil
+	case EventRecordSkipped:
+		return nil
 	}
 	return fmt.Errorf("unknown event type %q", ev.Type)
 }
