@@ -33,12 +33,12 @@ func DefaultRetryPolicy() RetryPolicy {
 // Validate checks the policy's bounds, naming the field.
 func (p RetryPolicy) Validate() error {
 	switch {
-	case p.MinLeaseAgeMs < 0:
-		return Invalidf("min_lease_age_ms", "min_lease_age_ms: got %d, expected a non-negative number of milliseconds", p.MinLeaseAgeMs)
-	case p.MaxAttempts < 1:
-		return Invalidf("max_attempts", "max_attempts: got %d, expected at least 1", p.MaxAttempts)
-	case p.MaxRequeues < 0:
-		return Invalidf("max_requeues", "max_requeues: got %d, expected a non-negative number", p.MaxRequeues)
+	case p.MinLeaseAgeMs < 0 || p.MinLeaseAgeMs > MaxDurationMs:
+		return Invalidf("min_lease_age_ms", "min_lease_age_ms: got %d, expected milliseconds from 0 to %d (100 years)", p.MinLeaseAgeMs, MaxDurationMs)
+	case p.MaxAttempts < 1 || p.MaxAttempts > MaxAttempts:
+		return Invalidf("max_attempts", "max_attempts: got %d, expected a number from 1 to %d", p.MaxAttempts, MaxAttempts)
+	case p.MaxRequeues < 0 || p.MaxRequeues > MaxLimit:
+		return Invalidf("max_requeues", "max_requeues: got %d, expected a number from 0 to %d", p.MaxRequeues, MaxLimit)
 	case p.ScanLimit < 1 || p.ScanLimit > MaxLimit:
 		return Invalidf("scan_limit", "scan_limit: got %d, expected a number from 1 to %d", p.ScanLimit, MaxLimit)
 	}

@@ -2,22 +2,41 @@ package mailbox
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/mailroom/mailroom/internal/strictjson"
 )
 
 // Input bounds. They keep one request from growing the log or state without
-// limit; the HTTP layer also caps whole bodies at MaxBodyBytes.
+// limit, and keep every stored copy of a value (log line, snapshot, event
+// stream, queue listing) decodable by any standard JSON reader; the HTTP
+// layer also caps whole bodies at MaxBodyBytes. README lists them.
 const (
-	MaxAgentIDBytes = 256
+	MaxAgentIDBytes = 200
 	MaxKindBytes    = 256
 	MaxKeyBytes     = 512
 	MaxReasonBytes  = 4096
 	MaxBodyBytes    = 1 << 20
+	// MaxValueDepth bounds how many arrays and objects a free-form value
+	// (a result's json content) may nest. Stored copies sit up to six levels
+	// deeper (snapshot, event, result, content); every decoder in the path
+	// (encoding/json and goccy/go-json: 10,000, jq: 10,000, browsers:
+	// thousands) is far above that.
+	MaxValueDepth = 32
+	// MaxDurationMs bounds every duration in milliseconds a client gives
+	// (100 years): past it, now + duration overflows nothing, and JSON
+	// readers without 64-bit integers (JSON.parse) still read it exactly.
+	MaxDurationMs = int64(100 * 365 * 24 * 60 * 60 * 1000)
+	// MaxTimestampMs is the latest absolute time a client may give:
+	// 9999-12-31T23:59:59.999Z.
+	MaxTimestampMs = int64(253402300799999)
+	// MaxAttempts bounds a retry policy's max_attempts.
+	MaxAttempts = 1000000
 )
 
 // CanonicalUUID returns id in canonical lowercase form, or an invalid-input
@@ -30,22 +49,44 @@ func CanonicalUUID(field, id string) (string, error) {
 	return u.String(), nil
 }
 
-// ValidateAgentID checks an agent id: non-empty, printable, no spaces.
+// AgentIDAlphabet describes the characters an agent id may hold.
+const AgentIDAlphabet = "lowercase ASCII letters, digits and . _ ~ @ : / + -"
+
+// ValidateAgentID checks an agent id: 1 to MaxAgentIDBytes bytes of
+// AgentIDAlphabet. The alphabet is narrow on purpose: ids that only look
+// alike (a Cyrillic а for a Latin a, a zero-width space, PLANNER for
+// planner) would otherwise be distinct agents, each with its own queue.
 func ValidateAgentID(field, v string) error {
 	switch {
 	case v == "":
 		return Invalidf(field, "%s: got \"\", expected a non-empty agent id such as planner@local", field)
 	case len(v) > MaxAgentIDBytes:
 		return Invalidf(field, "%s: got %d bytes, expected an agent id of at most %d bytes", field, len(v), MaxAgentIDBytes)
-	case !utf8.ValidString(v):
-		return Invalidf(field, "%s: got invalid UTF-8, expected an agent id such as planner@local", field)
 	}
-	for _, r := range v {
-		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
-			return Invalidf(field, "%s: got %s, expected an agent id without spaces or control characters, such as planner@local", field, quote(v))
+	for i := 0; i < len(v); i++ {
+		b := v[i]
+		if agentIDByte(b) {
+			continue
 		}
+		if 'A' <= b && b <= 'Z' {
+			return Invalidf(field, "%s: got %s, expected lowercase (%s): agent ids are matched exactly, so capitals are refused rather than made a second agent", field, quote(v), quote(strings.ToLower(v)))
+		}
+		r, _ := utf8.DecodeRuneInString(v[i:])
+		what := fmt.Sprintf("%q (U+%04X)", r, r)
+		if r == utf8.RuneError {
+			what = fmt.Sprintf("byte 0x%02x", b)
+		}
+		return Invalidf(field, "%s: got %s, whose character %s at byte %d is not allowed; expected %s, such as planner@local", field, quote(v), what, i, AgentIDAlphabet)
 	}
 	return nil
+}
+
+func agentIDByte(b byte) bool {
+	switch {
+	case 'a' <= b && b <= 'z', '0' <= b && b <= '9':
+		return true
+	}
+	return strings.IndexByte("._~@:/+-", b) >= 0
 }
 
 func nonBlank(field, v, what string) error {
@@ -92,8 +133,8 @@ func NormalizeTask(t Task) (Task, error) {
 			return t, Invalidf("parent", "parent: got %s, the task's own id; expected the id of another task", quote(t.Parent))
 		}
 	}
-	if t.DeadlineMs != nil && *t.DeadlineMs <= 0 {
-		return t, Invalidf("deadline_ms", "deadline_ms: got %d, expected absolute unix milliseconds (a positive number)", *t.DeadlineMs)
+	if t.DeadlineMs != nil && (*t.DeadlineMs <= 0 || *t.DeadlineMs > MaxTimestampMs) {
+		return t, Invalidf("deadline_ms", "deadline_ms: got %d, expected absolute unix milliseconds from 1 to %d (year 9999)", *t.DeadlineMs, MaxTimestampMs)
 	}
 	if t.Idempotency != nil {
 		switch t.Idempotency.DuplicateSafety {
@@ -141,6 +182,10 @@ func NormalizeResult(r Result) (Result, error) {
 			}
 			if !json.Valid(c.Value) {
 				return r, Invalidf(field+".value", "%s.value: not valid JSON", field)
+			}
+			if err := strictjson.CheckValue(c.Value, field+".value", MaxValueDepth); err != nil {
+				e, _ := err.(*strictjson.Error)
+				return r, Invalidf(e.Path, "%s", e.Error())
 			}
 		default:
 			return r, Invalidf(field+".type", "%s.type: got %s, expected \"text\" or \"json\"", field, quote(c.Type))

@@ -28,8 +28,8 @@ func TestNormalizeTaskErrors(t *testing.T) {
 	}{
 		{"bad id", func(t *Task) { t.ID = "nope" }, "id", `id: got "nope", expected a UUID`},
 		{"empty sender", func(t *Task) { t.Sender = "" }, "sender", `sender: got "", expected a non-empty agent id`},
-		{"sender with space", func(t *Task) { t.Sender = "a b" }, "sender", `sender: got "a b", expected an agent id without spaces`},
-		{"long sender", func(t *Task) { t.Sender = strings.Repeat("a", MaxAgentIDBytes+1) }, "sender", "expected an agent id of at most 256 bytes"},
+		{"sender with space", func(t *Task) { t.Sender = "a b" }, "sender", `sender: got "a b", whose character ' ' (U+0020) at byte 1 is not allowed`},
+		{"long sender", func(t *Task) { t.Sender = strings.Repeat("a", MaxAgentIDBytes+1) }, "sender", "expected an agent id of at most 200 bytes"},
 		{"empty recipient", func(t *Task) { t.Recipient = "" }, "recipient", `recipient: got ""`},
 		{"empty intent", func(t *Task) { t.IntentText = "  " }, "intent_text", `intent_text: got "  ", expected a non-empty description`},
 		{"invalid utf8 intent", func(t *Task) { t.IntentText = "a\xffb" }, "intent_text", "invalid UTF-8"},

@@ -22,13 +22,13 @@ type Idempotency struct {
 
 // Task is a unit of delegated work from one agent to another.
 type Task struct {
-	ID         string `json:"id"`
+	ID         string `json:"id,omitempty" empty:"expected a UUID; omit the field to let the daemon assign one"`
 	Sender     string `json:"sender"`
 	Recipient  string `json:"recipient"`
 	IntentText string `json:"intent_text"`
 	// TaskKind is a pointer so that a present-but-empty kind can be refused.
 	TaskKind    *string      `json:"task_kind,omitempty"`
-	Parent      string       `json:"parent,omitempty"`
+	Parent      string       `json:"parent,omitempty" empty:"expected the parent task's UUID; omit the field for a task without a parent"`
 	DeadlineMs  *int64       `json:"deadline_ms,omitempty"`
 	Idempotency *Idempotency `json:"idempotency,omitempty"`
 }
@@ -117,7 +117,7 @@ type Result struct {
 	Status       string    `json:"status"`
 	Content      []Content `json:"content"`
 	ErrorMessage string    `json:"error_message,omitempty"`
-	LeaseID      string    `json:"lease_id,omitempty"`
+	LeaseID      string    `json:"lease_id,omitempty" empty:"expected the lease id your lease returned; omit the field to post without a lease guard"`
 }
 
 // PendingResult is a result waiting for its sender to drain it, with the
@@ -173,7 +173,7 @@ const (
 // or {"action":"force_error","lease_id"?,"message"}.
 type RepairCommand struct {
 	Action        string `json:"action"`
-	LeaseID       string `json:"lease_id,omitempty"`
+	LeaseID       string `json:"lease_id,omitempty" empty:"expected the lease id you inspected; omit the field to repair without a guard"`
 	DuplicateRisk string `json:"duplicate_risk,omitempty"`
 	Message       string `json:"message,omitempty"`
 }

@@ -71,6 +71,24 @@ const (
 	routeUnmatched = "unmatched"
 )
 
+// bodiless lists the routes that read no body, with where their parameters
+// belong instead.
+var bodiless = map[string]string{
+	RouteLeaseTaskGet:  "give the recipient in the query, as in ?recipient=coder@local",
+	RouteLeaseTask:     "give the recipient in the query, as in ?recipient=coder@local",
+	RouteDrainGet:      "give the sender in the query, as in ?sender=planner@local",
+	RouteDrain:         "give the sender in the query, as in ?sender=planner@local",
+	RouteRecentTasks:   "give limit in the query",
+	RouteRecentResults: "give limit in the query",
+	RouteQueue:         "give its filters in the query",
+	RouteCompact:       "send it empty",
+	RouteEvents:        "send it empty",
+	RouteAudit:         "give limit and task_id in the query",
+	RouteWhoAmI:        "send it empty",
+	RouteHealth:        "send it empty",
+	RouteMetrics:       "send it empty",
+}
+
 // handlerFunc is a handler that reports failure by returning an error; the
 // adapter writes it.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -161,6 +179,12 @@ func (a *api) adapt(route string, h handlerFunc) http.Handler {
 				r = r.WithContext(ctx)
 			}
 			if err != nil {
+				a.fail(sw, r, route, err)
+				return
+			}
+		}
+		if where, ok := bodiless[route]; ok {
+			if err := noBody(r, where); err != nil {
 				a.fail(sw, r, route, err)
 				return
 			}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mailroom/mailroom/internal/strictjson"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -43,6 +44,14 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, what string) erro
 	// text the client never sent.
 	if off, ok := firstInvalidUTF8(body); !ok {
 		return mailbox.Errorf(mailbox.CodeInvalid, "request body: invalid UTF-8 at byte offset %d, expected UTF-8 JSON", off)
+	}
+	// encoding/json keeps the last of two equal keys, takes "Sender" as
+	// sender and decodes values far deeper than any stored copy can be read
+	// back; strictjson refuses all three, naming the field. Bytes that are
+	// not JSON are left to the decoder, which says where.
+	if err := strictjson.Check(body, reflect.TypeOf(v).Elem(), mailbox.MaxValueDepth); err != nil && !strictjson.IsSyntax(err) {
+		e := err.(*strictjson.Error)
+		return mailbox.Invalidf(e.Path, "%s", e.Error())
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -176,17 +185,37 @@ func (p params) limit() (int, error) {
 	return mailbox.ValidateLimit("limit", n)
 }
 
-// millis returns a non-negative integer parameter, nil when absent.
+// millis returns a duration parameter in milliseconds, from 0 to
+// mailbox.MaxDurationMs, nil when absent.
 func (p params) millis(name string) (*int64, error) {
 	v, ok := p.get(name)
 	if !ok {
 		return nil, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return nil, mailbox.Invalidf(name, "%s: got %q, expected a non-negative integer (milliseconds)", name, v)
+	if err != nil || n < 0 || n > mailbox.MaxDurationMs {
+		return nil, mailbox.Invalidf(name, "%s: got %q, expected milliseconds from 0 to %d (100 years)", name, v, mailbox.MaxDurationMs)
 	}
 	return &n, nil
+}
+
+// noBody refuses a request body on a route that reads none, so that a
+// parameter put in the body instead of the query is not silently ignored
+// (a lease "for planner@local" would lease for every agent). where says
+// where the route's parameters belong.
+func noBody(r *http.Request, where string) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	const most = 4096 // of white space, which some clients send for "nothing"
+	body, err := io.ReadAll(io.LimitReader(r.Body, most+1))
+	if err != nil {
+		return mailbox.Errorf(mailbox.CodeInvalid, "request body: could not be read: %v", err)
+	}
+	if len(body) > most || len(bytes.TrimSpace(body)) > 0 {
+		return mailbox.Errorf(mailbox.CodeInvalid, "request body: %s %s takes no body; %s", r.Method, r.URL.Path, where)
+	}
+	return nil
 }
 
 func (p params) state() (string, error) {

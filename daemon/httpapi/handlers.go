@@ -36,8 +36,8 @@ func (a *api) sendTask(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// leaseTask serves GET and POST alike. A request body, if any, is ignored:
-// the recipient travels in the query so both methods read the same.
+// leaseTask serves GET and POST alike. The recipient travels in the query
+// so both methods read the same; a body is refused (see bodiless).
 func (a *api) leaseTask(w http.ResponseWriter, r *http.Request) error {
 	p, err := parseParams(r, "recipient")
 	if err != nil {
