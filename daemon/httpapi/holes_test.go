@@ -57,6 +57,7 @@ func TestInputHoles(t *testing.T) {
 		// Poison values: a value that decodes here but not once stored.
 		{"result value nested 9,997 deep", "POST", "/a2a/results", result(nested(9997)), "content[0].value", []string{"nested more than 32 levels", "at most 32"}},
 		{"result value one level too deep", "POST", "/a2a/results", result(nested(mailbox.MaxValueDepth + 1)), "content[0].value", []string{"at most 32"}},
+		{"result value with half a surrogate pair", "POST", "/a2a/results", result(`"\ud800"`), "content[0].value", []string{`\ud800`, "jq refuse"}},
 		{"result value objects too deep", "POST", "/a2a/results", result(strings.Repeat(`{"a":`, 33) + "1" + strings.Repeat("}", 33)), "content[0].value", []string{"at most 32"}},
 
 		// Duplicate keys: the last one used to win.

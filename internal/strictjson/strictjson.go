@@ -343,7 +343,9 @@ func (c *checker) emptyString() bool {
 }
 
 // str consumes a string at pos and returns it with its quotes, and whether
-// it holds escapes.
+// it holds escapes. An escape of half a UTF-16 surrogate pair is refused:
+// encoding/json turns it into U+FFFD, a raw copy keeps it, and jq refuses
+// to read it.
 func (c *checker) str() (raw []byte, escaped bool, err error) {
 	start := c.pos
 	c.pos++ // "
@@ -351,6 +353,11 @@ func (c *checker) str() (raw []byte, escaped bool, err error) {
 		switch c.data[c.pos] {
 		case '\\':
 			escaped = true
+			if c.pos+1 < len(c.data) && c.data[c.pos+1] == 'u' {
+				if err := c.surrogate(); err != nil {
+					return nil, false, err
+				}
+			}
 			c.pos += 2
 		case '"':
 			c.pos++
@@ -360,6 +367,43 @@ func (c *checker) str() (raw []byte, escaped bool, err error) {
 		}
 	}
 	return nil, false, errSyntax
+}
+
+// surrogate checks the \u escape at pos: a high surrogate must be followed
+// at once by a low one, and a low one must follow a high one.
+func (c *checker) surrogate() error {
+	r, ok := hex4(c.data, c.pos+2)
+	if !ok || r < 0xD800 || r > 0xDFFF {
+		return nil
+	}
+	if r <= 0xDBFF && c.pos+11 < len(c.data) && c.data[c.pos+6] == '\\' && c.data[c.pos+7] == 'u' {
+		if lo, ok := hex4(c.data, c.pos+8); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+			c.pos += 6 // the pair is whole: step over its high half
+			return nil
+		}
+	}
+	return &Error{Path: c.pathString(len(c.path)),
+		Msg: "contains " + string(c.data[c.pos:c.pos+6]) + ", half of a UTF-16 surrogate pair: it stands for no character and JSON readers such as jq refuse it; expected a whole pair or the character itself"}
+}
+
+func hex4(b []byte, at int) (rune, bool) {
+	if at+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, h := range b[at : at+4] {
+		switch {
+		case '0' <= h && h <= '9':
+			r = r<<4 | rune(h-'0')
+		case 'a' <= h && h <= 'f':
+			r = r<<4 | rune(h-'a'+10)
+		case 'A' <= h && h <= 'F':
+			r = r<<4 | rune(h-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // scalar consumes a number, true, false or null.

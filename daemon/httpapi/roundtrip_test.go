@@ -1,0 +1,216 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// The round-trip invariant: anything the daemon acknowledges can be written
+// to the log, replayed, compacted into a snapshot and reloaded, streamed
+// over SSE, and decoded by a standard client (Go's encoding/json, jq, and
+// JavaScript's JSON.parse under node) - and means the same after each.
+//
+// FuzzAcceptedRoundTrip feeds client-chosen task bodies and result values
+// through all of these. Its seeds, including the nesting limits, run in the
+// normal test run; `go test -fuzz FuzzAcceptedRoundTrip ./daemon/httpapi`
+// explores further.
+func FuzzAcceptedRoundTrip(f *testing.F) {
+	deep := func(n int, leaf string) string {
+		return strings.Repeat("[", n) + leaf + strings.Repeat("]", n)
+	}
+	seeds := []struct{ task, value, text string }{
+		{`{"sender":"a@x","recipient":"b@x","intent_text":"do"}`, `1`, ""},
+		{`{"sender":"a@x","recipient":"b@x","intent_text":"é \u0000 \ud83d\ude00 <b>&amp;</b> \u2028"}`, `{"a":[1,2.5e300,-0,"\ud800",null,true]}`, "line\nbreak \u0000 \"q\""},
+		{`{"sender":"a@x","recipient":"b@x","intent_text":"deadline","deadline_ms":253402300799999,"task_kind":"k","idempotency":{"duplicate_safety":"idempotent","key":"` + strings.Repeat("k", mailbox.MaxKeyBytes) + `"}}`, deep(mailbox.MaxValueDepth, `{}`), ""},
+		{`{"sender":"` + strings.Repeat("a", mailbox.MaxAgentIDBytes) + `","recipient":"._~@:/+-0z","intent_text":"x"}`, deep(mailbox.MaxValueDepth-1, `{"a":1}`), strings.Repeat("t", 1000)},
+		{`{"sender":"a@x","recipient":"b@x","intent_text":"too deep"}`, deep(mailbox.MaxValueDepth+1, "1"), ""},
+		{`{"sender":"a@x","recipient":"b@x","intent_text":"x"}`, deep(9997, "1"), ""},
+		{`{"sender":"a@x","recipient":"b@x","intent_text":"x","sender":"c@x"}`, `{"k":1,"k":2}`, ""},
+		{`{"Sender":"a@x","recipient":"b@x","intent_text":"x"}`, `"\u00e9\\\"/"`, "\t"},
+		{`not json`, `1e400`, ""},
+		{`{"sender":"a@x","recipient":"b@x","intent_text":"   "}`, `12345678901234567890123456789`, ""},
+	}
+	for _, s := range seeds {
+		f.Add(s.task, []byte(s.value), s.text)
+	}
+	fuzzing := flag.Lookup("test.fuzz").Value.String() != ""
+	external := !fuzzing && !testing.Short()
+	f.Fuzz(func(t *testing.T, taskBody string, value []byte, text string) {
+		// A daemon of its own for each input: each restarts it twice anyway.
+		d := apitest.Start(t, apitest.Options{})
+		accepted := false
+		if r := request(t, d, "POST", "/a2a/tasks", "application/json", taskBody, nil); r.status == 200 {
+			accepted = true
+		} else if r.status != 400 && r.status != 409 {
+			t.Fatalf("task %q: status %d %s", taskBody, r.status, r.body)
+		}
+		// A result with the fuzzed value and text, for a task of our own.
+		sendTask(t, d, task("fuzz@x", "fuzz-worker@x", "answer me"))
+		lease := leaseTask(t, d, "fuzz-worker@x")
+		textJSON, _ := json.Marshal(text)
+		result := `{"task_id":"` + lease.Task.ID + `","status":"ok","lease_id":"` + lease.Lease.LeaseID + `","content":[{"type":"json","value":` + string(value) + `},{"type":"text","text":` + string(textJSON) + `}]}`
+		if r := request(t, d, "POST", "/a2a/results", "application/json", result, nil); r.status == 200 {
+			accepted = true
+		} else if r.status != 400 {
+			t.Fatalf("result with value %q: status %d %s", value, r.status, r.body)
+		} else if len(value) > 0 && json.Valid(value) && !strings.Contains(string(r.body), "content[0]") {
+			t.Fatalf("valid value %q refused without naming content[0]: %s", value, r.body)
+		}
+		if accepted {
+			checkRoundTrip(t, d, external)
+		}
+	})
+}
+
+// checkRoundTrip asserts the invariant for d's whole state as it stands.
+func checkRoundTrip(t *testing.T, d *apitest.Daemon, external bool) {
+	t.Helper()
+	live := stateOf(t, d)
+
+	// The event stream: its first event is the whole state as a snapshot,
+	// read here with nothing but bufio and encoding/json.
+	streamed := streamSnapshot(t, d)
+	var snap mailbox.Snapshot
+	if err := json.Unmarshal(streamed, &snap); err != nil {
+		t.Fatalf("the SSE snapshot does not decode with encoding/json: %v", err)
+	}
+	s := mailbox.NewState()
+	if err := s.Restore(&snap); err != nil {
+		t.Fatalf("the SSE snapshot does not restore: %v", err)
+	}
+	if got := snapshotJSON(t, s); got != live {
+		t.Fatalf("state through SSE differs:\nlive %s\nsse  %s", live, got)
+	}
+
+	// The queue listing, as any HTTP client reads it.
+	r := request(t, d, "GET", "/a2a/queue?limit=10000", "", "", nil)
+	var q mailbox.QueueResponse
+	if r.status != 200 || json.Unmarshal(r.body, &q) != nil {
+		t.Fatalf("GET /a2a/queue = %d, does not decode: %.200s", r.status, r.body)
+	}
+
+	// Replay from the log, then from a snapshot after compaction.
+	d.Restart()
+	if got := stateOf(t, d); got != live {
+		t.Fatalf("state after replay differs:\nlive   %s\nreplay %s", live, got)
+	}
+	call(t, d, "POST", "/a2a/compact", nil, nil)
+	d.Restart()
+	if got := stateOf(t, d); got != live {
+		t.Fatalf("state after compaction and replay differs:\nlive      %s\ncompacted %s", live, got)
+	}
+
+	if external {
+		files := map[string][]byte{"sse.json": streamed, "queue.json": r.body}
+		logs, _ := filepath.Glob(filepath.Join(d.Dir, "*"))
+		for _, p := range logs {
+			if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
+				files[filepath.Base(p)] = b
+			}
+		}
+		decodeElsewhere(t, files)
+	}
+}
+
+func stateOf(t *testing.T, d *apitest.Daemon) string {
+	t.Helper()
+	var out string
+	d.Engine.View(func(s *mailbox.State) { out = snapshotJSON(t, s) })
+	return out
+}
+
+func snapshotJSON(t *testing.T, s *mailbox.State) string {
+	t.Helper()
+	b, err := json.Marshal(s.Snapshot(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// streamSnapshot opens GET /a2a/events and returns the data of its first
+// event, which is the snapshot.
+func streamSnapshot(t *testing.T, d *apitest.Daemon) []byte {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(d.URL() + "/a2a/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 256<<20)
+	var data []byte
+	for sc.Scan() {
+		line := sc.Bytes()
+		if rest, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			data = append(data, rest...)
+			continue
+		}
+		if len(line) == 0 && data != nil {
+			var ev mailbox.Event
+			if err := json.Unmarshal(data, &ev); err != nil {
+				t.Fatalf("the first SSE event does not decode with encoding/json: %v", err)
+			}
+			if ev.Type != mailbox.EventSnapshot || ev.Snapshot == nil {
+				t.Fatalf("the first SSE event is %q, want a snapshot", ev.Type)
+			}
+			snap, _ := json.Marshal(ev.Snapshot)
+			return snap
+		}
+	}
+	t.Fatalf("the stream ended before its snapshot: %v", sc.Err())
+	return nil
+}
+
+// decodeElsewhere reads each file (one JSON value, or one per line) with jq
+// and with node's JSON.parse. Without them it says so; on CI it fails.
+func decodeElsewhere(t *testing.T, files map[string][]byte) {
+	t.Helper()
+	dir := t.TempDir()
+	var paths []string
+	for name, b := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	const js = `const fs = require("fs");
+for (const p of process.argv.slice(1)) {
+  for (const line of fs.readFileSync(p, "utf8").split("\n")) {
+    if (line.trim() !== "") JSON.parse(line);
+  }
+}`
+	for _, tool := range []struct {
+		name string
+		args []string
+	}{
+		{"jq", append([]string{"-c", "."}, paths...)},
+		{"node", append([]string{"-e", js}, paths...)},
+	} {
+		if _, err := exec.LookPath(tool.name); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is not installed: .ci/run must install it", tool.name)
+			}
+			t.Logf("%s not installed: the stored copies were not decoded with it", tool.name)
+			continue
+		}
+		out, err := exec.Command(tool.name, tool.args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s cannot decode what the daemon stored or served: %v\n%.2000s", tool.name, err, out)
+		}
+	}
+}
