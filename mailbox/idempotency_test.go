@@ -92,12 +92,10 @@ func TestResultCacheIsBounded(t *testing.T) {
 	b := newBox(t)
 	b.s.ResultCacheMax = 2
 	b.s.ResultCacheAgeMs = 1000
-	var ids []string
 	for _, k := range []string{"a", "b", "c"} {
 		_, id, _ := b.sendTask(idem(k))
 		_, l := b.lease("a")
 		b.post(id, l.LeaseID)
-		ids = append(ids, id)
 	}
 	if got := len(b.s.CachedResults()); got != 2 {
 		t.Fatalf("cache holds %d results, want 2", got)

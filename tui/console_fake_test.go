@@ -26,8 +26,8 @@ func TestGapResyncsFromAFreshSnapshot(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the console did not resubscribe after a gap")
 	}
-	f := r.scr.waitForText(t, "resynced from a fresh snapshot after a gap")
-	f = r.scr.waitFor(t, "all three tasks", func(f frame) bool {
+	r.scr.waitForText(t, "resynced from a fresh snapshot after a gap")
+	f := r.scr.waitFor(t, "all three tasks", func(f frame) bool {
 		return f.contains("lost on the way") && f.contains("after the gap") && f.contains("known task")
 	})
 	if !f.contains("[1] Queue 3 ") {

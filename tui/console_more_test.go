@@ -109,8 +109,8 @@ func TestForceErrorOnALease(t *testing.T) {
 	r.scr.typeText("given up after the worker vanished")
 	r.scr.press(key(tcell.KeyTab), key(tcell.KeyTab), key(tcell.KeyEnter))
 
-	f := r.scr.waitForText(t, "forced error on "+short(id))
-	f = r.scr.waitFor(t, "the forced result in the Results pane", func(f frame) bool { return f.contains("error (forced)") })
+	r.scr.waitForText(t, "forced error on "+short(id))
+	f := r.scr.waitFor(t, "the forced result in the Results pane", func(f frame) bool { return f.contains("error (forced)") })
 	if !strings.Contains(f.lineWith("error (forced)"), "given up after the worker vanished") {
 		t.Errorf("the Results pane lacks the forced message:\n%s", f)
 	}

@@ -120,7 +120,7 @@ func TestPanesShowSentLeasedAndResultedTasks(t *testing.T) {
 	// Live: what agents do next appears without touching a key.
 	api.send("worker-a@local", "classify the new auth tickets")
 	api.lease("worker-a@local")
-	f = r.scr.waitForText(t, "classify the new auth tickets")
+	r.scr.waitForText(t, "classify the new auth tickets")
 	r.scr.waitFor(t, "the new lease counted", func(f frame) bool { return f.contains("queued 1   in flight 2") })
 
 	// A deadline already past is marked, in red.
@@ -280,7 +280,7 @@ func TestRequeueStaleLease(t *testing.T) {
 	r.scr.waitForText(t, "a reason is required")
 	r.scr.typeText("worker-a crashed mid-task") // the reason field has the focus now
 	r.scr.press(key(tcell.KeyTab), key(tcell.KeyTab), key(tcell.KeyEnter))
-	f = r.scr.waitForText(t, "requeued "+short(id)+" (attempt 1)")
+	r.scr.waitForText(t, "requeued "+short(id)+" (attempt 1)")
 
 	e, ok := api.entry(id)
 	if !ok || e.State != mailbox.EntryQueued || e.Attempt != 1 {
