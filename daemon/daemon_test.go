@@ -162,3 +162,51 @@ func TestScheduledRetryStaleRequeuesAndAudits(t *testing.T) {
 		t.Errorf("the unsafe task's lease should be left alone: %+v", v.Tasks)
 	}
 }
+
+// Issue 9: a daemon restarted with another retain_done starts, even when
+// the log holds a task id sent again after the smaller limit forgot it.
+func TestRestartWithChangedRetainDoneStarts(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.RetainDone = 1
+	d, err := daemon.Open(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	e := d.Engine()
+	const x, y = "00000000-0000-4000-8000-00000000000a", "00000000-0000-4000-8000-00000000000b"
+	for _, id := range []string{x, y, x} {
+		if _, err := e.Send(ctx, mailbox.Task{ID: id, Sender: "p@local", Recipient: "w@local", IntentText: "work"}); err != nil {
+			t.Fatalf("send %s: %v", id, err)
+		}
+		task, lease, err := e.Lease(ctx, "w@local")
+		if err != nil || task == nil {
+			t.Fatalf("lease = %v, %v", task, err)
+		}
+		if err := e.PostResult(ctx, mailbox.Result{TaskID: task.ID, Status: mailbox.StatusOK, LeaseID: lease.LeaseID}); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := e.Drain(ctx, "p@local"); err != nil || r == nil {
+			t.Fatalf("drain = %v, %v", r, err)
+		}
+	}
+	if err := d.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, retain := range []int{config.DefaultRetainDone, 1} {
+		cfg.RetainDone = retain
+		d, err = daemon.Open(cfg, nil)
+		if err != nil {
+			t.Fatalf("restart with retain_done %d: %v", retain, err)
+		}
+		d.Engine().View(func(s *mailbox.State) {
+			if s.RetainDone != retain {
+				t.Errorf("restarted with retain_done %d, the mailbox has %d", retain, s.RetainDone)
+			}
+		})
+		if err := d.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -28,8 +28,14 @@ func (s *State) recordAudit(ev Event) {
 		a.Action = OutcomeForcedError
 	}
 	s.audit = append(s.audit, a)
-	if over := len(s.audit) - s.AuditMax; over > 0 && over*4 >= s.AuditMax {
-		// Trim in chunks so appends stay amortised O(1).
+	// Trim in chunks so appends stay amortised O(1).
+	s.trimAudit((s.AuditMax + 3) / 4)
+}
+
+// trimAudit drops the records beyond the newest AuditMax once more than
+// slack of them have piled up; until then Audit and Snapshot skip them.
+func (s *State) trimAudit(slack int) {
+	if over := len(s.audit) - s.AuditMax; over > 0 && over >= slack {
 		s.audit = append([]AuditRecord(nil), s.audit[over:]...)
 	}
 }

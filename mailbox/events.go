@@ -16,6 +16,10 @@ const (
 	// .broken file). It keeps the seq chain whole and changes nothing; Reason
 	// says what was moved and why.
 	EventRecordSkipped = "record_skipped"
+	// EventLimitsSet puts new limits in force (Limits), from this event on;
+	// what they no longer allow is forgotten at once. The engine appends one
+	// when it starts with limits other than the log's.
+	EventLimitsSet = "limits_set"
 	// EventSnapshot is sent only over SSE: the whole state at Seq.
 	EventSnapshot = "snapshot"
 )
@@ -46,6 +50,8 @@ type Event struct {
 	Auto bool `json:"auto,omitempty"`
 	// result_replayed: the task whose result was copied.
 	ReplayedFrom string `json:"replayed_from,omitempty"`
+	// limits_set: the limits in force from this event on.
+	Limits *Limits `json:"limits,omitempty"`
 
 	// snapshot (SSE only)
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
@@ -109,4 +115,7 @@ type Snapshot struct {
 	ResultCache []CachedResult `json:"result_cache,omitempty"`
 	// Audit holds the newest repair records, oldest first.
 	Audit []AuditRecord `json:"audit,omitempty"`
+	// Limits are the limits in force at Seq; absent (meaning the defaults)
+	// in snapshots written before snapshots carried them.
+	Limits *Limits `json:"limits,omitempty"`
 }

@@ -84,12 +84,14 @@ func (s *State) cacheResult(t *taskRec, r Result, atMs int64) {
 }
 
 // evictCache drops cached results past the count bound or older than the
-// age bound at nowMs, oldest first.
+// age bound at nowMs, oldest first. The count is of live entries only (not
+// of entries a newer result for the same key replaced), as in a state
+// restored from a snapshot, which holds only live ones.
 func (s *State) evictCache(nowMs int64) {
 	maxN, maxAge := s.ResultCacheMax, s.ResultCacheAgeMs
 	for s.cacheHead < len(s.cacheOrder) {
 		c := s.cacheOrder[s.cacheHead]
-		if len(s.cacheOrder)-s.cacheHead <= maxN && c.AtMs >= nowMs-maxAge {
+		if s.cache[c.Key] == c && len(s.cache) <= maxN && c.AtMs >= nowMs-maxAge {
 			break
 		}
 		s.cacheOrder[s.cacheHead] = nil

@@ -29,13 +29,10 @@ type resultRec struct {
 type State struct {
 	// Seq is the seq of the last applied event.
 	Seq uint64
-	// RetainDone bounds how many drained tasks are remembered.
-	RetainDone int
-	// ResultCacheMax and ResultCacheAgeMs bound the idempotent result cache.
-	ResultCacheMax   int
-	ResultCacheAgeMs int64
-	// AuditMax bounds the repair records kept for the audit query.
-	AuditMax int
+	// Limits are the limits in force, set by the log (limits_set events and
+	// snapshots); a new State has the defaults. Setting them directly makes a
+	// state that no log replays to, which only tests should want.
+	Limits
 
 	tasks       map[string]*taskRec
 	queued      *indexedHeap[*taskRec]
@@ -55,7 +52,7 @@ type State struct {
 
 // NewState returns an empty mailbox.
 func NewState() *State {
-	s := &State{RetainDone: DefaultRetainDone, ResultCacheMax: DefaultResultCacheMax, ResultCacheAgeMs: DefaultResultCacheAgeMs, AuditMax: DefaultAuditMax}
+	s := &State{Limits: DefaultLimits()}
 	s.reset()
 	return s
 }
@@ -76,11 +73,6 @@ func (s *State) reset() {
 	s.cacheOrder = nil
 	s.cacheHead = 0
 	s.audit = nil
-}
-
-// limits copies the configurable bounds of another state.
-func (s *State) limits(o *State) {
-	s.RetainDone, s.ResultCacheMax, s.ResultCacheAgeMs, s.AuditMax = o.RetainDone, o.ResultCacheMax, o.ResultCacheAgeMs, o.AuditMax
 }
 
 func newTaskHeap(index func(*taskRec) *int) *indexedHeap[*taskRec] {
@@ -164,8 +156,8 @@ func (s *State) apply(ev Event) error {
 		if ev.Task == nil {
 			return fmt.Errorf("no task")
 		}
-		if _, dup := s.tasks[ev.Task.ID]; dup {
-			return fmt.Errorf("task %s sent twice", ev.Task.ID)
+		if err := s.admit(ev.Task.ID); err != nil {
+			return err
 		}
 		t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskQueued, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1}
 		t.addHistory(ev)
@@ -177,8 +169,8 @@ func (s *State) apply(ev Event) error {
 		if ev.Task == nil || ev.Result == nil || ev.Result.TaskID != ev.Task.ID {
 			return fmt.Errorf("replayed result without its task or result")
 		}
-		if _, dup := s.tasks[ev.Task.ID]; dup {
-			return fmt.Errorf("task %s sent twice", ev.Task.ID)
+		if err := s.admit(ev.Task.ID); err != nil {
+			return err
 		}
 		t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskResultPending, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1}
 		s.tasks[t.Task.ID] = t
@@ -255,6 +247,15 @@ func (s *State) apply(ev Event) error {
 		t.addHistory(ev)
 		s.recordAudit(ev)
 		return nil
+	case EventLimitsSet:
+		if ev.Limits == nil {
+			return fmt.Errorf("no limits")
+		}
+		if err := ev.Limits.validate(); err != nil {
+			return err
+		}
+		s.setLimits(*ev.Limits)
+		return nil
 	case EventRecordSkipped:
 		return nil
 	}
@@ -319,6 +320,11 @@ func (s *State) senderHeap(sender string) *indexedHeap[*resultRec] {
 // remember keeps a drained task for RetainDone more drains, then forgets it.
 func (s *State) remember(id string) {
 	s.done = append(s.done, id)
+	s.forgetDone()
+}
+
+// forgetDone forgets the oldest drained tasks beyond RetainDone.
+func (s *State) forgetDone() {
 	for len(s.done)-s.doneHead > s.RetainDone {
 		old := s.done[s.doneHead]
 		s.done[s.doneHead] = ""
@@ -349,7 +355,8 @@ func (t *taskRec) addHistory(ev Event) {
 
 // Snapshot returns a deep copy of the whole state.
 func (s *State) Snapshot(atMs int64) *Snapshot {
-	snap := &Snapshot{Seq: s.Seq, AtMs: atMs, Tasks: make([]TaskRecord, 0, len(s.tasks)), Results: make([]PendingResult, 0, len(s.results))}
+	limits := s.Limits
+	snap := &Snapshot{Seq: s.Seq, AtMs: atMs, Limits: &limits, Tasks: make([]TaskRecord, 0, len(s.tasks)), Results: make([]PendingResult, 0, len(s.results))}
 	recs := make([]*taskRec, 0, len(s.tasks))
 	for _, t := range s.tasks {
 		recs = append(recs, t)
@@ -366,14 +373,18 @@ func (s *State) Snapshot(atMs int64) *Snapshot {
 	return snap
 }
 
-// Restore replaces the state with a snapshot. The snapshot's results keep
-// their order; drained tasks are remembered in the order they were finished.
+// Restore replaces the state with a snapshot, limits included (the
+// defaults for a snapshot written before snapshots carried them). The
+// snapshot's results keep their order; drained tasks are remembered in the
+// order they were finished.
 func (s *State) Restore(snap *Snapshot) error {
-	if s.RetainDone == 0 {
-		s.RetainDone = DefaultRetainDone
-	}
 	n := NewState()
-	n.limits(s)
+	if snap.Limits != nil {
+		if err := snap.Limits.validate(); err != nil {
+			return fmt.Errorf("snapshot %d: %w", snap.Seq, err)
+		}
+		n.Limits = *snap.Limits
+	}
 	var done []*taskRec
 	for _, tr := range snap.Tasks {
 		if _, dup := n.tasks[tr.Task.ID]; dup {
@@ -429,7 +440,6 @@ func (s *State) Restore(snap *Snapshot) error {
 // Clone returns an independent copy of the state.
 func (s *State) Clone() *State {
 	c := NewState()
-	c.limits(s)
 	if err := c.Restore(s.Snapshot(0)); err != nil {
 		panic("mailbox: state does not survive its own snapshot: " + err.Error())
 	}

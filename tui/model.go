@@ -106,8 +106,8 @@ func (m *model) applyLocked(ev mailbox.Event) {
 		delete(m.open, ev.TaskID)
 	}
 	switch ev.Type {
-	case mailbox.EventSnapshot, mailbox.EventTaskRequeued, mailbox.EventTaskForceErrored:
-		m.auditVer++
+	case mailbox.EventSnapshot, mailbox.EventTaskRequeued, mailbox.EventTaskForceErrored, mailbox.EventLimitsSet:
+		m.auditVer++ // a limits_set may have trimmed the trail
 	}
 }
 

@@ -4,6 +4,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -31,10 +32,12 @@ type Options struct {
 	// means the default (4); negative disables automatic compaction.
 	AutoCompactFactor   float64
 	AutoCompactMinBytes int64
-	// RetainDone bounds how many drained tasks the state remembers.
-	RetainDone int
+	// RetainDone bounds how many drained tasks the state remembers;
 	// ResultCacheMax and ResultCacheAge bound the idempotent result cache;
-	// AuditMax the repair records kept for the audit query.
+	// AuditMax the repair records kept for the audit query. These limits
+	// are recorded in the log: replay uses the log's own, and Open appends a
+	// limits_set event when these differ from them.
+	RetainDone     int
 	ResultCacheMax int
 	ResultCacheAge time.Duration
 	AuditMax       int
@@ -79,6 +82,11 @@ func (o *Options) fill() {
 	}
 }
 
+// limits are the mailbox limits the options ask for (after fill).
+func (o *Options) limits() mailbox.Limits {
+	return mailbox.Limits{RetainDone: o.RetainDone, ResultCacheMax: o.ResultCacheMax, ResultCacheAgeMs: o.ResultCacheAge.Milliseconds(), AuditMax: o.AuditMax}
+}
+
 // Engine implements mailbox.Service over a store.Store.
 //
 // It keeps two copies of the state. spec is what decisions are made
@@ -109,13 +117,15 @@ type Engine struct {
 
 var _ mailbox.Service = (*Engine)(nil)
 
-// Open replays st into memory and returns a running engine.
+// Open replays st into memory and returns a running engine. Replay uses
+// the limits the log records (the defaults until it records any), never the
+// configured ones, so it gives the state the log was written under; when the
+// configured limits differ, a limits_set event is appended before anything
+// else, which makes the change durable and visible to every subscriber.
+// The caller closes st when Open fails.
 func Open(st store.Store, opts Options) (*Engine, error) {
 	opts.fill()
 	committed := mailbox.NewState()
-	committed.RetainDone = opts.RetainDone
-	committed.ResultCacheMax, committed.ResultCacheAgeMs = opts.ResultCacheMax, opts.ResultCacheAge.Milliseconds()
-	committed.AuditMax = opts.AuditMax
 	// Replay makes garbage at a furious rate (a decoded event per line) while
 	// the live heap barely grows; collecting less often during it cut a
 	// million-event restart by a fifth. The setting is restored after.
@@ -132,5 +142,29 @@ func Open(st store.Store, opts Options) (*Engine, error) {
 	e.spec = committed.Clone()
 	c := committed.Counts()
 	opts.Logger.Info("mailbox replayed", "seq", committed.Seq, "events", replayed, "queued", c.Queued, "in_flight", c.InFlight, "results_pending", c.ResultsPending)
+	if err := e.setLimits(opts.limits()); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// setLimits appends the limits_set event that puts l in force, unless it is
+// in force already.
+func (e *Engine) setLimits(l mailbox.Limits) error {
+	var from mailbox.Limits
+	_, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) {
+		from = s.Limits
+		if ev, ok := s.DecideLimits(l, now); ok {
+			return ev, nil
+		}
+		return mailbox.Event{}, errNothing
+	}, nil)
+	switch {
+	case errors.Is(err, errNothing):
+		return nil
+	case err != nil:
+		return fmt.Errorf("recording the configured limits (%v) in the mailbox log: %w", l, err)
+	}
+	e.log.Info("mailbox limits changed", "from", from, "to", l)
+	return nil
 }
