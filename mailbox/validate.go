@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -77,6 +78,28 @@ func ValidateAgentID(field, v string) error {
 			what = fmt.Sprintf("byte 0x%02x", b)
 		}
 		return Invalidf(field, "%s: got %s, whose character %s at byte %d is not allowed; expected %s, such as planner@local", field, quote(v), what, i, AgentIDAlphabet)
+	}
+	return nil
+}
+
+// ValidatePrincipal checks whom a token speaks for: an agent id or an
+// operator's name ("Alice Ops" is not allowed, "alice" or "Alice" is). It
+// is looser than ValidateAgentID because tokens come from the operator's
+// own configuration, which must keep starting the daemon it started before;
+// a principal that is not a valid agent id simply cannot act as an agent.
+func ValidatePrincipal(field, v string) error {
+	switch {
+	case v == "":
+		return Invalidf(field, "%s: got \"\", expected a principal such as planner@local or an operator name", field)
+	case len(v) > 256:
+		return Invalidf(field, "%s: got %d bytes, expected a principal of at most 256 bytes", field, len(v))
+	case !utf8.ValidString(v):
+		return Invalidf(field, "%s: got invalid UTF-8, expected a principal such as planner@local", field)
+	}
+	for _, r := range v {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return Invalidf(field, "%s: got %s, expected a principal without spaces or control characters, such as planner@local", field, quote(v))
+		}
 	}
 	return nil
 }

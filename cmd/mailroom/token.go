@@ -63,7 +63,7 @@ func runTokenNew(_ context.Context, e *env, args []string) error {
 	if err := required(fs, "principal", "cap"); err != nil {
 		return err
 	}
-	if err := mailbox.ValidateAgentID("--principal", *principal); err != nil {
+	if err := mailbox.ValidatePrincipal("--principal", *principal); err != nil {
 		return usagef("%s", errorText(err))
 	}
 	for _, c := range caps {

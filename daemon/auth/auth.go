@@ -97,7 +97,7 @@ func New(tokens []Token) (*Authenticator, error) {
 	a := &Authenticator{}
 	for i, t := range tokens {
 		key := fmt.Sprintf("tokens[%d]", i)
-		if err := mailbox.ValidateAgentID(key+".principal", t.Principal); err != nil {
+		if err := mailbox.ValidatePrincipal(key+".principal", t.Principal); err != nil {
 			return nil, fmt.Errorf("%s.principal: got %q, expected a principal such as planner@local or an operator name", key, t.Principal)
 		}
 		var e entry

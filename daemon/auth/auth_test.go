@@ -96,3 +96,16 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// Operators' names are principals too: a configuration that started the
+// daemon before agent ids were narrowed to lowercase ASCII keeps starting it.
+func TestPrincipalsMayBeOperatorNames(t *testing.T) {
+	for _, p := range []string{"Alice", "oncall-EU", "ops@Example.com"} {
+		if _, err := New([]Token{{Principal: p, Token: "secret-" + p, Caps: []string{CapRequeue}}}); err != nil {
+			t.Errorf("principal %q refused: %v", p, err)
+		}
+	}
+	if _, err := New([]Token{{Principal: "Alice Ops", Token: "x", Caps: []string{CapRead}}}); err == nil || !strings.Contains(err.Error(), "tokens[0].principal") {
+		t.Errorf("a principal with a space: %v, want a refusal naming tokens[0].principal", err)
+	}
+}
