@@ -46,6 +46,7 @@ func commands() []command {
 		{"requeue", requeueSummary, runRequeue},
 		{"force-error", forceErrorSummary, runForceError},
 		{"compact", compactSummary, runCompact},
+		{"log", logSummary, runLog},
 		{"bench", benchSummary, runBench},
 		{"retry-stale", retryStaleSummary, runRetryStale},
 		{"audit", auditSummary, runAudit},

@@ -126,7 +126,16 @@ func syncDir(dir string) error {
 // replaceFile makes data the content of path so that a crash leaves either
 // the old file or the whole new one: write a temp file, fsync, close, rename,
 // fsync the directory.
-func replaceFile(path string, data []byte) (err error) {
+func replaceFile(path string, data []byte) error {
+	return replaceFileWith(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// replaceFileWith is replaceFile with the content written by write, for
+// content too large to hold in memory.
+func replaceFileWith(path string, write func(io.Writer) error) (err error) {
 	tmp := path + tempSuffix
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -137,7 +146,7 @@ func replaceFile(path string, data []byte) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	_, err = f.Write(data)
+	err = write(f)
 	if err == nil {
 		err = f.Sync()
 	}

@@ -71,10 +71,10 @@ func checkLine(t *testing.T, line []byte) {
 		t.Fatalf("accepted seq %d for an event saying %d", seq, ev.Seq)
 	}
 	// The newline is part of a whole record.
-	if _, err := parseLine(rawLine{b: line}); err == nil {
+	if _, err := parseLine("", rawLine{b: line}); err == nil {
 		t.Fatalf("accepted a line without its newline: %q", line)
 	}
-	if again, err := parseLine(rawLine{b: line, terminated: true}); err != nil || !sameEvent(t, again, ev) {
+	if again, err := parseLine("", rawLine{b: line, terminated: true}); err != nil || !sameEvent(t, again, ev) {
 		t.Fatalf("parseLine disagrees with the decoder on %q: %v", line, err)
 	}
 

@@ -77,9 +77,9 @@ func readEventsParallel(p readPart, fn func(mailbox.Event) (more bool, err error
 			for c := range work {
 				c.events = make([]mailbox.Event, 0, len(c.lines))
 				for _, l := range c.lines {
-					ev, err := parseLine(l)
+					ev, err := parseLine(p.path, l)
 					if err != nil {
-						c.err = damageError(p.path, &damage{line: l.num, off: l.off, reason: err})
+						c.err = err
 						break
 					}
 					c.events = append(c.events, ev)

@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,8 +30,10 @@ func closeParts(parts []readPart) {
 // Load passes the durable state to fn in seq order: the snapshot (when
 // there is one) as an event of type "snapshot", then every durable event
 // after it. Open has already checked the files and cut a torn last line off;
-// a fault Load still finds means the disk changed under the store. An error
-// from fn stops Load and is returned.
+// a fault Load still finds means the disk changed under the store. A record
+// that passed its checksum but does not decode stops Load with a
+// *RecordError naming it and how to move it aside; so does an error from fn,
+// which the RecordError wraps.
 func (s *Store) Load(fn func(mailbox.Event) error) error {
 	if s.isClosed() {
 		return store.ErrClosed
@@ -60,15 +63,23 @@ func (s *Store) Load(fn func(mailbox.Event) error) error {
 	if err != nil {
 		return fmt.Errorf("loading the log in %s: %w", s.dir, err)
 	}
+	return replayFiles(snapFile, snapPath, snapSeq, parts, fn)
+}
 
+// replayFiles passes the snapshot in snapFile (when there is one) and then
+// every event of parts after it to fn, in seq order: Load does it for the
+// daemon and Check for an operator, so both stop at the same record. A
+// record that passed its checksum but does not decode, or whose event fn
+// refuses, stops it with a *RecordError naming the record.
+func replayFiles(snapFile *os.File, snapPath string, snapSeq uint64, parts []readPart, fn func(mailbox.Event) error) error {
 	if snapFile != nil {
-		snap, err := readSnapshot(snapFile, snapSeq)
+		snap, err := readSnapshot(snapFile, snapPath, snapSeq)
 		if err != nil {
-			return fmt.Errorf("loading snapshot %s: %w", snapPath, err)
+			return err
 		}
 		ev := mailbox.Event{Seq: snap.Seq, AtMs: snap.AtMs, Type: mailbox.EventSnapshot, Snapshot: snap}
 		if err := fn(ev); err != nil {
-			return fmt.Errorf("replaying snapshot %s: %w", snapPath, err)
+			return &RecordError{Path: snapPath, Line: 1, Seq: snapSeq, AtMs: snap.AtMs, Snapshot: true, Refused: true, Err: err}
 		}
 	}
 	for _, p := range parts {
@@ -77,7 +88,7 @@ func (s *Store) Load(fn func(mailbox.Event) error) error {
 				return true, nil
 			}
 			if err := fn(ev); err != nil {
-				return false, fmt.Errorf("replaying event %d from %s: %w", ev.Seq, p.path, err)
+				return false, refusedRecord(p.path, ev, err)
 			}
 			return true, nil
 		})
@@ -88,21 +99,23 @@ func (s *Store) Load(fn func(mailbox.Event) error) error {
 	return nil
 }
 
-func readSnapshot(f *os.File, seq uint64) (*mailbox.Snapshot, error) {
+// readSnapshot reads the snapshot file at path, holding seq.
+func readSnapshot(f *os.File, path string, seq uint64) (*mailbox.Snapshot, error) {
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("loading snapshot %s: %w", path, err)
 	}
 	body, err := parseSnapshotFile(data, seq)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("loading snapshot %s: %w", path, err)
 	}
 	var snap mailbox.Snapshot
 	if err := json.Unmarshal(body, &snap); err != nil {
-		return nil, fmt.Errorf("the snapshot does not decode: %w", err)
+		return nil, &RecordError{Path: path, Line: 1, Seq: seq, Snapshot: true, Err: err}
 	}
 	if snap.Seq != seq {
-		return nil, fmt.Errorf("the snapshot says seq %d, its record says %d", snap.Seq, seq)
+		return nil, &RecordError{Path: path, Line: 1, Seq: seq, Snapshot: true,
+			Err: fmt.Errorf("the snapshot inside says seq %d, its record says %d", snap.Seq, seq)}
 	}
 	return &snap, nil
 }
@@ -119,9 +132,9 @@ func readEvents(p readPart, fn func(mailbox.Event) (more bool, err error)) error
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", p.path, err)
 		}
-		ev, err := parseLine(l)
+		ev, err := parseLine(p.path, l)
 		if err != nil {
-			return damageError(p.path, &damage{line: l.num, off: l.off, reason: err})
+			return err
 		}
 		if more, err := fn(ev); err != nil || !more {
 			return err
@@ -129,15 +142,22 @@ func readEvents(p readPart, fn func(mailbox.Event) (more bool, err error)) error
 	}
 }
 
-func parseLine(l rawLine) (mailbox.Event, error) {
+// parseLine decodes line l of the segment at path. A line that is not a
+// whole, checksummed record is damage; one that is but does not decode is
+// a *RecordError.
+func parseLine(path string, l rawLine) (mailbox.Event, error) {
 	if !l.terminated {
-		return mailbox.Event{}, fmt.Errorf("the line has no newline")
+		return mailbox.Event{}, damageError(path, &damage{line: l.num, off: l.off, reason: errors.New("the line has no newline")})
 	}
 	seq, body, err := parseRecord(l.b, keyEvent)
 	if err != nil {
-		return mailbox.Event{}, err
+		return mailbox.Event{}, damageError(path, &damage{line: l.num, off: l.off, reason: err})
 	}
-	return decodeEvent(seq, body)
+	ev, err := decodeEvent(seq, body)
+	if err != nil {
+		return mailbox.Event{}, undecodableRecord(path, l, seq, body, err)
+	}
+	return ev, nil
 }
 
 // EventsSince returns up to limit durable events with seq > after, in

@@ -47,10 +47,18 @@ func appendRecord(dst []byte, key string, seq uint64, body []byte) []byte {
 
 // encodeEvent returns ev's log line. It runs in Append, on the caller's
 // goroutine, so the writer only copies bytes and the caller may reuse ev.
+//
+// The body is decoded back with the decoder replay uses before it is
+// accepted: replay must never be the first to find that a value cannot be
+// read (encoding/json writes values nested deeper than either decoder
+// reads, for one), because by then the daemon cannot start.
 func encodeEvent(ev mailbox.Event) ([]byte, error) {
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return nil, err
+	}
+	if _, err := decodeEvent(ev.Seq, body); err != nil {
+		return nil, fmt.Errorf("it encodes, but replay could not read it back: %w", err)
 	}
 	return appendRecord(make([]byte, 0, len(body)+48), keyEvent, ev.Seq, body), nil
 }
@@ -69,7 +77,7 @@ func encodeSnapshot(snap *mailbox.Snapshot) ([]byte, error) {
 func parseRecord(line []byte, key string) (uint64, []byte, error) {
 	rest, ok := bytes.CutPrefix(line, []byte(`{"seq":`))
 	if !ok {
-		return 0, nil, errors.New(`not a record: it does not start with {"seq":`)
+		return 0, nil, errors.New(`not a record: it lacks the {"seq": prefix every record starts with`)
 	}
 	seq, rest, ok := cutUint(rest)
 	if !ok {
@@ -118,10 +126,10 @@ func cutUint(b []byte) (uint64, []byte, bool) {
 func decodeEvent(seq uint64, body []byte) (mailbox.Event, error) {
 	var ev mailbox.Event
 	if err := gojson.Unmarshal(body, &ev); err != nil {
-		return mailbox.Event{}, fmt.Errorf("the event does not decode: %w", err)
+		return mailbox.Event{}, err
 	}
 	if ev.Seq != seq {
-		return mailbox.Event{}, fmt.Errorf("the event says seq %d, its record says %d", ev.Seq, seq)
+		return mailbox.Event{}, fmt.Errorf("the event inside says seq %d, its record says %d", ev.Seq, seq)
 	}
 	return ev, nil
 }

@@ -28,55 +28,20 @@ type damage struct {
 // file, and the line and byte offset where it went wrong; it changes nothing
 // in that case.
 func (s *Store) recover() error {
-	files, err := listDir(s.dir)
+	sv, err := surveyDir(s.dir)
 	if err != nil {
 		return err
 	}
-	base, skipped := s.pickSnapshot(files.snapshots)
-	explain := func(err error) error {
-		for _, sk := range skipped {
-			err = fmt.Errorf("%w (snapshot %s was not used: %v)", err, sk.path, sk.reason)
+	if t := sv.torn; t != nil {
+		if err := s.cutTornLine(t.seg, t.d, t.size); err != nil {
+			return err
 		}
+	}
+	if err := s.tidy(sv.obsolete, sv.skipped); err != nil {
 		return err
 	}
 
-	// The chain of segments starts with the last one that begins at or
-	// before the first event after the snapshot; earlier ones hold only
-	// events the snapshot covers.
-	first := -1
-	for i, f := range files.segments {
-		if f.seq <= base.seq+1 {
-			first = i
-		}
-	}
-	if first < 0 && len(files.segments) > 0 {
-		f := files.segments[0]
-		return explain(fmt.Errorf("the log in %s is missing events %d to %d: %s, but the oldest segment, %s, starts at %d",
-			s.dir, base.seq+1, f.seq-1, base.describe(), filepath.Join(s.dir, f.name), f.seq))
-	}
-	var chain []*segment
-	if first >= 0 {
-		if chain, err = s.checkChain(files.segments[first:]); err != nil {
-			return explain(err)
-		}
-	}
-	obsolete := names(files.segments[:max(first, 0)])
-	// A chain that ends before the snapshot (its next segment was lost
-	// while empty) holds nothing the snapshot lacks.
-	if len(chain) == 1 && chain[0].start <= base.seq && chain[0].next <= base.seq+1 {
-		obsolete = append(obsolete, filepath.Base(chain[0].path))
-		chain = nil
-	}
-	for _, sn := range files.snapshots {
-		if sn.seq < base.seq {
-			obsolete = append(obsolete, sn.name)
-		}
-	}
-	obsolete = append(obsolete, files.temps...)
-	if err := s.tidy(obsolete, skipped); err != nil {
-		return err
-	}
-
+	chain, base := sv.chain, sv.base
 	if len(chain) == 0 {
 		g := &segment{path: s.segmentPath(base.seq + 1), start: base.seq + 1, next: base.seq + 1}
 		if err := createSegment(g.path); err != nil {
@@ -94,6 +59,78 @@ func (s *Store) recover() error {
 	s.snapSeq, s.snapPath, s.snapBytes = base.seq, base.path, base.size
 	s.lastSeq = max(g.next-1, base.seq)
 	return nil
+}
+
+// survey is what recover finds in a data dir before it changes anything:
+// recover carries it out, and Check reports it without touching a file.
+type survey struct {
+	dir     string
+	base    baseSnapshot
+	skipped []skippedSnapshot // damaged snapshots newer than base, to set aside
+	// chain is the segments the log continues in, each as far as it is
+	// intact (without a torn last line).
+	chain    []*segment
+	torn     *tornLine // the newest segment's torn last line, to cut off
+	obsolete []string  // names an interrupted compaction left behind
+}
+
+// tornLine is a torn last line of the newest segment.
+type tornLine struct {
+	seg  *segment
+	d    *damage
+	size int64 // the segment's size as found
+}
+
+// surveyDir reads the data dir and decides what recover must do. It refuses
+// a log damaged anywhere but at its very end, naming the file, line and
+// byte offset. It only reads.
+func surveyDir(dir string) (*survey, error) {
+	files, err := listDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	sv := &survey{dir: dir}
+	sv.base, sv.skipped = pickSnapshot(dir, files.snapshots)
+	explain := func(err error) error {
+		for _, sk := range sv.skipped {
+			err = fmt.Errorf("%w (snapshot %s was not used: %v)", err, sk.path, sk.reason)
+		}
+		return err
+	}
+
+	// The chain of segments starts with the last one that begins at or
+	// before the first event after the snapshot; earlier ones hold only
+	// events the snapshot covers.
+	first := -1
+	for i, f := range files.segments {
+		if f.seq <= sv.base.seq+1 {
+			first = i
+		}
+	}
+	if first < 0 && len(files.segments) > 0 {
+		f := files.segments[0]
+		return nil, explain(fmt.Errorf("the log in %s is missing events %d to %d: %s, but the oldest segment, %s, starts at %d",
+			dir, sv.base.seq+1, f.seq-1, sv.base.describe(), filepath.Join(dir, f.name), f.seq))
+	}
+	if first >= 0 {
+		if sv.chain, sv.torn, err = checkChain(dir, files.segments[first:]); err != nil {
+			return nil, explain(err)
+		}
+	}
+	sv.obsolete = names(files.segments[:max(first, 0)])
+	// A chain that ends before the snapshot (its next segment was lost
+	// while empty) holds nothing the snapshot lacks.
+	if c := sv.chain; len(c) == 1 && c[0].start <= sv.base.seq && c[0].next <= sv.base.seq+1 {
+		sv.obsolete = append(sv.obsolete, filepath.Base(c[0].path))
+		sv.chain = nil
+	}
+	for _, sn := range files.snapshots {
+		if sn.seq < sv.base.seq {
+			sv.obsolete = append(sv.obsolete, sn.name)
+		}
+	}
+	sv.obsolete = append(sv.obsolete, files.temps...)
+	return sv, nil
 }
 
 // baseSnapshot is the snapshot the log continues; path is "" without one.
@@ -119,10 +156,10 @@ type skippedSnapshot struct {
 // pickSnapshot returns the newest snapshot that is whole, and the newer
 // ones that are not. Using an older one is safe only while the segments
 // after it still exist, which checkChain then verifies.
-func (s *Store) pickSnapshot(snaps []namedSeq) (baseSnapshot, []skippedSnapshot) {
+func pickSnapshot(dir string, snaps []namedSeq) (baseSnapshot, []skippedSnapshot) {
 	var skipped []skippedSnapshot
 	for i := len(snaps) - 1; i >= 0; i-- {
-		path := filepath.Join(s.dir, snaps[i].name)
+		path := filepath.Join(dir, snaps[i].name)
 		size, err := checkSnapshotFile(path, snaps[i].seq)
 		if err == nil {
 			return baseSnapshot{path, snaps[i].seq, size}, skipped
@@ -160,32 +197,33 @@ func parseSnapshotFile(data []byte, seq uint64) ([]byte, error) {
 
 // checkChain scans the segments from the one holding the first event after
 // the snapshot to the newest, requiring each to continue the previous one.
-func (s *Store) checkChain(files []namedSeq) ([]*segment, error) {
+// A torn last line of the newest segment is returned, not cut: the
+// segment's size already ends before it.
+func checkChain(dir string, files []namedSeq) ([]*segment, *tornLine, error) {
 	chain := make([]*segment, 0, len(files))
+	var torn *tornLine
 	next := files[0].seq
 	for i, f := range files {
-		g := &segment{path: filepath.Join(s.dir, f.name), start: f.seq}
+		g := &segment{path: filepath.Join(dir, f.name), start: f.seq}
 		if g.start != next {
 			prev := chain[len(chain)-1]
-			return nil, fmt.Errorf("the log in %s is missing events %d to %d: segment %s ends at seq %d but the next one, %s, starts at %d",
-				s.dir, next, g.start-1, prev.path, next-1, g.path, g.start)
+			return nil, nil, fmt.Errorf("the log in %s is missing events %d to %d: segment %s ends at seq %d but the next one, %s, starts at %d",
+				dir, next, g.start-1, prev.path, next-1, g.path, g.start)
 		}
 		d, size, err := scanSegment(g)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if d != nil {
 			if i < len(files)-1 || !d.torn {
-				return nil, damageError(g.path, d)
+				return nil, nil, damageError(g.path, d)
 			}
-			if err := s.cutTornLine(g, d, size); err != nil {
-				return nil, err
-			}
+			torn = &tornLine{seg: g, d: d, size: size}
 		}
 		chain = append(chain, g)
 		next = g.next
 	}
-	return chain, nil
+	return chain, torn, nil
 }
 
 func damageError(path string, d *damage) error {

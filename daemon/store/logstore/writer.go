@@ -26,6 +26,13 @@ type item struct {
 // Reset has not run) or closed, Append calls done itself before returning,
 // as the store.Store contract requires, so that after a failure nothing
 // decided on top of it can still be queued when the engine resets.
+//
+// An event that cannot be encoded, or whose encoding replay could not read
+// back, is refused like one with the wrong seq: done gets the error, nothing
+// is written, and the store is not failed. Nothing decided on top of it can
+// be written either, because the seq it held is still the one expected next;
+// failing the store instead would let one unreadable value stop every write
+// until Reset.
 func (s *Store) Append(ev mailbox.Event, done func(error)) {
 	if done == nil {
 		done = func(error) {}
