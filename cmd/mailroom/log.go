@@ -14,40 +14,10 @@ import (
 
 const logSummary = "check a stopped daemon's log, or move aside the record that keeps it from starting"
 
-// runLog dispatches to its two sub-verbs; errors carry the full verb name
-// so messages say "mailroom log check: ...".
 func runLog(ctx context.Context, e *env, args []string) error {
-	subs := []struct {
-		name, summary string
-		run           func(context.Context, *env, []string) error
-	}{
-		{"check", logCheckSummary, runLogCheck},
-		{"repair", logRepairSummary, runLogRepair},
-	}
-	help := func(w io.Writer) {
-		fmt.Fprintf(w, "mailroom log: %s\n\nUsage:\n", logSummary)
-		for _, s := range subs {
-			fmt.Fprintf(w, "  mailroom log %-6s %s\n", s.name, s.summary)
-		}
-		fmt.Fprint(w, "\nExample:\n  mailroom log check --data-dir /var/lib/mailroom\n  mailroom log repair --data-dir /var/lib/mailroom --seq 3 --reason 'written by the 1.4.0 bug'\n\nRun 'mailroom log <check|repair> --help' for flags.\n")
-	}
-	if len(args) == 0 {
-		return usagef("missing sub-command: check or repair")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		help(e.stdout)
-		return errHelpShown
-	}
-	for _, s := range subs {
-		if s.name == args[0] {
-			if err := s.run(ctx, e, args[1:]); err != nil {
-				return &verbError{verb: "log " + s.name, err: err}
-			}
-			return nil
-		}
-	}
-	return usagef("unknown sub-command %q, expected check or repair", args[0])
+	return runGroup(ctx, e, "log", logSummary,
+		"  mailroom log check --data-dir /var/lib/mailroom\n  mailroom log repair --data-dir /var/lib/mailroom --seq 3 --reason 'written by the 1.4.0 bug'\n",
+		[]subVerb{{"check", logCheckSummary, runLogCheck}, {"repair", logRepairSummary, runLogRepair}}, args)
 }
 
 const logCheckSummary = "replay the log as the daemon would on start, changing nothing, and name the first record it cannot replay"

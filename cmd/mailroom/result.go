@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/mailroom/mailroom/mailbox"
@@ -12,40 +11,49 @@ import (
 
 const resultSummary = "post a result for a leased task, or drain the next result for a sender"
 
-// runResult dispatches to its two sub-verbs; errors carry the full verb name
-// so messages say "mailroom result post: ...".
 func runResult(ctx context.Context, e *env, args []string) error {
-	subs := []struct {
-		name, summary string
-		run           func(context.Context, *env, []string) error
-	}{
-		{"post", resultPostSummary, runResultPost},
-		{"next", resultNextSummary, runResultNext},
-	}
-	help := func(w io.Writer) {
-		fmt.Fprintf(w, "mailroom result: %s\n\nUsage:\n", resultSummary)
-		for _, s := range subs {
-			fmt.Fprintf(w, "  mailroom result %-5s %s\n", s.name, s.summary)
-		}
-		fmt.Fprint(w, "\nExample:\n  mailroom result post 6f9619ff-8b86-4d11-b42d-00c04fc964ff --status ok --text done\n  mailroom result next --sender planner@local\n\nRun 'mailroom result <post|next> --help' for flags.\n")
+	return runGroup(ctx, e, "result", resultSummary,
+		"  mailroom result post 6f9619ff-8b86-4d11-b42d-00c04fc964ff --status ok --text done\n  mailroom result next --sender planner@local\n",
+		[]subVerb{{"post", resultPostSummary, runResultPost}, {"next", resultNextSummary, runResultNext}}, args)
+}
+
+// subVerb is one verb of a group such as "mailroom result post".
+type subVerb struct {
+	name, summary string
+	run           func(context.Context, *env, []string) error
+}
+
+// runGroup dispatches args to one of a group's sub-verbs; errors carry the
+// full verb name, so messages say "mailroom result post: ...". example
+// holds the help's example lines.
+func runGroup(ctx context.Context, e *env, group, summary, example string, subs []subVerb, args []string) error {
+	names := make([]string, len(subs))
+	width := 0
+	for i, s := range subs {
+		names[i] = s.name
+		width = max(width, len(s.name))
 	}
 	if len(args) == 0 {
-		return usagef("missing sub-command: post or next")
+		return usagef("missing sub-command: %s", strings.Join(names, " or "))
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		help(e.stdout)
+		fmt.Fprintf(e.stdout, "mailroom %s: %s\n\nUsage:\n", group, summary)
+		for _, s := range subs {
+			fmt.Fprintf(e.stdout, "  mailroom %s %-*s %s\n", group, width, s.name, s.summary)
+		}
+		fmt.Fprintf(e.stdout, "\nExample:\n%s\nRun 'mailroom %s <%s> --help' for flags.\n", example, group, strings.Join(names, "|"))
 		return errHelpShown
 	}
 	for _, s := range subs {
 		if s.name == args[0] {
 			if err := s.run(ctx, e, args[1:]); err != nil {
-				return &verbError{verb: "result " + s.name, err: err}
+				return &verbError{verb: group + " " + s.name, err: err}
 			}
 			return nil
 		}
 	}
-	return usagef("unknown sub-command %q, expected post or next", args[0])
+	return usagef("unknown sub-command %q, expected %s", args[0], strings.Join(names, " or "))
 }
 
 const resultPostSummary = "post the result of a leased task for its sender"

@@ -198,20 +198,28 @@ func (c *checker) array(t reflect.Type, depth, valueDepth int) error {
 			return err
 		}
 		c.path = c.path[:len(c.path)-1]
-		c.ws()
-		if c.pos >= len(c.data) {
-			return errSyntax
-		}
-		switch c.data[c.pos] {
-		case ',':
-			c.pos++
-		case ']':
-			c.pos++
-			return nil
-		default:
-			return errSyntax
+		if more, err := c.more(']'); !more {
+			return err
 		}
 	}
+}
+
+// more consumes what follows a member: a comma (more to come) or the
+// closing bracket (done, err nil).
+func (c *checker) more(closing byte) (bool, error) {
+	c.ws()
+	if c.pos >= len(c.data) {
+		return false, errSyntax
+	}
+	switch c.data[c.pos] {
+	case ',':
+		c.pos++
+		return true, nil
+	case closing:
+		c.pos++
+		return false, nil
+	}
+	return false, errSyntax
 }
 
 func (c *checker) object(t reflect.Type, depth, valueDepth int) error {
@@ -281,18 +289,8 @@ func (c *checker) object(t reflect.Type, depth, valueDepth int) error {
 			return err
 		}
 		c.path = c.path[:len(c.path)-1]
-		c.ws()
-		if c.pos >= len(c.data) {
-			return errSyntax
-		}
-		switch c.data[c.pos] {
-		case ',':
-			c.pos++
-		case '}':
-			c.pos++
-			return nil
-		default:
-			return errSyntax
+		if more, err := c.more('}'); !more {
+			return err
 		}
 	}
 }
