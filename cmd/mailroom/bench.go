@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mailroom/mailroom/bench"
+	"github.com/mailroom/mailroom/internal/bench"
 )
 
 const benchSummary = "measure a daemon with sender/recipient pairs running full durable cycles"

@@ -1,4 +1,4 @@
-package faults
+package main
 
 import (
 	"bufio"
@@ -78,11 +78,11 @@ func TestFaultKill9LargestDeepestValues(t *testing.T) {
 	}
 	check := func(when string, c *client.Client) {
 		t.Helper()
-		if got := view(t, c); mustJSON(t, got) != mustJSON(t, want) {
+		if got := view(t, c); jsonOf(t, got) != jsonOf(t, want) {
 			t.Fatalf("%s: the mailbox differs from what was acknowledged", when)
 		}
 		audit, err := c.Audit(ctx, "", 10)
-		if err != nil || mustJSON(t, audit) != mustJSON(t, wantAudit) {
+		if err != nil || jsonOf(t, audit) != jsonOf(t, wantAudit) {
 			t.Fatalf("%s: the audit trail differs (%v)", when, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package faults
+package main
 
 import (
 	"context"
@@ -269,7 +269,7 @@ func TestFaultKill9UnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := l.verify(c, "after a clean stop")
-	if b, a := mustJSON(t, before), mustJSON(t, after); b != a {
+	if b, a := jsonOf(t, before), jsonOf(t, after); b != a {
 		t.Errorf("a clean stop changed the mailbox:\nbefore %s\nafter  %s", b, a)
 	}
 	requeues := 0
@@ -280,7 +280,7 @@ func TestFaultKill9UnderLoad(t *testing.T) {
 		l.iterations, len(l.sent), len(l.leaseTask), len(l.posted), len(l.repairs), requeues, len(l.drained), l.conflicts.Load(), l.noAnswer, len(brokenFiles(t, dir)))
 }
 
-func mustJSON(t *testing.T, v any) string {
+func jsonOf(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

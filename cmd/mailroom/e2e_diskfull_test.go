@@ -1,4 +1,4 @@
-package faults
+package main
 
 import (
 	"context"
@@ -82,8 +82,8 @@ func TestFaultDiskFull(t *testing.T) {
 	}
 
 	// Reads keep answering, and show the mailbox as it was.
-	if after := mustQueue(t, c); mustJSON(t, after) != mustJSON(t, before) {
-		t.Errorf("refused writes changed the queue:\nbefore %s\nafter  %s", mustJSON(t, before), mustJSON(t, after))
+	if after := mustQueue(t, c); jsonOf(t, after) != jsonOf(t, before) {
+		t.Errorf("refused writes changed the queue:\nbefore %s\nafter  %s", jsonOf(t, before), jsonOf(t, after))
 	}
 	if got := lastSeq(t, c); got != seq {
 		t.Errorf("last seq %d after refused writes, want %d", got, seq)
@@ -128,8 +128,8 @@ func TestFaultDiskFull(t *testing.T) {
 	if c, err = client.New(p.addr); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustQueue(t, c); mustJSON(t, got) != mustJSON(t, final) {
-		t.Errorf("after a restart:\n got %s\nwant %s", mustJSON(t, got), mustJSON(t, final))
+	if got := mustQueue(t, c); jsonOf(t, got) != jsonOf(t, final) {
+		t.Errorf("after a restart:\n got %s\nwant %s", jsonOf(t, got), jsonOf(t, final))
 	}
 	if b := brokenFiles(t, dir); len(b) != 0 {
 		t.Errorf("the log needed repair after the refused writes: %v", b)

@@ -1,8 +1,7 @@
-package faults
+package main
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,31 +15,33 @@ import (
 )
 
 var (
-	iterations    = flag.Int("fault.iterations", 20, "kill -9 iterations of TestFaultKill9UnderLoad")
+	iterations    = flag.Int("fault.iterations", 3, "kill -9 iterations of TestFaultKill9UnderLoad (.ci/run runs 20)")
 	seedFlag      = flag.Uint64("fault.seed", 0, "random seed of TestFaultKill9UnderLoad (0: from the clock; the seed used is logged)")
 	diskFullMode  = flag.String("fault.diskfull", "auto", "how TestFaultDiskFull fills the disk: tmpfs, rlimit, or auto (tmpfs when mount is permitted)")
 	restartEvents = flag.Int("fault.restart-events", 0, "TestRestartMillionEvents: build a log of this many events and time the restart (0: skip)")
 )
 
-// binPath is the real mailroom binary, built once by TestMain.
-var binPath string
+// The end-to-end tests (e2e_*_test.go) run the real binary and break its
+// world for real: kill -9 under load, a data directory that fills up, a
+// restart over a million events. The binary is this test binary itself,
+// re-executed with asMainEnv set, when it runs main() with the arguments it
+// was given; so the daemon under test is built exactly as the tests are
+// (with -race when they are). Run them with
+//
+//	go test -run 'Fault|Restart' ./cmd/mailroom
+//	go test -run Fault ./cmd/mailroom -fault.iterations 200 -fault.seed 42
+//	go test -run RestartMillion ./cmd/mailroom -fault.restart-events 1000000 -v
+const asMainEnv = "GO_TEST_MAILROOM_AS_MAIN"
+
+// binPath is the binary the end-to-end tests start as `mailroom`.
+var binPath = os.Args[0]
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mailroom-faults-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	if os.Getenv(asMainEnv) == "1" {
+		main()
+		return
 	}
-	binPath = filepath.Join(dir, "mailroom")
-	build := exec.Command("go", "build", "-o", binPath, "github.com/mailroom/mailroom/cmd/mailroom")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building mailroom for the fault tests: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // proc is the real binary running "mailroom daemon".
@@ -82,7 +83,7 @@ func startProc(t *testing.T, dir string, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"daemon", "--addr", "127.0.0.1:0", "--data-dir", dir, "--log-level", "warn"}, extra...)
 	cmd := exec.Command(binPath, args...)
-	cmd.Env = []string{"HOME=" + dir}
+	cmd.Env = []string{"HOME=" + dir, asMainEnv + "=1"}
 	w := &addrWatcher{addr: make(chan string, 1)}
 	p := &proc{cmd: cmd, out: &testlog.Buffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = w, p.out

@@ -10,7 +10,7 @@ import (
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
-	"github.com/mailroom/mailroom/demo"
+	"github.com/mailroom/mailroom/internal/demo"
 	"github.com/mailroom/mailroom/tui"
 )
 

@@ -1,4 +1,4 @@
-package faults
+package main
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func TestRestartMillionEvents(t *testing.T) {
 	}
 	dir := t.TempDir()
 	start := time.Now()
-	last := writeLog(t, dir, n)
+	last := writeBigLog(t, dir, n)
 	logBytes := dirBytes(t, dir)
 	t.Logf("wrote %d events (%.1f MB of log) in %s", last, float64(logBytes)/1e6, time.Since(start).Round(time.Millisecond))
 
@@ -86,8 +86,8 @@ func TestRestartMillionEvents(t *testing.T) {
 	}
 }
 
-// writeLog appends n events to a fresh log in dir and returns the last seq.
-func writeLog(t *testing.T, dir string, n int) uint64 {
+// writeBigLog appends n events to a fresh log in dir and returns the last seq.
+func writeBigLog(t *testing.T, dir string, n int) uint64 {
 	t.Helper()
 	st, err := logstore.Open(dir, logstore.Options{})
 	if err != nil {
