@@ -33,7 +33,7 @@ func sendLeased(t *testing.T, c *client.Client, to, key string) (string, *mailbo
 
 func inFlight(t *testing.T, c *client.Client, taskID string) bool {
 	t.Helper()
-	v, err := c.Queue(t.Context(), mailbox.QueueFilter{State: mailbox.EntryInFlight})
+	v, err := c.Queue(t.Context(), mailbox.QueueFilter{State: mailbox.TaskInFlight})
 	if err != nil {
 		t.Fatalf("queue: %v", err)
 	}

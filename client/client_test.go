@@ -175,7 +175,7 @@ func TestEveryRoute(t *testing.T) {
 		t.Fatalf("RecentResults = %v %v", results, err)
 	}
 	_, l2 := lease(t, c, "")
-	view, err := c.Queue(ctx, mailbox.QueueFilter{State: mailbox.EntryInFlight})
+	view, err := c.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskInFlight})
 	if err != nil || len(view.Tasks) != 1 || view.Tasks[0].LeaseID != l2.LeaseID || len(view.Results) != 1 {
 		t.Fatalf("Queue = %+v %v", view, err)
 	}
@@ -320,7 +320,7 @@ func TestLeaseGuard(t *testing.T) {
 				t.Errorf("details = %+v, want %+v", *e.Details, want)
 			}
 			// The refused request changed nothing: the lease still stands.
-			view, err := c.Queue(ctx, mailbox.QueueFilter{State: mailbox.EntryInFlight})
+			view, err := c.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskInFlight})
 			if err != nil {
 				t.Fatal(err)
 			}

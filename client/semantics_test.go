@@ -105,10 +105,10 @@ func TestAttemptsAcrossRestart(t *testing.T) {
 	for _, e := range view.Tasks {
 		byID[e.Task.ID] = e
 	}
-	if e := byID[id]; e.State != mailbox.EntryQueued || e.Attempt != 1 {
+	if e := byID[id]; e.State != mailbox.TaskQueued || e.Attempt != 1 {
 		t.Errorf("after restart the requeued task is %+v, want queued at attempt 1", e)
 	}
-	if e := byID[held]; e.State != mailbox.EntryInFlight || e.LeaseID != hl.LeaseID || e.LeasedAtMs != hl.LeasedAtMs || e.Attempt != 1 {
+	if e := byID[held]; e.State != mailbox.TaskInFlight || e.LeaseID != hl.LeaseID || e.LeasedAtMs != hl.LeasedAtMs || e.Attempt != 1 {
 		t.Errorf("after restart the held lease is %+v, want %+v", e, hl)
 	}
 	task, l2 := lease(t, c, "w@x")
@@ -162,11 +162,11 @@ func TestQueueFiltersBeforeLimit(t *testing.T) {
 		state      string
 		firstLease string
 	}{
-		{mailbox.QueueFilter{State: mailbox.EntryInFlight, Limit: 1}, 1, mailbox.EntryInFlight, first.LeaseID},
-		{mailbox.QueueFilter{State: mailbox.EntryInFlight}, 2, mailbox.EntryInFlight, first.LeaseID},
-		{mailbox.QueueFilter{State: mailbox.EntryQueued, Limit: 3}, 3, mailbox.EntryQueued, ""},
-		{mailbox.QueueFilter{Limit: 6}, 6, mailbox.EntryQueued, ""},
-		{mailbox.QueueFilter{}, 7, mailbox.EntryQueued, ""},
+		{mailbox.QueueFilter{State: mailbox.TaskInFlight, Limit: 1}, 1, mailbox.TaskInFlight, first.LeaseID},
+		{mailbox.QueueFilter{State: mailbox.TaskInFlight}, 2, mailbox.TaskInFlight, first.LeaseID},
+		{mailbox.QueueFilter{State: mailbox.TaskQueued, Limit: 3}, 3, mailbox.TaskQueued, ""},
+		{mailbox.QueueFilter{Limit: 6}, 6, mailbox.TaskQueued, ""},
+		{mailbox.QueueFilter{}, 7, mailbox.TaskQueued, ""},
 	}
 	for _, tt := range tests {
 		view, err := c.Queue(ctx, tt.f)

@@ -152,7 +152,7 @@ func TestScheduledRetryStaleRequeuesAndAudits(t *testing.T) {
 	if len(audit) == 0 || audit[0].TaskID != sent.TaskID || !audit[0].Auto || audit[0].Principal != engine.RetryStalePrincipal || audit[0].Reason != mailbox.RetryStaleReason {
 		t.Fatalf("audit = %+v, want an auto requeue of %s by %s", audit, sent.TaskID, engine.RetryStalePrincipal)
 	}
-	v, _ := c.Queue(ctx, mailbox.QueueFilter{State: mailbox.EntryInFlight})
+	v, _ := c.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskInFlight})
 	for _, e := range v.Tasks {
 		if e.Task.ID == sent.TaskID {
 			t.Errorf("the idempotent stale lease is still in flight")

@@ -93,10 +93,8 @@ var (
 	ErrNotFound     = &Error{Code: CodeNotFound}
 	ErrConflict     = &Error{Code: CodeConflict}
 	ErrUnauthorized = &Error{Code: CodeUnauthorized}
-	ErrForbidden    = &Error{Code: CodeForbidden}
 	ErrTooLarge     = &Error{Code: CodeTooLarge}
 	ErrUnavailable  = &Error{Code: CodeUnavailable}
-	ErrInternal     = &Error{Code: CodeInternal}
 )
 
 // Errorf returns an *Error with the given code and a formatted message.

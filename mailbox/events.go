@@ -62,7 +62,8 @@ type Event struct {
 	Encoded []byte `json:"-"`
 }
 
-// Task lifecycle states as the state keeps them.
+// Task lifecycle states: the state keeps all four, and a queue entry is
+// TaskQueued or TaskInFlight.
 const (
 	TaskQueued        = "queued"
 	TaskInFlight      = "in_flight"

@@ -267,12 +267,12 @@ func TestQueryFiltersBeforeLimit(t *testing.T) {
 	}
 	b.send("p", "b")
 	b.lease("b")
-	v := b.s.Query(QueueFilter{Limit: 1, State: EntryInFlight}, b.now)
-	if len(v.Tasks) != 1 || v.Tasks[0].State != EntryInFlight {
+	v := b.s.Query(QueueFilter{Limit: 1, State: TaskInFlight}, b.now)
+	if len(v.Tasks) != 1 || v.Tasks[0].State != TaskInFlight {
 		t.Fatalf("state=in_flight limit=1 = %+v", v.Tasks)
 	}
 	v = b.s.Query(QueueFilter{Limit: 1, MinLeaseAgeMs: i64p(0)}, b.now)
-	if len(v.Tasks) != 1 || v.Tasks[0].State != EntryInFlight {
+	if len(v.Tasks) != 1 || v.Tasks[0].State != TaskInFlight {
 		t.Fatalf("min_lease_age_ms=0 limit=1 = %+v", v.Tasks)
 	}
 	v = b.s.Query(QueueFilter{Limit: 1, MinLeaseAgeMs: i64p(1 << 40)}, b.now)
@@ -280,7 +280,7 @@ func TestQueryFiltersBeforeLimit(t *testing.T) {
 		t.Fatalf("huge min lease age matched %+v", v.Tasks)
 	}
 	v = b.s.Query(QueueFilter{}, b.now)
-	if len(v.Tasks) != 6 || v.Tasks[5].State != EntryInFlight || v.Tasks[0].State != EntryQueued {
+	if len(v.Tasks) != 6 || v.Tasks[5].State != TaskInFlight || v.Tasks[0].State != TaskQueued {
 		t.Fatalf("unfiltered = %d tasks, want 5 queued then 1 in flight", len(v.Tasks))
 	}
 }

@@ -168,7 +168,7 @@ func TestEscClosesAnOpenListBeforeTheDialog(t *testing.T) {
 
 	r.scr.press(key(tcell.KeyEscape))
 	r.scr.waitForNoText(t, "Requeue task")
-	if e, _ := api.entry(id); e.State != mailbox.EntryInFlight || e.LeaseID != lease.LeaseID {
+	if e, _ := api.entry(id); e.State != mailbox.TaskInFlight || e.LeaseID != lease.LeaseID {
 		t.Errorf("after Esc, Esc the task is %+v, want still leased under %s", e, lease.LeaseID)
 	}
 }

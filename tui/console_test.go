@@ -270,7 +270,7 @@ func TestRequeueStaleLease(t *testing.T) {
 	// Cancel has the focus: Enter right away closes the dialog and changes nothing.
 	r.scr.press(key(tcell.KeyEnter))
 	r.scr.waitForNoText(t, "Requeue task")
-	if e, _ := api.entry(id); e.State != mailbox.EntryInFlight || e.LeaseID != lease.LeaseID {
+	if e, _ := api.entry(id); e.State != mailbox.TaskInFlight || e.LeaseID != lease.LeaseID {
 		t.Fatalf("after Cancel the task is %+v, want still leased under %s", e, lease.LeaseID)
 	}
 
@@ -283,7 +283,7 @@ func TestRequeueStaleLease(t *testing.T) {
 	r.scr.waitForText(t, "requeued "+short(id)+" (attempt 1)")
 
 	e, ok := api.entry(id)
-	if !ok || e.State != mailbox.EntryQueued || e.Attempt != 1 {
+	if !ok || e.State != mailbox.TaskQueued || e.Attempt != 1 {
 		t.Fatalf("daemon has the task as %+v, want queued with attempt 1 kept", e)
 	}
 	f = r.scr.waitFor(t, "the task back in the Queue pane", func(f frame) bool {
@@ -324,7 +324,7 @@ func TestRepairOfAChangedLeaseShowsTheConflict(t *testing.T) {
 		}
 	}
 	e, _ := api.entry(id)
-	if e.State != mailbox.EntryInFlight || e.LeaseID != second.LeaseID || e.Attempt != 2 {
+	if e.State != mailbox.TaskInFlight || e.LeaseID != second.LeaseID || e.Attempt != 2 {
 		t.Errorf("after the refused repair the task is %+v, want still leased under %s, attempt 2", e, second.LeaseID)
 	}
 	r.scr.press(key(tcell.KeyEnter)) // OK
@@ -352,7 +352,7 @@ func TestReadOnlyHasNoRepairKeys(t *testing.T) {
 	if f.contains("Requeue task") || f.contains("Force an error") {
 		t.Errorf("a repair dialog opened in read-only mode:\n%s", f)
 	}
-	if e, _ := api.entry(id); e.State != mailbox.EntryInFlight || e.LeaseID != lease.LeaseID {
+	if e, _ := api.entry(id); e.State != mailbox.TaskInFlight || e.LeaseID != lease.LeaseID {
 		t.Errorf("read-only console changed the task: %+v", e)
 	}
 }

@@ -147,7 +147,7 @@ func (w *workload) operator(ctx context.Context, rng *rand.Rand) {
 		case <-ctx.Done():
 			return
 		}
-		view, err := w.c.Queue(ctx, mailbox.QueueFilter{State: mailbox.EntryInFlight, Limit: 100})
+		view, err := w.c.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskInFlight, Limit: 100})
 		if err != nil {
 			if w.stopped(ctx, "queue", err) {
 				return
@@ -216,7 +216,7 @@ func TestFaultKill9UnderLoad(t *testing.T) {
 		w := &workload{c: c, l: l, abandoned: make(chan struct{}, 1)}
 		// Leases that survived the kill belong to agents that died with it.
 		for _, e := range view.Tasks {
-			if e.State == mailbox.EntryInFlight {
+			if e.State == mailbox.TaskInFlight {
 				notify(w.abandoned)
 				break
 			}

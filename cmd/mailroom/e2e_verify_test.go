@@ -81,7 +81,7 @@ func (l *ledger) verify(c *client.Client, when string) mailbox.QueueView {
 		if l.drained[id] {
 			t.Errorf("%s: drained task %s is %s again", when, id, e.State)
 		}
-		if e.State == mailbox.EntryInFlight && l.requeued[e.LeaseID] {
+		if e.State == mailbox.TaskInFlight && l.requeued[e.LeaseID] {
 			t.Errorf("%s: task %s still holds lease %s, whose requeue was acknowledged", when, id, e.LeaseID)
 		}
 	}
@@ -130,7 +130,7 @@ func (l *ledger) verify(c *client.Client, when string) mailbox.QueueView {
 		last := acks[len(acks)-1]
 		e, queued := entries[id]
 		current := ""
-		if queued && e.State == mailbox.EntryInFlight {
+		if queued && e.State == mailbox.TaskInFlight {
 			current = e.LeaseID
 		}
 		for _, a := range acks {

@@ -41,7 +41,7 @@ func TestRetryStaleDryRunThenEnable(t *testing.T) {
 		"policy: idempotent tasks only, leases held at least 0s, attempts below 3, at most 10 requeue(s), scanning the 100 oldest leases",
 		"WOULD REQUEUE", safe.Task.ID, safe.Lease.LeaseID, "build-42",
 		"SKIPPED", unsafe.Task.ID, mailbox.SkipMissingIdempotency)
-	if got := statusOf(t, addr, safe.Task.ID); got != mailbox.EntryInFlight {
+	if got := statusOf(t, addr, safe.Task.ID); got != mailbox.TaskInFlight {
 		t.Fatalf("after a dry run the task is %s, want still in_flight", got)
 	}
 
@@ -54,10 +54,10 @@ func TestRetryStaleDryRunThenEnable(t *testing.T) {
 	if strings.Contains(out, "dry run") || strings.Contains(out, "WOULD") {
 		t.Errorf("an enabled run says it is a dry run:\n%s", out)
 	}
-	if got := statusOf(t, addr, safe.Task.ID); got != mailbox.EntryQueued {
+	if got := statusOf(t, addr, safe.Task.ID); got != mailbox.TaskQueued {
 		t.Errorf("after --enable the task is %s, want queued", got)
 	}
-	if got := statusOf(t, addr, unsafe.Task.ID); got != mailbox.EntryInFlight {
+	if got := statusOf(t, addr, unsafe.Task.ID); got != mailbox.TaskInFlight {
 		t.Errorf("after --enable the unsafe task is %s, want still in_flight", got)
 	}
 }

@@ -45,7 +45,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return usagef("-n: got %d, expected a number from 1 to %d", *limit, mailbox.MaxLimit)
 	}
 	switch *state {
-	case "", mailbox.EntryQueued, mailbox.EntryInFlight:
+	case "", mailbox.TaskQueued, mailbox.TaskInFlight:
 	default:
 		return usagef("--state: got %q, expected queued or in_flight", *state)
 	}
@@ -84,7 +84,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 func printStatus(w io.Writer, rep statusReport, now time.Time) {
 	var queued, inFlight int
 	for _, t := range rep.Tasks {
-		if t.State == mailbox.EntryInFlight {
+		if t.State == mailbox.TaskInFlight {
 			inFlight++
 		} else {
 			queued++
@@ -102,7 +102,7 @@ func printStatus(w io.Writer, rep statusReport, now time.Time) {
 		fmt.Fprintln(tw, "STATE\tTASK\tSENDER -> RECIPIENT\tKIND\tATTEMPT\tLEASE AGE\tLEASED TO\tINTENT")
 		for _, t := range rep.Tasks {
 			leaseAge := "-"
-			if t.State == mailbox.EntryInFlight {
+			if t.State == mailbox.TaskInFlight {
 				leaseAge = age(now, t.LeasedAtMs)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s -> %s\t%s\t%d\t%s\t%s\t%s\n", t.State, t.Task.ID, t.Task.Sender, t.Task.Recipient,

@@ -71,7 +71,7 @@ func TestAttemptsSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	e = open(t, dir, Options{})
-	v, _ := e.Queue(ctx, mailbox.QueueFilter{State: mailbox.EntryInFlight})
+	v, _ := e.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskInFlight})
 	if len(v.Tasks) != 1 || v.Tasks[0].LeaseID != l2.LeaseID || v.Tasks[0].Attempt != 2 || v.Tasks[0].LeasedTo != "a" || v.Tasks[0].LeasedAtMs != l2.LeasedAtMs {
 		t.Fatalf("after restart in flight = %+v, want lease %s attempt 2", v.Tasks, l2.LeaseID)
 	}

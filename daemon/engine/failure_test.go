@@ -64,7 +64,7 @@ func TestWriteFailureChangesNothingAndRecovers(t *testing.T) {
 	}
 	// Reads keep working and show the state as it was.
 	v, err := e.Queue(ctx, mailbox.QueueFilter{})
-	if err != nil || len(v.Tasks) != 1 || v.Tasks[0].Task.ID != first || v.Tasks[0].State != mailbox.EntryQueued {
+	if err != nil || len(v.Tasks) != 1 || v.Tasks[0].Task.ID != first || v.Tasks[0].State != mailbox.TaskQueued {
 		t.Fatalf("queue on a full disk = %+v, %v; want only the first task, queued", v.Tasks, err)
 	}
 	var during *mailbox.Snapshot

@@ -127,7 +127,7 @@ func TestRetryStaleLeaseChanged(t *testing.T) {
 	if len(rep.Requeued) != 0 || len(rep.Skipped) != 1 || rep.Skipped[0].Reason != mailbox.SkipLeaseChanged {
 		t.Fatalf("report = %+v, want the lease skipped as lease_changed", rep)
 	}
-	v, _ := e.Queue(ctx, mailbox.QueueFilter{State: mailbox.EntryInFlight})
+	v, _ := e.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskInFlight})
 	if len(v.Tasks) != 1 || v.Tasks[0].LeaseID != l2.LeaseID {
 		t.Fatalf("the new lease was disturbed: %+v", v.Tasks)
 	}
@@ -148,7 +148,7 @@ func TestRetryStaleLeaseChanged(t *testing.T) {
 	if !rep.DryRun || len(rep.Requeued) != 1 {
 		t.Fatalf("dry run = %+v", rep)
 	}
-	if v, _ := e.Queue(ctx, mailbox.QueueFilter{State: mailbox.EntryInFlight}); len(v.Tasks) != 1 {
+	if v, _ := e.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskInFlight}); len(v.Tasks) != 1 {
 		t.Fatal("a dry run requeued")
 	}
 }

@@ -51,35 +51,3 @@ func (e *Engine) executeRetry(ctx context.Context, plan mailbox.RetryReport) (ma
 	}
 	return plan, nil
 }
-
-// Audit lists repairs, newest first.
-func (e *Engine) Audit(ctx context.Context, taskID string, limit int) ([]mailbox.AuditRecord, error) {
-	limit, err := mailbox.ValidateLimit("limit", limit)
-	if err != nil {
-		return nil, err
-	}
-	if taskID != "" {
-		if taskID, err = mailbox.CanonicalUUID("task_id", taskID); err != nil {
-			return nil, err
-		}
-	}
-	e.cmu.RLock()
-	defer e.cmu.RUnlock()
-	return e.committed.Audit(taskID, limit), nil
-}
-
-// Task returns the durable record of one task.
-func (e *Engine) Task(ctx context.Context, id string) (mailbox.TaskRecord, error) {
-	id, err := mailbox.CanonicalUUID("task_id", id)
-	if err != nil {
-		return mailbox.TaskRecord{}, err
-	}
-	e.cmu.RLock()
-	rec, ok := e.committed.Task(id)
-	e.cmu.RUnlock()
-	if !ok {
-		return rec, &mailbox.Error{Code: mailbox.CodeNotFound, Message: "task_id: task " + id + " was never sent through this daemon (or was drained long ago and forgotten)",
-			Details: &mailbox.ErrorDetails{Field: "task_id"}}
-	}
-	return rec, nil
-}

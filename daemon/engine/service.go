@@ -138,7 +138,7 @@ func (e *Engine) RecentTasks(ctx context.Context, limit int) ([]mailbox.Task, er
 	if err != nil {
 		return nil, err
 	}
-	view := e.query(mailbox.QueueFilter{Limit: limit, State: mailbox.EntryQueued})
+	view := e.query(mailbox.QueueFilter{Limit: limit, State: mailbox.TaskQueued})
 	tasks := make([]mailbox.Task, len(view.Tasks))
 	for i, q := range view.Tasks {
 		tasks[i] = q.Task
@@ -169,7 +169,7 @@ func (e *Engine) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.Queu
 	}
 	f.Limit = limit
 	switch f.State {
-	case "", mailbox.EntryQueued, mailbox.EntryInFlight:
+	case "", mailbox.TaskQueued, mailbox.TaskInFlight:
 	default:
 		return mailbox.QueueView{}, mailbox.Invalidf("state", "state: got %q, expected \"queued\" or \"in_flight\"", f.State)
 	}
@@ -241,4 +241,36 @@ func (e *Engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.st.Close()
+}
+
+// Audit lists repairs, newest first.
+func (e *Engine) Audit(ctx context.Context, taskID string, limit int) ([]mailbox.AuditRecord, error) {
+	limit, err := mailbox.ValidateLimit("limit", limit)
+	if err != nil {
+		return nil, err
+	}
+	if taskID != "" {
+		if taskID, err = mailbox.CanonicalUUID("task_id", taskID); err != nil {
+			return nil, err
+		}
+	}
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	return e.committed.Audit(taskID, limit), nil
+}
+
+// Task returns the durable record of one task.
+func (e *Engine) Task(ctx context.Context, id string) (mailbox.TaskRecord, error) {
+	id, err := mailbox.CanonicalUUID("task_id", id)
+	if err != nil {
+		return mailbox.TaskRecord{}, err
+	}
+	e.cmu.RLock()
+	rec, ok := e.committed.Task(id)
+	e.cmu.RUnlock()
+	if !ok {
+		return rec, &mailbox.Error{Code: mailbox.CodeNotFound, Message: "task_id: task " + id + " was never sent through this daemon (or was drained long ago and forgotten)",
+			Details: &mailbox.ErrorDetails{Field: "task_id"}}
+	}
+	return rec, nil
 }

@@ -224,8 +224,8 @@ func (p params) state() (string, error) {
 		return "", nil
 	}
 	switch v {
-	case mailbox.EntryQueued, mailbox.EntryInFlight:
+	case mailbox.TaskQueued, mailbox.TaskInFlight:
 		return v, nil
 	}
-	return "", mailbox.Invalidf("state", "state: got %q, expected %q or %q", v, mailbox.EntryQueued, mailbox.EntryInFlight)
+	return "", mailbox.Invalidf("state", "state: got %q, expected %q or %q", v, mailbox.TaskQueued, mailbox.TaskInFlight)
 }

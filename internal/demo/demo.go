@@ -151,7 +151,7 @@ func plan(ctx context.Context, a *agent) {
 	every := time.Duration(float64(time.Second) / a.opts.Rate)
 	var recent []string // ids the planner may name as a parent
 	for wait(ctx, a.jitter(every)) {
-		view, err := a.c.Queue(ctx, mailbox.QueueFilter{State: mailbox.EntryQueued, Limit: a.opts.MaxQueued})
+		view, err := a.c.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskQueued, Limit: a.opts.MaxQueued})
 		if err != nil {
 			a.trouble(ctx, "checking the queue", err)
 			continue

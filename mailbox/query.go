@@ -1,0 +1,162 @@
+package mailbox
+
+import "sort"
+
+// Counts are the sizes of the mailbox's parts.
+type Counts struct {
+	Queued         int `json:"queued"`
+	InFlight       int `json:"in_flight"`
+	ResultsPending int `json:"results_pending"`
+	Known          int `json:"known"`
+}
+
+// Counts returns how many tasks are queued, in flight, and results pending.
+func (s *State) Counts() Counts {
+	return Counts{Queued: s.queued.Len(), InFlight: len(s.inFlight), ResultsPending: len(s.results), Known: len(s.tasks)}
+}
+
+// Task returns a copy of what the state knows about a task.
+func (s *State) Task(id string) (TaskRecord, bool) {
+	t, ok := s.tasks[id]
+	if !ok {
+		return TaskRecord{}, false
+	}
+	return t.copyRecord(), true
+}
+
+// PendingResult returns the pending result of a task, if any.
+func (s *State) PendingResult(taskID string) (PendingResult, bool) {
+	r, ok := s.results[taskID]
+	if !ok {
+		return PendingResult{}, false
+	}
+	return r.PendingResult, true
+}
+
+func (t *taskRec) copyRecord() TaskRecord {
+	r := t.TaskRecord
+	r.History = append([]HistoryEntry(nil), t.History...)
+	return r
+}
+
+func (t *taskRec) entry() QueueEntry {
+	e := QueueEntry{State: TaskQueued, Task: t.Task, Attempt: t.Attempt, QueuedAtMs: t.QueuedAtMs}
+	if t.State == TaskInFlight {
+		e.State = TaskInFlight
+		e.LeaseID, e.LeasedTo, e.LeasedAtMs = t.LeaseID, t.LeasedTo, t.LeasedAtMs
+	}
+	return e
+}
+
+func (s *State) sortedResults() []*resultRec {
+	rs := make([]*resultRec, 0, len(s.results))
+	for _, r := range s.results {
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].seq < rs[j].seq })
+	return rs
+}
+
+func (s *State) sortedQueued() []*taskRec {
+	recs := append([]*taskRec(nil), s.queued.items...)
+	sort.Slice(recs, func(i, j int) bool { return recs[i].SendSeq < recs[j].SendSeq })
+	return recs
+}
+
+func (s *State) sortedInFlight() []*taskRec {
+	recs := make([]*taskRec, 0, len(s.inFlight))
+	for _, t := range s.inFlight {
+		recs = append(recs, t)
+	}
+	sort.Slice(recs, func(i, j int) bool {
+		if recs[i].LeasedAtMs != recs[j].LeasedAtMs {
+			return recs[i].LeasedAtMs < recs[j].LeasedAtMs
+		}
+		return recs[i].SendSeq < recs[j].SendSeq
+	})
+	return recs
+}
+
+func entries(recs []*taskRec) []QueueEntry {
+	out := make([]QueueEntry, len(recs))
+	for i, t := range recs {
+		out[i] = t.entry()
+	}
+	return out
+}
+
+// QueuedTasks returns the queued tasks in lease order (oldest first).
+func (s *State) QueuedTasks() []QueueEntry { return entries(s.sortedQueued()) }
+
+// InFlightTasks returns the leased tasks, oldest lease first.
+func (s *State) InFlightTasks() []QueueEntry { return entries(s.sortedInFlight()) }
+
+// PendingResults returns the results waiting to be drained, oldest first.
+func (s *State) PendingResults() []PendingResult {
+	rs := s.sortedResults()
+	out := make([]PendingResult, len(rs))
+	for i, r := range rs {
+		out[i] = r.PendingResult
+	}
+	return out
+}
+
+// Query answers a queue query at time nowMs: queued tasks FIFO, then
+// in-flight tasks oldest lease first, filtered before the limit; pending
+// results oldest first, up to the limit.
+func (s *State) Query(f QueueFilter, nowMs int64) QueueView {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	keep := func(t *taskRec) bool {
+		if f.MinLeaseAgeMs != nil && (t.State != TaskInFlight || nowMs-t.LeasedAtMs < *f.MinLeaseAgeMs) {
+			return false
+		}
+		if f.DeadlineWithinMs != nil && (t.Task.DeadlineMs == nil || *t.Task.DeadlineMs > nowMs+*f.DeadlineWithinMs) {
+			return false
+		}
+		return true
+	}
+	view := QueueView{Tasks: []QueueEntry{}, Results: []PendingResult{}}
+	var parts [][]*taskRec
+	if f.State != TaskInFlight && f.MinLeaseAgeMs == nil {
+		parts = append(parts, s.sortedQueued())
+	}
+	if f.State != TaskQueued {
+		parts = append(parts, s.sortedInFlight())
+	}
+	for _, part := range parts {
+		for _, t := range part {
+			if len(view.Tasks) >= limit {
+				break
+			}
+			if keep(t) {
+				view.Tasks = append(view.Tasks, t.entry())
+			}
+		}
+	}
+	for _, r := range s.sortedResults() {
+		if len(view.Results) >= limit {
+			break
+		}
+		view.Results = append(view.Results, r.PendingResult)
+	}
+	return view
+}
+
+// Children returns the ids of remembered tasks whose parent is id, in send order.
+func (s *State) Children(id string) []string {
+	var recs []*taskRec
+	for _, t := range s.tasks {
+		if t.Task.Parent == id {
+			recs = append(recs, t)
+		}
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].SendSeq < recs[j].SendSeq })
+	ids := make([]string, len(recs))
+	for i, t := range recs {
+		ids[i] = t.Task.ID
+	}
+	return ids
+}

@@ -1,0 +1,99 @@
+package mailbox
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Snapshot returns a deep copy of the whole state.
+func (s *State) Snapshot(atMs int64) *Snapshot {
+	limits := s.Limits
+	snap := &Snapshot{Seq: s.Seq, AtMs: atMs, Limits: &limits, Tasks: make([]TaskRecord, 0, len(s.tasks)), Results: make([]PendingResult, 0, len(s.results))}
+	recs := make([]*taskRec, 0, len(s.tasks))
+	for _, t := range s.tasks {
+		recs = append(recs, t)
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].SendSeq < recs[j].SendSeq })
+	for _, t := range recs {
+		snap.Tasks = append(snap.Tasks, t.copyRecord())
+	}
+	for _, r := range s.sortedResults() {
+		snap.Results = append(snap.Results, r.PendingResult)
+	}
+	snap.ResultCache = s.CachedResults()
+	snap.Audit = append([]AuditRecord(nil), s.audit[max(0, len(s.audit)-s.AuditMax):]...)
+	return snap
+}
+
+// Restore replaces the state with a snapshot, limits included (the
+// defaults for a snapshot written before snapshots carried them). The
+// snapshot's results keep their order; drained tasks are remembered in the
+// order they were finished.
+func (s *State) Restore(snap *Snapshot) error {
+	n := NewState()
+	if snap.Limits != nil {
+		if err := snap.Limits.validate(); err != nil {
+			return fmt.Errorf("snapshot %d: %w", snap.Seq, err)
+		}
+		n.Limits = *snap.Limits
+	}
+	var done []*taskRec
+	for _, tr := range snap.Tasks {
+		if _, dup := n.tasks[tr.Task.ID]; dup {
+			return fmt.Errorf("snapshot %d: task %s appears twice", snap.Seq, tr.Task.ID)
+		}
+		t := &taskRec{TaskRecord: tr, gidx: -1, ridx: -1}
+		t.History = append([]HistoryEntry(nil), tr.History...)
+		n.tasks[tr.Task.ID] = t
+		switch t.State {
+		case TaskQueued:
+			n.enqueue(t)
+			n.trackLive(t)
+		case TaskInFlight:
+			n.inFlight[t.Task.ID] = t
+			n.trackLive(t)
+		case TaskDone:
+			done = append(done, t)
+		case TaskResultPending:
+		default:
+			return fmt.Errorf("snapshot %d: task %s has unknown state %q", snap.Seq, tr.Task.ID, t.State)
+		}
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i].DoneSeq < done[j].DoneSeq })
+	for _, t := range done {
+		n.remember(t.Task.ID)
+	}
+	for i, pr := range snap.Results {
+		t, ok := n.tasks[pr.TaskID]
+		if !ok || t.State != TaskResultPending {
+			return fmt.Errorf("snapshot %d: result for task %s, which is not waiting for one", snap.Seq, pr.TaskID)
+		}
+		r := &resultRec{PendingResult: pr, seq: uint64(i), gidx: -1, sidx: -1}
+		n.results[pr.TaskID] = r
+		n.resultsAll.Push(r)
+		n.senderHeap(r.Sender).Push(r)
+	}
+	for id, t := range n.tasks {
+		if _, ok := n.results[id]; t.State == TaskResultPending && !ok {
+			return fmt.Errorf("snapshot %d: task %s waits for a result the snapshot does not have", snap.Seq, id)
+		}
+	}
+	for _, c := range snap.ResultCache {
+		c := c
+		n.cache[c.Key] = &c
+		n.cacheOrder = append(n.cacheOrder, &c)
+	}
+	n.audit = append([]AuditRecord(nil), snap.Audit...)
+	n.Seq = snap.Seq
+	*s = *n
+	return nil
+}
+
+// Clone returns an independent copy of the state.
+func (s *State) Clone() *State {
+	c := NewState()
+	if err := c.Restore(s.Snapshot(0)); err != nil {
+		panic("mailbox: state does not survive its own snapshot: " + err.Error())
+	}
+	return c
+}
