@@ -87,7 +87,7 @@ func Open(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
 		// config.Validate has already refused a non-loopback address.
 		logger.Warn("no tokens configured: serving loopback only, without authentication", "addr", cfg.Addr)
 	}
-	api := httpapi.New(eng, apiOpts)
+	api := httpapi.New(auth.Guard(eng), apiOpts)
 	d := &Daemon{cfg: cfg, log: logger, store: st, engine: eng, ln: ln, served: make(chan struct{}), stopScan: make(chan struct{}), scanDone: make(chan struct{}),
 		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
 	if cfg.RetryStaleInterval > 0 {

@@ -173,9 +173,12 @@ func (e *Engine) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.Queu
 	default:
 		return mailbox.QueueView{}, mailbox.Invalidf("state", "state: got %q, expected \"queued\" or \"in_flight\"", f.State)
 	}
-	for name, v := range map[string]*int64{"min_lease_age_ms": f.MinLeaseAgeMs, "deadline_within_ms": f.DeadlineWithinMs} {
-		if v != nil && *v < 0 {
-			return mailbox.QueueView{}, mailbox.Invalidf(name, "%s: got %d, expected a non-negative number of milliseconds", name, *v)
+	for _, d := range []struct {
+		name string
+		v    *int64
+	}{{"min_lease_age_ms", f.MinLeaseAgeMs}, {"deadline_within_ms", f.DeadlineWithinMs}} {
+		if d.v != nil && (*d.v < 0 || *d.v > mailbox.MaxDurationMs) {
+			return mailbox.QueueView{}, mailbox.Invalidf(d.name, "%s: got \"%d\", expected milliseconds from 0 to %d (100 years)", d.name, *d.v, mailbox.MaxDurationMs)
 		}
 	}
 	return e.query(f), nil

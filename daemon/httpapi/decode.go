@@ -161,39 +161,39 @@ func (p params) get(name string) (string, bool) {
 }
 
 // agent returns an agent-id parameter, "" when absent. Present but empty is
-// refused: an empty shell variable must not mean "any agent".
+// refused: an empty shell variable must not mean "any agent". The service
+// checks the id itself.
 func (p params) agent(name string) (string, error) {
 	v, ok := p.get(name)
-	if !ok {
-		return "", nil
-	}
-	if err := mailbox.ValidateAgentID(name, v); err != nil {
-		return "", err
+	if ok && v == "" {
+		return "", mailbox.Invalidf(name, "%s: got \"\", expected an agent id such as planner@local; omit the parameter for any agent", name)
 	}
 	return v, nil
 }
 
+// limit returns the limit parameter, 0 (the service's default) when absent.
+// The service checks its range.
 func (p params) limit() (int, error) {
 	v, ok := p.get("limit")
 	if !ok {
-		return mailbox.DefaultLimit, nil
+		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
 		return 0, mailbox.Invalidf("limit", "limit: got %q, expected an integer from 1 to %d", v, mailbox.MaxLimit)
 	}
-	return mailbox.ValidateLimit("limit", n)
+	return n, nil
 }
 
-// millis returns a duration parameter in milliseconds, from 0 to
-// mailbox.MaxDurationMs, nil when absent.
+// millis returns a duration parameter in milliseconds, nil when absent. The
+// service checks its range.
 func (p params) millis(name string) (*int64, error) {
 	v, ok := p.get(name)
 	if !ok {
 		return nil, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || n > mailbox.MaxDurationMs {
+	if err != nil {
 		return nil, mailbox.Invalidf(name, "%s: got %q, expected milliseconds from 0 to %d (100 years)", name, v, mailbox.MaxDurationMs)
 	}
 	return &n, nil
@@ -216,16 +216,4 @@ func noBody(r *http.Request, where string) error {
 		return mailbox.Errorf(mailbox.CodeInvalid, "request body: %s %s takes no body; %s", r.Method, r.URL.Path, where)
 	}
 	return nil
-}
-
-func (p params) state() (string, error) {
-	v, ok := p.get("state")
-	if !ok {
-		return "", nil
-	}
-	switch v {
-	case mailbox.TaskQueued, mailbox.TaskInFlight:
-		return v, nil
-	}
-	return "", mailbox.Invalidf("state", "state: got %q, expected %q or %q", v, mailbox.TaskQueued, mailbox.TaskInFlight)
 }

@@ -15,15 +15,17 @@ import (
 )
 
 // The request-body decoders are fuzzed through the real handlers (content
-// type check, body limit, UTF-8 check, strict JSON decoding, Normalize*,
-// error mapping) in front of a service that only records what reached it.
+// type check, body limit, UTF-8 check, strict JSON decoding, error mapping)
+// in front of a service that normalizes what reaches it, as the engine
+// does (the handlers no longer normalize: the service is the one place),
+// and records what it accepted.
 // Properties, for any body and Content-Type:
 //   - nothing panics and nothing is answered 500: every refusal is a
 //     *mailbox.Error, answered 400 invalid or 413 too_large with a
-//     non-empty UTF-8 message, and the service is not called;
-//   - whatever reaches the service is already normalized (Normalize* leaves
-//     it unchanged) and, sent again as the client library would send it,
-//     is accepted as the very same value.
+//     non-empty UTF-8 message, and the service accepted nothing;
+//   - whatever the service accepted is normalized (Normalize* leaves it
+//     unchanged) and, sent again as the client library would send it, is
+//     accepted as the very same value.
 //
 //	go test -run '^$' -fuzz FuzzDecodeTask ./daemon/httpapi
 
@@ -99,8 +101,9 @@ func FuzzDecodeRepair(f *testing.F) {
 	})
 }
 
-// recorder is a mailbox.Service that keeps the last value each write route
-// handed it and accepts it. Other methods are not reached by these routes
+// recorder is a mailbox.Service that normalizes what a write route hands
+// it, as the engine does, refusing what does not normalize and keeping the
+// last value it accepted. Other methods are not reached by these routes
 // (the embedded nil interface would panic if they were).
 type recorder struct {
 	mailbox.Service
@@ -110,24 +113,33 @@ type recorder struct {
 }
 
 func (s *recorder) Send(_ context.Context, t mailbox.Task) (mailbox.TaskQueuedResponse, error) {
-	s.task = &t
-	return mailbox.TaskQueuedResponse{TaskID: t.ID}, nil
-}
-
-// Task answers the lookup the result and repair routes make before
-// checking capabilities: every task exists.
-func (s *recorder) Task(_ context.Context, id string) (mailbox.TaskRecord, error) {
-	return mailbox.TaskRecord{Task: mailbox.Task{ID: id, Sender: "a@x", Recipient: "b@x", IntentText: "do"}, State: mailbox.TaskInFlight}, nil
+	if t.ID == "" {
+		t.ID = "6f9619ff-8b86-4d11-b42d-00c04fc964ff" // the engine assigns one
+	}
+	n, err := mailbox.NormalizeTask(t)
+	if err != nil {
+		return mailbox.TaskQueuedResponse{}, err
+	}
+	s.task = &n
+	return mailbox.TaskQueuedResponse{TaskID: n.ID}, nil
 }
 
 func (s *recorder) PostResult(_ context.Context, r mailbox.Result) error {
-	s.result = &r
+	n, err := mailbox.NormalizeResult(r)
+	if err != nil {
+		return err
+	}
+	s.result = &n
 	return nil
 }
 
 func (s *recorder) Repair(_ context.Context, req mailbox.RepairRequest) (mailbox.RepairOutcome, error) {
-	s.repair = &req
-	return mailbox.RepairOutcome{TaskID: req.TaskID}, nil
+	n, err := mailbox.NormalizeRepair(req)
+	if err != nil {
+		return mailbox.RepairOutcome{}, err
+	}
+	s.repair = &n
+	return mailbox.RepairOutcome{TaskID: n.TaskID}, nil
 }
 
 // post sends body to path through a fresh API over a fresh recorder.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/httpapi"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
@@ -81,7 +82,7 @@ func (d *Daemon) start() {
 		d.t.Fatalf("listening on %s: %v", d.addr, err)
 	}
 	d.addr = ln.Addr().String()
-	srv := &http.Server{Handler: httpapi.New(eng, d.opts.API), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: httpapi.New(auth.Guard(eng), d.opts.API), ReadHeaderTimeout: 10 * time.Second}
 	srv.ConnState = func(c net.Conn, s http.ConnState) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
