@@ -1,92 +1,150 @@
 package engine
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// decide runs one state change: check it against spec (fn returns the event
-// or a refusal), append it, apply it to spec, and wait until it is durable.
+// decision checks one request against the decided state: it returns the
+// event that carries the request out, ok=false when there is nothing to do
+// (nothing queued to lease, a live twin answers a send), or a refusal.
+type decision func(s *mailbox.State, nowMs int64) (ev mailbox.Event, ok bool, err error)
+
+// decide runs one state change: check it against the decided state, encode
+// the event once (the same bytes go to the log and to every subscriber),
+// append it, apply it to the decided state, and wait until it is durable.
 // The check and the append happen under one lock, so two requests racing
 // for the same lease are decided one after the other; the wait happens
 // outside it, so many requests share one sync. after, when given, runs under
-// the lock right after spec applied the event (to read derived facts such as
-// the leased task).
-func (e *Engine) decide(fn func(s *mailbox.State, nowMs int64) (mailbox.Event, error), after func(s *mailbox.State, ev mailbox.Event)) (mailbox.Event, error) {
+// the lock right after the decided state applied the event (to read derived
+// facts such as the leased task). ok is false when fn found nothing to do.
+func (e *Engine) decide(fn decision, after func(s *mailbox.State, ev mailbox.Event)) (ev mailbox.Event, ok bool, err error) {
 	if e.closed.Load() {
-		return mailbox.Event{}, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down; retry against the restarted daemon")
+		return mailbox.Event{}, false, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down; retry against the restarted daemon")
+	}
+	if err := e.failed.Load(); err != nil {
+		return mailbox.Event{}, false, err
 	}
 	e.mu.Lock()
 	if e.broken.Load() {
 		if err := e.recoverLocked(); err != nil {
 			e.mu.Unlock()
-			return mailbox.Event{}, err
+			return mailbox.Event{}, false, err
 		}
 	}
-	ev, err := fn(e.spec, e.opts.Now().UnixMilli())
-	if err != nil {
+	ev, ok, err = fn(e.decided, e.opts.Now().UnixMilli())
+	if err != nil || !ok {
 		e.mu.Unlock()
-		return mailbox.Event{}, err
+		return mailbox.Event{}, ok, err
 	}
-	ev.Seq = e.spec.Seq + 1
-	if err := e.spec.Apply(ev); err != nil {
+	ev.Seq = e.decided.Seq + 1
+	if ev.Encoded, err = json.Marshal(ev); err != nil {
 		e.mu.Unlock()
-		// A decision that its own state refuses is a bug, not bad input.
-		return mailbox.Event{}, fmt.Errorf("engine: decided event does not apply: %w", err)
+		return mailbox.Event{}, false, e.bug(fmt.Errorf("decided event %d (%s) does not encode: %w", ev.Seq, ev.Type, err))
+	}
+	if err := e.decided.Apply(ev); err != nil {
+		e.mu.Unlock()
+		return mailbox.Event{}, false, e.bug(fmt.Errorf("decided event does not apply: %w", err))
 	}
 	if after != nil {
-		after(e.spec, ev)
+		after(e.decided, ev)
 	}
 	done := make(chan error, 1)
 	e.pending.Add(1)
 	e.st.Append(ev, func(err error) {
-		e.durable(ev, err)
+		e.settle(ev, err)
 		e.pending.Done()
 		done <- err
 	})
 	e.mu.Unlock()
 	if err := <-done; err != nil {
-		return mailbox.Event{}, &mailbox.Error{Code: mailbox.CodeUnavailable,
-			Message: "the mailbox could not write its log, so nothing was changed: " + err.Error()}
+		return mailbox.Event{}, false, e.writeFailure("nothing was changed", err)
 	}
 	e.maybeCompact()
-	return ev, nil
+	return ev, true, nil
 }
 
-// durable runs on the store's writer goroutine, once per event, in seq
-// order. Publishing under the committed lock keeps subscribers' snapshots
-// and live events seamless: a subscriber registers under the same lock.
-func (e *Engine) durable(ev mailbox.Event, err error) {
+// settle runs on the store's writer goroutine, once per event, in seq
+// order. Publishing under the durable state's lock keeps subscribers'
+// snapshots and live events seamless: a subscriber registers under the same
+// lock.
+func (e *Engine) settle(ev mailbox.Event, err error) {
 	if err != nil {
 		e.broken.Store(true)
 		return
 	}
-	e.cmu.Lock()
-	if aerr := e.committed.Apply(ev); aerr != nil {
-		// The event was decided on spec, which mirrors committed; if they
-		// disagree the engine has a bug. Keep serving what is durable.
-		e.log.Error("committed state refused a durable event", "seq", ev.Seq, "type", ev.Type, "err", aerr)
+	e.durableMu.Lock()
+	defer e.durableMu.Unlock()
+	if aerr := e.durable.Apply(ev); aerr != nil {
+		// The event was decided on a state that mirrors this one; if they
+		// disagree the engine has a bug, and every later decision would be
+		// made on a state that is not the log's. Stop deciding; reads keep
+		// serving what is durable, and a restart replays the log.
+		e.bug(fmt.Errorf("the durable state refused durable event %d (%s): %w", ev.Seq, ev.Type, aerr))
+		return
 	}
 	e.hub.publish(ev)
-	e.cmu.Unlock()
 }
 
-// recoverLocked rebuilds spec from committed after a failed write. Every
-// event appended before the failure must have had its done called first:
-// until then the store may still fail (or, for events before the failed
-// one, complete) them, and spec cannot be known.
+// bug fails the engine: from now on every write is refused with a message
+// that says why and asks for a restart. It returns that refusal.
+func (e *Engine) bug(cause error) error {
+	refusal := &mailbox.Error{Code: mailbox.CodeUnavailable,
+		Message: "the mailbox stopped accepting writes after an internal error (see the daemon's log); reads still work. Restart the daemon: it replays its log"}
+	if e.failed.CompareAndSwap(nil, refusal) {
+		e.log.Error("engine failed: refusing writes until a restart", "err", cause)
+	}
+	return e.failed.Load()
+}
+
+// recoverLocked rebuilds the decided state from the durable one after a
+// failed write. Every event appended before the failure must have had its
+// done called first: until then the store may still fail (or, for events
+// before the failed one, complete) them, and the decided state cannot be
+// known.
 func (e *Engine) recoverLocked() error {
 	e.pending.Wait()
 	if err := e.st.Reset(); err != nil {
-		return &mailbox.Error{Code: mailbox.CodeUnavailable, Message: "the mailbox cannot write its log, so nothing was changed (reads still work): " + err.Error()}
+		return e.writeFailure("nothing was changed (reads still work)", err)
 	}
-	e.cmu.RLock()
-	e.spec = e.committed.Clone()
-	e.cmu.RUnlock()
+	e.durableMu.RLock()
+	e.decided = e.durable.Clone()
+	e.durableMu.RUnlock()
 	e.broken.Store(false)
-	e.log.Warn("log writes work again; decisions resume from the durable state", "seq", e.spec.Seq)
+	e.log.Warn("log writes work again; decisions resume from the durable state", "seq", e.decided.Seq)
 	return nil
+}
+
+// writeFailure is the answer to a request whose event the store could not
+// write. A client sees what an operator can act on, never a path or a
+// system call's text; the cause goes to the daemon's log.
+func (e *Engine) writeFailure(outcome string, err error) error {
+	e.log.Error("the mailbox log could not be written", "err", err)
+	return &mailbox.Error{Code: mailbox.CodeUnavailable,
+		Message: "the mailbox could not write its log: " + storeProblem(err) + "; " + outcome}
+}
+
+// storeProblem says in an operator's words what went wrong with the store.
+func storeProblem(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return "no space left on the data dir's filesystem"
+	case errors.Is(err, syscall.EDQUOT):
+		return "the disk quota of the data dir's filesystem is used up"
+	case errors.Is(err, syscall.EFBIG):
+		return "a log file reached the daemon's file size limit"
+	case errors.Is(err, syscall.EROFS):
+		return "the data dir's filesystem is read-only"
+	case errors.Is(err, syscall.EIO):
+		return "the data dir's disk reported an I/O error"
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return "the daemon may not write to its data dir"
+	}
+	return "the write failed (the daemon's log has the cause)"
 }
 
 // maybeCompact starts a background compaction when the log has outgrown the
@@ -116,7 +174,7 @@ func (e *Engine) maybeCompact() {
 }
 
 func (e *Engine) snapshot() *mailbox.Snapshot {
-	e.cmu.RLock()
-	defer e.cmu.RUnlock()
-	return e.committed.Snapshot(e.opts.Now().UnixMilli())
+	e.durableMu.RLock()
+	defer e.durableMu.RUnlock()
+	return e.durable.Snapshot(e.opts.Now().UnixMilli())
 }

@@ -4,7 +4,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -44,6 +43,12 @@ type Options struct {
 	// ReplaySnapshotGap: a resuming subscriber further behind than this many
 	// events gets a snapshot instead of a replay.
 	ReplaySnapshotGap uint64
+	// ReplayGCPercent, when not zero, is the garbage collector's target
+	// (as GOGC) while Open replays the log, restored after. Replay makes
+	// garbage at a furious rate (a decoded event per line) while the live
+	// heap barely grows; 400 cut a million-event restart by a fifth. The
+	// engine leaves the collector alone by default: the process decides.
+	ReplayGCPercent int
 }
 
 func (o *Options) fill() {
@@ -89,25 +94,28 @@ func (o *Options) limits() mailbox.Limits {
 
 // Engine implements mailbox.Service over a store.Store.
 //
-// It keeps two copies of the state. spec is what decisions are made
+// It keeps two copies of the state. decided is what requests are decided
 // against: it already includes events handed to the writer but not yet
 // durable, so concurrent requests can be decided while an earlier batch is
-// syncing (that is what makes group commit possible). committed holds only
+// syncing (that is what makes group commit possible). durable holds only
 // durable events: reads, snapshots and subscribers see it, so nobody is
 // ever shown a change that a crash could take back. When a write fails,
-// spec is rebuilt from committed.
+// decided is rebuilt from durable.
 type Engine struct {
 	opts Options
 	log  *slog.Logger
 	st   store.Store
 
-	mu      sync.Mutex // guards spec, the decision path and Append order
-	spec    *mailbox.State
-	broken  atomic.Bool    // a write failed: spec is ahead of the disk
+	mu      sync.Mutex // guards decided, the decision path and Append order
+	decided *mailbox.State
+	broken  atomic.Bool    // a write failed: decided is ahead of the disk
 	pending sync.WaitGroup // appended events whose done has not run
+	// failed, once set, refuses every write: the engine found a bug in
+	// itself (see bug).
+	failed atomic.Pointer[mailbox.Error]
 
-	cmu       sync.RWMutex // guards committed
-	committed *mailbox.State
+	durableMu sync.RWMutex // guards durable
+	durable   *mailbox.State
 
 	hub        *hub
 	compacting atomic.Bool
@@ -125,23 +133,22 @@ var _ mailbox.Service = (*Engine)(nil)
 // The caller closes st when Open fails.
 func Open(st store.Store, opts Options) (*Engine, error) {
 	opts.fill()
-	committed := mailbox.NewState()
-	// Replay makes garbage at a furious rate (a decoded event per line) while
-	// the live heap barely grows; collecting less often during it cut a
-	// million-event restart by a fifth. The setting is restored after.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	durable := mailbox.NewState()
+	if opts.ReplayGCPercent != 0 {
+		defer debug.SetGCPercent(debug.SetGCPercent(opts.ReplayGCPercent))
+	}
 	var replayed int
 	err := st.Load(func(ev mailbox.Event) error {
 		replayed++
-		return committed.Apply(ev)
+		return durable.Apply(ev)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("replaying the mailbox log: %w", err)
 	}
-	e := &Engine{opts: opts, log: opts.Logger, st: st, committed: committed, hub: newHub()}
-	e.spec = committed.Clone()
-	c := committed.Counts()
-	opts.Logger.Info("mailbox replayed", "seq", committed.Seq, "events", replayed, "queued", c.Queued, "in_flight", c.InFlight, "results_pending", c.ResultsPending)
+	e := &Engine{opts: opts, log: opts.Logger, st: st, durable: durable, hub: newHub()}
+	e.decided = durable.Clone()
+	c := durable.Counts()
+	opts.Logger.Info("mailbox replayed", "seq", durable.Seq, "events", replayed, "queued", c.Queued, "in_flight", c.InFlight, "results_pending", c.ResultsPending)
 	if err := e.setLimits(opts.limits()); err != nil {
 		return nil, err
 	}
@@ -152,18 +159,16 @@ func Open(st store.Store, opts Options) (*Engine, error) {
 // in force already.
 func (e *Engine) setLimits(l mailbox.Limits) error {
 	var from mailbox.Limits
-	_, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) {
+	_, changed, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
 		from = s.Limits
-		if ev, ok := s.DecideLimits(l, now); ok {
-			return ev, nil
-		}
-		return mailbox.Event{}, errNothing
+		ev, ok := s.DecideLimits(l, now)
+		return ev, ok, nil
 	}, nil)
-	switch {
-	case errors.Is(err, errNothing):
-		return nil
-	case err != nil:
+	if err != nil {
 		return fmt.Errorf("recording the configured limits (%v) in the mailbox log: %w", l, err)
+	}
+	if !changed {
+		return nil
 	}
 	e.log.Info("mailbox limits changed", "from", from, "to", l)
 	return nil

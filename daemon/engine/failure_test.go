@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -59,6 +61,11 @@ func TestWriteFailureChangesNothingAndRecovers(t *testing.T) {
 	if !errors.Is(err, mailbox.ErrUnavailable) {
 		t.Fatalf("send on a full disk = %v, want unavailable", err)
 	}
+	// The answer says what an operator can act on, never a path or a
+	// system call's text.
+	if msg := mailbox.ErrorMessage(err); msg != "the mailbox could not write its log: a log file reached the daemon's file size limit; nothing was changed" {
+		t.Fatalf("send on a full disk answered %q", msg)
+	}
 	if _, _, err := e.Lease(ctx, "a"); !errors.Is(err, mailbox.ErrUnavailable) {
 		t.Fatalf("lease on a full disk = %v, want unavailable", err)
 	}
@@ -88,4 +95,45 @@ func TestWriteFailureChangesNothingAndRecovers(t *testing.T) {
 	if len(v.Tasks) != 2 || v.Tasks[0].Task.ID != second || v.Tasks[1].Task.ID != first || v.Tasks[1].LeaseID != l.LeaseID {
 		t.Fatalf("after reopen = %+v", v.Tasks)
 	}
+}
+
+// A durable event that the durable state refuses means the engine decided on
+// a state that is not the log's: it stops deciding, says why and asks for a
+// restart, and keeps serving reads.
+func TestEngineFailsWhenItsStatesDisagree(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	logs := &testlog.Buffer{}
+	e := open(t, dir, Options{Logger: logs.Logger()})
+	first := mustSend(t, e, "p", "a")
+	// Make the durable state disagree with the decided one, as a bug
+	// would: it takes an event the log never saw.
+	e.View(func(s *mailbox.State) {
+		if err := s.Apply(mailbox.Event{Seq: s.Seq + 1, AtMs: 1, Type: mailbox.EventRecordSkipped}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The next write is durable in the log, but the durable state refuses
+	// it; from then on every write is refused.
+	mustSend(t, e, "p", "a")
+	for i := range 2 {
+		_, err := e.Send(ctx, mailbox.Task{Sender: "p", Recipient: "a", IntentText: "after the bug"})
+		if !errors.Is(err, mailbox.ErrUnavailable) || !strings.Contains(mailbox.ErrorMessage(err), "Restart the daemon") {
+			t.Fatalf("write %d after the engine failed = %v, want unavailable asking for a restart", i, err)
+		}
+	}
+	if !strings.Contains(logs.String(), "engine failed: refusing writes until a restart") || !strings.Contains(logs.String(), "refused durable event") {
+		t.Fatalf("the log does not say why the engine failed:\n%s", logs)
+	}
+	// Reads still answer.
+	if rec, err := e.Task(ctx, first); err != nil || rec.Task.ID != first {
+		t.Fatalf("a read after the engine failed: %v %v", rec, err)
+	}
+	e.Close()
+	// A restart replays the log, which holds both acknowledged sends.
+	e = open(t, dir, Options{})
+	if c := e.Stats().Counts; c.Queued != 2 {
+		t.Fatalf("after a restart the mailbox holds %d queued tasks, want 2", c.Queued)
+	}
+	mustSend(t, e, "p", "a")
 }

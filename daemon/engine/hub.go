@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -28,10 +27,8 @@ func (h *hub) publish(ev mailbox.Event) {
 	if len(h.subs) == 0 {
 		return
 	}
-	// Encode once here rather than once per subscriber downstream. An event
-	// that cannot be encoded was refused by the log already, so the error
-	// only leaves Encoded empty and the stream encodes (and reports) it.
-	ev.Encoded, _ = json.Marshal(ev)
+	// ev.Encoded was made once, when the event was decided: the log wrote
+	// those bytes, and every subscriber's stream writes them too.
 	for s := range h.subs {
 		select {
 		case s.live <- ev:
@@ -126,14 +123,14 @@ func (e *Engine) Subscribe(ctx context.Context, after *uint64) (mailbox.Subscrip
 	ready := min(subscriberOut, e.opts.SubscriberBuffer/2)
 	s := &subscription{live: make(chan mailbox.Event, e.opts.SubscriberBuffer-ready), out: make(chan mailbox.Event, ready), cancel: cancel}
 
-	e.cmu.RLock()
-	base := e.committed.Seq
+	e.durableMu.RLock()
+	base := e.durable.Seq
 	var snap *mailbox.Snapshot
 	if after == nil || *after > base || base-*after > e.opts.ReplaySnapshotGap {
-		snap = e.committed.Snapshot(e.opts.Now().UnixMilli())
+		snap = e.durable.Snapshot(e.opts.Now().UnixMilli())
 	}
 	e.hub.add(s)
-	e.cmu.RUnlock()
+	e.durableMu.RUnlock()
 
 	from := base
 	if snap == nil {

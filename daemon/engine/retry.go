@@ -19,9 +19,9 @@ func (e *Engine) RetryStale(ctx context.Context, p mailbox.RetryPolicy) (mailbox
 		return mailbox.RetryReport{}, err
 	}
 	now := e.opts.Now().UnixMilli()
-	e.cmu.RLock()
-	plan := e.committed.PlanRetryStale(p, now)
-	e.cmu.RUnlock()
+	e.durableMu.RLock()
+	plan := e.durable.PlanRetryStale(p, now)
+	e.durableMu.RUnlock()
 	if !p.Enabled {
 		return plan, nil
 	}
@@ -36,8 +36,8 @@ func (e *Engine) executeRetry(ctx context.Context, plan mailbox.RetryReport) (ma
 	planned := plan.Requeued
 	plan.Requeued = []mailbox.RetryRequeued{}
 	for _, r := range planned {
-		ev, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) {
-			return s.DecideRetryRequeue(r, principal, now)
+		ev, _, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
+			return must(s.DecideRetryRequeue(r, principal, now))
 		}, nil)
 		switch {
 		case errors.Is(err, mailbox.ErrConflict):

@@ -20,18 +20,19 @@ func (e *Engine) Send(ctx context.Context, t mailbox.Task) (mailbox.TaskQueuedRe
 		return mailbox.TaskQueuedResponse{}, err
 	}
 	var twin string
-	ev, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) {
+	ev, sent, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
 		if id, ok := s.LiveDuplicate(t); ok {
 			twin = id
-			return mailbox.Event{}, errNothing
+			return mailbox.Event{}, false, nil
 		}
-		return s.DecideSend(t, now)
+		ev, err := s.DecideSend(t, now)
+		return ev, err == nil, err
 	}, nil)
-	if twin != "" {
-		return mailbox.TaskQueuedResponse{Kind: mailbox.KindTaskQueued, TaskID: twin, Deduplicated: true}, nil
-	}
 	if err != nil {
 		return mailbox.TaskQueuedResponse{}, err
+	}
+	if !sent {
+		return mailbox.TaskQueuedResponse{Kind: mailbox.KindTaskQueued, TaskID: twin, Deduplicated: true}, nil
 	}
 	return mailbox.TaskQueuedResponse{Kind: mailbox.KindTaskQueued, TaskID: t.ID, Deduplicated: ev.Type == mailbox.EventResultReplayed}, nil
 }
@@ -52,27 +53,18 @@ func (e *Engine) Lease(ctx context.Context, recipient string) (*mailbox.Task, *m
 	var task mailbox.Task
 	var lease mailbox.Lease
 	leaseID := e.opts.NewID()
-	found := true
-	_, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) {
+	_, found, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
 		ev, ok := s.DecideLease(recipient, leasedTo, leaseID, now)
-		if !ok {
-			found = false
-			return mailbox.Event{}, errNothing
-		}
-		return ev, nil
+		return ev, ok, nil
 	}, func(s *mailbox.State, ev mailbox.Event) { task, lease = s.LeaseOf(ev) })
-	if !found {
-		return nil, nil, nil
-	}
-	if err != nil {
+	if err != nil || !found {
 		return nil, nil, err
 	}
 	return &task, &lease, nil
 }
 
-// errNothing tells decide there is nothing to do; callers turn it into an
-// empty answer.
-var errNothing = errors.New("nothing to do")
+// must adapts a Decide function that either refuses or returns an event.
+func must(ev mailbox.Event, err error) (mailbox.Event, bool, error) { return ev, err == nil, err }
 
 // PostResult records a result for a leased task.
 func (e *Engine) PostResult(ctx context.Context, r mailbox.Result) error {
@@ -80,7 +72,7 @@ func (e *Engine) PostResult(ctx context.Context, r mailbox.Result) error {
 	if err != nil {
 		return err
 	}
-	_, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) { return s.DecidePostResult(r, now) }, nil)
+	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) { return must(s.DecidePostResult(r, now)) }, nil)
 	return err
 }
 
@@ -92,20 +84,12 @@ func (e *Engine) Drain(ctx context.Context, sender string) (*mailbox.PendingResu
 		}
 	}
 	var res mailbox.PendingResult
-	found := true
-	_, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) {
+	_, found, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
 		ev, r, ok := s.DecideDrain(sender, now)
-		if !ok {
-			found = false
-			return mailbox.Event{}, errNothing
-		}
 		res = r
-		return ev, nil
+		return ev, ok, nil
 	}, nil)
-	if !found {
-		return nil, nil
-	}
-	if err != nil {
+	if err != nil || !found {
 		return nil, err
 	}
 	return &res, nil
@@ -119,7 +103,7 @@ func (e *Engine) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox
 	}
 	principal := mailbox.PrincipalFrom(ctx)
 	var out mailbox.RepairOutcome
-	_, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, error) { return s.DecideRepair(req, principal, now) },
+	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) { return must(s.DecideRepair(req, principal, now)) },
 		func(s *mailbox.State, ev mailbox.Event) { out = s.RepairOutcomeOf(ev) })
 	if err != nil {
 		return mailbox.RepairOutcome{}, err
@@ -152,9 +136,9 @@ func (e *Engine) RecentResults(ctx context.Context, limit int) ([]mailbox.Pendin
 	if err != nil {
 		return nil, err
 	}
-	e.cmu.RLock()
-	defer e.cmu.RUnlock()
-	rs := e.committed.PendingResults()
+	e.durableMu.RLock()
+	defer e.durableMu.RUnlock()
+	rs := e.durable.PendingResults()
 	if len(rs) > limit {
 		rs = rs[:limit]
 	}
@@ -187,9 +171,9 @@ func (e *Engine) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.Queu
 // query answers a queue query that is already valid.
 func (e *Engine) query(f mailbox.QueueFilter) mailbox.QueueView {
 	now := e.opts.Now().UnixMilli()
-	e.cmu.RLock()
-	defer e.cmu.RUnlock()
-	return e.committed.Query(f, now)
+	e.durableMu.RLock()
+	defer e.durableMu.RUnlock()
+	return e.durable.Query(f, now)
 }
 
 // Compact folds the log into a snapshot of the durable state.
@@ -207,17 +191,17 @@ func (e *Engine) Compact(ctx context.Context) (mailbox.CompactOutcome, error) {
 
 // View runs fn with the durable state, read-only.
 func (e *Engine) View(fn func(s *mailbox.State)) {
-	e.cmu.RLock()
-	defer e.cmu.RUnlock()
-	fn(e.committed)
+	e.durableMu.RLock()
+	defer e.durableMu.RUnlock()
+	fn(e.durable)
 }
 
 // Stats reports the figures /metrics exports.
 func (e *Engine) Stats() mailbox.ServiceStats {
-	e.cmu.RLock()
-	counts := e.committed.Counts()
-	seq := e.committed.Seq
-	e.cmu.RUnlock()
+	e.durableMu.RLock()
+	counts := e.durable.Counts()
+	seq := e.durable.Seq
+	e.durableMu.RUnlock()
 	st := e.st.Stats()
 	bounds := make([]float64, len(store.SyncBuckets))
 	for i, b := range store.SyncBuckets {
@@ -257,9 +241,9 @@ func (e *Engine) Audit(ctx context.Context, taskID string, limit int) ([]mailbox
 			return nil, err
 		}
 	}
-	e.cmu.RLock()
-	defer e.cmu.RUnlock()
-	return e.committed.Audit(taskID, limit), nil
+	e.durableMu.RLock()
+	defer e.durableMu.RUnlock()
+	return e.durable.Audit(taskID, limit), nil
 }
 
 // Task returns the durable record of one task.
@@ -268,9 +252,9 @@ func (e *Engine) Task(ctx context.Context, id string) (mailbox.TaskRecord, error
 	if err != nil {
 		return mailbox.TaskRecord{}, err
 	}
-	e.cmu.RLock()
-	rec, ok := e.committed.Task(id)
-	e.cmu.RUnlock()
+	e.durableMu.RLock()
+	rec, ok := e.durable.Task(id)
+	e.durableMu.RUnlock()
 	if !ok {
 		return rec, &mailbox.Error{Code: mailbox.CodeNotFound, Message: "task_id: task " + id + " was never sent through this daemon (or was drained long ago and forgotten)",
 			Details: &mailbox.ErrorDetails{Field: "task_id"}}

@@ -52,10 +52,16 @@ func appendRecord(dst []byte, key string, seq uint64, body []byte) []byte {
 // accepted: replay must never be the first to find that a value cannot be
 // read (encoding/json writes values nested deeper than either decoder
 // reads, for one), because by then the daemon cannot start.
+//
+// ev.Encoded, when the producer made it (the engine does, once for the log
+// and every subscriber), is the body; otherwise the event is encoded here.
 func encodeEvent(ev mailbox.Event) ([]byte, error) {
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return nil, err
+	body := ev.Encoded
+	if len(body) == 0 {
+		var err error
+		if body, err = json.Marshal(ev); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := decodeEvent(ev.Seq, body); err != nil {
 		return nil, fmt.Errorf("it encodes, but replay could not read it back: %w", err)
