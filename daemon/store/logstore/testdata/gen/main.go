@@ -1,0 +1,269 @@
+// Command gen writes a golden data dir with today's code: the real engine
+// over the real log store, with fixed ids and a fixed clock, so the same
+// code writes the same bytes on every run. From the repository root:
+//
+//	go run ./daemon/store/logstore/testdata/gen -out daemon/store/logstore/testdata/v2/datadir
+//
+// It refuses a directory that exists: a golden data dir, once checked in,
+// is never rewritten (see ../README.md). It lives under testdata so that
+// neither `go test ./...` nor any build runs it, and so that the log
+// store's own tests do not depend on the engine.
+//
+// The dir is a snapshot at seq 13 holding tasks in every state, a pending
+// result, a cached result, audit records and limits, then one segment whose
+// events cover every event type the log holds.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mailroom/mailroom/daemon/engine"
+	"github.com/mailroom/mailroom/daemon/store/logstore"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// Fixed limits of the golden log: the first phase runs under limitsA, which
+// the snapshot records; the second appends limits_set for limitsB, in force
+// at the end of the log. The SSE golden test in daemon/httpapi configures
+// limitsB so that its daemon appends nothing on start.
+var (
+	limitsA = mailbox.Limits{RetainDone: 100, ResultCacheMax: 100, ResultCacheAgeMs: 3600000, AuditMax: 50}
+	limitsB = mailbox.Limits{RetainDone: 200, ResultCacheMax: 100, ResultCacheAgeMs: 7200000, AuditMax: 50}
+)
+
+func main() {
+	out := flag.String("out", "", "the new directory to write the golden data dir into, such as daemon/store/logstore/testdata/v2/datadir")
+	flag.Parse()
+	if *out == "" {
+		log.Fatal("gen: -out DIR is required")
+	}
+	if _, err := os.Stat(*out); err == nil {
+		log.Fatalf("gen: %s exists: golden data dirs are never rewritten; a format change gets a new testdata/vN beside the old ones", *out)
+	}
+	tmp, err := os.MkdirTemp("", "mailroom-golden-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+
+	g := &scenario{dir: tmp, clock: &clock{ms: 1735689600000},
+		operator: mailbox.WithPrincipal(context.Background(), "oncall")}
+	g.run()
+
+	// Only the log's own files: not the LOCK a store leaves behind.
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, "log-") && !strings.HasPrefix(name, "snapshot-") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(tmp, name))
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(*out, name), data, 0o644); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("wrote %s (%d bytes)\n", filepath.Join(*out, name), len(data))
+	}
+}
+
+// clock is the generator's time: 2025-01-01T00:00:00Z, one second later on
+// every reading.
+type clock struct {
+	mu sync.Mutex
+	ms int64
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ms += 1000
+	return time.UnixMilli(c.ms)
+}
+
+// scenario drives the engine through the golden scenario.
+type scenario struct {
+	dir      string
+	clock    *clock
+	leases   int
+	eng      *engine.Engine
+	operator context.Context // repairs are made by "oncall"
+}
+
+// taskID(1) = 7a5c0000-0000-4000-8000-000000000001.
+func taskID(n int) string { return fmt.Sprintf("7a5c0000-0000-4000-8000-%012d", n) }
+
+// newLeaseID makes the engine's lease ids: 1ea5e000-0000-4000-8000-00000000000N.
+func (g *scenario) newLeaseID() string {
+	g.leases++
+	return fmt.Sprintf("1ea5e000-0000-4000-8000-%012d", g.leases)
+}
+
+// open starts the engine under limits l; it appends limits_set when they
+// differ from the log's.
+func (g *scenario) open(l mailbox.Limits) {
+	st, err := logstore.Open(g.dir, logstore.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	g.eng, err = engine.Open(st, engine.Options{
+		Now: g.clock.now, NewID: g.newLeaseID, AutoCompactFactor: -1,
+		RetainDone: l.RetainDone, ResultCacheMax: l.ResultCacheMax,
+		ResultCacheAge: time.Duration(l.ResultCacheAgeMs) * time.Millisecond, AuditMax: l.AuditMax,
+	})
+	if err != nil {
+		st.Close()
+		log.Fatal(err)
+	}
+}
+
+func (g *scenario) close() {
+	if err := g.eng.Close(); err != nil {
+		log.Fatal(err)
+	}
+	g.eng = nil
+}
+
+func (g *scenario) send(task mailbox.Task) {
+	if _, err := g.eng.Send(context.Background(), task); err != nil {
+		log.Fatalf("send %s: %v", task.ID, err)
+	}
+}
+
+// lease leases the oldest task for recipient, which must be task want.
+func (g *scenario) lease(recipient string, want int) string {
+	task, lease, err := g.eng.Lease(context.Background(), recipient)
+	if err != nil || task == nil || task.ID != taskID(want) {
+		log.Fatalf("lease for %s = %v, %v, want task %s", recipient, task, err, taskID(want))
+	}
+	return lease.LeaseID
+}
+
+func (g *scenario) post(r mailbox.Result) {
+	if err := g.eng.PostResult(context.Background(), r); err != nil {
+		log.Fatalf("post result for %s: %v", r.TaskID, err)
+	}
+}
+
+func (g *scenario) repair(req mailbox.RepairRequest) {
+	if _, err := g.eng.Repair(g.operator, req); err != nil {
+		log.Fatalf("repair %s: %v", req.TaskID, err)
+	}
+}
+
+// drain drains the oldest result for sender, which must be task want's.
+func (g *scenario) drain(sender string, want int) {
+	r, err := g.eng.Drain(context.Background(), sender)
+	if err != nil || r == nil || r.TaskID != taskID(want) {
+		log.Fatalf("drain for %s = %v, %v, want task %s", sender, r, err, taskID(want))
+	}
+}
+
+// skipRecord appends the record_skipped event `mailroom log repair` writes
+// in place of a record it moved aside. Only repair writes one, and repair
+// names the temporary paths it worked on, so it is appended here directly
+// (as repair does, through the store's encoder) with a reason of the same
+// shape.
+func (g *scenario) skipRecord(seq uint64) {
+	st, err := logstore.Open(g.dir, logstore.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	done := make(chan error, 1)
+	st.Append(mailbox.Event{Seq: seq, AtMs: g.clock.now().UnixMilli(), Type: mailbox.EventRecordSkipped,
+		Reason: "moved aside by 'mailroom log repair': seq 14 (log-00000000000000000014.jsonl, line 1) could not be replayed; the original record is line 1 of log-00000000000000000014.jsonl.broken; the operator's reason: written by the 1.4.0 bug"},
+		func(err error) { done <- err })
+	if err := <-done; err != nil {
+		log.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func text(s string) mailbox.Content { return mailbox.Content{Type: mailbox.ContentText, Text: s} }
+
+// run writes the scenario. The comments give each event's seq.
+func (g *scenario) run() {
+	const planner, coder, writer = "planner@local", "coder@local", "writer@local"
+	kind := func(k string) *string { return &k }
+	deadline := int64(1735776000000) // 2025-01-02T00:00:00Z
+	review := mailbox.Task{ID: taskID(1), Sender: planner, Recipient: coder, IntentText: "review the design doc",
+		TaskKind: kind("review"), Idempotency: &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: "review-1"}}
+
+	// Phase 1, folded into the snapshot: a task in each state.
+	g.open(limitsA)                                                                                                                  // 1 limits_set
+	g.send(review)                                                                                                                   // 2
+	g.send(mailbox.Task{ID: taskID(2), Sender: planner, Recipient: coder, IntentText: "write the changelog"})                        // 3
+	g.send(mailbox.Task{ID: taskID(3), Sender: planner, Recipient: writer, IntentText: "draft release notes"})                       // 4
+	g.send(mailbox.Task{ID: taskID(4), Sender: planner, Recipient: writer, IntentText: "translate the README"})                      // 5
+	l1 := g.lease(coder, 1)                                                                                                          // 6
+	g.post(mailbox.Result{TaskID: taskID(1), Status: mailbox.StatusOK, Content: []mailbox.Content{text("looks good")}, LeaseID: l1}) // 7: cached
+	l2 := g.lease(coder, 2)                                                                                                          // 8
+	g.repair(mailbox.RepairRequest{TaskID: taskID(2), Reason: "worker crashed",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l2, DuplicateRisk: mailbox.RiskOperatorAccepted}}) // 9: queued
+	l3 := g.lease(writer, 3) // 10
+	g.repair(mailbox.RepairRequest{TaskID: taskID(3), Reason: "agent gone",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: l3, Message: "writer@local stopped responding"}}) // 11: result_pending
+	g.drain(planner, 1)      // 12: done
+	l4 := g.lease(writer, 4) // 13: in_flight
+	if out, err := g.eng.Compact(context.Background()); err != nil || out.Seq != 13 {
+		log.Fatalf("compact = %+v, %v, want a snapshot at seq 13", out, err)
+	}
+	g.close()
+
+	// Phase 2, the segment after the snapshot: every event type.
+	g.skipRecord(14)
+	g.open(limitsB) // 15 limits_set
+	g.send(mailbox.Task{ID: taskID(5), Sender: planner, Recipient: coder, IntentText: "fix the flaky test\nsee CI run #42 (café)",
+		TaskKind: kind("fix"), Parent: taskID(1), DeadlineMs: &deadline,
+		Idempotency: &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: "fix-42"}}) // 16 task_sent with every optional field
+	dup := review
+	dup.ID = taskID(6)
+	g.send(dup)            // 17 result_replayed from task 1
+	l2 = g.lease(coder, 2) // 18: attempt 2
+	g.post(mailbox.Result{TaskID: taskID(2), Status: mailbox.StatusOK, LeaseID: l2, Content: []mailbox.Content{
+		text("changelog written"),
+		{Type: mailbox.ContentJSON, Value: json.RawMessage(`{"commit":"abc123","files":["CHANGELOG.md"],"lines":{"added":12,"removed":0},"draft":false,"note":null}`)},
+	}}) // 19 result_posted: text and json
+	l5 := g.lease(coder, 5) // 20
+	g.repair(mailbox.RepairRequest{TaskID: taskID(5), Reason: "coder@local restarted",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l5, DuplicateRisk: mailbox.RiskIdempotent}}) // 21 task_requeued: idempotent
+	g.lease(coder, 5) // 22
+	rep, err := g.eng.RetryStale(context.Background(), mailbox.RetryPolicy{Enabled: true, MinLeaseAgeMs: 1000, MaxAttempts: 5, MaxRequeues: 10, ScanLimit: 100})
+	if err != nil || len(rep.Requeued) != 1 || rep.Requeued[0].TaskID != taskID(5) {
+		log.Fatalf("retry-stale = %+v, %v, want task 5 requeued", rep, err)
+	} // 23 task_requeued: auto
+	l5 = g.lease(coder, 5) // 24: attempt 3
+	g.repair(mailbox.RepairRequest{TaskID: taskID(5), Reason: "stuck on attempt 3",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: l5, Message: "gave up after three attempts"}}) // 25 task_force_errored
+	g.post(mailbox.Result{TaskID: taskID(4), Status: mailbox.StatusError, LeaseID: l4, Content: []mailbox.Content{},
+		ErrorMessage: "the README has no source language"}) // 26 result_posted: error
+	g.drain(planner, 3)                                                                                    // 27 result_drained
+	g.send(mailbox.Task{ID: taskID(7), Sender: planner, Recipient: writer, IntentText: "check the links"}) // 28
+	l7 := g.lease(writer, 7)                                                                               // 29
+	g.repair(mailbox.RepairRequest{TaskID: taskID(7), Reason: "writer@local hung",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l7, DuplicateRisk: mailbox.RiskOperatorAccepted}}) // 30 task_requeued: operator_accepted
+	l7 = g.lease(writer, 7)                                                                                                                         // 31
+	g.post(mailbox.Result{TaskID: taskID(7), Status: mailbox.StatusPartial, LeaseID: l7, Content: []mailbox.Content{text("3 of 5 links checked")}}) // 32 result_posted: partial
+	g.send(mailbox.Task{ID: taskID(8), Sender: planner, Recipient: writer, IntentText: "tag the release"})                                          // 33
+	g.lease(writer, 8)                                                                                                                              // 34: in_flight at the end
+	g.send(mailbox.Task{ID: taskID(9), Sender: planner, Recipient: coder, IntentText: "bump the version"})                                          // 35: queued at the end
+	g.close()
+}
