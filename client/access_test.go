@@ -7,8 +7,7 @@ import (
 
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/daemon/auth"
-	"github.com/mailroom/mailroom/daemon/httpapi"
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -41,6 +40,7 @@ func inFlight(t *testing.T, c *client.Client, taskID string) bool {
 }
 
 func TestRetryStaleDryRunThenEnabled(t *testing.T) {
+	t.Parallel()
 	_, c := start(t)
 	safe, l := sendLeased(t, c, "coder@local", "k1")
 	unsafe, _ := sendLeased(t, c, "tester@local", "")
@@ -79,6 +79,7 @@ func TestRetryStaleDryRunThenEnabled(t *testing.T) {
 }
 
 func TestRetryStaleRefusesABadPolicy(t *testing.T) {
+	t.Parallel()
 	_, c := start(t)
 	p := mailbox.DefaultRetryPolicy()
 	p.ScanLimit = 0
@@ -89,6 +90,7 @@ func TestRetryStaleRefusesABadPolicy(t *testing.T) {
 }
 
 func TestAuditNewestFirstAndByTask(t *testing.T) {
+	t.Parallel()
 	_, c := start(t)
 	first, l1 := sendLeased(t, c, "coder@local", "a")
 	second, l2 := sendLeased(t, c, "coder@local", "b")
@@ -142,6 +144,7 @@ func TestAuditNewestFirstAndByTask(t *testing.T) {
 }
 
 func TestWhoAmI(t *testing.T) {
+	t.Parallel()
 	_, open := start(t)
 	who, err := open.WhoAmI(t.Context())
 	if err != nil || who.Auth || who.Principal != "" {
@@ -152,11 +155,7 @@ func TestWhoAmI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	az, err := auth.New([]auth.Token{{Principal: "oncall", SHA256: hash, Caps: []string{auth.CapRead, auth.CapRequeue}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := apitest.Start(t, apitest.Options{API: httpapi.Options{Authorizer: httpapi.TokenAuthorizer(az)}})
+	d := daemontest.Start(t, daemontest.Options{Tokens: []auth.Token{{Principal: "oncall", SHA256: hash, Caps: []string{auth.CapRead, auth.CapRequeue}}}})
 	who, err = mustClient(t, d.Addr(), client.WithToken(secret)).WhoAmI(t.Context())
 	if err != nil || !who.Auth || who.Principal != "oncall" ||
 		!slices.Equal(slices.Sorted(slices.Values(who.Capabilities)), []string{auth.CapRead, auth.CapRequeue}) {

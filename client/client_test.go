@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-func start(t *testing.T) (*apitest.Daemon, *client.Client) {
+func start(t *testing.T) (*daemontest.Daemon, *client.Client) {
 	t.Helper()
-	d := apitest.Start(t, apitest.Options{})
+	d := daemontest.Start(t, daemontest.Options{})
 	return d, mustClient(t, d.Addr())
 }
 
@@ -142,6 +142,7 @@ func TestTimeout(t *testing.T) {
 
 // TestEveryRoute exercises each client method against a real daemon.
 func TestEveryRoute(t *testing.T) {
+	t.Parallel()
 	d, c := start(t)
 	ctx := t.Context()
 	if err := c.Health(ctx); err != nil {
@@ -189,7 +190,7 @@ func TestEveryRoute(t *testing.T) {
 		t.Fatalf("Drain = %+v %v", r, err)
 	}
 	co, err := c.Compact(ctx)
-	if err != nil || co.Seq != d.Engine.Stats().LastSeq {
+	if err != nil || co.Seq != d.State(t).Seq {
 		t.Fatalf("Compact = %+v %v", co, err)
 	}
 	m, err := c.Metrics(ctx)
@@ -201,6 +202,7 @@ func TestEveryRoute(t *testing.T) {
 // TestErrorsReachTheCaller checks that refusals come back as *mailbox.Error
 // with their code and field, through every method that can be refused.
 func TestErrorsReachTheCaller(t *testing.T) {
+	t.Parallel()
 	_, c := start(t)
 	ctx := t.Context()
 	dup := send(t, c, "p@x", "w@x", "first")
@@ -272,6 +274,7 @@ func TestErrorsReachTheCaller(t *testing.T) {
 // TestLeaseGuard posts results and repairs with the current lease, a stale
 // one, and none, and checks the conflict details the client decodes.
 func TestLeaseGuard(t *testing.T) {
+	t.Parallel()
 	_, c := start(t)
 	ctx := t.Context()
 	const stale = "0b7a5c1e-3d2f-4a6b-9c8d-7e6f5a4b3c2d"

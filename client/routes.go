@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -142,29 +144,49 @@ func (c *Client) Health(ctx context.Context) error {
 
 // Metrics returns the daemon's metrics in the Prometheus text format.
 func (c *Client) Metrics(ctx context.Context) (string, error) {
+	b, err := c.metrics(ctx, nil)
+	return string(b), err
+}
+
+// MetricsJSON returns the daemon's metrics as JSON, one key per metric: a
+// number for a gauge or counter, a list of {labels, value} for a labeled
+// counter, {buckets, sum, count} for a histogram.
+func (c *Client) MetricsJSON(ctx context.Context) (map[string]json.RawMessage, error) {
+	b, err := c.metrics(ctx, url.Values{"format": {"json"}})
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]json.RawMessage
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("the daemon's JSON metrics do not decode: %w", err)
+	}
+	return out, nil
+}
+
+func (c *Client) metrics(ctx context.Context, q url.Values) ([]byte, error) {
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url("/metrics", nil), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url("/metrics", q), nil)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	c.authorize(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return "", c.transportError(ctx, err)
+		return nil, c.transportError(ctx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", responseError(resp)
+		return nil, responseError(resp)
 	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return "", c.transportError(ctx, err)
+		return nil, c.transportError(ctx, err)
 	}
-	return string(b), nil
+	return b, nil
 }
 
 func agentQuery(name, agent string) url.Values {

@@ -12,6 +12,7 @@ import (
 // result is refused with 409 and never reaches the sender, who gets exactly
 // one result.
 func TestLateResultRefused(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		command func(leaseID string) mailbox.RepairCommand
@@ -80,6 +81,7 @@ func TestLateResultRefused(t *testing.T) {
 // daemon restarts on the same log; the next lease is attempt 2, and a lease
 // held across the restart is kept exactly.
 func TestAttemptsAcrossRestart(t *testing.T) {
+	t.Parallel()
 	d, c := start(t)
 	ctx := t.Context()
 	id := send(t, c, "p@x", "w@x", "retry me")
@@ -121,6 +123,7 @@ func TestAttemptsAcrossRestart(t *testing.T) {
 // another recipient's task; a lease without recipient takes the global
 // oldest.
 func TestFIFO(t *testing.T) {
+	t.Parallel()
 	_, c := start(t)
 	var a, b []string
 	for i := range 4 {
@@ -149,6 +152,7 @@ func TestFIFO(t *testing.T) {
 // TestQueueFiltersBeforeLimit: with 5 queued and 2 in flight, state and
 // limit together find in-flight entries even though queued ones come first.
 func TestQueueFiltersBeforeLimit(t *testing.T) {
+	t.Parallel()
 	_, c := start(t)
 	ctx := t.Context()
 	for i := range 7 {

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/engine"
-	"github.com/mailroom/mailroom/daemon/httpapi"
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -89,6 +89,7 @@ func (w *watcher) state(t *testing.T, live bool) client.ConnState {
 // TestSubscribeSnapshotThenEvents: a fresh subscription gets the whole state
 // (here over r3labs' 64 KiB default) and then every event in order.
 func TestSubscribeSnapshotThenEvents(t *testing.T) {
+	t.Parallel()
 	_, c := start(t)
 	big := send(t, c, "p@x", "w@x", strings.Repeat("large ", 40000))
 	send(t, c, "p@x", "w@x", "small")
@@ -114,6 +115,7 @@ func TestSubscribeSnapshotThenEvents(t *testing.T) {
 // coming; the subscription reconnects with Last-Event-ID and delivers the
 // rest, none missing, none twice, no second snapshot.
 func TestSubscribeResumesAfterDrop(t *testing.T) {
+	t.Parallel()
 	d, c := start(t)
 	w, _ := subscribe(t, c, 0)
 	w.snapshot(t, 0)
@@ -144,6 +146,7 @@ func TestSubscribeResumesAfterDrop(t *testing.T) {
 // TestSubscribeResumesAfterRestart: the daemon restarts on its log; the
 // subscription resumes where it was, since event ids are log seqs.
 func TestSubscribeResumesAfterRestart(t *testing.T) {
+	t.Parallel()
 	d, c := start(t)
 	send(t, c, "p@x", "w@x", "one")
 	w, _ := subscribe(t, c, 0)
@@ -151,10 +154,8 @@ func TestSubscribeResumesAfterRestart(t *testing.T) {
 	lease(t, c, "w@x")
 	w.expect(t, mailbox.EventTaskLeased)
 
-	d.Offline(func(e *engine.Engine) {
-		if _, err := e.Send(t.Context(), mailbox.Task{Sender: "p@x", Recipient: "w@x", IntentText: "while down"}); err != nil {
-			t.Fatal(err)
-		}
+	d.Offline(func(addr string) {
+		send(t, mustClient(t, addr), "p@x", "w@x", "while down")
 	})
 	send(t, c, "p@x", "w@x", "after")
 	w.expect(t, mailbox.EventTaskSent, mailbox.EventTaskSent)
@@ -166,19 +167,17 @@ func TestSubscribeResumesAfterRestart(t *testing.T) {
 // TestSubscribeAfterCompaction: events the subscriber missed were compacted
 // away, so it gets a snapshot instead, then carries on.
 func TestSubscribeAfterCompaction(t *testing.T) {
+	t.Parallel()
 	d, c := start(t)
 	send(t, c, "p@x", "w@x", "one")
 	w, _ := subscribe(t, c, 0)
 	w.snapshot(t, 1)
 
 	var missed string
-	d.Offline(func(e *engine.Engine) {
-		q, err := e.Send(t.Context(), mailbox.Task{Sender: "p@x", Recipient: "w@x", IntentText: "missed"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		missed = q.TaskID
-		if _, err := e.Compact(t.Context()); err != nil {
+	d.Offline(func(addr string) {
+		elsewhere := mustClient(t, addr)
+		missed = send(t, elsewhere, "p@x", "w@x", "missed")
+		if _, err := elsewhere.Compact(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -197,6 +196,7 @@ func TestSubscribeAfterCompaction(t *testing.T) {
 // TestSubscribeWaitsForDaemon: a subscription started while the daemon is
 // down reports the failed attempts and connects once it is up.
 func TestSubscribeWaitsForDaemon(t *testing.T) {
+	t.Parallel()
 	d, c := start(t)
 	d.Stop()
 	w, _ := subscribe(t, c, 0)
@@ -213,7 +213,8 @@ func TestSubscribeWaitsForDaemon(t *testing.T) {
 // TestSubscribeNoticesSilence: a stream that carries nothing, not even a
 // heartbeat, for the idle timeout is abandoned and resumed.
 func TestSubscribeNoticesSilence(t *testing.T) {
-	d := apitest.Start(t, apitest.Options{API: httpapi.Options{HeartbeatInterval: time.Hour}})
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{Config: func(c *config.Config) { c.SSEHeartbeat = time.Hour }})
 	c := mustClient(t, d.Addr(), client.WithStreamIdleTimeout(100*time.Millisecond))
 	w, _ := subscribe(t, c, 0)
 	w.snapshot(t, 0)
@@ -228,6 +229,7 @@ func TestSubscribeNoticesSilence(t *testing.T) {
 
 // TestSubscribeEndsWithContext: cancelling the context closes the channel.
 func TestSubscribeEndsWithContext(t *testing.T) {
+	t.Parallel()
 	_, c := start(t)
 	w, cancel := subscribe(t, c, 0)
 	w.snapshot(t, 0)
@@ -244,23 +246,15 @@ func TestSubscribeEndsWithContext(t *testing.T) {
 	}
 }
 
-// bearer is an Authorizer that wants one token and names its holder.
-type bearer string
-
-func (b bearer) Authorize(r *http.Request, route string) (context.Context, error) {
-	if r.Header.Get("Authorization") != "Bearer "+string(b) {
-		return nil, mailbox.Errorf(mailbox.CodeUnauthorized, "Authorization: missing or unknown token for %s", route)
-	}
-	return mailbox.WithPrincipal(r.Context(), "op@x"), nil
-}
-
 // TestToken: the bearer token travels with requests and with the event
-// stream, and the Authorizer's principal reaches the service.
+// stream, and the token's principal reaches the service.
 func TestToken(t *testing.T) {
-	d := apitest.Start(t, apitest.Options{API: httpapi.Options{Authorizer: bearer("s3cret")}})
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{Tokens: []auth.Token{{Principal: "op@x", Token: "s3cret", Caps: []string{auth.CapAdmin}}}})
 	anon := mustClient(t, d.Addr())
-	if err := anon.Health(t.Context()); !errors.Is(err, mailbox.ErrUnauthorized) {
-		t.Errorf("Health without a token = %v, want unauthorized", err)
+	// Health needs no token on a daemon with tokens; the queue does.
+	if _, err := anon.Queue(t.Context(), mailbox.QueueFilter{}); !errors.Is(err, mailbox.ErrUnauthorized) {
+		t.Errorf("Queue without a token = %v, want unauthorized", err)
 	}
 	w, cancel := subscribe(t, anon, 0)
 	if s := w.state(t, false); !errors.Is(s.Err, mailbox.ErrUnauthorized) {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/daemon/engine"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -210,7 +213,7 @@ func TestLoadErrorsNameKeyAndLine(t *testing.T) {
 
 func TestLoadMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "absent.yaml")
-	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "absent.yaml") {
+	if _, err := LoadOver(base(), path); err == nil || !strings.Contains(err.Error(), "absent.yaml") {
 		t.Errorf("Load(missing) = %v, want an error naming the file", err)
 	}
 }
@@ -277,8 +280,7 @@ func TestApplyEnv(t *testing.T) {
 	}
 }
 
-// TestPrecedence walks the documented order: defaults < file < env < Set
-// (which is what flags call).
+// TestPrecedence walks the documented order: defaults < file < env < flags.
 func TestPrecedence(t *testing.T) {
 	path := writeFile(t, "addr: 127.0.0.1:1\nlog_level: debug\nretain_done: 5\n")
 	c, err := LoadOver(base(), path)
@@ -288,10 +290,14 @@ func TestPrecedence(t *testing.T) {
 	if err := ApplyEnv(&c, env(map[string]string{"MAILROOM_ADDR": "127.0.0.1:2", "MAILROOM_RETAIN_DONE": "6"})); err != nil {
 		t.Fatal(err)
 	}
-	if err := Set(&c, "addr", "127.0.0.1:3"); err != nil {
+	given := base()
+	flags := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	given.AddFlags(flags)
+	if err := flags.Parse([]string{"--addr", "127.0.0.1:3"}); err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != "127.0.0.1:3" || c.RetainDone != 6 || c.LogLevel != "debug" || c.SSEBuffer != DefaultSSEBuffer {
+	ApplyFlags(&c, given, flags)
+	if c.Addr != "127.0.0.1:3" || c.RetainDone != 6 || c.LogLevel != "debug" || c.SSEBuffer != engine.DefaultSubscriberBuffer {
 		t.Errorf("after file, env, flag: %+v", c)
 	}
 }
@@ -325,30 +331,65 @@ func TestSet(t *testing.T) {
 }
 
 func TestKeysCoverEveryField(t *testing.T) {
-	keys := Keys()
+	c := base()
+	flags := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	c.AddFlags(flags)
 	typ := reflect.TypeOf(Config{})
-	if len(keys) != typ.NumField() {
-		t.Fatalf("Keys() has %d entries, want one per Config field (%d)", len(keys), typ.NumField())
+	n := 0
+	flags.VisitAll(func(*flag.Flag) { n++ })
+	// tokens is file only: no flag (and no variable, see TestApplyEnv).
+	if n != typ.NumField()-1 {
+		t.Fatalf("AddFlags defines %d flags, want one per Config field but tokens (%d)", n, typ.NumField()-1)
 	}
 	for i := range typ.NumField() {
-		if tag := typ.Field(i).Tag.Get("yaml"); tag != keys[i].Name {
-			t.Errorf("field %s has yaml key %q, key table says %q", typ.Field(i).Name, tag, keys[i].Name)
+		name := typ.Field(i).Tag.Get("yaml")
+		f := flags.Lookup(strings.ReplaceAll(name, "_", "-"))
+		if name == "tokens" {
+			if f != nil {
+				t.Errorf("tokens has a flag, want it set in the config file only")
+			}
+			continue
+		}
+		env := "(env MAILROOM_" + strings.ToUpper(name) + ")"
+		if f == nil || !strings.HasSuffix(f.Usage, " "+env) || strings.HasPrefix(f.Usage, env) {
+			t.Errorf("key %s: flag %+v, want one with a usage line ending in %s", name, f, env)
+		}
+		if _, ok := Value(base(), name); !ok {
+			t.Errorf("Value(%q) not found", name)
 		}
 	}
-	for _, k := range keys {
-		wantEnv := "MAILROOM_" + strings.ToUpper(k.Name)
-		if k.FileOnly {
-			wantEnv = ""
-		}
-		if k.Env != wantEnv || k.Usage == "" {
-			t.Errorf("key %+v: want env %q and a usage line", k, wantEnv)
-		}
-		if _, ok := Value(base(), k.Name); !ok {
-			t.Errorf("Value(%q) not found", k.Name)
+	if flags.Lookup("data-dir") == nil {
+		t.Errorf("no flag data-dir for key data_dir")
+	}
+}
+
+// TestFlagsHelpAndErrors: --help lists every key with its variable and
+// default, and a bad flag is refused in the key's own words, changing
+// nothing.
+func TestFlagsHelpAndErrors(t *testing.T) {
+	c := base()
+	flags := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	c.AddFlags(flags)
+	var help strings.Builder
+	flags.SetOutput(&help)
+	flags.PrintDefaults()
+	for _, w := range []string{"-addr value", "(env MAILROOM_ADDR) (default 127.0.0.1:7717)", "(env MAILROOM_SSE_HEARTBEAT) (default 15s)",
+		"(default 1048576)", "(default /home/op/.local/share/mailroom)", "(env MAILROOM_RETRY_STALE_INTERVAL) (default 0s)"} {
+		if !strings.Contains(help.String(), w) {
+			t.Errorf("PrintDefaults = %q, want it to contain %q", help.String(), w)
 		}
 	}
-	if got := (Key{Name: "data_dir"}).Flag(); got != "data-dir" {
-		t.Errorf("Flag() = %q, want data-dir", got)
+	if strings.Contains(help.String(), "panic") {
+		t.Errorf("PrintDefaults = %q", help.String())
+	}
+	flags.SetOutput(io.Discard)
+	err := flags.Parse([]string{"--sse-buffer", "many"})
+	want := `invalid value "many" for flag -sse-buffer: sse_buffer: got "many", expected a whole number of at least 1`
+	if err == nil || err.Error() != want {
+		t.Errorf("Parse(--sse-buffer many) = %v, want %q", err, want)
+	}
+	if !reflect.DeepEqual(c, base()) {
+		t.Errorf("a refused flag changed the config: %+v", c)
 	}
 }
 

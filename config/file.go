@@ -6,13 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 )
-
-// Load returns Default overlaid with the YAML file at path.
-func Load(path string) (Config, error) { return LoadOver(Default(), path) }
 
 // LoadOver returns base overlaid with the YAML file at path. Keys the file
 // does not mention keep base's values. Unknown keys, repeated keys and bad
@@ -60,28 +56,24 @@ func Parse(base Config, data []byte) (Config, error) {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		kn, vn := root.Content[i], root.Content[i+1]
 		name := kn.Value
-		k, ok := lookup(name)
-		if !ok {
-			return base, fmt.Errorf("line %d: unknown key %q; known keys: %s", kn.Line, name, strings.Join(KeyNames(), ", "))
+		if !isKey(name) {
+			return base, fmt.Errorf("line %d: %w", kn.Line, unknownKey(name))
 		}
 		if prev, dup := seen[name]; dup {
 			return base, fmt.Errorf("line %d: key %q already set on line %d", kn.Line, name, prev)
 		}
 		seen[name] = kn.Line
-		if k.parseNode != nil {
-			// Errors from a list name their own line.
-			if err := k.parseNode(&cfg, vn); err != nil {
+		if name == "tokens" {
+			// A list: its errors name their own lines.
+			if err := parseTokensNode(&cfg, vn); err != nil {
 				return base, err
-			}
-			if err := k.validate(cfg); err != nil {
-				return base, fmt.Errorf("line %d: %w", vn.Line, err)
 			}
 			continue
 		}
 		if vn.Kind != yaml.ScalarNode || vn.Tag == "!!null" {
 			return base, fmt.Errorf("line %d: %s: expected a single value, got %s", vn.Line, name, describe(vn))
 		}
-		if err := k.set(&cfg, vn.Value); err != nil {
+		if err := Set(&cfg, name, vn.Value); err != nil {
 			return base, fmt.Errorf("line %d: %w", vn.Line, err)
 		}
 	}

@@ -15,23 +15,6 @@ import (
 // value read from a tokens entry other than its principal, into an error:
 // config errors end up in terminals, logs and bug reports.
 
-func tokensKey() key {
-	return key{
-		Key: Key{Name: "tokens", FileOnly: true,
-			Usage: "bearer tokens, each bound to a principal and capabilities (config file only; see 'mailroom token new')"},
-		parse:     func(*Config, string) error { return fmt.Errorf("a list in the config file") },
-		parseNode: parseTokensNode,
-		show:      func(c Config) string { return fmt.Sprintf("%d token(s)", len(c.Tokens)) },
-		check: func(c Config) error {
-			// auth.New is the one validator, so the daemon and Validate can
-			// never disagree about what a good entry is. Its messages name
-			// tokens[i] and never the secret.
-			_, err := auth.New(c.Tokens)
-			return err
-		},
-	}
-}
-
 // tokenFields are the keys of one tokens entry, as auth.Token's YAML tags.
 const tokenFields = "principal, token, sha256, caps, revoked"
 

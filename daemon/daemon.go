@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -17,29 +18,78 @@ import (
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/httpapi"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
+	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// Daemon is a running mailbox: an open log, a replayed engine and a bound
-// listener.
+// Daemon is a mailbox ready to serve: an open log, a replayed engine and a
+// bound listener. Run serves it until its context ends.
 type Daemon struct {
 	cfg    config.Config
 	log    *slog.Logger
-	store  *logstore.Store
 	engine *engine.Engine
 	ln     net.Listener
 	srv    *http.Server
-	served chan struct{}
-	// stopScan ends the retry-stale scheduler; scanDone says it has.
+	ticks  TickSource
+
+	// mu guards closing and fresh. Once closing is set, Run starts no
+	// scheduler and new connections are closed as they come.
+	mu      sync.Mutex
+	closing bool
+	// fresh holds the connections that have not sent a request yet (see
+	// trackConn).
+	fresh map[net.Conn]struct{}
+	// stopScan ends the retry-stale scheduler; scans is its goroutine,
+	// waited for before the engine closes.
 	stopScan chan struct{}
+	scans    sync.WaitGroup
+	// stopOnce makes the shutdown happen once, whoever asks first (Run
+	// when its context ends, or Close); stopErr is what it returned.
 	stopOnce sync.Once
-	scanDone chan struct{}
+	stopErr  error
 }
 
-// Open opens the data directory, replays the log and binds the listener.
-// Nothing is served until Serve.
-func Open(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
+// TickSource makes the ticks the retry-stale scheduler scans on, one per
+// interval, and a func that stops them. The default is a time.Ticker.
+type TickSource func(interval time.Duration) (ticks <-chan time.Time, stop func())
+
+// Option replaces one of the daemon's real parts, for tests and for callers
+// that embed it.
+type Option func(*options)
+
+type options struct {
+	ln    net.Listener
+	now   func() time.Time
+	ticks TickSource
+}
+
+// WithListener serves on ln instead of listening on cfg.Addr, which should
+// then name ln's address (it is what the exposure check and the logs see).
+// The daemon closes ln when it stops, or when Open fails.
+func WithListener(ln net.Listener) Option { return func(o *options) { o.ln = ln } }
+
+// WithClock is the mailbox's clock: the time events are stamped with, and
+// so the age of every lease.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithRetryStaleTicks drives the retry-stale scheduler (when
+// cfg.RetryStaleInterval turns it on) from ticks instead of a ticker.
+func WithRetryStaleTicks(ticks TickSource) Option { return func(o *options) { o.ticks = ticks } }
+
+// Open opens the data directory, replays the log and binds the listener, so
+// Addr is known before anything is served. Nothing is served until Run.
+func Open(cfg config.Config, logger *slog.Logger, opts ...Option) (*Daemon, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	closeLn := func() {
+		if o.ln != nil {
+			o.ln.Close()
+		}
+	}
 	if err := cfg.Validate(); err != nil {
+		closeLn()
 		return nil, err
 	}
 	if logger == nil {
@@ -47,10 +97,12 @@ func Open(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
 	}
 	authn, err := auth.New(cfg.Tokens)
 	if err != nil {
+		closeLn()
 		return nil, err
 	}
 	st, err := logstore.Open(cfg.DataDir, logstore.Options{Logger: logger})
 	if err != nil {
+		closeLn()
 		return nil, fmt.Errorf("opening the mailbox log in %s: %w", cfg.DataDir, err)
 	}
 	// A mailbox on tmpfs acknowledges writes that a reboot takes back. That
@@ -62,6 +114,7 @@ func Open(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
 	}
 	eng, err := engine.Open(st, engine.Options{
 		Logger:              logger,
+		Now:                 o.now,
 		SubscriberBuffer:    cfg.SSEBuffer,
 		AutoCompactFactor:   cfg.CompactFactor,
 		AutoCompactMinBytes: cfg.CompactMinBytes,
@@ -69,17 +122,22 @@ func Open(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
 		ResultCacheMax:      cfg.ResultCacheMax,
 		ResultCacheAge:      cfg.ResultCacheAge,
 		AuditMax:            cfg.AuditMax,
+		ReplayGCPercent:     replayGCPercent(),
 	})
 	if err != nil {
 		st.Close()
+		closeLn()
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		eng.Close()
-		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	ln := o.ln
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			eng.Close()
+			return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+		}
 	}
-	apiOpts := httpapi.Options{Logger: logger, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout}
+	apiOpts := httpapi.Options{Logger: logger, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout,
+		Metrics: []metrics.Source{eng, st}}
 	if authn.Enabled() {
 		apiOpts.Authorizer = httpapi.TokenAuthorizer(authn)
 		logger.Info("bearer tokens required", "tokens", len(cfg.Tokens))
@@ -88,14 +146,29 @@ func Open(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
 		logger.Warn("no tokens configured: serving loopback only, without authentication", "addr", cfg.Addr)
 	}
 	api := httpapi.New(auth.Guard(eng), apiOpts)
-	d := &Daemon{cfg: cfg, log: logger, store: st, engine: eng, ln: ln, served: make(chan struct{}), stopScan: make(chan struct{}), scanDone: make(chan struct{}),
-		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
-	if cfg.RetryStaleInterval > 0 {
-		go d.scheduleRetryStale()
-	} else {
-		close(d.scanDone)
+	ticks := o.ticks
+	if ticks == nil {
+		ticks = tickerSource
 	}
+	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: make(chan struct{}), fresh: map[net.Conn]struct{}{},
+		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
+	d.srv.ConnState = d.trackConn
 	return d, nil
+}
+
+// replayGCPercent is the collector's target while the log replays: 400
+// (a million-event restart a fifth faster), unless the operator chose one
+// with GOGC, which the daemon then leaves alone.
+func replayGCPercent() int {
+	if os.Getenv("GOGC") != "" {
+		return 0
+	}
+	return 400
+}
+
+func tickerSource(interval time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(interval)
+	return t.C, t.Stop
 }
 
 // Addr is the address the daemon listens on (host:port), with the real port
@@ -105,32 +178,79 @@ func (d *Daemon) Addr() string { return d.ln.Addr().String() }
 // DataDir is the directory holding the mailbox's log and snapshots.
 func (d *Daemon) DataDir() string { return d.cfg.DataDir }
 
-// Engine is the running mailbox, for in-process callers (the demo, tests).
-func (d *Daemon) Engine() *engine.Engine { return d.engine }
+// Run serves requests and runs the retry-stale scheduler until ctx ends or
+// the listener fails, then shuts down within cfg.ShutdownTimeout: the
+// scheduler stopped, event streams ended (they never finish by themselves),
+// connections that sent nothing closed, in-flight requests finished (cut
+// off at the deadline), and the log flushed, synced and closed. It returns
+// nil after a clean shutdown.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.mu.Lock()
+	if d.cfg.RetryStaleInterval > 0 && !d.closing {
+		ticks, stop := d.ticks(d.cfg.RetryStaleInterval)
+		d.scans.Go(func() {
+			defer stop()
+			d.scheduleRetryStale(ticks)
+		})
+	}
+	d.mu.Unlock()
+	served := make(chan error, 1)
+	go func() { served <- d.serve() }()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		d.log.Info("shutting down", "timeout", d.cfg.ShutdownTimeout)
+	case serveErr = <-served:
+		served = nil
+	}
+	// Shut down either way: the log must be flushed and closed even when
+	// the listener failed.
+	shutErr := d.Close()
+	if served != nil {
+		serveErr = <-served
+	}
+	return errors.Join(serveErr, shutErr)
+}
 
-// Serve answers requests until Shutdown; it returns nil after a clean one.
-func (d *Daemon) Serve() error {
-	defer close(d.served)
+func (d *Daemon) serve() error {
 	d.log.Info("mailroom daemon listening", "addr", d.Addr(), "data_dir", d.cfg.DataDir)
-
 	if err := d.srv.Serve(d.ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
 }
 
-// Shutdown stops accepting connections, lets in-flight requests finish
-// (event streams are ended first, they never finish by themselves), then
-// flushes, syncs and closes the log. It is safe to call without Serve.
-func (d *Daemon) Shutdown(ctx context.Context) error {
-	d.stopOnce.Do(func() { close(d.stopScan) })
-	<-d.scanDone
+// Close shuts the daemon down as Run does when its context ends, and
+// releases a daemon that was opened but never run. It is safe to call
+// more than once, and from another goroutine while Run runs (Run then
+// returns); every call returns the one shutdown's error.
+func (d *Daemon) Close() error {
+	d.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
+		defer cancel()
+		d.stopErr = d.shutdown(ctx)
+	})
+	return d.stopErr
+}
+
+func (d *Daemon) shutdown(ctx context.Context) error {
+	d.mu.Lock()
+	d.closing = true
+	close(d.stopScan)
+	for c := range d.fresh {
+		c.Close()
+	}
+	clear(d.fresh)
+	d.mu.Unlock()
+	d.scans.Wait()
 	d.engine.EndSubscriptions()
 	err := d.srv.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		d.log.Warn("requests still running at the shutdown deadline; closing them", "err", err)
 		d.srv.Close()
 	}
+	// A daemon that never served still holds its listener.
+	d.ln.Close()
 	if cerr := d.engine.Close(); cerr != nil {
 		return fmt.Errorf("closing the mailbox log: %w", cerr)
 	}
@@ -138,20 +258,36 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// scheduleRetryStale runs the enabled retry-stale scan every interval. Each
+// trackConn remembers the connections that have not sent a request yet,
+// so the shutdown can close them, and closes those that arrive once it has
+// begun. They carry nothing to finish, but http.Server.Shutdown counts a
+// new connection as busy for its first 5 seconds: one that a client dialed
+// and left unused (a cancelled request's dial goes to its idle pool) would
+// hold every stop for that long.
+func (d *Daemon) trackConn(c net.Conn, state http.ConnState) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case state != http.StateNew:
+		delete(d.fresh, c)
+	case d.closing:
+		c.Close()
+	default:
+		d.fresh[c] = struct{}{}
+	}
+}
+
+// scheduleRetryStale runs the enabled retry-stale scan on every tick. Each
 // requeue it makes is a repair event, audited under the scheduler's name.
-func (d *Daemon) scheduleRetryStale() {
-	defer close(d.scanDone)
+func (d *Daemon) scheduleRetryStale(ticks <-chan time.Time) {
 	p := d.cfg.RetryPolicy()
 	d.log.Info("retry-stale scheduler on", "interval", d.cfg.RetryStaleInterval, "min_lease_age_ms", p.MinLeaseAgeMs,
 		"max_attempts", p.MaxAttempts, "max_requeues", p.MaxRequeues, "scan_limit", p.ScanLimit)
-	t := time.NewTicker(d.cfg.RetryStaleInterval)
-	defer t.Stop()
 	for {
 		select {
 		case <-d.stopScan:
 			return
-		case <-t.C:
+		case <-ticks:
 		}
 		ctx := mailbox.WithPrincipal(context.Background(), engine.RetryStalePrincipal)
 		rep, err := d.engine.RetryStale(ctx, p)

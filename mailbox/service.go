@@ -31,7 +31,15 @@ type Service interface {
 	// snapshot; otherwise the events after *after follow (or a snapshot when
 	// they were compacted away).
 	Subscribe(ctx context.Context, after *uint64) (Subscription, error)
-	Stats() ServiceStats
+	// Status reports the durable state's sizes and last seq, for health
+	// checks; it needs no rights.
+	Status() Status
+}
+
+// Status is how large the mailbox is and how far its log goes.
+type Status struct {
+	Counts
+	LastSeq uint64
 }
 
 // Subscription is a live feed of committed events.
@@ -48,23 +56,6 @@ type Subscription interface {
 // ErrSlowSubscriber ends a subscription whose buffer overflowed; the
 // subscriber reconnects with its last seq and catches up from the log.
 var ErrSlowSubscriber = &Error{Code: CodeUnavailable, Message: "subscriber fell behind and was disconnected; reconnect with Last-Event-ID to catch up"}
-
-// ServiceStats are the figures /metrics exports.
-type ServiceStats struct {
-	Counts
-	LastSeq          uint64
-	EventsAppended   uint64
-	FsyncBatches     uint64
-	FsyncSeconds     float64
-	FsyncBucketSecs  []float64 // upper bounds
-	FsyncBucketCount []uint64  // per bucket, not cumulative; last slot is +Inf
-	WriteErrors      uint64
-	Compactions      uint64
-	LogBytes         int64
-	SnapshotBytes    int64
-	Subscribers      int
-	SubscribersCut   uint64
-}
 
 type principalKey struct{}
 

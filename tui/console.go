@@ -241,15 +241,17 @@ func (c *Console) readStream(ctx context.Context) {
 }
 
 // drawLoop is the only source of redraws not caused by a key: at most one
-// frame per frameInterval, and only when something changed or a second
-// passed (ages tick without events). Rows are copied out of the model here,
-// off the UI goroutine; the UI goroutine only installs them.
+// frame per frameInterval, and only when something changed or, on the
+// console's clock (Options.Now), a second passed: ages tick without events.
+// Rows are copied out of the model here, off the UI goroutine; the UI
+// goroutine only installs them.
 func (c *Console) drawLoop(ctx context.Context) {
 	tick := time.NewTicker(frameInterval)
 	defer tick.Stop()
 	var (
 		builtVer, drawnConn, drawnGap uint64
-		lastDraw, nextBuild           time.Time
+		drawnPerS                     float64
+		agedAt, nextBuild             time.Time
 		r                             rate
 	)
 	for {
@@ -258,7 +260,8 @@ func (c *Console) drawLoop(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		now := time.Now()
+		// Pacing is real time; what the rows show is the console's clock.
+		now, clock := time.Now(), c.opts.Now()
 		st := c.model.status()
 		perS := r.update(now, st.applied)
 		var fresh *rows
@@ -270,10 +273,11 @@ func (c *Console) drawLoop(ctx context.Context) {
 			nextBuild = now.Add(3 * cost)
 			builtVer = fresh.version
 		}
-		if fresh == nil && st.connVer == drawnConn && st.gapVer == drawnGap && now.Sub(lastDraw) < time.Second {
+		aged := clock.Sub(agedAt) >= time.Second || clock.Before(agedAt)
+		if fresh == nil && st.connVer == drawnConn && st.gapVer == drawnGap && perS == drawnPerS && !aged {
 			continue
 		}
-		drawnConn, drawnGap, lastDraw = st.connVer, st.gapVer, now
+		drawnConn, drawnGap, drawnPerS, agedAt = st.connVer, st.gapVer, perS, clock
 		c.app.QueueUpdateDraw(func() { c.install(fresh, st, perS) })
 	}
 }

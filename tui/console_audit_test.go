@@ -8,21 +8,16 @@ import (
 	"github.com/gdamore/tcell/v2"
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/daemon/auth"
-	"github.com/mailroom/mailroom/daemon/httpapi"
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
 // startAuthDaemon runs a daemon that requires tokens, and returns a client
 // holding oncall-ann's admin token: repairs made through it are recorded
 // under oncall-ann.
-func startAuthDaemon(t *testing.T) (*apitest.Daemon, *client.Client) {
+func startAuthDaemon(t *testing.T) (*daemontest.Daemon, *client.Client) {
 	t.Helper()
-	az, err := auth.New([]auth.Token{{Principal: "oncall-ann", Token: "t-ann", Caps: []string{"a2a.admin"}}})
-	if err != nil {
-		t.Fatalf("auth.New: %v", err)
-	}
-	d := apitest.Start(t, apitest.Options{API: httpapi.Options{Authorizer: httpapi.TokenAuthorizer(az)}})
+	d := daemontest.Start(t, daemontest.Options{Tokens: []auth.Token{{Principal: "oncall-ann", Token: "t-ann", Caps: []string{"a2a.admin"}}}})
 	c, err := client.New(d.URL(), client.WithToken("t-ann"))
 	if err != nil {
 		t.Fatalf("client.New: %v", err)
@@ -45,6 +40,7 @@ func (a agentAPI) repair(req mailbox.RepairRequest) {
 }
 
 func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
+	t.Parallel()
 	d, c := startAuthDaemon(t)
 	api := agentAPI{t, c}
 	requeued := api.send("worker-a@local", "summarize the on-call notes")
@@ -133,6 +129,7 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 }
 
 func TestHeaderSaysNoAuthWithoutAPrincipal(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
 	id := api.send("worker-a@local", "classify the tickets")

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSelectionFollowsTheTask(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
 	first := api.send("worker-a@local", "first task")
@@ -33,6 +34,7 @@ func TestSelectionFollowsTheTask(t *testing.T) {
 }
 
 func TestDetailViewShowsHistoryAndFamily(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
 	parent := api.send("worker-a@local", "plan the launch", withKind("plan"))
@@ -60,6 +62,7 @@ func TestDetailViewShowsHistoryAndFamily(t *testing.T) {
 }
 
 func TestPauseHoldsUpdatesUntilResumed(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
 	api.send("worker-a@local", "before the pause")
@@ -82,6 +85,7 @@ func TestPauseHoldsUpdatesUntilResumed(t *testing.T) {
 }
 
 func TestForceErrorOnALease(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
 	id := api.send("worker-a@local", "download the changelog")
@@ -121,6 +125,7 @@ func TestForceErrorOnALease(t *testing.T) {
 }
 
 func TestRepairAgainstAStoppedDaemonFlashesRed(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
 	id := api.send("worker-a@local", "classify the tickets")
@@ -146,6 +151,7 @@ func TestRepairAgainstAStoppedDaemonFlashesRed(t *testing.T) {
 // open duplicate-risk list closes the list and keeps what the operator has
 // typed; only a second Esc cancels the dialog, and nothing is repaired.
 func TestEscClosesAnOpenListBeforeTheDialog(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
 	id := api.send("worker-a@local", "classify the feedback", idempotent("classify:feedback"))

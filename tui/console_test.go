@@ -8,8 +8,8 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/engine"
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/internal/testclock"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -17,9 +17,9 @@ import (
 // real daemon (log store in a temporary directory, HTTP on 127.0.0.1, real
 // SSE) and assert what an operator would see.
 
-func startDaemon(t *testing.T) (*apitest.Daemon, *client.Client) {
+func startDaemon(t *testing.T) (*daemontest.Daemon, *client.Client) {
 	t.Helper()
-	d := apitest.Start(t, apitest.Options{})
+	d := daemontest.Start(t, daemontest.Options{})
 	return d, newClient(t, d.URL())
 }
 
@@ -86,6 +86,7 @@ func (a agentAPI) entry(taskID string) (mailbox.QueueEntry, bool) {
 func short(id string) string { return mailbox.ShortID(id) }
 
 func TestPanesShowSentLeasedAndResultedTasks(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
 	queued := api.send("worker-a@local", "summarize the incident report", withKind("summarize"))
@@ -140,11 +141,12 @@ func TestPanesShowSentLeasedAndResultedTasks(t *testing.T) {
 }
 
 func TestStaleLeaseIsHighlighted(t *testing.T) {
+	t.Parallel()
 	// One clock for the daemon and the console: leases get their age from
 	// it, so time is moved instead of waited for.
-	clk := &clock{}
+	clk := &testclock.Clock{}
 	clk.Set(time.Now())
-	d := apitest.Start(t, apitest.Options{Engine: engine.Options{Now: clk.Now}})
+	d := daemontest.Start(t, daemontest.Options{Now: clk.Now})
 	c := newClient(t, d.URL())
 	api := agentAPI{t, c}
 	id := api.send("worker-a@local", "review the auth pull request")
@@ -188,6 +190,7 @@ func TestStaleLeaseIsHighlighted(t *testing.T) {
 }
 
 func TestFilterNarrowsThePane(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
 	api.send("worker-b@local", "beta report")
@@ -248,11 +251,12 @@ func openRequeue(t *testing.T, r *running, taskID string) frame {
 }
 
 func TestRequeueStaleLease(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
 	id := api.send("worker-a@local", "summarize the on-call notes")
 	_, lease := api.lease("worker-a@local")
-	clk := &clock{}
+	clk := &testclock.Clock{}
 	clk.Set(time.Now().Add(time.Hour))
 	r := runConsole(t, c, Options{Addr: d.URL(), StaleAfter: time.Minute, Now: clk.Now})
 	r.scr.waitFor(t, "the stale lease", func(f frame) bool { return strings.Contains(f.lineWith(short(id)), staleMarker) })
@@ -295,6 +299,7 @@ func TestRequeueStaleLease(t *testing.T) {
 }
 
 func TestRepairOfAChangedLeaseShowsTheConflict(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
 	id := api.send("worker-a@local", "classify the feedback", idempotent("classify:feedback"))
@@ -335,6 +340,7 @@ func TestRepairOfAChangedLeaseShowsTheConflict(t *testing.T) {
 }
 
 func TestReadOnlyHasNoRepairKeys(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
 	id := api.send("worker-a@local", "fetch the changelog")
@@ -358,6 +364,7 @@ func TestReadOnlyHasNoRepairKeys(t *testing.T) {
 }
 
 func TestHelpListsEveryRegisteredKey(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	for _, ro := range []bool{false, true} {
 		r := runConsole(t, c, Options{Addr: d.URL(), ReadOnly: ro})
@@ -380,6 +387,7 @@ func TestHelpListsEveryRegisteredKey(t *testing.T) {
 }
 
 func TestReconnectsAfterDaemonRestart(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	api := agentAPI{t, c}
 	api.send("worker-a@local", "before the restart")
@@ -403,6 +411,7 @@ func TestReconnectsAfterDaemonRestart(t *testing.T) {
 }
 
 func TestQuitReturnsNil(t *testing.T) {
+	t.Parallel()
 	d, c := startDaemon(t)
 	for _, k := range []*tcell.EventKey{char('q'), key(tcell.KeyCtrlC)} {
 		r := runConsole(t, c, Options{Addr: d.URL()})

@@ -114,8 +114,9 @@ func (f frame) lineWith(text string) string {
 }
 
 // waitFor waits until a shown frame satisfies cond, and returns it. Frames
-// come at least once a second (ages tick), so a condition that never holds
-// fails at the deadline with the last frame in the message.
+// come on every change and once a second of the console's clock (ages
+// tick); a condition that never holds fails at the deadline with the last
+// frame in the message.
 func (s *screen) waitFor(t testing.TB, what string, cond func(frame) bool) frame {
 	t.Helper()
 	deadline := time.NewTimer(10 * time.Second)
@@ -155,24 +156,6 @@ func (s *screen) typeText(text string) {
 	for _, r := range text {
 		s.InjectKey(tcell.KeyRune, r, tcell.ModNone)
 	}
-}
-
-// clock is a settable time source, so staleness is tested without waiting.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
 }
 
 // running is a console running on a simulation screen.

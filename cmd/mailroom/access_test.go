@@ -109,6 +109,7 @@ func TestTokenUsageErrors(t *testing.T) {
 // principal, a wrong one exits 1 with the daemon's 401, and the daemon's
 // log never holds either token.
 func TestDaemonWithTokens(t *testing.T) {
+	t.Parallel()
 	var good newToken
 	mustJSON(t, "", &good, "token", "new", "--principal", "oncall", "--cap", auth.CapRead, "--json")
 	var logs lockedWriter

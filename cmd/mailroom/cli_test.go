@@ -66,6 +66,7 @@ func TestEveryVerbHasHelp(t *testing.T) {
 // TestUsageErrors runs each mistake against a real daemon, so a check the
 // CLI forgot would reach the daemon and exit 1 instead of 2.
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	const id = "6f9619ff-8b86-4d11-b42d-00c04fc964ff"
 	tests := []struct {

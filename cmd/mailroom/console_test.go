@@ -97,6 +97,7 @@ func cliScreen(t *testing.T, screen *operator, vars map[string]string, args ...s
 }
 
 func TestConsoleShowsWhomItActsAs(t *testing.T) {
+	t.Parallel()
 	secret, hash, err := auth.NewToken()
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +121,7 @@ func TestConsoleStartsWhileTheDaemonIsUnreachable(t *testing.T) {
 }
 
 func TestConsoleRefusesAWrongTokenBeforeDrawing(t *testing.T) {
+	t.Parallel()
 	_, hash, err := auth.NewToken()
 	if err != nil {
 		t.Fatal(err)
@@ -249,6 +251,7 @@ var (
 // TestDemoHeadless: the demo serves, its agents make tasks flow, and
 // cancelling (as SIGINT does) stops everything with exit 0.
 func TestDemoHeadless(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	d := startDemo(t, "--data", dir, "--seed", "7")
 	url := d.waitFor(t, demoAddrLine)[1]
@@ -310,6 +313,7 @@ func TestDemoRemovesItsTemporaryData(t *testing.T) {
 // the demo's daemon; q stops everything and nothing but the exit note
 // reaches the terminal's streams.
 func TestDemoConsole(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	o := cliScreen(t, newOperator("live", "127.0.0.1:"), nil, "demo", "--data", dir)
 	if o.code != 0 {

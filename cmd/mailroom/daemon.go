@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,10 +13,6 @@ import (
 
 const daemonSummary = "run the mailbox daemon until SIGINT or SIGTERM"
 
-// flagSetting is one config flag as given, applied after the file and the
-// environment so flags win.
-type flagSetting struct{ key, value string }
-
 func runDaemon(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "daemon",
@@ -25,28 +21,15 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 		example: "mailroom daemon --config /etc/mailroom.yaml --addr 127.0.0.1:7717 --log-level debug",
 	})
 	configPath := fs.String("config", "", "YAML config file (keys as the flags below, with _ for -)")
-	var settings []flagSetting
-	defaults := config.DefaultFor(e.getenv)
-	for _, k := range config.Keys() {
-		if k.FileOnly {
-			continue // tokens: secrets stay out of argv
-		}
-		def, _ := config.Value(defaults, k.Name)
-		fs.Func(k.Flag(), fmt.Sprintf("%s (env %s, default %q)", k.Usage, k.Env, def), func(v string) error {
-			// Parse now so a bad flag is reported as a flag error; apply
-			// later, after the file and the environment.
-			scratch := config.DefaultFor(e.getenv)
-			if err := config.Set(&scratch, k.Name, v); err != nil {
-				return err
-			}
-			settings = append(settings, flagSetting{k.Name, v})
-			return nil
-		})
-	}
+	// The keys as the command line gives them, each checked as it is parsed
+	// so a bad one is a flag error; they are applied after the file and the
+	// environment, so flags win.
+	given := config.DefaultFor(e.getenv)
+	given.AddFlags(fs.FlagSet)
 	if _, err := parseExact(fs, args); err != nil {
 		return err
 	}
-	cfg, err := loadDaemonConfig(*configPath, settings, e.getenv)
+	cfg, err := loadDaemonConfig(*configPath, given, fs.FlagSet, e.getenv)
 	if err != nil {
 		return err
 	}
@@ -58,30 +41,13 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	// One stable, format-independent line on stdout so scripts and tests can
 	// find the port when they asked for port 0.
 	fmt.Fprintf(e.stdout, "mailroom daemon listening on %s\n", d.Addr())
-
-	served := make(chan error, 1)
-	go func() { served <- d.Serve() }()
-	var serveErr error
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down", "timeout", cfg.ShutdownTimeout)
-	case serveErr = <-served:
-		served = nil
-	}
-	// Shut down either way: the log must be flushed and closed even when the
-	// listener failed.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-	defer cancel()
-	shutErr := d.Shutdown(sctx)
-	if served != nil {
-		serveErr = <-served
-	}
-	return errors.Join(serveErr, shutErr)
+	return d.Run(ctx)
 }
 
-// loadDaemonConfig applies defaults < file < environment < flags and
-// validates the result. Every problem is a usage error naming the key.
-func loadDaemonConfig(path string, settings []flagSetting, getenv func(string) string) (config.Config, error) {
+// loadDaemonConfig applies defaults < file < environment < the keys given on
+// cmdline (bound to given by AddFlags) and validates the result. Every
+// problem is a usage error naming the key.
+func loadDaemonConfig(path string, given config.Config, cmdline *flag.FlagSet, getenv func(string) string) (config.Config, error) {
 	cfg := config.DefaultFor(getenv)
 	if path != "" {
 		var err error
@@ -92,11 +58,7 @@ func loadDaemonConfig(path string, settings []flagSetting, getenv func(string) s
 	if err := config.ApplyEnv(&cfg, getenv); err != nil {
 		return cfg, &usageError{msg: err.Error()}
 	}
-	for _, s := range settings {
-		if err := config.Set(&cfg, s.key, s.value); err != nil {
-			return cfg, &usageError{msg: "flag: " + err.Error()}
-		}
-	}
+	config.ApplyFlags(&cfg, given, cmdline)
 	if err := cfg.Validate(); err != nil {
 		return cfg, &usageError{msg: "invalid configuration: " + err.Error()}
 	}

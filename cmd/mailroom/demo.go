@@ -57,8 +57,12 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	served := make(chan error, 1)
-	go func() { served <- d.Serve() }()
+	// The daemon stops last, after the agents and the console: not when ctx
+	// ends, which is what stops them.
+	daemonCtx, stopDaemon := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDaemon()
+	ran := make(chan error, 1)
+	go func() { ran <- d.Run(daemonCtx) }()
 
 	agentsCtx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()
@@ -74,8 +78,8 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 		fmt.Fprintf(e.stdout, "mailroom demo: data in %s, daemon log in %s; SIGINT or SIGTERM (Ctrl-C) stops\n", ws.dataDir, ws.logPath)
 		select {
 		case <-ctx.Done():
-		case runErr = <-served:
-			served = nil
+		case runErr = <-ran:
+			ran = nil
 			if runErr == nil {
 				runErr = errors.New("the daemon stopped serving")
 			}
@@ -92,14 +96,12 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 	// Agents first, so none of them is mid-request when the daemon goes.
 	stopAgents()
 	agentsErr := <-agents
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-	defer cancel()
-	shutErr := d.Shutdown(sctx)
-	var serveErr error
-	if served != nil {
-		serveErr = <-served
+	stopDaemon()
+	var daemonErr error
+	if ran != nil {
+		daemonErr = <-ran
 	}
-	return errors.Join(runErr, agentsErr, shutErr, serveErr)
+	return errors.Join(runErr, agentsErr, daemonErr)
 }
 
 // workspace is where a demo keeps its data and its log.

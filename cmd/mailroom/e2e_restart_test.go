@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +10,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/config"
-	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -46,15 +43,9 @@ func TestRestartMillionEvents(t *testing.T) {
 	t.Logf("wrote %d events (%.1f MB of log) in %s", last, float64(logBytes)/1e6, time.Since(start).Round(time.Millisecond))
 
 	open := func(what string) (*client.Client, func()) {
-		cfg := config.DefaultFor(func(string) string { return "" })
-		cfg.Addr, cfg.DataDir = "127.0.0.1:0", dir
 		begin := time.Now()
-		d, err := daemon.Open(cfg, slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
+		d := daemontest.Start(t, daemontest.Options{Dir: dir})
 		opened := time.Since(begin)
-		go d.Serve()
 		c, err := client.New(d.Addr())
 		if err != nil {
 			t.Fatal(err)
@@ -62,8 +53,8 @@ func TestRestartMillionEvents(t *testing.T) {
 		if err := c.Health(t.Context()); err != nil {
 			t.Fatalf("%s: healthz: %v", what, err)
 		}
-		t.Logf("%s: daemon.Open (replay) %s, first answer after %s", what, opened.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
-		return c, func() { d.Shutdown(context.Background()) }
+		t.Logf("%s: opening the daemon (replay) %s, first answer after %s", what, opened.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
+		return c, d.Stop
 	}
 
 	c, stop := open(fmt.Sprintf("restart over %d events", last))

@@ -11,9 +11,12 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/config"
 )
 
-const defaultAddr = "127.0.0.1:7717"
+// defaultAddr is where the CLI looks for the daemon: where it listens unless
+// configured.
+const defaultAddr = config.DefaultAddr
 
 // verbHelp is what a verb's --help prints above its flags.
 type verbHelp struct {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -10,50 +9,29 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/mailroom/mailroom/config"
-	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 )
 
 // startDaemon runs a real daemon in-process on a free port over a fresh data
 // directory and returns its address. It is shut down when the test ends.
 func startDaemon(t *testing.T) string {
 	t.Helper()
-	return startDaemonIn(t, t.TempDir())
+	return daemontest.Start(t, daemontest.Options{}).Addr()
 }
 
 // startDaemonIn is startDaemon over an existing data directory.
 func startDaemonIn(t *testing.T, dir string) string {
 	t.Helper()
-	return startDaemonWith(t, func(c *config.Config) { c.DataDir = dir }, nil)
+	return daemontest.Start(t, daemontest.Options{Dir: dir}).Addr()
 }
 
 // startDaemonWith is startDaemon with the configuration changed by mutate
 // (tokens, say) and logging to logger (nil: nowhere).
 func startDaemonWith(t *testing.T, mutate func(*config.Config), logger *slog.Logger) string {
 	t.Helper()
-	cfg := config.DefaultFor(func(string) string { return "" })
-	cfg.Addr = "127.0.0.1:0"
-	cfg.DataDir = t.TempDir()
-	mutate(&cfg)
-	d, err := daemon.Open(cfg, logger)
-	if err != nil {
-		t.Fatalf("daemon.Open: %v", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- d.Serve() }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := d.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return d.Addr()
+	return daemontest.Start(t, daemontest.Options{Config: mutate, Logger: logger}).Addr()
 }
 
 // closedAddr returns an address where nothing listens.

@@ -56,6 +56,7 @@ func segmentOf(dir string) string { return filepath.Join(dir, "log-0000000000000
 // a repair of the wrong seq is refused; the right one exits 0 and the
 // daemon starts with everything else intact.
 func TestLogCheckAndRepairGetTheDaemonUp(t *testing.T) {
+	t.Parallel()
 	dir := sentTwiceLog(t)
 	seg := segmentOf(dir)
 	repairCmd := "mailroom log repair --data-dir " + dir + " --seq 3"
@@ -163,6 +164,7 @@ func TestLogCheckHealthy(t *testing.T) {
 
 // TestLogVerbsRefuseWhileTheDaemonRuns: both take the data dir's lock.
 func TestLogVerbsRefuseWhileTheDaemonRuns(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	startDaemonIn(t, dir)
 	for _, args := range [][]string{

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,10 +13,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
 func TestRequeueAndLeaseGuardConflict(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	id := sendTask(t, addr, "planner@local", "coder@local", "flaky")
 	first := leaseTask(t, addr, "coder@local")
@@ -57,6 +60,7 @@ func TestRequeueAndLeaseGuardConflict(t *testing.T) {
 }
 
 func TestRequeueIdempotentNeedsIdempotentTask(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	id := sendTask(t, addr, "a@x", "b@x", "unsafe work")
 	leaseTask(t, addr, "b@x")
@@ -72,6 +76,7 @@ func TestRequeueIdempotentNeedsIdempotentTask(t *testing.T) {
 }
 
 func TestForceError(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	id := sendTask(t, addr, "planner@local", "coder@local", "hangs")
 	l := leaseTask(t, addr, "coder@local")
@@ -95,6 +100,7 @@ func TestForceError(t *testing.T) {
 }
 
 func TestDaemonRefusalsExit1WithTheDaemonsMessage(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	const never = "6f9619ff-8b86-4d11-b42d-00c04fc964ff"
 	tests := []struct {
@@ -140,6 +146,7 @@ func TestUnreachableDaemon(t *testing.T) {
 // TestDaemonVerb runs "mailroom daemon" in-process: it prints its address,
 // serves clients, and exits 0 when its context ends (as SIGTERM does).
 func TestDaemonVerb(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -218,7 +225,14 @@ func TestDaemonConfigPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	vars := map[string]string{"HOME": "/home/op", "MAILROOM_ADDR": "127.0.0.1:1002", "MAILROOM_RETAIN_DONE": "6"}
-	cfg, err := loadDaemonConfig(path, []flagSetting{{"addr", "127.0.0.1:1003"}}, func(k string) string { return vars[k] })
+	getenv := func(k string) string { return vars[k] }
+	given := config.DefaultFor(getenv)
+	flags := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	given.AddFlags(flags)
+	if err := flags.Parse([]string{"--addr", "127.0.0.1:1003"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadDaemonConfig(path, given, flags, getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,6 +242,7 @@ func TestDaemonConfigPrecedence(t *testing.T) {
 }
 
 func TestDaemonVerbRuntimeFailureExits1(t *testing.T) {
+	t.Parallel()
 	busy := startDaemon(t) // holds the port
 	o := cliEnv(t, nil, "daemon", "--addr", busy, "--data-dir", t.TempDir())
 	if o.code != 1 {

@@ -32,6 +32,7 @@ func statusOf(t *testing.T, addr, taskID string) string {
 }
 
 func TestRetryStaleDryRunThenEnable(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	safe, unsafe := staleLeases(t, addr)
 
@@ -63,6 +64,7 @@ func TestRetryStaleDryRunThenEnable(t *testing.T) {
 }
 
 func TestRetryStaleJSONIsTheDaemonsAnswer(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	safe, _ := staleLeases(t, addr)
 	out := mustCLI(t, addr, "retry-stale", "--min-lease-age-ms", "0", "--max-attempts", "2", "--max-requeues", "5", "--scan-limit", "7", "--json")
@@ -91,6 +93,7 @@ func TestRetryStaleJSONIsTheDaemonsAnswer(t *testing.T) {
 }
 
 func TestAuditVerb(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	if out := mustCLI(t, addr, "audit"); out != "no repairs recorded\n" {
 		t.Errorf("audit on a fresh daemon = %q", out)
@@ -127,6 +130,7 @@ func TestAuditVerb(t *testing.T) {
 }
 
 func TestRetryStaleAndAuditUsageErrors(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	tests := []struct {
 		args []string

@@ -17,6 +17,7 @@ var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 // TestTaskCycle walks one task through every client verb: send, lease,
 // result post, result next, as an agent script would.
 func TestTaskCycle(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	id := sendTask(t, addr, "planner@local", "coder@local", "fix the flaky test", "--kind", "code")
 	if !uuidRE.MatchString(id) {
@@ -46,6 +47,7 @@ func TestTaskCycle(t *testing.T) {
 }
 
 func TestJSONOutputs(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	var queued mailbox.TaskQueuedResponse
 	mustJSON(t, addr, &queued, "send", "--from", "a@x", "--to", "b@x", "--intent", "do", "--json")
@@ -85,6 +87,7 @@ func TestJSONOutputs(t *testing.T) {
 // TestSendFlags checks that every send flag reaches the daemon, read back
 // through status --json.
 func TestSendFlags(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	parent := sendTask(t, addr, "a@x", "b@x", "parent")
 	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
@@ -118,6 +121,7 @@ func TestSendFlags(t *testing.T) {
 }
 
 func TestStatusJSONHasExactlyTheDocumentedKeys(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	sendTask(t, addr, "a@x", "b@x", "one")
 	sendTask(t, addr, "a@x", "b@x", "two")
@@ -164,6 +168,7 @@ func TestStatusJSONHasExactlyTheDocumentedKeys(t *testing.T) {
 }
 
 func TestStatusTable(t *testing.T) {
+	t.Parallel()
 	addr := startDaemon(t)
 	if out := mustCLI(t, addr, "status"); out != "0 queued, 0 in flight, 0 results pending\n" {
 		t.Errorf("empty status = %q", out)

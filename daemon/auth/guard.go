@@ -143,6 +143,5 @@ func (g guard) Subscribe(ctx context.Context, after *uint64) (mailbox.Subscripti
 	return g.next.Subscribe(ctx, after)
 }
 
-// Stats carries no caller: the HTTP layer guards /metrics itself (it is not
-// a mailbox call), and /healthz is open to every caller by design.
-func (g guard) Stats() mailbox.ServiceStats { return g.next.Stats() }
+// Status carries no caller: /healthz is open to every caller by design.
+func (g guard) Status() mailbox.Status { return g.next.Status() }

@@ -97,15 +97,21 @@ func TestGuardHoldsTheWholePolicy(t *testing.T) {
 
 	// Reads and repairs need their capabilities.
 	for name, call := range map[string]func(ctx context.Context) error{
-		"queue":       func(ctx context.Context) error { _, err := svc.Queue(ctx, mailbox.QueueFilter{}); return err },
-		"recent":      func(ctx context.Context) error { _, err := svc.RecentTasks(ctx, 0); return err },
-		"results":     func(ctx context.Context) error { _, err := svc.RecentResults(ctx, 0); return err },
-		"audit":       func(ctx context.Context) error { _, err := svc.Audit(ctx, "", 0); return err },
-		"task":        func(ctx context.Context) error { _, err := svc.Task(ctx, task.ID); return err },
-		"dry run":     func(ctx context.Context) error { _, err := svc.RetryStale(ctx, mailbox.DefaultRetryPolicy()); return err },
-		"subscribe":   func(ctx context.Context) error { s, err := svc.Subscribe(ctx, nil); closeSub(s); return err },
-		"compact":     func(ctx context.Context) error { _, err := svc.Compact(ctx); return err },
-		"force_error": func(ctx context.Context) error { _, err := svc.Repair(ctx, repair(task.ID, mailbox.ActionForceError)); return err },
+		"queue":   func(ctx context.Context) error { _, err := svc.Queue(ctx, mailbox.QueueFilter{}); return err },
+		"recent":  func(ctx context.Context) error { _, err := svc.RecentTasks(ctx, 0); return err },
+		"results": func(ctx context.Context) error { _, err := svc.RecentResults(ctx, 0); return err },
+		"audit":   func(ctx context.Context) error { _, err := svc.Audit(ctx, "", 0); return err },
+		"task":    func(ctx context.Context) error { _, err := svc.Task(ctx, task.ID); return err },
+		"dry run": func(ctx context.Context) error {
+			_, err := svc.RetryStale(ctx, mailbox.DefaultRetryPolicy())
+			return err
+		},
+		"subscribe": func(ctx context.Context) error { s, err := svc.Subscribe(ctx, nil); closeSub(s); return err },
+		"compact":   func(ctx context.Context) error { _, err := svc.Compact(ctx); return err },
+		"force_error": func(ctx context.Context) error {
+			_, err := svc.Repair(ctx, repair(task.ID, mailbox.ActionForceError))
+			return err
+		},
 	} {
 		wantCode(t, name+" by the worker", call(worker), mailbox.CodeForbidden)
 	}

@@ -51,6 +51,13 @@ type Options struct {
 	ReplayGCPercent int
 }
 
+// Defaults for Options.
+const (
+	DefaultSubscriberBuffer    = 4096
+	DefaultAutoCompactFactor   = 4
+	DefaultAutoCompactMinBytes = 1 << 20
+)
+
 func (o *Options) fill() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -62,13 +69,13 @@ func (o *Options) fill() {
 		o.NewID = uuid.NewString
 	}
 	if o.SubscriberBuffer <= 0 {
-		o.SubscriberBuffer = 4096
+		o.SubscriberBuffer = DefaultSubscriberBuffer
 	}
 	if o.AutoCompactFactor == 0 {
-		o.AutoCompactFactor = 4
+		o.AutoCompactFactor = DefaultAutoCompactFactor
 	}
 	if o.AutoCompactMinBytes <= 0 {
-		o.AutoCompactMinBytes = 1 << 20
+		o.AutoCompactMinBytes = DefaultAutoCompactMinBytes
 	}
 	if o.RetainDone <= 0 {
 		o.RetainDone = mailbox.DefaultRetainDone

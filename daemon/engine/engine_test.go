@@ -145,12 +145,12 @@ func TestConcurrentRequestsShareSyncs(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	st := e.Stats()
-	if st.Queued != n || st.EventsAppended != n {
-		t.Fatalf("queued %d, appended %d; want %d", st.Queued, st.EventsAppended, n)
+	st, log := e.Stats(), e.st.Stats()
+	if st.Queued != n || log.EventsAppended != n {
+		t.Fatalf("queued %d, appended %d; want %d", st.Queued, log.EventsAppended, n)
 	}
-	if st.FsyncBatches == 0 || st.FsyncBatches > st.EventsAppended {
-		t.Fatalf("fsync batches = %d for %d events", st.FsyncBatches, st.EventsAppended)
+	if log.Batches == 0 || log.Batches > log.EventsAppended {
+		t.Fatalf("fsync batches = %d for %d events", log.Batches, log.EventsAppended)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -72,7 +73,9 @@ func (e *Engine) PostResult(ctx context.Context, r mailbox.Result) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) { return must(s.DecidePostResult(r, now)) }, nil)
+	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
+		return must(s.DecidePostResult(r, now))
+	}, nil)
 	return err
 }
 
@@ -103,7 +106,9 @@ func (e *Engine) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox
 	}
 	principal := mailbox.PrincipalFrom(ctx)
 	var out mailbox.RepairOutcome
-	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) { return must(s.DecideRepair(req, principal, now)) },
+	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
+		return must(s.DecideRepair(req, principal, now))
+	},
 		func(s *mailbox.State, ev mailbox.Event) { out = s.RepairOutcomeOf(ev) })
 	if err != nil {
 		return mailbox.RepairOutcome{}, err
@@ -196,22 +201,39 @@ func (e *Engine) View(fn func(s *mailbox.State)) {
 	fn(e.durable)
 }
 
-// Stats reports the figures /metrics exports.
-func (e *Engine) Stats() mailbox.ServiceStats {
-	e.durableMu.RLock()
-	counts := e.durable.Counts()
-	seq := e.durable.Seq
-	e.durableMu.RUnlock()
-	st := e.st.Stats()
-	bounds := make([]float64, len(store.SyncBuckets))
-	for i, b := range store.SyncBuckets {
-		bounds[i] = b.Seconds()
-	}
+// Stats are the engine's own figures.
+type Stats struct {
+	mailbox.Counts
+	LastSeq        uint64
+	Subscribers    int
+	SubscribersCut uint64
+}
+
+// Stats reports the durable state's sizes and the event streams.
+func (e *Engine) Stats() Stats {
+	st := e.Status()
 	subs, cut := e.hub.stats()
-	return mailbox.ServiceStats{Counts: counts, LastSeq: seq, EventsAppended: st.EventsAppended, FsyncBatches: st.Batches,
-		FsyncSeconds: st.SyncSeconds, FsyncBucketSecs: bounds, FsyncBucketCount: st.SyncBucketCounts,
-		WriteErrors: st.WriteErrors, Compactions: st.Compactions, LogBytes: st.LogBytes, SnapshotBytes: st.SnapshotBytes,
-		Subscribers: subs, SubscribersCut: cut}
+	return Stats{Counts: st.Counts, LastSeq: st.LastSeq, Subscribers: subs, SubscribersCut: cut}
+}
+
+// Status reports the durable state's sizes and last seq.
+func (e *Engine) Status() mailbox.Status {
+	e.durableMu.RLock()
+	defer e.durableMu.RUnlock()
+	return mailbox.Status{Counts: e.durable.Counts(), LastSeq: e.durable.Seq}
+}
+
+// WriteMetrics reports the engine's own figures: the mailbox's sizes and
+// its event streams. The log reports its own (see logstore.Store).
+func (e *Engine) WriteMetrics(w *metrics.Writer) {
+	st := e.Stats()
+	w.Gauge("mailroom_tasks_queued", "Tasks waiting to be leased.", float64(st.Queued))
+	w.Gauge("mailroom_tasks_in_flight", "Tasks leased and not yet resolved.", float64(st.InFlight))
+	w.Gauge("mailroom_results_pending", "Results waiting for their sender to drain them.", float64(st.ResultsPending))
+	w.Gauge("mailroom_tasks_known", "Tasks the state remembers, finished ones included.", float64(st.Known))
+	w.Gauge("mailroom_last_seq", "Sequence number of the last durable event.", float64(st.LastSeq))
+	w.Gauge("mailroom_sse_subscribers", "Event-stream subscribers connected now.", float64(st.Subscribers))
+	w.Counter("mailroom_sse_subscribers_cut_total", "Subscribers disconnected for falling behind.", float64(st.SubscribersCut))
 }
 
 // EndSubscriptions ends every live subscription (a shutdown starts here,

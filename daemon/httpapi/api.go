@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -41,6 +42,9 @@ type Options struct {
 	// to send in the same write (default 5ms; negative: none). Consoles draw
 	// at most ~30 times a second, so a few milliseconds cost nothing to see.
 	FlushDelay time.Duration
+	// Metrics are the components whose figures /metrics reports beside the
+	// HTTP layer's own (the daemon passes its engine and its log).
+	Metrics []metrics.Source
 	// Authorizer, when set, is asked about every routed request; nil allows
 	// everything.
 	Authorizer Authorizer

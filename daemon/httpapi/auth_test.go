@@ -12,8 +12,8 @@ import (
 
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/httpapi"
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
 	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -29,7 +29,7 @@ var matrixTokens = map[string]auth.Token{
 }
 
 type authed struct {
-	d      *apitest.Daemon
+	d      *daemontest.Daemon
 	tokens map[string]string // principal -> secret
 	logs   *testlog.Buffer
 }
@@ -47,12 +47,7 @@ func startAuthed(t *testing.T) *authed {
 		cfg = append(cfg, tok)
 		a.tokens[p] = secret
 	}
-	az, err := auth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := a.logs.Logger()
-	a.d = apitest.Start(t, apitest.Options{API: httpapi.Options{Authorizer: httpapi.TokenAuthorizer(az), Logger: logger}})
+	a.d = daemontest.Start(t, daemontest.Options{Tokens: cfg, Logger: a.logs.Logger()})
 	return a
 }
 
@@ -116,6 +111,7 @@ func (a *authed) leased(t *testing.T) (string, string) {
 }
 
 func TestAuthMatrix(t *testing.T) {
+	t.Parallel()
 	a := startAuthed(t)
 	type req struct{ method, path, body string }
 	send := func(as string) req {
@@ -212,6 +208,7 @@ func grep(s, word string) string {
 }
 
 func TestAuthBindsCallsToTheirPrincipal(t *testing.T) {
+	t.Parallel()
 	a := startAuthed(t)
 	ctx := context.Background()
 	planner, worker, root := a.client(t, "planner@local"), a.client(t, "worker@local"), a.client(t, "root")

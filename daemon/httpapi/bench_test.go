@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -27,7 +27,7 @@ import (
 func BenchmarkCycle(b *testing.B) {
 	for _, pairs := range []int{1, 16, 32} {
 		b.Run(fmt.Sprintf("pairs=%d", pairs), func(b *testing.B) {
-			d := apitest.Start(b, apitest.Options{})
+			d := daemontest.Start(b, daemontest.Options{})
 			c, err := client.New(d.Addr(), client.WithHTTPClient(&http.Client{
 				Transport: &http.Transport{MaxIdleConnsPerHost: pairs}}))
 			if err != nil {

@@ -14,9 +14,8 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/engine"
-	"github.com/mailroom/mailroom/daemon/httpapi"
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -32,7 +31,7 @@ type stream struct {
 	rd   *bufio.Reader
 }
 
-func openStream(t *testing.T, ctx context.Context, d *apitest.Daemon, query string, header map[string]string) *stream {
+func openStream(t *testing.T, ctx context.Context, d *daemontest.Daemon, query string, header map[string]string) *stream {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, "GET", d.URL()+"/a2a/events"+query, nil)
 	if err != nil {
@@ -109,7 +108,8 @@ func testContext(t *testing.T) context.Context {
 // TestEventStreamWire checks the stream's headers, the snapshot first, then
 // each event with id = seq and event = type, and heartbeats.
 func TestEventStreamWire(t *testing.T) {
-	d := apitest.Start(t, apitest.Options{API: httpapi.Options{HeartbeatInterval: 20 * time.Millisecond}})
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{Config: func(c *config.Config) { c.SSEHeartbeat = 20 * time.Millisecond }})
 	first := sendTask(t, d, task("p@x", "w@x", "before"))
 	s := openStream(t, testContext(t), d, "", nil)
 	if ct, cc := s.resp.Header.Get("Content-Type"), s.resp.Header.Get("Cache-Control"); ct != "text/event-stream" || cc != "no-cache" {
@@ -141,7 +141,8 @@ func TestEventStreamWire(t *testing.T) {
 // TestEventStreamResume checks that Last-Event-ID (or ?last_event_id=)
 // resumes right after the given seq, replayed from the log.
 func TestEventStreamResume(t *testing.T) {
-	d := apitest.Start(t, apitest.Options{})
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{})
 	for i := range 5 {
 		sendTask(t, d, task("p@x", "w@x", fmt.Sprint("t", i)))
 	}
@@ -173,10 +174,11 @@ func TestEventStreamResume(t *testing.T) {
 // than every buffer holds. A second subscriber must still get every event
 // in order, and the stalled one must be cut off.
 func TestStalledSubscriberDoesNotHoldOthers(t *testing.T) {
-	d := apitest.Start(t, apitest.Options{
-		Engine: engine.Options{SubscriberBuffer: 8},
-		API:    httpapi.Options{WriteTimeout: time.Second},
-	})
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{Config: func(c *config.Config) {
+		c.SSEBuffer = 8
+		c.SSEWriteTimeout = time.Second
+	}})
 	ctx := testContext(t)
 
 	conn, err := net.Dial("tcp", d.Addr())
@@ -188,7 +190,7 @@ func TestStalledSubscriberDoesNotHoldOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(conn, "GET /a2a/events HTTP/1.1\r\nHost: %s\r\n\r\n", d.Addr())
-	waitFor(t, "the stalled subscriber to register", func() bool { return d.Engine.Stats().Subscribers == 1 })
+	waitFor(t, "the stalled subscriber to register", func() bool { return d.Metric(t, "mailroom_sse_subscribers") == 1 })
 
 	c, err := client.New(d.Addr())
 	if err != nil {
@@ -233,11 +235,8 @@ func TestStalledSubscriberDoesNotHoldOthers(t *testing.T) {
 	if len(seen) != n {
 		t.Errorf("saw %d distinct tasks, want %d", len(seen), n)
 	}
-	waitFor(t, "the stalled subscriber to be cut off", func() bool {
-		st := d.Engine.Stats()
-		return st.Subscribers == 1
-	})
-	t.Logf("subscribers cut for falling behind: %d", d.Engine.Stats().SubscribersCut)
+	waitFor(t, "the stalled subscriber to be cut off", func() bool { return d.Metric(t, "mailroom_sse_subscribers") == 1 })
+	t.Logf("subscribers cut for falling behind: %g", d.Metric(t, "mailroom_sse_subscribers_cut_total"))
 }
 
 // waitFor polls cond until it holds or 20 s pass. Only for facts no event

@@ -232,7 +232,7 @@ func (a *api) health(w http.ResponseWriter, r *http.Request) error {
 	if _, err := parseParams(r); err != nil {
 		return err
 	}
-	st := a.svc.Stats()
+	st := a.svc.Status()
 	writeJSON(w, http.StatusOK, HealthResponse{Kind: mailbox.KindHealth, Status: "ok", LastSeq: st.LastSeq, Counts: st.Counts})
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -21,7 +21,7 @@ type reply struct {
 
 // request sends a raw request, so tests see exactly what the wire carries.
 // ctype "" sends no Content-Type.
-func request(t *testing.T, d *apitest.Daemon, method, path, ctype, body string, header map[string]string) reply {
+func request(t *testing.T, d *daemontest.Daemon, method, path, ctype, body string, header map[string]string) reply {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -55,7 +55,7 @@ func readReply(t *testing.T, resp *http.Response) reply {
 }
 
 // call sends a JSON request and decodes a 200 answer into out.
-func call(t *testing.T, d *apitest.Daemon, method, path string, in, out any) {
+func call(t *testing.T, d *daemontest.Daemon, method, path string, in, out any) {
 	t.Helper()
 	body := ""
 	if in != nil {
@@ -97,7 +97,7 @@ func errorBody(t *testing.T, r reply) mailbox.ErrorResponse {
 	return e
 }
 
-func sendTask(t *testing.T, d *apitest.Daemon, task mailbox.Task) string {
+func sendTask(t *testing.T, d *daemontest.Daemon, task mailbox.Task) string {
 	t.Helper()
 	var out mailbox.TaskQueuedResponse
 	call(t, d, "POST", "/a2a/tasks", task, &out)
@@ -107,7 +107,7 @@ func sendTask(t *testing.T, d *apitest.Daemon, task mailbox.Task) string {
 	return out.TaskID
 }
 
-func leaseTask(t *testing.T, d *apitest.Daemon, recipient string) mailbox.TaskOptResponse {
+func leaseTask(t *testing.T, d *daemontest.Daemon, recipient string) mailbox.TaskOptResponse {
 	t.Helper()
 	var out mailbox.TaskOptResponse
 	call(t, d, "POST", "/a2a/tasks/next?recipient="+recipient, nil, &out)

@@ -1,12 +1,10 @@
 package httpapi_test
 
 import (
-	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -19,27 +17,21 @@ func nested(depth int) string {
 // issue 9: every one was answered 2xx (or quietly meant something else)
 // before, and each is now a 400 that names the field and changes nothing.
 func TestInputHoles(t *testing.T) {
-	d := apitest.Start(t, apitest.Options{})
-	ctx := context.Background()
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{})
 	// One leased task whose lease the repair rows aim at, one queued.
-	leased, err := d.Engine.Send(ctx, mailbox.Task{Sender: "seed@x", Recipient: "seed-worker@x", IntentText: "leased"})
-	if err != nil {
-		t.Fatal(err)
+	taskID := sendTask(t, d, task("seed@x", "seed-worker@x", "leased"))
+	lease := leaseTask(t, d, "seed-worker@x")
+	if lease.Task == nil || lease.Task.ID != taskID || lease.Lease == nil {
+		t.Fatalf("lease = %+v, want task %s", lease, taskID)
 	}
-	_, lease, err := d.Engine.Lease(ctx, "seed-worker@x")
-	if err != nil || lease == nil {
-		t.Fatalf("lease: %v %v", lease, err)
-	}
-	if _, err := d.Engine.Send(ctx, mailbox.Task{Sender: "seed@x", Recipient: "seed-worker@x", IntentText: "queued", Idempotency: &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: "k"}}); err != nil {
-		t.Fatal(err)
-	}
-	taskID, leaseID := leased.TaskID, lease.LeaseID
+	queued := task("seed@x", "seed-worker@x", "queued")
+	queued.Idempotency = &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: "k"}
+	sendTask(t, d, queued)
+	leaseID := lease.Lease.LeaseID
 	const wrongLease = "0b7a5c1e-3d2f-4a6b-9c8d-7e6f5a4b3c2d"
-	stateJSON := func() string {
-		var b []byte
-		d.Engine.View(func(s *mailbox.State) { b, _ = json.Marshal(s.Snapshot(0)) })
-		return string(b)
-	}
+	// Every row must leave the mailbox as the seeding did.
+	state := stateOf(t, d)
 	result := func(value string) string {
 		return `{"task_id":"` + taskID + `","status":"ok","content":[{"type":"json","value":` + value + `}],"lease_id":"` + leaseID + `"}`
 	}
@@ -101,14 +93,14 @@ func TestInputHoles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := stateJSON()
 			ctype := ""
 			if tt.body != "" {
 				ctype = js
 			}
 			r := request(t, d, tt.method, tt.path, ctype, tt.body, nil)
-			if after := stateJSON(); after != before {
-				t.Errorf("the refused request changed the mailbox:\nbefore %s\nafter  %s", before, after)
+			if after := stateOf(t, d); after != state {
+				t.Errorf("the refused request changed the mailbox:\nbefore %s\nafter  %s", state, after)
+				state = after
 			}
 			if r.status != 400 {
 				t.Fatalf("%s %s = %d %s, want 400", tt.method, tt.path, r.status, r.body)

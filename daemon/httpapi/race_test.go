@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -17,11 +17,12 @@ import (
 // (requeue or force_error, alternately). Exactly one may win each race; the
 // loser gets 409; and the sender ends up with at most one result per task.
 func TestRepairRacesResult(t *testing.T) {
+	t.Parallel()
 	races := 1000
 	if testing.Short() {
 		races = 100
 	}
-	d := apitest.Start(t, apitest.Options{})
+	d := daemontest.Start(t, daemontest.Options{})
 	c, err := client.New(d.Addr())
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,11 @@
 package httpapi_test
 
 import (
-	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -19,31 +17,24 @@ const (
 // TestRefusals checks that every refusal reaches the caller with the right
 // status and code, names the offending field, and says what was expected.
 func TestRefusals(t *testing.T) {
-	d := apitest.Start(t, apitest.Options{})
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{})
 	// A refusal must change nothing, so the mailbox is not empty: a queued
 	// task, a leased one and one whose result waits for its sender.
-	ctx := context.Background()
 	for _, intent := range []string{"queued", "leased", "answered"} {
-		if _, err := d.Engine.Send(ctx, mailbox.Task{Sender: "seed@x", Recipient: "seed-worker@x", IntentText: intent}); err != nil {
-			t.Fatal(err)
-		}
+		sendTask(t, d, task("seed@x", "seed-worker@x", intent))
 	}
 	for i := range 2 {
-		task, lease, err := d.Engine.Lease(ctx, "seed-worker@x")
-		if err != nil || task == nil {
-			t.Fatalf("seeding: lease %v %v", task, err)
+		l := leaseTask(t, d, "seed-worker@x")
+		if l.Task == nil || l.Lease == nil {
+			t.Fatalf("seeding: lease %+v", l)
 		}
 		if i == 1 {
-			if err := d.Engine.PostResult(ctx, mailbox.Result{TaskID: task.ID, Status: mailbox.StatusOK, LeaseID: lease.LeaseID}); err != nil {
-				t.Fatal(err)
-			}
+			call(t, d, "POST", "/a2a/results", mailbox.Result{TaskID: l.Task.ID, Status: mailbox.StatusOK, LeaseID: l.Lease.LeaseID, Content: []mailbox.Content{}}, nil)
 		}
 	}
-	stateJSON := func() string {
-		var b []byte
-		d.Engine.View(func(s *mailbox.State) { b, _ = json.Marshal(s.Snapshot(0)) })
-		return string(b)
-	}
+	// Every row must leave the mailbox as the seeding did.
+	state := stateOf(t, d)
 	const js = "application/json"
 	tooBig := `{"sender":"a@x","recipient":"b@x","intent_text":"` + strings.Repeat("x", mailbox.MaxBodyBytes) + `"}`
 	tests := []struct {
@@ -128,10 +119,10 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := stateJSON()
 			r := request(t, d, tt.method, tt.path, tt.ctype, tt.body, tt.header)
-			if after := stateJSON(); after != before {
-				t.Errorf("the refused request changed the mailbox:\nbefore %s\nafter  %s", before, after)
+			if after := stateOf(t, d); after != state {
+				t.Errorf("the refused request changed the mailbox:\nbefore %s\nafter  %s", state, after)
+				state = after
 			}
 			if r.status != tt.status {
 				t.Fatalf("%s %s = %d %s, want %d", tt.method, tt.path, r.status, r.body, tt.status)

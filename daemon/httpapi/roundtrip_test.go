@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -49,7 +49,7 @@ func FuzzAcceptedRoundTrip(f *testing.F) {
 	external := !fuzzing && !testing.Short()
 	f.Fuzz(func(t *testing.T, taskBody string, value []byte, text string) {
 		// A daemon of its own for each input: each restarts it twice anyway.
-		d := apitest.Start(t, apitest.Options{})
+		d := daemontest.Start(t, daemontest.Options{})
 		accepted := false
 		if r := request(t, d, "POST", "/a2a/tasks", "application/json", taskBody, nil); r.status == 200 {
 			accepted = true
@@ -75,12 +75,13 @@ func FuzzAcceptedRoundTrip(f *testing.F) {
 }
 
 // checkRoundTrip asserts the invariant for d's whole state as it stands.
-func checkRoundTrip(t *testing.T, d *apitest.Daemon, external bool) {
+func checkRoundTrip(t *testing.T, d *daemontest.Daemon, external bool) {
 	t.Helper()
 	live := stateOf(t, d)
 
 	// The event stream: its first event is the whole state as a snapshot,
-	// read here with nothing but bufio and encoding/json.
+	// read here with nothing but bufio and encoding/json, and restored
+	// into a mailbox of its own, which must hold the same state.
 	streamed := streamSnapshot(t, d)
 	var snap mailbox.Snapshot
 	if err := json.Unmarshal(streamed, &snap); err != nil {
@@ -94,12 +95,14 @@ func checkRoundTrip(t *testing.T, d *apitest.Daemon, external bool) {
 		t.Fatalf("state through SSE differs:\nlive %s\nsse  %s", live, got)
 	}
 
-	// The queue listing, as any HTTP client reads it.
+	// The queue listing, as any HTTP client reads it, agrees with the
+	// snapshot on every live task and pending result.
 	r := request(t, d, "GET", "/a2a/queue?limit=10000", "", "", nil)
 	var q mailbox.QueueResponse
 	if r.status != 200 || json.Unmarshal(r.body, &q) != nil {
 		t.Fatalf("GET /a2a/queue = %d, does not decode: %.200s", r.status, r.body)
 	}
+	checkQueueAgrees(t, &snap, &q)
 
 	// Replay from the log, then from a snapshot after compaction. A
 	// connection kept alive across a restart is dead: start afresh.
@@ -127,11 +130,54 @@ func checkRoundTrip(t *testing.T, d *apitest.Daemon, external bool) {
 	}
 }
 
-func stateOf(t *testing.T, d *apitest.Daemon) string {
+// stateOf is the daemon's whole state as the helper reads it (the snapshot
+// opening GET /a2a/events), restored and snapshotted again at time 0 so two
+// readings compare equal when the state is.
+func stateOf(t *testing.T, d *daemontest.Daemon) string {
 	t.Helper()
-	var out string
-	d.Engine.View(func(s *mailbox.State) { out = snapshotJSON(t, s) })
-	return out
+	s := mailbox.NewState()
+	if err := s.Restore(d.State(t)); err != nil {
+		t.Fatalf("the daemon's snapshot does not restore: %v", err)
+	}
+	return snapshotJSON(t, s)
+}
+
+// checkQueueAgrees compares GET /a2a/queue with the snapshot: the same
+// queued and leased tasks, the same pending results.
+func checkQueueAgrees(t *testing.T, snap *mailbox.Snapshot, q *mailbox.QueueResponse) {
+	t.Helper()
+	js := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	want := map[string]string{}
+	for _, tr := range snap.Tasks {
+		if tr.State == mailbox.TaskQueued || tr.State == mailbox.TaskInFlight {
+			want[tr.Task.ID] = js(mailbox.QueueEntry{State: tr.State, Task: tr.Task, LeaseID: tr.LeaseID, LeasedTo: tr.LeasedTo,
+				LeasedAtMs: tr.LeasedAtMs, Attempt: tr.Attempt, QueuedAtMs: tr.QueuedAtMs})
+		}
+	}
+	for _, r := range snap.Results {
+		want["result "+r.TaskID] = js(r)
+	}
+	got := map[string]string{}
+	for _, e := range q.Tasks {
+		got[e.Task.ID] = js(e)
+	}
+	for _, r := range q.Results {
+		got["result "+r.TaskID] = js(r)
+	}
+	if len(got) != len(want) {
+		t.Errorf("GET /a2a/queue lists %d tasks and results, the snapshot holds %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s:\nsnapshot %s\nqueue    %s", k, w, got[k])
+		}
+	}
 }
 
 func snapshotJSON(t *testing.T, s *mailbox.State) string {
@@ -145,7 +191,7 @@ func snapshotJSON(t *testing.T, s *mailbox.State) string {
 
 // streamSnapshot opens GET /a2a/events and returns the data of its first
 // event, which is the snapshot.
-func streamSnapshot(t *testing.T, d *apitest.Daemon) []byte {
+func streamSnapshot(t *testing.T, d *daemontest.Daemon) []byte {
 	t.Helper()
 	client := &http.Client{Timeout: 10 * time.Second}
 	resp, err := client.Get(d.URL() + "/a2a/events")

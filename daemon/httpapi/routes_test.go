@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/httpapi"
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -17,7 +17,8 @@ import (
 // lease (GET and POST), queue, post, list results, drain (GET and POST),
 // repair, compact; each answer has its kind and empty lists are [].
 func TestCycle(t *testing.T) {
-	d := apitest.Start(t, apitest.Options{})
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{})
 
 	empty := request(t, d, "GET", "/a2a/queue", "", "", nil)
 	if got := strings.TrimSpace(string(empty.body)); got != `{"kind":"a2a_queue","tasks":[],"results":[]}` {
@@ -111,7 +112,8 @@ func TestCycle(t *testing.T) {
 // TestMetrics checks the Prometheus exposition: mailbox figures, a
 // cumulative fsync histogram, and requests counted by route and status.
 func TestMetrics(t *testing.T) {
-	d := apitest.Start(t, apitest.Options{})
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{})
 	for i := range 3 {
 		sendTask(t, d, task("p@x", "w@x", fmt.Sprint("t", i)))
 	}

@@ -4,7 +4,6 @@ package store
 
 import (
 	"errors"
-	"time"
 
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -85,13 +84,6 @@ type Store interface {
 	Close() error
 }
 
-// SyncBuckets are the upper bounds of the sync-latency histogram buckets.
-var SyncBuckets = []time.Duration{
-	250 * time.Microsecond, 500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond,
-	5 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
-	100 * time.Millisecond, 250 * time.Millisecond, time.Second,
-}
-
 // Stats are a store's figures since it was opened.
 type Stats struct {
 	LastSeq uint64
@@ -103,11 +95,6 @@ type Stats struct {
 	// EventsAppended counts durable events; Batches counts syncs (group commits).
 	EventsAppended uint64
 	Batches        uint64
-	// SyncSeconds is the total time spent syncing; SyncBucketCounts[i] counts
-	// syncs no slower than SyncBuckets[i] (not cumulative), the last slot
-	// counts the slower ones.
-	SyncSeconds      float64
-	SyncBucketCounts []uint64
-	WriteErrors      uint64
-	Compactions      uint64
+	WriteErrors    uint64
+	Compactions    uint64
 }

@@ -50,6 +50,9 @@ type Options struct {
 	Pairs int
 	// Duration is how long new cycles are started.
 	Duration time.Duration
+	// Cycles, when above 0, ends the run once this many cycles have been
+	// started, even before Duration has passed: a run of a known size.
+	Cycles int
 	// PayloadBytes is the size of each task's intent_text.
 	PayloadBytes int
 	// Rate caps the cycles started per second across all pairs; 0 runs as
@@ -85,6 +88,8 @@ func (o *Options) fill() error {
 		return fmt.Errorf("bench: pairs: got %d, expected at least 1", o.Pairs)
 	case o.Duration < 0:
 		return fmt.Errorf("bench: duration: got %s, expected a positive duration", o.Duration)
+	case o.Cycles < 0:
+		return fmt.Errorf("bench: cycles: got %d, expected 0 (no limit) or more", o.Cycles)
 	case o.PayloadBytes < 1:
 		// The daemon refuses an empty intent_text.
 		return fmt.Errorf("bench: payload bytes: got %d, expected at least 1", o.PayloadBytes)
@@ -144,7 +149,8 @@ type StepLatency struct {
 // ReportKind is Report.Kind.
 const ReportKind = "mailroom_bench"
 
-// Run measures until opts.Duration has passed (or ctx ends) and reports.
+// Run measures until opts.Duration has passed, opts.Cycles have been
+// started, or ctx ends, and reports.
 // It returns an error only when it could not measure at all: the daemon
 // unreachable at the start, an embedded daemon that does not open, or
 // subscribers that never connect. Failed requests during the run are
@@ -238,7 +244,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 }
 
 // startEmbedded opens a daemon on a fresh temporary directory inside
-// parent ("" for the system's temp dir) and serves it; stop shuts it down
+// parent ("" for the system's temp dir) and runs it; stop shuts it down
 // and removes the directory.
 func startEmbedded(parent string) (*daemon.Daemon, func(), error) {
 	dir, err := os.MkdirTemp(parent, "mailroom-bench-")
@@ -252,13 +258,15 @@ func startEmbedded(parent string) (*daemon.Daemon, func(), error) {
 		os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("starting the embedded daemon: %w", err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- d.Serve() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		d.Run(ctx)
+	}()
 	stop := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		defer cancel()
-		d.Shutdown(ctx)
-		<-served
+		cancel()
+		<-ran
 		os.RemoveAll(dir)
 	}
 	return d, stop, nil

@@ -42,9 +42,9 @@ type pair struct {
 // before giving up on a cycle (see pair.lease and pair.drain).
 const maxStale = 16
 
-// runLoad runs the pairs until opts.Duration has passed, then lets every
-// pair finish the cycle it is in, so the elapsed time covers all the work
-// counted.
+// runLoad runs the pairs until opts.Duration has passed or opts.Cycles
+// have been started, then lets every pair finish the cycle it is in, so the
+// elapsed time covers all the work counted.
 func runLoad(ctx context.Context, c *client.Client, opts Options) loadResult {
 	var cycles, requests, failures atomic.Uint64
 	payload := strings.Repeat("x", opts.PayloadBytes)
@@ -63,7 +63,11 @@ func runLoad(ctx context.Context, c *client.Client, opts Options) loadResult {
 		progress.Go(func() { reportProgress(opts.Progress, start, &cycles, &failures, stopProgress) })
 	}
 	var wg sync.WaitGroup
-	more := func() bool { return ctx.Err() == nil && time.Now().Before(deadline) && pace.wait(ctx, deadline) }
+	var started atomic.Int64
+	more := func() bool {
+		return ctx.Err() == nil && time.Now().Before(deadline) &&
+			(opts.Cycles == 0 || started.Add(1) <= int64(opts.Cycles)) && pace.wait(ctx, deadline)
+	}
 	for _, p := range pairs {
 		wg.Go(func() {
 			if opts.Pipeline {
@@ -275,21 +279,29 @@ func (p *pacer) wait(ctx context.Context, deadline time.Time) bool {
 	}
 }
 
-// reportProgress writes one line a second: elapsed time, cycles so far,
-// cycles in the last second, and errors so far.
+// reportProgress writes one line a second, and one more when the load
+// ends (so a run shorter than a second says something too): elapsed time,
+// cycles so far, cycles per second since the line before, and errors so
+// far.
 func reportProgress(w io.Writer, start time.Time, cycles, failures *atomic.Uint64, stop <-chan struct{}) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	last, lastAt := uint64(0), start
+	line := func(now time.Time) {
+		n := cycles.Load()
+		rate := float64(n-last) / now.Sub(lastAt).Seconds()
+		fmt.Fprintf(w, "bench: %4.0fs  %9d cycles  %8.0f cycles/s  %d errors\n", now.Sub(start).Seconds(), n, rate, failures.Load())
+		last, lastAt = n, now
+	}
 	for {
 		select {
 		case <-stop:
+			if now := time.Now(); now.After(lastAt) {
+				line(now)
+			}
 			return
 		case now := <-tick.C:
-			n := cycles.Load()
-			rate := float64(n-last) / now.Sub(lastAt).Seconds()
-			fmt.Fprintf(w, "bench: %4.0fs  %9d cycles  %8.0f cycles/s  %d errors\n", now.Sub(start).Seconds(), n, rate, failures.Load())
-			last, lastAt = n, now
+			line(now)
 		}
 	}
 }

@@ -2,9 +2,8 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/mailroom/mailroom/client"
 )
@@ -19,55 +18,43 @@ const (
 	metricSubscribersCut = "mailroom_sse_subscribers_cut_total"
 )
 
-// scrape is one reading of the daemon's unlabelled samples.
+// scrape is one reading of the daemon's unlabelled figures, and of the
+// sync histogram's sum as metricFsyncSeconds.
 type scrape map[string]float64
 
-// parseMetrics reads the Prometheus text format (version 0.0.4): comment
-// lines start with #, samples are "name value" or "name{labels} value"
-// with an optional timestamp. Labelled samples are skipped: the figures the
-// bench needs are all unlabelled.
-func parseMetrics(text string) (scrape, error) {
+// decodeMetrics reads the daemon's JSON metrics (GET /metrics?format=json):
+// numbers are unlabelled figures; the sync histogram gives its sum.
+func decodeMetrics(m map[string]json.RawMessage) (scrape, error) {
 	out := scrape{}
-	for n, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+	for name, raw := range m {
+		var v float64
+		if json.Unmarshal(raw, &v) == nil {
+			out[name] = v
 		}
-		name, rest, ok := strings.Cut(line, " ")
-		if !ok {
-			return nil, fmt.Errorf("metrics line %d: %q has no value", n+1, line)
+	}
+	if raw, ok := m["mailroom_fsync_duration_seconds"]; ok {
+		var h struct {
+			Sum float64 `json:"sum"`
 		}
-		if strings.Contains(name, "{") {
-			continue
+		if err := json.Unmarshal(raw, &h); err != nil {
+			return nil, fmt.Errorf("the daemon's sync histogram does not decode: %w", err)
 		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			return nil, fmt.Errorf("metrics line %d: %q has no value", n+1, line)
+		out[metricFsyncSeconds] = h.Sum
+	}
+	for _, name := range []string{metricEventsAppended, metricFsyncBatches, metricLastSeq} {
+		if _, ok := out[name]; !ok {
+			return nil, fmt.Errorf("the daemon's metrics have no %s (is it a mailroom daemon?)", name)
 		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %d: value %q of %s is not a number", n+1, fields[0], name)
-		}
-		out[name] = v
 	}
 	return out, nil
 }
 
 func scrapeMetrics(ctx context.Context, c *client.Client) (scrape, error) {
-	text, err := c.Metrics(ctx)
+	m, err := c.MetricsJSON(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the daemon's metrics: %w", err)
 	}
-	s, err := parseMetrics(text)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range []string{metricEventsAppended, metricFsyncBatches, metricLastSeq} {
-		if _, ok := s[name]; !ok {
-			return nil, fmt.Errorf("the daemon's metrics have no %s (is it a mailroom daemon?)", name)
-		}
-	}
-	return s, nil
+	return decodeMetrics(m)
 }
 
 // DaemonFigures are the daemon's own counters over the run: the difference

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/httpapi/apitest"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -15,7 +15,8 @@ import (
 // has happened: varied tasks, leases, every result status, drains, and a
 // crashed worker's lease left hanging. Then the agents stop on cancel.
 func TestAgentsExerciseEveryPath(t *testing.T) {
-	d := apitest.Start(t, apitest.Options{})
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{})
 	c, err := client.New(d.URL())
 	if err != nil {
 		t.Fatal(err)

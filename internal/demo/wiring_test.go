@@ -8,8 +8,7 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/config"
-	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/internal/demo"
 	"github.com/mailroom/mailroom/tui"
 )
@@ -35,14 +34,8 @@ func (s *quitter) Show() {
 // data directory, the agents, and the console attached; quitting the console
 // stops the agents and then the daemon, cleanly.
 func TestDemoWiring(t *testing.T) {
-	cfg := config.Default()
-	cfg.DataDir, cfg.Addr = t.TempDir(), "127.0.0.1:0"
-	d, err := daemon.Open(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- d.Serve() }()
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -62,12 +55,6 @@ func TestDemoWiring(t *testing.T) {
 	if err := <-agents; err != nil {
 		t.Errorf("demo.Run = %v, want nil", err)
 	}
-	shutdown, done := context.WithTimeout(context.Background(), 10*time.Second)
-	defer done()
-	if err := d.Shutdown(shutdown); err != nil {
-		t.Errorf("Shutdown: %v", err)
-	}
-	if err := <-served; err != nil {
-		t.Errorf("Serve: %v", err)
-	}
+	// Stop fails the test unless Daemon.Run ends cleanly.
+	d.Stop()
 }

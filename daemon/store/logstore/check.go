@@ -54,7 +54,7 @@ func Check(dir string) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	defer lock.Close()
+	defer unlockDir(lock)
 	return check(dir)
 }
 

@@ -110,6 +110,15 @@ func lockDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
+// unlockDir releases the data dir's lock explicitly, then closes its file.
+// Closing alone is not enough: a child process started at that moment holds
+// a copy of the descriptor until it execs, and with it the lock, so a daemon
+// reopening the dir (a restart in the same process) would find it in use.
+func unlockDir(f *os.File) error {
+	uerr := syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return errors.Join(uerr, f.Close())
+}
+
 // syncDir makes the creations, renames and removals of names in dir durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)

@@ -1,10 +1,8 @@
 package logstore_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -18,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/store/logstore"
+	"github.com/mailroom/mailroom/internal/golden"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -165,18 +164,7 @@ func checkGoldenState(t *testing.T, got loadedDir, path string) {
 		t.Fatal(err)
 	}
 	data = append(data, '\n')
-	if *update {
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", path)
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to write it, then read it)", err)
-	}
-	if d := firstDiff(data, want); d != "" {
+	if d := golden.Compare(t, path, data, *update); d != "" {
 		t.Errorf("the golden data dir no longer loads to %s:\n%s\nA data dir written by an earlier binary must keep loading to the same state. If the state's JSON gained a field on purpose, rerun with -update and review the diff.", path, d)
 	}
 }
@@ -219,11 +207,11 @@ func checkTodaysEncoderWrites(t *testing.T, src string, got loadedDir) {
 		w := want[name]
 		// A changed body changes its checksum, the first thing on the line:
 		// look past the checksums to show where the bytes really differ.
-		d := firstDiff(crcNumber.ReplaceAll(have[name], []byte(`"crc":N`)), crcNumber.ReplaceAll(w, []byte(`"crc":N`)))
+		d := golden.Diff(crcNumber.ReplaceAll(have[name], []byte(`"crc":N`)), crcNumber.ReplaceAll(w, []byte(`"crc":N`)))
 		if d != "" {
 			d += "\n(checksums shown as N)"
 		} else {
-			d = firstDiff(have[name], w)
+			d = golden.Diff(have[name], w)
 		}
 		if d != "" {
 			t.Errorf("today's encoder writes %s differently from the golden file:\n%s\nThe on-disk format changed: keep %s as it is (it must still load) and add the new format as a new testdata/vN beside it.", name, d, src)
@@ -261,42 +249,6 @@ func fileNames(files map[string][]byte) []string {
 		out = append(out, n)
 	}
 	sort.Strings(out)
-	return out
-}
-
-// firstDiff describes the first line where got and want differ, or "";
-// on a long line (a snapshot is one line) it shows the bytes around the
-// first difference.
-func firstDiff(got, want []byte) string {
-	if bytes.Equal(got, want) {
-		return ""
-	}
-	gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := 0; ; i++ {
-		if i >= len(gl) || i >= len(wl) {
-			return fmt.Sprintf("line %d: got %d lines, want %d", i+1, len(gl), len(wl))
-		}
-		if g, w := gl[i], wl[i]; g != w {
-			at := 0
-			for at < len(g) && at < len(w) && g[at] == w[at] {
-				at++
-			}
-			return fmt.Sprintf("line %d, byte %d:\n  got:  %s\n  want: %s", i+1, at, around(g, at), around(w, at))
-		}
-	}
-}
-
-// around returns the part of s around byte at.
-func around(s string, at int) string {
-	const span = 160
-	from, to := max(0, at-span), min(len(s), at+span)
-	out := s[from:to]
-	if from > 0 {
-		out = "..." + out
-	}
-	if to < len(s) {
-		out += "..."
-	}
 	return out
 }
 

@@ -41,7 +41,7 @@ func SkipRecord(dir string, seq uint64, reason string) (SkipOutcome, error) {
 	if err != nil {
 		return SkipOutcome{}, err
 	}
-	defer lock.Close()
+	defer unlockDir(lock)
 	r, err := check(dir)
 	if err != nil {
 		return SkipOutcome{}, err

@@ -173,21 +173,10 @@ func (s *Store) commit(batch []item) {
 	g.size, g.next, s.lastSeq = off, last+1, last
 	s.counts.eventsAppended += events
 	s.counts.batches++
-	s.counts.syncSeconds += took.Seconds()
-	s.counts.syncBuckets[syncBucket(took)]++
 	s.segMu.Unlock()
+	s.syncs.Observe(took.Seconds())
 
 	answer(batch, nil)
-}
-
-// syncBucket returns the histogram slot of one sync's latency.
-func syncBucket(d time.Duration) int {
-	for i, le := range store.SyncBuckets {
-		if d <= le {
-			return i
-		}
-	}
-	return len(store.SyncBuckets)
 }
 
 // answer calls each item's done: its own refusal, or err.

@@ -1,0 +1,326 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"net"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// The key table is a flag.FlagSet. Every key but tokens is a flag whose
+// Value parses text into the key's field of a Config and refuses what the
+// key does not allow, naming the key, the value and what was expected. The
+// file and the environment go through its Set, the command line through its
+// Parse, so all three are read by the same code and refused in the same
+// words; Validate sets each field again from its own text. tokens
+// has no flag: a secret in argv or the environment ends up in process
+// listings and shell histories, so only the file sets it.
+
+const aDuration = " (a duration such as 15s)"
+
+// AddFlags defines on fs a flag for every key but tokens, bound to the key's
+// field in c and showing c's value as its default.
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	for _, k := range []struct {
+		v     keyValue
+		usage string
+	}{
+		{&text{"addr", &c.Addr, validListenAddr, "host:port such as 127.0.0.1:7717 (port 0 picks a free port)"},
+			"listen address host:port (port 0 picks a free port)"},
+		{&text{"data_dir", &c.DataDir, func(s string) bool { return strings.TrimSpace(s) != "" },
+			"a directory path (set data_dir, MAILROOM_DATA_DIR or --data-dir; the default needs $XDG_DATA_HOME or $HOME)"},
+			"directory holding the log and snapshots"},
+		{oneOf("log_level", &c.LogLevel, "debug", "info", "warn", "error"), "log verbosity: debug|info|warn|error"},
+		{oneOf("log_format", &c.LogFormat, "text", "json"), "log line format: text|json"},
+		{&factor{"compact_factor", &c.CompactFactor}, "compact when the log outgrows the snapshot by this factor"},
+		{&size{"compact_min_bytes", &c.CompactMinBytes}, "never compact automatically below this log size (bytes, or 512KiB, 1MiB, 1GiB)"},
+		{&count{"retain_done", &c.RetainDone, 0, math.MaxInt}, "how many drained tasks are remembered"},
+		{positive("sse_heartbeat", &c.SSEHeartbeat), "how often an idle event stream gets a heartbeat" + aDuration},
+		{&count{"sse_buffer", &c.SSEBuffer, 1, math.MaxInt}, "events one console may fall behind before it is cut off"},
+		{positive("sse_write_timeout", &c.SSEWriteTimeout), "cut off a console whose connection stalls this long" + aDuration},
+		{positive("shutdown_timeout", &c.ShutdownTimeout), "how long shutdown waits for in-flight requests" + aDuration},
+		{&duration{"retry_stale_interval", &c.RetryStaleInterval, 0, "0 (off) or a positive Go duration such as 30s or 5m"},
+			"run the retry-stale scan this often; 0 leaves the scheduler off" + aDuration},
+		{positive("retry_stale_min_lease_age", &c.RetryStaleMinLeaseAge), "the scheduled scan requeues only leases held at least this long" + aDuration},
+		{&count{"retry_stale_max_attempts", &c.RetryStaleMaxAttempts, 1, math.MaxInt}, "the scheduled scan leaves tasks alone after this many attempts"},
+		{&count{"retry_stale_max_requeues", &c.RetryStaleMaxRequeues, 0, math.MaxInt}, "the scheduled scan requeues at most this many leases per run"},
+		{&count{"retry_stale_scan_limit", &c.RetryStaleScanLimit, 1, mailbox.MaxLimit}, "the scheduled scan looks at most at this many in-flight leases, oldest first"},
+		{&count{"result_cache_max", &c.ResultCacheMax, 0, math.MaxInt}, "finished idempotent tasks whose result answers a duplicate send"},
+		{positive("result_cache_age", &c.ResultCacheAge), "forget a finished idempotent task's result for duplicates after this long" + aDuration},
+		{&count{"audit_max", &c.AuditMax, 1, math.MaxInt}, "repair records kept for the audit list (the log keeps all)"},
+	} {
+		fs.Var(k.v, flagName(k.v.name()), k.usage+" (env "+envName(k.v.name())+")")
+	}
+}
+
+// Set parses value for the key called name (its name in the file, such as
+// "data_dir") into cfg, checking it as Validate would; on error cfg is
+// unchanged. The file and the environment set every key through it.
+func Set(cfg *Config, name, value string) error {
+	switch {
+	case !isKey(name):
+		return unknownKey(name)
+	case name == "tokens":
+		return errors.New("tokens: set in the config file only")
+	}
+	return cfg.keys().Set(flagName(name), value)
+}
+
+// Value returns the key's value in cfg as it would be written in a file,
+// variable or flag. For tokens it is only a count: secrets are never shown.
+func Value(cfg Config, name string) (string, bool) {
+	switch {
+	case !isKey(name):
+		return "", false
+	case name == "tokens":
+		return fmt.Sprintf("%d token(s)", len(cfg.Tokens)), true
+	}
+	return cfg.keys().Lookup(flagName(name)).Value.String(), true
+}
+
+// ApplyEnv overrides cfg with MAILROOM_<KEY> variables (MAILROOM_ADDR,
+// MAILROOM_DATA_DIR, ...). Unset or empty variables change nothing. A bad
+// value is an error naming the variable; cfg is left unchanged.
+func ApplyEnv(cfg *Config, getenv func(string) string) error {
+	next := *cfg
+	for _, name := range keyNames() {
+		v := getenv(envName(name))
+		if name == "tokens" || v == "" {
+			continue
+		}
+		if err := Set(&next, name, v); err != nil {
+			return fmt.Errorf("environment variable %s: %w", envName(name), err)
+		}
+	}
+	*cfg = next
+	return nil
+}
+
+// ApplyFlags sets in cfg every key given on cmdline, whose key flags
+// AddFlags bound to given. The flags were parsed, and checked, once: into
+// given, as the command line came; copying them over the file and the
+// environment is what makes them win.
+func ApplyFlags(cfg *Config, given Config, cmdline *flag.FlagSet) {
+	dst, src := reflect.ValueOf(cfg).Elem(), reflect.ValueOf(given)
+	names := keyNames()
+	cmdline.Visit(func(f *flag.Flag) {
+		for i, name := range names {
+			if name != "tokens" && flagName(name) == f.Name {
+				dst.Field(i).Set(src.Field(i))
+			}
+		}
+	})
+}
+
+// keys is the key table bound to c.
+func (c *Config) keys() *flag.FlagSet {
+	fs := flag.NewFlagSet("config", flag.ContinueOnError)
+	c.AddFlags(fs)
+	return fs
+}
+
+// keyNames lists the keys in the order Config declares them.
+func keyNames() []string {
+	t := reflect.TypeFor[Config]()
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i] = t.Field(i).Tag.Get("yaml")
+	}
+	return names
+}
+
+func isKey(name string) bool { return slices.Contains(keyNames(), name) }
+
+func unknownKey(name string) error {
+	return fmt.Errorf("unknown key %q; known keys: %s", name, strings.Join(keyNames(), ", "))
+}
+
+func flagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
+
+func envName(key string) string { return "MAILROOM_" + strings.ToUpper(key) }
+
+// keyValue is one key's flag.Value.
+type keyValue interface {
+	flag.Value
+	name() string
+}
+
+// key is the name a Value's flag and messages go by.
+type key string
+
+func (k key) name() string { return string(k) }
+
+func (k key) refuse(got, want string) error {
+	return fmt.Errorf("%s: got %q, expected %s", k, got, want)
+}
+
+// show formats *p; the flag package asks a zero Value, whose p is nil, for
+// its String when it prints defaults.
+func show[T any](p *T, format func(T) string) string {
+	if p == nil {
+		return ""
+	}
+	return format(*p)
+}
+
+// The Values below store nothing they refuse, and their String is text
+// their Set accepts, which is how Validate checks a field with their rules.
+
+// text is a key whose value is the text as written; ok says which texts
+// the key allows, want describes them.
+type text struct {
+	key
+	p    *string
+	ok   func(string) bool
+	want string
+}
+
+func oneOf(name string, p *string, allowed ...string) *text {
+	return &text{key(name), p, func(s string) bool { return slices.Contains(allowed, s) },
+		`one of "` + strings.Join(allowed, `", "`) + `"`}
+}
+
+func (v *text) String() string { return show(v.p, func(s string) string { return s }) }
+
+func (v *text) Set(s string) error {
+	if !v.ok(s) {
+		return v.refuse(s, v.want)
+	}
+	*v.p = s
+	return nil
+}
+
+// count is a whole number from min to max (math.MaxInt: no upper bound).
+type count struct {
+	key
+	p        *int
+	min, max int
+}
+
+func (v *count) String() string { return show(v.p, strconv.Itoa) }
+
+func (v *count) Set(s string) error {
+	want := fmt.Sprintf("a whole number of at least %d", v.min)
+	if v.max != math.MaxInt {
+		want = fmt.Sprintf("a whole number from %d to %d", v.min, v.max)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return v.refuse(s, want)
+	}
+	if n < v.min || n > v.max {
+		return v.refuse(strconv.Itoa(n), want)
+	}
+	*v.p = n
+	return nil
+}
+
+// duration is a Go duration of at least min; want describes it.
+type duration struct {
+	key
+	p    *time.Duration
+	min  time.Duration
+	want string
+}
+
+func positive(name string, p *time.Duration) *duration {
+	return &duration{key(name), p, 1, "a positive Go duration such as 15s, 500ms or 2m"}
+}
+
+func (v *duration) String() string { return show(v.p, time.Duration.String) }
+
+func (v *duration) Set(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return v.refuse(s, v.want)
+	}
+	if d < v.min {
+		return v.refuse(d.String(), v.want)
+	}
+	*v.p = d
+	return nil
+}
+
+// factor is compact_factor: at or below 1 every append would trigger a
+// compaction.
+type factor struct {
+	key
+	p *float64
+}
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+func (v *factor) String() string { return show(v.p, formatFloat) }
+
+func (v *factor) Set(s string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return v.refuse(s, "a number such as 4")
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) || f <= 1 {
+		return v.refuse(formatFloat(f), "a number greater than 1, such as 4")
+	}
+	*v.p = f
+	return nil
+}
+
+// size is a byte count of at least 0.
+type size struct {
+	key
+	p *int64
+}
+
+func formatInt(n int64) string { return strconv.FormatInt(n, 10) }
+
+func (v *size) String() string { return show(v.p, formatInt) }
+
+func (v *size) Set(s string) error {
+	n, ok := parseBytes(s)
+	if !ok {
+		return v.refuse(s, "a byte count such as 1048576 or 1MiB")
+	}
+	if n < 0 {
+		return v.refuse(formatInt(n), "a size of at least 0 bytes")
+	}
+	*v.p = n
+	return nil
+}
+
+// parseBytes accepts a plain byte count or one with a binary unit, because
+// "1MiB" in a config file is easier to check by eye than 1048576.
+func parseBytes(v string) (int64, bool) {
+	s := strings.TrimSpace(v)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n > math.MaxInt64/mult {
+		return 0, false
+	}
+	return n * mult, true
+}
+
+func validListenAddr(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || strings.ContainsAny(host, " /") {
+		return false
+	}
+	p, err := strconv.Atoi(port)
+	return err == nil && p >= 0 && p <= 65535
+}

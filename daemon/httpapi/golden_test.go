@@ -1,0 +1,162 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/internal/golden"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/sse.v1.golden from what the daemon streams")
+
+// goldenDataDir is the log store's frozen v1 data dir: a snapshot at seq 13
+// and a segment holding every event type (see its testdata/README.md).
+const goldenDataDir = "../store/logstore/testdata/v1/datadir"
+
+// TestGoldenEventStream freezes the SSE wire: a daemon on a copy of the
+// golden data dir streams, byte for byte, what testdata/sse.v1.golden holds:
+// every event after the snapshot replayed from the log, then a stream from
+// id 0, which the compacted log answers with a snapshot of the whole state.
+// The daemon is the real one (daemontest: config, daemon.Open, Run).
+// Heartbeats are comments and are left out; the snapshot's at_ms is the
+// daemon's clock, fixed here.
+func TestGoldenEventStream(t *testing.T) {
+	dir := t.TempDir()
+	snapSeq, lastSeq := copyGoldenDataDir(t, goldenDataDir, dir)
+	d := daemontest.Start(t, daemontest.Options{
+		Dir: dir,
+		Now: func() time.Time { return time.UnixMilli(1735693200000) }, // 2025-01-01T01:00:00Z
+		Config: func(c *config.Config) {
+			// The limits the golden log ends with, so the daemon appends
+			// no limits_set on start.
+			c.RetainDone, c.ResultCacheMax, c.ResultCacheAge, c.AuditMax = 200, 100, 2*time.Hour, 50
+			c.SSEHeartbeat = time.Hour
+		},
+	})
+	if got := d.State(t).Seq; got != lastSeq {
+		t.Fatalf("the daemon is at seq %d after starting on the golden log, which ends at %d: it appended something on start (limits_set, when its limits differ from the log's)", got, lastSeq)
+	}
+
+	var got bytes.Buffer
+	readGoldenStream(t, d, snapSeq, lastSeq, &got)
+	readGoldenStream(t, d, 0, lastSeq, &got)
+
+	const path = "testdata/sse.v1.golden"
+	if d := golden.Compare(t, path, got.Bytes(), *update); d != "" {
+		t.Errorf("the event stream is no longer what %s holds:\n%s\nConsoles and scripts read this wire. If the change is meant, add the new stream as a new golden file beside the old one and say what changed.", path, d)
+	}
+}
+
+// copyGoldenDataDir copies the golden data dir's segments and snapshot into
+// dst (the daemon may tidy its data dir; the checked-in one must never
+// change) and returns the snapshot's seq and the log's last seq.
+func copyGoldenDataDir(t *testing.T, src, dst string) (snapSeq, lastSeq uint64) {
+	t.Helper()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		data, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		seqIn := func(prefix, suffix string) uint64 {
+			n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, prefix), suffix), 10, 64)
+			if err != nil {
+				t.Fatalf("%s: not a golden file name: %v", name, err)
+			}
+			return n
+		}
+		switch {
+		case strings.HasPrefix(name, "snapshot-"):
+			snapSeq = seqIn("snapshot-", ".json")
+		case strings.HasPrefix(name, "log-"):
+			start := seqIn("log-", ".jsonl")
+			lastSeq = max(lastSeq, start+uint64(bytes.Count(data, []byte("\n")))-1)
+		}
+	}
+	if snapSeq == 0 || lastSeq <= snapSeq {
+		t.Fatalf("%s holds a snapshot at seq %d and events up to %d; want a snapshot followed by events", src, snapSeq, lastSeq)
+	}
+	return snapSeq, lastSeq
+}
+
+// readGoldenStream reads GET /a2a/events?last_event_id=after up to the
+// event with id last and appends its events to out as they came over the
+// wire, after a comment line naming the request. Comment lines (heartbeats)
+// are left out.
+func readGoldenStream(t *testing.T, d *daemontest.Daemon, after, last uint64, out *bytes.Buffer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	target := "/a2a/events?last_event_id=" + strconv.FormatUint(after, 10)
+	req, err := http.NewRequestWithContext(ctx, "GET", d.URL()+target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("GET %s = %d, Content-Type %q; want 200 text/event-stream", target, resp.StatusCode, ct)
+	}
+	fmt.Fprintf(out, ": GET %s\n", target)
+
+	rd := bufio.NewReaderSize(resp.Body, 1<<16)
+	for {
+		var frame bytes.Buffer
+		id := ""
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("GET %s: reading the stream after %q: %v", target, out.String()[max(0, out.Len()-200):], err)
+			}
+			if line == "\n" {
+				break
+			}
+			switch {
+			case strings.HasPrefix(line, ":"):
+				continue
+			case strings.HasPrefix(line, "id: "):
+				id = strings.TrimSuffix(line[len("id: "):], "\n")
+			case strings.HasPrefix(line, "event: "), strings.HasPrefix(line, "data: "):
+			default:
+				t.Fatalf("GET %s: unexpected line %q", target, line)
+			}
+			frame.WriteString(line)
+		}
+		if frame.Len() == 0 {
+			continue // a heartbeat
+		}
+		out.Write(frame.Bytes())
+		out.WriteString("\n")
+		seq, err := strconv.ParseUint(id, 10, 64)
+		switch {
+		case err != nil:
+			t.Fatalf("GET %s: an event with id %q: %s", target, id, frame.String())
+		case seq > last:
+			t.Fatalf("GET %s: event %d is past the end of the golden log, %d", target, seq, last)
+		case seq == last:
+			return
+		}
+	}
+}
