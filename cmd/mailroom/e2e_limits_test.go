@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -102,7 +99,7 @@ func TestFaultKill9LargestDeepestValues(t *testing.T) {
 
 	// The stream: its snapshot carries every value, read with nothing but
 	// bufio and encoding/json.
-	snap := firstSnapshot(t, p.addr)
+	snap, _ := daemontest.ReadSnapshot(t, "http://"+p.addr)
 	var gotResult *mailbox.PendingResult
 	for i := range snap.Results {
 		if snap.Results[i].TaskID == task.ID {
@@ -141,37 +138,4 @@ func view(t *testing.T, c *client.Client) mailbox.QueueView {
 		t.Fatalf("queue: %v", err)
 	}
 	return v
-}
-
-// firstSnapshot reads the first event of GET /a2a/events, which is the
-// whole state.
-func firstSnapshot(t *testing.T, addr string) *mailbox.Snapshot {
-	t.Helper()
-	hc := &http.Client{Timeout: 30 * time.Second}
-	resp, err := hc.Get("http://" + addr + "/a2a/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 256<<20)
-	var data []byte
-	for sc.Scan() {
-		if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: ")); ok {
-			data = append(data, rest...)
-			continue
-		}
-		if sc.Text() == "" && data != nil {
-			var ev mailbox.Event
-			if err := json.Unmarshal(data, &ev); err != nil {
-				t.Fatalf("the first event does not decode with encoding/json: %v", err)
-			}
-			if ev.Snapshot == nil {
-				t.Fatalf("the first event is %q, not a snapshot", ev.Type)
-			}
-			return ev.Snapshot
-		}
-	}
-	t.Fatalf("the stream ended before its snapshot: %v", sc.Err())
-	return nil
 }

@@ -184,9 +184,19 @@ var helperClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: tr
 // opens GET /a2a/events. The daemon must run without tokens.
 func (d *Daemon) State(t testing.TB) *mailbox.Snapshot {
 	t.Helper()
+	snap, _ := ReadSnapshot(t, d.URL())
+	return snap
+}
+
+// ReadSnapshot reads the event that opens GET /a2a/events at baseURL (a
+// snapshot of the whole state) with nothing but bufio and encoding/json, as
+// any client would, and returns it with the raw data of the event. It
+// serves daemons that daemontest did not start too (the real binary).
+func ReadSnapshot(t testing.TB, baseURL string) (*mailbox.Snapshot, []byte) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", d.URL()+"/a2a/events", nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", baseURL+"/a2a/events", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,15 +218,15 @@ func (d *Daemon) State(t testing.TB) *mailbox.Snapshot {
 		}
 		var ev mailbox.Event
 		if err := json.Unmarshal(data, &ev); err != nil {
-			t.Fatalf("the first event of GET /a2a/events does not decode: %v", err)
+			t.Fatalf("the first event of GET /a2a/events does not decode with encoding/json: %v", err)
 		}
 		if ev.Type != mailbox.EventSnapshot || ev.Snapshot == nil {
 			t.Fatalf("the first event of GET /a2a/events is %q, want a snapshot", ev.Type)
 		}
-		return ev.Snapshot
+		return ev.Snapshot, bytes.Clone(data)
 	}
 	t.Fatalf("GET /a2a/events ended before its snapshot: %v", sc.Err())
-	return nil
+	return nil, nil
 }
 
 // Metric is the value of one sample of GET /metrics, named as it is

@@ -1,8 +1,6 @@
 package httpapi_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"flag"
 	"net/http"
@@ -11,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
@@ -82,13 +79,9 @@ func checkRoundTrip(t *testing.T, d *daemontest.Daemon, external bool) {
 	// The event stream: its first event is the whole state as a snapshot,
 	// read here with nothing but bufio and encoding/json, and restored
 	// into a mailbox of its own, which must hold the same state.
-	streamed := streamSnapshot(t, d)
-	var snap mailbox.Snapshot
-	if err := json.Unmarshal(streamed, &snap); err != nil {
-		t.Fatalf("the SSE snapshot does not decode with encoding/json: %v", err)
-	}
+	snap, streamed := daemontest.ReadSnapshot(t, d.URL())
 	s := mailbox.NewState()
-	if err := s.Restore(&snap); err != nil {
+	if err := s.Restore(snap); err != nil {
 		t.Fatalf("the SSE snapshot does not restore: %v", err)
 	}
 	if got := snapshotJSON(t, s); got != live {
@@ -102,7 +95,7 @@ func checkRoundTrip(t *testing.T, d *daemontest.Daemon, external bool) {
 	if r.status != 200 || json.Unmarshal(r.body, &q) != nil {
 		t.Fatalf("GET /a2a/queue = %d, does not decode: %.200s", r.status, r.body)
 	}
-	checkQueueAgrees(t, &snap, &q)
+	checkQueueAgrees(t, snap, &q)
 
 	// Replay from the log, then from a snapshot after compaction. A
 	// connection kept alive across a restart is dead: start afresh.
@@ -187,41 +180,6 @@ func snapshotJSON(t *testing.T, s *mailbox.State) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// streamSnapshot opens GET /a2a/events and returns the data of its first
-// event, which is the snapshot.
-func streamSnapshot(t *testing.T, d *daemontest.Daemon) []byte {
-	t.Helper()
-	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get(d.URL() + "/a2a/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 256<<20)
-	var data []byte
-	for sc.Scan() {
-		line := sc.Bytes()
-		if rest, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
-			data = append(data, rest...)
-			continue
-		}
-		if len(line) == 0 && data != nil {
-			var ev mailbox.Event
-			if err := json.Unmarshal(data, &ev); err != nil {
-				t.Fatalf("the first SSE event does not decode with encoding/json: %v", err)
-			}
-			if ev.Type != mailbox.EventSnapshot || ev.Snapshot == nil {
-				t.Fatalf("the first SSE event is %q, want a snapshot", ev.Type)
-			}
-			snap, _ := json.Marshal(ev.Snapshot)
-			return snap
-		}
-	}
-	t.Fatalf("the stream ended before its snapshot: %v", sc.Err())
-	return nil
 }
 
 // decodeElsewhere reads each file (one JSON value, or one per line) with jq

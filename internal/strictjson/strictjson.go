@@ -61,24 +61,22 @@ const hardDepth = 512
 // DisallowUnknownFields. Data that is not JSON gives an error for which
 // IsSyntax is true.
 func Check(data []byte, t reflect.Type, maxValueDepth int) error {
-	var buf [32]seg
-	c := checker{data: data, maxValue: maxValueDepth, path: buf[:0]}
-	if err := c.value(t, 0, -1); err != nil {
-		return err
-	}
-	c.ws()
-	if c.pos != len(data) {
-		return errSyntax
-	}
-	return nil
+	return check(data, t, "", maxValueDepth)
 }
 
 // CheckValue checks one free-form value, such as a result's content value,
 // found at path.
 func CheckValue(data []byte, path string, maxValueDepth int) error {
+	return check(data, nil, path, maxValueDepth)
+}
+
+func check(data []byte, t reflect.Type, path string, maxValueDepth int) error {
 	var buf [32]seg
-	c := checker{data: data, maxValue: maxValueDepth, path: append(buf[:0], seg{key: []byte(path)})}
-	if err := c.value(nil, 0, -1); err != nil {
+	c := checker{data: data, maxValue: maxValueDepth, path: buf[:0]}
+	if path != "" {
+		c.path = append(c.path, seg{key: []byte(path)})
+	}
+	if err := c.value(t, 0, -1); err != nil {
 		return err
 	}
 	c.ws()
