@@ -26,7 +26,7 @@ const (
 	// MaxValueDepth bounds how many arrays and objects a free-form value
 	// (a result's json content) may nest. Stored copies sit up to six levels
 	// deeper (snapshot, event, result, content); every decoder in the path
-	// (encoding/json and goccy/go-json: 10,000, jq: 10,000, browsers:
+	// (encoding/json and goccy/go-json: 10,000; jq 1.6: 256; browsers:
 	// thousands) is far above that.
 	MaxValueDepth = 32
 	// MaxDurationMs bounds every duration in milliseconds a client gives
