@@ -137,6 +137,17 @@ func (c *Client) WhoAmI(ctx context.Context) (mailbox.WhoAmI, error) {
 	return out, err
 }
 
+// Agents lists every agent the daemon knows or has heard from, sorted by
+// agent id, with its queue, leases, pending results, recent results and when
+// it last called the daemon.
+func (c *Client) Agents(ctx context.Context) ([]mailbox.AgentInfo, error) {
+	var out mailbox.AgentsResponse
+	if err := c.do(ctx, http.MethodGet, "/a2a/agents", nil, nil, &out, mailbox.KindAgents); err != nil {
+		return nil, err
+	}
+	return out.Agents, nil
+}
+
 // Health returns nil when the daemon is up and its mailbox answers.
 func (c *Client) Health(ctx context.Context) error {
 	return c.do(ctx, http.MethodGet, "/healthz", nil, nil, nil, mailbox.KindHealth)

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -55,15 +56,37 @@ var (
 // hook decodes error bodies and watches the body for silence (it drops
 // heartbeat comments, so they cannot be seen any other way).
 func (c *Client) Subscribe(ctx context.Context, fromSeq uint64, onState func(ConnState)) <-chan mailbox.Event {
-	s := &subscription{c: c, out: make(chan mailbox.Event, 64), onState: onState, last: fromSeq, resume: fromSeq != 0}
+	return c.SubscribeWith(ctx, fromSeq, SubscribeOptions{OnState: onState})
+}
+
+// SubscribeOptions are what a subscription reports besides its events.
+type SubscribeOptions struct {
+	// OnState, when not nil, is called on every connect and disconnect.
+	OnState func(ConnState)
+	// OnAgents, when not nil, asks the daemon for the agents listing too
+	// (GET /a2a/events?agents=true) and is called with each one: at most
+	// once a second, only after something changed. A listing is no log
+	// event: it has no seq and never moves the point the subscription
+	// resumes from. The stream opens without one, so read the current
+	// listing with Agents after each connect (OnState reports it) and apply
+	// these as they come.
+	OnAgents func(mailbox.AgentsUpdate)
+}
+
+// SubscribeWith is Subscribe with options. The callbacks run on the
+// subscription's goroutine, in the order the daemon sent what they report,
+// and hold the stream up while they run: hand the value on and return.
+func (c *Client) SubscribeWith(ctx context.Context, fromSeq uint64, o SubscribeOptions) <-chan mailbox.Event {
+	s := &subscription{c: c, out: make(chan mailbox.Event, 64), onState: o.OnState, onAgents: o.OnAgents, last: fromSeq, resume: fromSeq != 0}
 	go s.run(ctx)
 	return s.out
 }
 
 type subscription struct {
-	c       *Client
-	out     chan mailbox.Event
-	onState func(ConnState)
+	c        *Client
+	out      chan mailbox.Event
+	onState  func(ConnState)
+	onAgents func(mailbox.AgentsUpdate)
 	// last is the seq of the last delivered event; resume says whether
 	// there is one (a first event may have seq 0).
 	last   uint64
@@ -114,7 +137,11 @@ func (s *subscription) connect(ctx context.Context, onLive func()) error {
 	connCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	sc := sse.NewClient(s.c.url("/a2a/events", nil), sse.ClientMaxBufferSize(maxEventBytes))
+	var q url.Values
+	if s.onAgents != nil {
+		q = url.Values{"agents": {"true"}}
+	}
+	sc := sse.NewClient(s.c.url("/a2a/events", q), sse.ClientMaxBufferSize(maxEventBytes))
 	sc.Connection = s.c.stream
 	sc.ReconnectStrategy = &backoff.StopBackOff{}
 	if s.c.token != "" {
@@ -170,6 +197,11 @@ func (s *subscription) handle(ctx context.Context, msg *sse.Event, watch *idleWa
 	if len(msg.Data) == 0 {
 		return nil // a block without data (such as retry:) carries no event
 	}
+	if string(msg.Event) == mailbox.EventAgents {
+		// No id of its own (r3labs fills in the last one): it is no log
+		// event, and the resume point stays where it is.
+		return s.agents(msg, watch)
+	}
 	var ev mailbox.Event
 	if err := json.Unmarshal(msg.Data, &ev); err != nil {
 		return fmt.Errorf("undecodable event with id %q: %w", msg.ID, err)
@@ -195,6 +227,21 @@ func (s *subscription) handle(ctx context.Context, msg *sse.Event, watch *idleWa
 		return nil
 	}
 	s.last, s.resume = ev.Seq, true
+	return nil
+}
+
+// agents hands an agents listing to OnAgents.
+func (s *subscription) agents(msg *sse.Event, watch *idleWatch) error {
+	if s.onAgents == nil {
+		return nil // not asked for; a daemon sends none then
+	}
+	var up mailbox.AgentsUpdate
+	if err := json.Unmarshal(msg.Data, &up); err != nil {
+		return fmt.Errorf("undecodable agents listing: %w", err)
+	}
+	watch.busy.Store(true)
+	defer watch.idle()
+	s.onAgents(up)
 	return nil
 }
 

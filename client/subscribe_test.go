@@ -276,3 +276,56 @@ func TestToken(t *testing.T) {
 		t.Errorf("repair event %s by %q, want task_force_errored by op@x", ev.Type, ev.Principal)
 	}
 }
+
+// TestSubscribeAgentsKeepsResumePoint: a subscription that asked for the
+// agents listing gets it beside its events; a listing, which has no id,
+// neither makes it reconnect nor moves the point it resumes from.
+func TestSubscribeAgentsKeepsResumePoint(t *testing.T) {
+	t.Parallel()
+	d, c := start(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	listings := make(chan mailbox.AgentsUpdate, 100)
+	w := &watcher{states: make(chan client.ConnState, 1000)}
+	w.events = c.SubscribeWith(ctx, 0, client.SubscribeOptions{
+		OnState:  func(s client.ConnState) { w.states <- s },
+		OnAgents: func(u mailbox.AgentsUpdate) { listings <- u },
+	})
+	w.snapshot(t, 0)
+	w.state(t, true)
+
+	send(t, c, "p@x", "w@x", "one")
+	w.expect(t, mailbox.EventTaskSent)
+	var up mailbox.AgentsUpdate
+	select {
+	case up = <-listings:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no agents listing within 20 s of a send")
+	}
+	if up.Type != mailbox.EventAgents || len(up.Agents) != 2 || up.Agents[0].Agent != "p@x" || up.Agents[1].Agent != "w@x" || up.Agents[1].Queued != 1 {
+		t.Errorf("listing = %+v, want p@x and w@x with one task queued", up)
+	}
+	list, err := c.Agents(t.Context())
+	if err != nil || len(list) != 2 || list[1] != up.Agents[1] {
+		t.Errorf("Agents = %+v, %v; want the listing's %+v", list, err, up.Agents)
+	}
+
+	send(t, c, "p@x", "w@x", "two")
+	w.expect(t, mailbox.EventTaskSent)
+	select {
+	case s := <-w.states:
+		t.Errorf("the connection changed after the listing: %+v", s)
+	default:
+	}
+
+	// The resume point is still the last event: after a drop the
+	// subscription resumes after seq 2, with no snapshot and no repeat.
+	d.DropConnections()
+	if down := w.state(t, false); down.LastSeq != 2 {
+		t.Errorf("state after the drop = %+v, want the last seq 2", down)
+	}
+	fresh := mustClient(t, d.Addr(), client.WithHTTPClient(&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}))
+	w.state(t, true)
+	send(t, fresh, "p@x", "w@x", "three")
+	w.expect(t, mailbox.EventTaskSent)
+}

@@ -18,14 +18,23 @@ type AuditRecord struct {
 	// Auto marks a requeue made by the retry-stale scan.
 	Auto    bool `json:"auto,omitempty"`
 	Attempt int  `json:"attempt"`
+	// FromRecipient and ToRecipient record a requeue that handed the task
+	// to another recipient.
+	FromRecipient string `json:"from_recipient,omitempty"`
+	ToRecipient   string `json:"to_recipient,omitempty"`
 }
 
-func (s *State) recordAudit(ev Event) {
+// recordAudit records a repair; movedFrom is the task's recipient before a
+// requeue that handed it to ev.Recipient ("" when it did not).
+func (s *State) recordAudit(ev Event, movedFrom string) {
 	a := AuditRecord{Seq: ev.Seq, AtMs: ev.AtMs, TaskID: ev.TaskID, LeaseID: ev.LeaseID, LeasedTo: ev.LeasedTo,
 		DuplicateRisk: ev.DuplicateRisk, Reason: ev.Reason, Principal: ev.Principal, Auto: ev.Auto, Attempt: ev.Attempt}
 	a.Action = OutcomeRequeued
 	if ev.Type == EventTaskForceErrored {
 		a.Action = OutcomeForcedError
+	}
+	if movedFrom != "" {
+		a.FromRecipient, a.ToRecipient = movedFrom, ev.Recipient
 	}
 	s.audit = append(s.audit, a)
 	// Trim in chunks so appends stay amortised O(1).

@@ -120,6 +120,12 @@ func (s *State) DecideRepair(req RepairRequest, principal string, nowMs int64) (
 				"command.duplicate_risk: got \"idempotent\", but task %s is %s; requeue it with \"operator_accepted\" to accept that the work may run twice", t.Task.ID, t.Task.DuplicateSafety())
 		}
 		ev.Type, ev.DuplicateRisk = EventTaskRequeued, c.DuplicateRisk
+		if c.Recipient != "" && c.Recipient != t.Task.Recipient {
+			if err := s.checkMove(t, c.Recipient); err != nil {
+				return Event{}, err
+			}
+			ev.Recipient = c.Recipient
+		}
 	case ActionForceError:
 		ev.Type = EventTaskForceErrored
 		ev.Result = &Result{TaskID: t.Task.ID, Status: StatusError, Content: []Content{}, ErrorMessage: c.Message, LeaseID: t.LeaseID}
@@ -127,12 +133,30 @@ func (s *State) DecideRepair(req RepairRequest, principal string, nowMs int64) (
 	return ev, nil
 }
 
+// checkMove refuses to hand an idempotent task to a recipient for which its
+// twin (same sender, kind or intent, and key) is already queued or in
+// flight: the two would run the same work, which is what the key exists to
+// prevent, and the mailbox could no longer say which one a duplicate send
+// means.
+func (s *State) checkMove(t *taskRec, recipient string) error {
+	moved := t.Task
+	moved.Recipient = recipient
+	twin, ok := s.LiveDuplicate(moved)
+	if !ok || twin == t.Task.ID {
+		return nil
+	}
+	return &Error{Code: CodeConflict,
+		Message: "command.recipient: cannot hand task " + t.Task.ID + " to " + recipient + ": task " + twin + ", its idempotent twin (same sender, kind or intent, and idempotency key), is already queued or in flight for " + recipient +
+			"; requeue it without a new recipient, or force an error on it",
+		Details: &ErrorDetails{Field: "command.recipient"}}
+}
+
 // RepairOutcomeOf describes what an applied repair event did.
 func (s *State) RepairOutcomeOf(ev Event) RepairOutcome {
 	out := RepairOutcome{TaskID: ev.TaskID, Attempt: ev.Attempt}
 	switch ev.Type {
 	case EventTaskRequeued:
-		out.Action, out.State = OutcomeRequeued, TaskQueued
+		out.Action, out.State, out.Recipient = OutcomeRequeued, TaskQueued, ev.Recipient
 	case EventTaskForceErrored:
 		out.Action, out.State = OutcomeForcedError, TaskResultPending
 		if r, ok := s.results[ev.TaskID]; ok {

@@ -162,13 +162,18 @@ const (
 	OutcomeForcedError = "forced_error"
 )
 
-// RepairCommand is either {"action":"requeue","lease_id"?,"duplicate_risk"}
-// or {"action":"force_error","lease_id"?,"message"}.
+// RepairCommand is either
+// {"action":"requeue","lease_id"?,"duplicate_risk","recipient"?} or
+// {"action":"force_error","lease_id"?,"message"}.
 type RepairCommand struct {
 	Action        string `json:"action"`
 	LeaseID       string `json:"lease_id,omitempty" empty:"expected the lease id you inspected; omit the field to repair without a guard"`
 	DuplicateRisk string `json:"duplicate_risk,omitempty"`
 	Message       string `json:"message,omitempty"`
+	// Recipient, on a requeue, hands the task to another agent: it is
+	// queued for Recipient, keeping its place as the one that has waited
+	// longest.
+	Recipient string `json:"recipient,omitempty" empty:"expected the agent id of the task's new recipient; omit the field to requeue the task for the recipient it has"`
 }
 
 // RepairRequest is an operator's hand repair of one in-flight lease.
@@ -185,6 +190,9 @@ type RepairOutcome struct {
 	State   string         `json:"state"`
 	Attempt int            `json:"attempt"`
 	Result  *PendingResult `json:"result,omitempty"`
+	// Recipient is the task's new recipient, when a requeue handed it to
+	// another agent.
+	Recipient string `json:"recipient,omitempty"`
 }
 
 // QueueFilter selects queue entries. Filters apply before Limit.

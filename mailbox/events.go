@@ -48,6 +48,9 @@ type Event struct {
 	DuplicateRisk string `json:"duplicate_risk,omitempty"`
 	// Auto marks a requeue made by the retry-stale scan.
 	Auto bool `json:"auto,omitempty"`
+	// task_requeued: the task's new recipient, when the requeue handed it
+	// to another one (absent: it stays with its recipient).
+	Recipient string `json:"recipient,omitempty"`
 	// result_replayed: the task whose result was copied.
 	ReplayedFrom string `json:"replayed_from,omitempty"`
 	// limits_set: the limits in force from this event on.
@@ -84,6 +87,8 @@ type HistoryEntry struct {
 	Reason        string `json:"reason,omitempty"`
 	DuplicateRisk string `json:"duplicate_risk,omitempty"`
 	Status        string `json:"status,omitempty"`
+	// Recipient is the new recipient of a requeue that moved the task.
+	Recipient string `json:"recipient,omitempty"`
 }
 
 // TaskRecord is everything the mailbox knows about one task.

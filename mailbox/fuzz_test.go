@@ -3,6 +3,7 @@ package mailbox
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 )
 
@@ -53,6 +54,14 @@ func checkInvariants(s *State) error {
 	if s.resultsAll.Len() != len(s.results) {
 		return fmt.Errorf("result heap %d, map %d", s.resultsAll.Len(), len(s.results))
 	}
+	named := map[string]int{}
+	for _, t := range s.tasks {
+		named[t.Task.Sender]++
+		named[t.Task.Recipient]++
+	}
+	if !reflect.DeepEqual(named, s.agents) {
+		return fmt.Errorf("agents counted %v, named by the remembered tasks %v", s.agents, named)
+	}
 	return nil
 }
 
@@ -89,6 +98,9 @@ func FuzzApply(f *testing.F) {
 				ev.Type = EventResultDrained
 			case 4:
 				ev.Type, ev.LeaseID = EventTaskRequeued, leases[id]
+				if ops[i+1]&4 != 0 {
+					ev.Recipient = fmt.Sprint("r", ops[i+1]>>3%2) // sometimes its own
+				}
 			case 5:
 				ev.Type, ev.Result = EventTaskForceErrored, &Result{TaskID: id, Status: StatusError}
 			case 6:

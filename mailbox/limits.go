@@ -77,7 +77,7 @@ func (s *State) admit(id string) error {
 	if old.State != TaskDone {
 		return fmt.Errorf("task %s sent twice (it is %s)", id, old.State)
 	}
-	delete(s.tasks, id)
+	s.dropTask(old)
 	if i := slices.Index(s.done[s.doneHead:], id); i >= 0 {
 		s.done = slices.Delete(s.done, s.doneHead+i, s.doneHead+i+1)
 	}

@@ -19,6 +19,7 @@ const (
 	KindHealth       = "a2a_health"
 	KindAudit        = "a2a_audit"
 	KindWhoAmI       = "a2a_whoami"
+	KindAgents       = "a2a_agents"
 )
 
 // TaskQueuedResponse answers POST /a2a/tasks.

@@ -27,6 +27,9 @@ type Service interface {
 	Task(ctx context.Context, id string) (TaskRecord, error)
 	// Audit lists repairs newest first, for one task when taskID != "".
 	Audit(ctx context.Context, taskID string, limit int) ([]AuditRecord, error)
+	// Agents lists every agent the mailbox knows or has heard from, sorted
+	// by agent id.
+	Agents(ctx context.Context) ([]AgentInfo, error)
 	// Subscribe streams events. With after == nil the first event is a
 	// snapshot; otherwise the events after *after follow (or a snapshot when
 	// they were compacted away).
@@ -47,6 +50,13 @@ type Subscription interface {
 	// Events delivers events in seq order; it is closed when the
 	// subscription ends.
 	Events() <-chan Event
+	// Agents asks for the agents listing as well, and delivers it: the
+	// latest listing not yet taken, at most once a second and only after
+	// something changed since the subscription started. A subscription
+	// that never calls Agents is sent none. Nothing waits for the reader:
+	// an update it has not taken is replaced by the next. The channel is
+	// never closed; stop reading it when Events is closed.
+	Agents() <-chan AgentsUpdate
 	// Err says why Events was closed: ErrSlowSubscriber, the context's
 	// error, or nil after Close.
 	Err() error

@@ -44,7 +44,7 @@ func (s *State) Restore(snap *Snapshot) error {
 		}
 		t := &taskRec{TaskRecord: tr, gidx: -1, ridx: -1}
 		t.History = append([]HistoryEntry(nil), tr.History...)
-		n.tasks[tr.Task.ID] = t
+		n.addTask(t)
 		switch t.State {
 		case TaskQueued:
 			n.enqueue(t)

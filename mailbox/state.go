@@ -45,6 +45,9 @@ type State struct {
 	cacheOrder  []*CachedResult // oldest first, from cacheHead on
 	cacheHead   int
 	audit       []AuditRecord // oldest first; the newest AuditMax count
+	// agents counts, per agent id, the remembered tasks naming it as
+	// sender or recipient (see Agents).
+	agents map[string]int
 }
 
 // NewState returns an empty mailbox.
@@ -70,6 +73,7 @@ func (s *State) reset() {
 	s.cacheOrder = nil
 	s.cacheHead = 0
 	s.audit = nil
+	s.agents = make(map[string]int)
 }
 
 func newTaskHeap(index func(*taskRec) *int) *indexedHeap[*taskRec] {
@@ -112,7 +116,7 @@ func (s *State) apply(ev Event) error {
 		}
 		t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskQueued, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1}
 		t.addHistory(ev)
-		s.tasks[t.Task.ID] = t
+		s.addTask(t)
 		s.enqueue(t)
 		s.trackLive(t)
 		return nil
@@ -124,7 +128,7 @@ func (s *State) apply(ev Event) error {
 			return err
 		}
 		t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskResultPending, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1}
-		s.tasks[t.Task.ID] = t
+		s.addTask(t)
 		s.addResult(t, ev, PendingResult{Result: *ev.Result, Replayed: true})
 		return nil
 	case EventTaskLeased:
@@ -160,7 +164,7 @@ func (s *State) apply(ev Event) error {
 		s.untrackLive(t)
 		forced := ev.Type == EventTaskForceErrored
 		if forced {
-			s.recordAudit(ev)
+			s.recordAudit(ev, "")
 		} else {
 			s.cacheResult(t, *ev.Result, ev.AtMs)
 		}
@@ -192,11 +196,23 @@ func (s *State) apply(ev Event) error {
 		if ev.LeaseID != "" && ev.LeaseID != t.LeaseID {
 			return fmt.Errorf("task %s: lease %s is not the current lease %s", t.Task.ID, ev.LeaseID, t.LeaseID)
 		}
+		movedFrom := ""
+		if ev.Recipient != "" && ev.Recipient != t.Task.Recipient {
+			if err := ValidateAgentID("recipient", ev.Recipient); err != nil {
+				return fmt.Errorf("task %s: requeued to a recipient that is not an agent id: %v", t.Task.ID, err)
+			}
+			movedFrom = t.Task.Recipient
+		}
 		s.clearLease(t)
+		if movedFrom != "" {
+			s.moveTask(t, ev.Recipient)
+		}
+		// The task keeps its SendSeq, so it is queued ahead of every task
+		// sent after it: for its new recipient too.
 		t.State, t.QueuedAtMs = TaskQueued, ev.AtMs
 		s.enqueue(t)
 		t.addHistory(ev)
-		s.recordAudit(ev)
+		s.recordAudit(ev, movedFrom)
 		return nil
 	case EventLimitsSet:
 		if ev.Limits == nil {
@@ -281,7 +297,7 @@ func (s *State) forgetDone() {
 		s.done[s.doneHead] = ""
 		s.doneHead++
 		if t, ok := s.tasks[old]; ok && t.State == TaskDone {
-			delete(s.tasks, old)
+			s.dropTask(t)
 		}
 	}
 	if s.doneHead > 1024 && s.doneHead*2 > len(s.done) {
@@ -292,7 +308,7 @@ func (s *State) forgetDone() {
 
 func (t *taskRec) addHistory(ev Event) {
 	h := HistoryEntry{Seq: ev.Seq, AtMs: ev.AtMs, Type: ev.Type, LeaseID: ev.LeaseID, LeasedTo: ev.LeasedTo, Attempt: t.Attempt,
-		Principal: ev.Principal, Reason: ev.Reason, DuplicateRisk: ev.DuplicateRisk}
+		Principal: ev.Principal, Reason: ev.Reason, DuplicateRisk: ev.DuplicateRisk, Recipient: ev.Recipient}
 	if ev.Result != nil {
 		h.Status = ev.Result.Status
 	}

@@ -342,7 +342,16 @@ func TestRandomOpsMatchModel(t *testing.T) {
 			case op < 8:
 				if fl := b.s.InFlightTasks(); len(fl) > 0 {
 					e := fl[rng.Intn(len(fl))]
-					if _, err := b.repair(e.Task.ID, e.LeaseID, ActionRequeue); err != nil {
+					var err error
+					if rng.Intn(2) == 0 {
+						_, err = b.repair(e.Task.ID, e.LeaseID, ActionRequeue)
+					} else {
+						// Handed to another recipient, it keeps its place.
+						to := recipients[rng.Intn(3)]
+						_, err = b.requeueTo(e.Task.ID, e.LeaseID, to)
+						info[e.Task.ID] = rec{to, info[e.Task.ID].sender}
+					}
+					if err != nil {
 						t.Fatal(err)
 					}
 					queueOrder = insertBySend(queueOrder, e.Task.ID, b.s)
@@ -360,6 +369,9 @@ func TestRandomOpsMatchModel(t *testing.T) {
 			got := ids(b.s.QueuedTasks())
 			if !reflect.DeepEqual(got, queueOrder) && !(len(got) == 0 && len(queueOrder) == 0) {
 				t.Fatalf("round %d step %d: queue = %v, want %v", round, step, got, queueOrder)
+			}
+			if got, want := b.s.Agents(b.now), agentsByHand(b.s, b.now); !reflect.DeepEqual(got, want) {
+				t.Fatalf("round %d step %d: Agents = %+v, by hand %+v", round, step, got, want)
 			}
 		}
 		// Replaying the same events, and restoring a snapshot, give the same state.

@@ -256,12 +256,20 @@ func NormalizeRepair(req RepairRequest) (RepairRequest, error) {
 		if c.Message != "" {
 			return req, Invalidf("command.message", "command.message: not allowed with action \"requeue\" (only force_error posts a message)")
 		}
+		if c.Recipient != "" {
+			if err := ValidateAgentID("command.recipient", c.Recipient); err != nil {
+				return req, err
+			}
+		}
 	case ActionForceError:
 		if err := nonBlank("command.message", c.Message, "a non-empty error message for the sender"); err != nil {
 			return req, err
 		}
 		if c.DuplicateRisk != "" {
 			return req, Invalidf("command.duplicate_risk", "command.duplicate_risk: not allowed with action \"force_error\" (only requeue states a posture)")
+		}
+		if c.Recipient != "" {
+			return req, Invalidf("command.recipient", "command.recipient: not allowed with action \"force_error\" (only a requeue hands a task to another recipient)")
 		}
 	default:
 		return req, Invalidf("command.action", "command.action: got %s, expected \"requeue\" or \"force_error\"", quote(c.Action))

@@ -20,7 +20,7 @@ func runAudit(ctx context.Context, e *env, args []string) error {
 		example: "mailroom audit --task 6f9619ff-8b86-4d11-b42d-00c04fc964ff",
 	})
 	cf := addClientFlags(fs, e)
-	task := fs.String("task", "", "only this task's repairs")
+	task := fs.String("task", "", "only this task's repairs (its id, or a unique prefix of 6+ characters)")
 	limit := fs.Int("n", mailbox.DefaultLimit, fmt.Sprintf("show at most this many repairs (1 to %d)", mailbox.MaxLimit))
 	asJSON := fs.Bool("json", false, "print one a2a_audit JSON object")
 	if _, err := parseExact(fs, args); err != nil {
@@ -30,7 +30,7 @@ func runAudit(ctx context.Context, e *env, args []string) error {
 		return usagef("-n: got %d, expected a number from 1 to %d", *limit, mailbox.MaxLimit)
 	}
 	taskID := *task
-	if taskID != "" {
+	if len(taskID) == uuidLen {
 		var err error
 		if taskID, err = mailbox.CanonicalUUID("--task", taskID); err != nil {
 			return usagef("%s", errorText(err))
@@ -41,6 +41,11 @@ func runAudit(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cancel()
+	if taskID != "" {
+		if taskID, err = resolveRepairedTaskID(ctx, c, taskID, "--task"); err != nil {
+			return err
+		}
+	}
 	recs, err := c.Audit(ctx, taskID, *limit)
 	if err != nil {
 		return err

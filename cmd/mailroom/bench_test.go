@@ -152,7 +152,7 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"--embedded", "--rate", "-2"}, "--rate: got -2"},
 		{[]string{"--embedded", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--dir", "/tmp"}, `--dir "/tmp": only an --embedded daemon`},
-		{[]string{"--pairs", "many"}, "invalid value"},
+		{[]string{"--pairs", "many"}, `--pairs: got "many", expected a whole number`},
 	}
 	for _, tt := range tests {
 		o := benchCLI(t, nil, tt.args...)

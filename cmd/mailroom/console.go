@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/tui"
@@ -31,6 +34,9 @@ func runConsole(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := e.needTerminal("mailroom console needs a terminal; for a one-shot view run 'mailroom status'"); err != nil {
+		return err
+	}
 	principal, err := whoAmI(ctx, c, cf.timeout)
 	if err != nil {
 		return err
@@ -53,4 +59,18 @@ func whoAmI(ctx context.Context, c *client.Client, timeout time.Duration) (strin
 		return "", nil
 	}
 	return who.Principal, err
+}
+
+// needTerminal refuses, saying why, to start a screen without a terminal
+// to draw it on: tcell would fail with a system call's words, or draw into
+// a pipe. A screen the caller supplied (tests) is always there.
+func (e *env) needTerminal(why string) error {
+	if e.screen != nil {
+		return nil
+	}
+	out, ok := e.stdout.(*os.File)
+	if ok && term.IsTerminal(int(out.Fd())) && term.IsTerminal(int(os.Stdin.Fd())) {
+		return nil
+	}
+	return &lineError{msg: why}
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,7 +15,6 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -98,13 +99,7 @@ func cliScreen(t *testing.T, screen *operator, vars map[string]string, args ...s
 
 func TestConsoleShowsWhomItActsAs(t *testing.T) {
 	t.Parallel()
-	secret, hash, err := auth.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := startDaemonWith(t, func(c *config.Config) {
-		c.Tokens = []auth.Token{{Principal: "oncall", SHA256: hash, Caps: []string{auth.CapRead}}}
-	}, nil)
+	addr, secret := startDaemonWithToken(t, "oncall", auth.CapRead)
 	screen := newOperator("oncall", "read-only", "live", addr)
 	o := cliScreen(t, screen, map[string]string{"MAILROOM_ADDR": addr, "MAILROOM_TOKEN": secret}, "console", "--read-only")
 	if o.code != 0 {
@@ -122,13 +117,7 @@ func TestConsoleStartsWhileTheDaemonIsUnreachable(t *testing.T) {
 
 func TestConsoleRefusesAWrongTokenBeforeDrawing(t *testing.T) {
 	t.Parallel()
-	_, hash, err := auth.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := startDaemonWith(t, func(c *config.Config) {
-		c.Tokens = []auth.Token{{Principal: "oncall", SHA256: hash, Caps: []string{auth.CapRead}}}
-	}, nil)
+	addr, _ := startDaemonWithToken(t, "oncall", auth.CapRead)
 	screen := newOperator()
 	o := cliScreen(t, screen, map[string]string{"MAILROOM_ADDR": addr}, "console", "--token", "mr_wrong")
 	if o.code != 1 {
@@ -140,13 +129,41 @@ func TestConsoleRefusesAWrongTokenBeforeDrawing(t *testing.T) {
 	}
 }
 
+// TestConsoleNeedsATerminal: without a terminal the console and the demo
+// say so and where to go instead, exit 1, and start nothing.
+func TestConsoleNeedsATerminal(t *testing.T) {
+	t.Parallel()
+	addr := startDaemon(t)
+	const console = "mailroom console needs a terminal; for a one-shot view run 'mailroom status'\n"
+	// In process, writing to a buffer rather than a terminal.
+	if o := cli(t, addr, "console"); o.code != 1 || o.stderr != console || o.stdout != "" {
+		t.Errorf("console without a terminal: exit %d, stdout %q, stderr %q; want 1 and %q", o.code, o.stdout, o.stderr, console)
+	}
+	o := cliEnv(t, nil, "demo", "--data", t.TempDir())
+	if want := "mailroom demo needs a terminal for its console; without one run 'mailroom demo --headless'\n"; o.code != 1 || o.stderr != want || o.stdout != "" {
+		t.Errorf("demo without a terminal: exit %d, stdout %q, stderr %q; want 1 and %q (and no demo started)", o.code, o.stdout, o.stderr, want)
+	}
+
+	// The real binary, as a script or a service manager would run it:
+	// stdin from /dev/null, stdout a pipe.
+	cmd := exec.Command(binPath, "console", "--addr", addr)
+	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || stderr.String() != console || stdout.Len() != 0 {
+		t.Errorf("mailroom console in a pipe: %v, stdout %q, stderr %q; want exit 1 and %q", err, stdout.String(), stderr.String(), console)
+	}
+}
+
 func TestConsoleAndDemoUsageErrors(t *testing.T) {
 	tests := []struct {
 		args []string
 		want string
 	}{
 		{[]string{"console", "--stale-after", "0s"}, "--stale-after: got 0s, expected a positive duration"},
-		{[]string{"console", "--stale-after", "soon"}, "stale-after"},
+		{[]string{"console", "--stale-after", "soon"}, `--stale-after: got "soon", expected a duration such as 90s, 5m or 1h30m`},
 		{[]string{"console", "--addr", "nowhere"}, `--addr: bad daemon address "nowhere"`},
 		{[]string{"console", "--timeout", "-1s"}, "--timeout: got -1s"},
 		{[]string{"console", "extra"}, `unexpected argument "extra"`},
@@ -244,7 +261,7 @@ func poll(t *testing.T, what string, cond func() bool) {
 }
 
 var (
-	demoAddrLine = regexp.MustCompile(`mailroom demo: daemon on (http://127\.0\.0\.1:\d+) — run 'mailroom console --addr http://127\.0\.0\.1:\d+' in another terminal\n`)
+	demoAddrLine = regexp.MustCompile(`mailroom demo: daemon on (http://127\.0\.0\.1:\d+) — run 'mailroom console --addr http://127\.0\.0\.1:\d+ --stale-after (\S+)' in another terminal\n`)
 	demoDataLine = regexp.MustCompile(`mailroom demo: data in (\S+), daemon log in (\S+); SIGINT`)
 )
 
@@ -253,8 +270,13 @@ var (
 func TestDemoHeadless(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	d := startDemo(t, "--data", dir, "--seed", "7")
-	url := d.waitFor(t, demoAddrLine)[1]
+	d := startDemo(t, "--data", dir, "--seed", "7", "--stale-after", "45s")
+	m := d.waitFor(t, demoAddrLine)
+	url := m[1]
+	// The console it suggests marks the same leases stale as it would.
+	if m[2] != "45s" {
+		t.Errorf("the demo suggests a console with --stale-after %s, want its own 45s", m[2])
+	}
 	c, err := client.New(url)
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,11 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 	if *staleAfter <= 0 {
 		return usagef("--stale-after: got %s, expected a positive duration such as 20s", *staleAfter)
 	}
+	if !*headless {
+		if err := e.needTerminal("mailroom demo needs a terminal for its console; without one run 'mailroom demo --headless'"); err != nil {
+			return err
+		}
+	}
 	ws, err := openWorkspace(*dataDir)
 	if err != nil {
 		return err
@@ -74,7 +79,7 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 	var runErr error
 	if *headless {
 		url := "http://" + d.Addr()
-		fmt.Fprintf(e.stdout, "mailroom demo: daemon on %s — run 'mailroom console --addr %s' in another terminal\n", url, url)
+		fmt.Fprintf(e.stdout, "mailroom demo: daemon on %s — run 'mailroom console --addr %s --stale-after %s' in another terminal\n", url, url, *staleAfter)
 		fmt.Fprintf(e.stdout, "mailroom demo: data in %s, daemon log in %s; SIGINT or SIGTERM (Ctrl-C) stops\n", ws.dataDir, ws.logPath)
 		select {
 		case <-ctx.Done():

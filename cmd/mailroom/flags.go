@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -61,7 +62,7 @@ func parseArgs(fs *verbFlags, args []string) ([]string, error) {
 			fs.help()
 			return nil, errHelpShown
 		} else if err != nil {
-			return nil, &usageError{msg: err.Error()}
+			return nil, &usageError{msg: flagParseError(fs.FlagSet, err)}
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -72,6 +73,70 @@ func parseArgs(fs *verbFlags, args []string) ([]string, error) {
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
+}
+
+// badFlagValue is the flag package's message for a value it could not
+// set: the value, the flag, and the value's own error.
+var badFlagValue = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([^:\s]+): (.*)$`)
+
+// flagParseError words a flag value that did not parse as every other
+// usage error is worded: the flag, what it got and what it expected
+// ("--stale-after: got "abc", expected a duration such as 90s, 5m or
+// 1h30m", not "invalid value "abc" for flag -stale-after: parse error").
+// A value whose own error says more than "expected ..." keeps it as it is.
+func flagParseError(fs *flag.FlagSet, err error) string {
+	m := badFlagValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	value, name, why := m[1], m[2], m[3]
+	expected, ok := strings.CutPrefix(why, "expected ")
+	if !ok {
+		expected, ok = expectedOf(fs.Lookup(name), why)
+	}
+	if !ok {
+		return err.Error()
+	}
+	return fmt.Sprintf("%s: got %s, expected %s", flagName(name), value, expected)
+}
+
+// expectedOf says what a flag of the standard types takes, when the flag
+// package's error (why) says only that it did not parse.
+func expectedOf(f *flag.Flag, why string) (string, bool) {
+	if f == nil || (why != "parse error" && why != "value out of range") {
+		return "", false
+	}
+	getter, ok := f.Value.(flag.Getter)
+	if !ok {
+		return "", false
+	}
+	var expected string
+	switch getter.Get().(type) {
+	case time.Duration:
+		expected = "a duration such as 90s, 5m or 1h30m"
+	case bool:
+		expected = "true or false"
+	case int, int64:
+		expected = "a whole number"
+	case uint, uint64:
+		expected = "a whole number of 0 or more"
+	case float64:
+		expected = "a number"
+	default:
+		return "", false
+	}
+	if why == "value out of range" {
+		expected += " that fits in 64 bits"
+	}
+	return expected, true
+}
+
+// flagName is a flag as the help and the messages write it: -n, --json.
+func flagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // parseExact parses args and requires exactly len(names) positional

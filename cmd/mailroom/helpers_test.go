@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 )
 
@@ -112,6 +113,36 @@ func leaseTask(t *testing.T, addr, recipient string) leased {
 		t.Fatalf("lease --recipient %s: nothing leased", recipient)
 	}
 	return l
+}
+
+// wantUsage runs the CLI and fails the test unless it is a usage error:
+// exit 2, every want on stderr, nothing on stdout.
+func wantUsage(t *testing.T, addr string, args []string, wants ...string) {
+	t.Helper()
+	name := "mailroom " + strings.Join(args, " ")
+	if len(name) > 100 {
+		name = name[:100] + "..."
+	}
+	o := cli(t, addr, args...)
+	if o.code != 2 || o.stdout != "" {
+		t.Errorf("%s: exit %d, stdout %q, want 2 and nothing (stderr %q)", name, o.code, o.stdout, o.stderr)
+		return
+	}
+	wantContains(t, name, o.stderr, wants...)
+}
+
+// startDaemonWithToken is startDaemon requiring tokens, with one for
+// principal holding caps; it returns the address and the token.
+func startDaemonWithToken(t *testing.T, principal string, caps ...string) (addr, token string) {
+	t.Helper()
+	token, hash, err := auth.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = startDaemonWith(t, func(c *config.Config) {
+		c.Tokens = []auth.Token{{Principal: principal, SHA256: hash, Caps: caps}}
+	}, nil)
+	return addr, token
 }
 
 func wantContains(t *testing.T, what, got string, wants ...string) {

@@ -194,7 +194,7 @@ func TestLogUsage(t *testing.T) {
 		{[]string{"log", "check", "--data-dir", dir, "extra"}, "log check", `unexpected argument "extra"`},
 		{[]string{"log", "repair", "--data-dir", dir}, "log repair", "--seq is required"},
 		{[]string{"log", "repair", "--seq", "3"}, "log repair", "--data-dir is required"},
-		{[]string{"log", "repair", "--data-dir", dir, "--seq", "three"}, "log repair", `invalid value "three" for flag -seq`},
+		{[]string{"log", "repair", "--data-dir", dir, "--seq", "three"}, "log repair", `--seq: got "three", expected a whole number of 0 or more`},
 		{[]string{"log", "repair", "--data-dir", dir, "--seq", "0"}, "log repair", "--seq: got 0"},
 	} {
 		o := cliEnv(t, nil, tt.args...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -9,19 +10,21 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-const requeueSummary = "put an in-flight task back at the head of its recipient's queue"
+const requeueSummary = "put an in-flight task back at the head of its recipient's queue, or hand it to another recipient"
 
 func runRequeue(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "requeue",
 		summary: requeueSummary,
-		usage:   "TASK_ID --reason TEXT --duplicate-risk idempotent|operator-accepted [flags]",
-		example: "mailroom requeue 6f9619ff-8b86-4d11-b42d-00c04fc964ff --reason 'worker crashed' --duplicate-risk operator-accepted --lease-id 0b5c...",
+		usage:   "TASK_ID --reason TEXT --duplicate-risk idempotent|operator-accepted [--to AGENT] [flags]",
+		example: "mailroom requeue 6f9619ff-8b86-4d11-b42d-00c04fc964ff --reason 'worker crashed' --duplicate-risk operator-accepted --lease-id 0b5c...\n" +
+			"mailroom requeue 6f9619ff-8b86-4d11-b42d-00c04fc964ff --reason 'coder@local is down' --duplicate-risk operator-accepted --to coder2@local",
 	})
 	cf := addClientFlags(fs, e)
 	reason := fs.String("reason", "", "why, for the audit trail (required)")
 	risk := fs.String("duplicate-risk", "", "idempotent (the task says it is safe to run twice) or operator-accepted (you accept the work may run twice) (required)")
-	leaseID := fs.String("lease-id", "", "refuse unless this is still the current lease (recommended)")
+	leaseID := fs.String("lease-id", "", "refuse unless this is still the current lease (recommended); a unique prefix of 6+ characters will do")
+	to := fs.String("to", "", "hand the task to this agent: it is queued for AGENT, ahead of the tasks sent after it, and the audit trail records the move (needs a2a.send.AGENT)")
 	asJSON := fs.Bool("json", false, "print the repair outcome as JSON")
 	pos, err := parseExact(fs, args, "TASK_ID")
 	if err != nil {
@@ -33,6 +36,9 @@ func runRequeue(ctx context.Context, e *env, args []string) error {
 	if strings.TrimSpace(*reason) == "" {
 		return usagef("--reason: got %q, expected why you are requeueing", *reason)
 	}
+	if isSet(fs, "to") && strings.TrimSpace(*to) == "" {
+		return usagef("--to: got %q, expected the agent id of the task's new recipient, such as coder2@local; leave --to out to requeue for the same recipient", *to)
+	}
 	var wireRisk string
 	switch *risk {
 	case "idempotent":
@@ -43,7 +49,14 @@ func runRequeue(ctx context.Context, e *env, args []string) error {
 		return usagef("--duplicate-risk: got %q, expected idempotent or operator-accepted", *risk)
 	}
 	return repair(ctx, e, cf, *asJSON, mailbox.RepairRequest{TaskID: pos[0], Reason: *reason,
-		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: *leaseID, DuplicateRisk: wireRisk}})
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: *leaseID, DuplicateRisk: wireRisk, Recipient: *to}})
+}
+
+// isSet reports whether the flag name was given, even as "".
+func isSet(fs *verbFlags, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 const forceErrorSummary = "end an in-flight task with an error result for its sender"
@@ -58,7 +71,7 @@ func runForceError(ctx context.Context, e *env, args []string) error {
 	cf := addClientFlags(fs, e)
 	reason := fs.String("reason", "", "why, for the audit trail (required)")
 	message := fs.String("message", "", "the error message the sender receives (required)")
-	leaseID := fs.String("lease-id", "", "refuse unless this is still the current lease (recommended)")
+	leaseID := fs.String("lease-id", "", "refuse unless this is still the current lease (recommended); a unique prefix of 6+ characters will do")
 	asJSON := fs.Bool("json", false, "print the repair outcome as JSON")
 	pos, err := parseExact(fs, args, "TASK_ID")
 	if err != nil {
@@ -85,6 +98,14 @@ func repair(ctx context.Context, e *env, cf *clientFlags, asJSON bool, req mailb
 		return err
 	}
 	defer cancel()
+	if req.TaskID, err = resolveTaskID(ctx, c, req.TaskID, "TASK_ID"); err != nil {
+		return err
+	}
+	if req.Command.LeaseID != "" {
+		if req.Command.LeaseID, err = resolveLeaseID(ctx, c, req.Command.LeaseID, "--lease-id"); err != nil {
+			return err
+		}
+	}
 	out, err := c.Repair(ctx, req)
 	if err != nil {
 		return err
@@ -99,7 +120,11 @@ func repair(ctx context.Context, e *env, cf *clientFlags, asJSON bool, req mailb
 func printOutcome(w io.Writer, out mailbox.RepairOutcome) {
 	switch out.Action {
 	case mailbox.OutcomeRequeued:
-		fmt.Fprintf(w, "requeued task %s: %s again after %d attempt(s); the next lease is attempt %d\n", out.TaskID, out.State, out.Attempt, out.Attempt+1)
+		to := ""
+		if out.Recipient != "" {
+			to = " for " + out.Recipient
+		}
+		fmt.Fprintf(w, "requeued task %s: %s again%s after %d attempt(s); the next lease is attempt %d\n", out.TaskID, out.State, to, out.Attempt, out.Attempt+1)
 	case mailbox.OutcomeForcedError:
 		fmt.Fprintf(w, "forced an error on task %s after %d attempt(s): %s", out.TaskID, out.Attempt, out.State)
 		if out.Result != nil {
@@ -137,10 +162,6 @@ func runCompact(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return writeJSON(e.stdout, mailbox.CompactedResponse{Kind: mailbox.KindCompacted, CompactOutcome: out})
 	}
-	fmt.Fprintf(e.stdout, "compacted at seq %d: log %d bytes -> %d bytes", out.Seq, out.BytesBefore, out.BytesAfter)
-	if out.SnapshotPath != "" {
-		fmt.Fprintf(e.stdout, " (snapshot %s)", out.SnapshotPath)
-	}
-	fmt.Fprintln(e.stdout)
+	printCompacted(e.stdout, out)
 	return nil
 }

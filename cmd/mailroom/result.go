@@ -63,7 +63,7 @@ func runResultPost(ctx context.Context, e *env, args []string) error {
 		verb:    "result post",
 		summary: resultPostSummary,
 		usage:   "TASK_ID --status ok|error|partial [flags]",
-		example: "mailroom result post 6f9619ff-8b86-4d11-b42d-00c04fc964ff --status ok --text 'fixed in abc123' --lease-id 0b5c...",
+		example: "mailroom result post 6f9619ff --status ok --text 'fixed in abc123' --lease-id 0b5c7e21   # ids in full, or a unique prefix of 6+ characters",
 	})
 	cf := addClientFlags(fs, e)
 	status := fs.String("status", "", "ok, error or partial (required)")
@@ -71,7 +71,7 @@ func runResultPost(ctx context.Context, e *env, args []string) error {
 	fs.Var(&texts, "text", "a text part of the result (repeatable)")
 	jsonValue := fs.String("json-value", "", "a JSON part of the result, such as '{\"files\":3}'")
 	errMsg := fs.String("error-message", "", "what went wrong, with --status error")
-	leaseID := fs.String("lease-id", "", "refuse unless this is still the current lease (recommended)")
+	leaseID := fs.String("lease-id", "", "refuse unless this is still the current lease (recommended); a unique prefix of 6+ characters will do")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
 	pos, err := parseExact(fs, args, "TASK_ID")
 	if err != nil {
@@ -85,7 +85,7 @@ func runResultPost(ctx context.Context, e *env, args []string) error {
 	default:
 		return usagef("--status: got %q, expected ok, error or partial", *status)
 	}
-	r := mailbox.Result{TaskID: pos[0], Status: *status, Content: []mailbox.Content{}, ErrorMessage: *errMsg, LeaseID: *leaseID}
+	r := mailbox.Result{Status: *status, Content: []mailbox.Content{}, ErrorMessage: *errMsg}
 	for _, t := range texts {
 		r.Content = append(r.Content, mailbox.Content{Type: mailbox.ContentText, Text: t})
 	}
@@ -100,6 +100,14 @@ func runResultPost(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cancel()
+	if r.TaskID, err = resolveTaskID(ctx, c, pos[0], "TASK_ID"); err != nil {
+		return err
+	}
+	if *leaseID != "" {
+		if r.LeaseID, err = resolveLeaseID(ctx, c, *leaseID, "--lease-id"); err != nil {
+			return err
+		}
+	}
 	if err := c.PostResult(ctx, r); err != nil {
 		return err
 	}

@@ -143,7 +143,8 @@ func TestRetryStaleAndAuditUsageErrors(t *testing.T) {
 		{[]string{"retry-stale", "--scan-limit", "10001"}, "--scan-limit: got 10001"},
 		{[]string{"retry-stale", "now"}, `unexpected argument "now"`},
 		{[]string{"audit", "-n", "0"}, "-n: got 0"},
-		{[]string{"audit", "--task", "nope"}, `--task: got "nope", expected a UUID`},
+		{[]string{"audit", "--task", "nope"}, `--task: got "nope", expected a task id (a UUID`},
+		{[]string{"audit", "--task", "nope-nope-nope-nope-nope-nope-nope-n"}, `--task: got "nope-nope-nope-nope-nope-nope-nope-n", expected a UUID`},
 	}
 	for _, tt := range tests {
 		o := cli(t, addr, tt.args...)

@@ -53,6 +53,7 @@ func commands() []command {
 		{"console", consoleSummary, runConsole},
 		{"demo", demoSummary, runDemo},
 		{"token", tokenSummary, runToken},
+		{"version", versionSummary, runVersion},
 	}
 }
 
@@ -70,6 +71,8 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 	}
 	verb, rest := args[0], args[1:]
 	switch verb {
+	case "-version", "--version":
+		verb = "version"
 	case "-h", "-help", "--help", "help":
 		if verb == "help" && len(rest) > 0 {
 			// "mailroom help send" is "mailroom send --help".
@@ -129,6 +132,12 @@ type verbError struct {
 func (e *verbError) Error() string { return e.err.Error() }
 func (e *verbError) Unwrap() error { return e.err }
 
+// lineError is a failure whose message is the whole line to print, naming
+// the command itself ("mailroom console needs a terminal; ...").
+type lineError struct{ msg string }
+
+func (e *lineError) Error() string { return e.msg }
+
 // errHelpShown means the verb printed its help as asked: exit 0.
 var errHelpShown = errors.New("help shown")
 
@@ -141,13 +150,16 @@ func report(e *env, verb string, err error) int {
 	if errors.As(err, &ve) {
 		verb = ve.verb
 	}
+	err = asUsageError(verb, err)
 	var ue *usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(e.stderr, "mailroom %s: %s\nrun 'mailroom %s --help' for usage\n", verb, ue.msg, verb)
 		return exitUsage
 	}
-	if isUnreachable(err) {
-		// The client's message already says which address and why.
+	var le *lineError
+	if isUnreachable(err) || errors.As(err, &le) {
+		// The message already says what it is about: the client's, which
+		// address and why; a lineError, the command.
 		fmt.Fprintln(e.stderr, err)
 		return exitFailure
 	}

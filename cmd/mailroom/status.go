@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"text/tabwriter"
 	"time"
 
+	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/mailbox"
+	"github.com/mailroom/mailroom/tui"
 )
 
 const statusSummary = "show queued and in-flight tasks and pending results"
@@ -20,8 +24,22 @@ type statusReport struct {
 	MinLeaseAgeMs    *int64                  `json:"min_lease_age_ms"`
 	DeadlineWithinMs *int64                  `json:"deadline_within_ms"`
 	StateFilter      *string                 `json:"state_filter"`
+	Counts           statusCounts            `json:"counts"`
 	Tasks            []mailbox.QueueEntry    `json:"tasks"`
 	Results          []mailbox.PendingResult `json:"results"`
+}
+
+// statusCounts are the mailbox's totals, whatever the filters and -n keep
+// of the lists.
+type statusCounts struct {
+	Queued   int `json:"queued"`
+	InFlight int `json:"in_flight"`
+	// Stale counts in-flight leases held at least StaleAfterMs. It is
+	// counted up to mailbox.MaxLimit; StaleCapped says there may be more.
+	Stale          int   `json:"stale"`
+	StaleCapped    bool  `json:"stale_capped"`
+	StaleAfterMs   int64 `json:"stale_after_ms"`
+	ResultsPending int   `json:"results_pending"`
 }
 
 func runStatus(ctx context.Context, e *env, args []string) error {
@@ -32,11 +50,12 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		example: "mailroom status --state in_flight --min-lease-age-ms 600000   # leases held over 10 minutes",
 	})
 	cf := addClientFlags(fs, e)
-	limit := fs.Int("n", mailbox.DefaultLimit, fmt.Sprintf("show at most this many tasks and results (1 to %d); filters apply first", mailbox.MaxLimit))
+	limit := fs.Int("n", mailbox.DefaultLimit, fmt.Sprintf("show at most this many tasks (in-flight leases first) and results (1 to %d); filters apply first", mailbox.MaxLimit))
 	var minAge, deadlineWithin optionalInt64
 	fs.Var(&minAge, "min-lease-age-ms", "only in-flight tasks leased at least this many milliseconds ago")
 	fs.Var(&deadlineWithin, "deadline-within-ms", "only tasks whose deadline is at most this many milliseconds away")
 	state := fs.String("state", "", "only tasks in this state: queued or in_flight")
+	staleAfter := fs.Duration("stale-after", tui.DefaultStaleAfter, "count leases held longer than this as stale, as the console does")
 	asJSON := fs.Bool("json", false, "print one a2a_status JSON object")
 	if _, err := parseExact(fs, args); err != nil {
 		return err
@@ -52,17 +71,25 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if minAge.v != nil && *minAge.v < 0 {
 		return usagef("--min-lease-age-ms: got %d, expected 0 or more", *minAge.v)
 	}
+	if *staleAfter <= 0 {
+		return usagef("--stale-after: got %s, expected a positive duration such as 5m", *staleAfter)
+	}
 	c, ctx, cancel, err := cf.connect(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	view, err := c.Queue(ctx, mailbox.QueueFilter{Limit: *limit, MinLeaseAgeMs: minAge.v, DeadlineWithinMs: deadlineWithin.v, State: *state})
+	counts, err := countAll(ctx, c, cf.addr, *staleAfter)
+	if err != nil {
+		return err
+	}
+	filter := mailbox.QueueFilter{Limit: *limit, MinLeaseAgeMs: minAge.v, DeadlineWithinMs: deadlineWithin.v, State: *state}
+	view, err := leasesFirst(ctx, c, filter)
 	if err != nil {
 		return err
 	}
 	rep := statusReport{Kind: mailbox.KindStatus, Limit: *limit, MinLeaseAgeMs: minAge.v, DeadlineWithinMs: deadlineWithin.v,
-		Tasks: view.Tasks, Results: view.Results}
+		Counts: counts, Tasks: view.Tasks, Results: view.Results}
 	if *state != "" {
 		rep.StateFilter = state
 	}
@@ -80,8 +107,97 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// printStatus writes the status as two tables under a header of counts.
+// leasesFirst lists the tasks f selects with in-flight leases first, and
+// queued tasks only in the room they leave: the daemon lists queued tasks
+// first, so with more of them than the limit no lease would be shown, and
+// leases are what an operator repairs.
+func leasesFirst(ctx context.Context, c *client.Client, f mailbox.QueueFilter) (mailbox.QueueView, error) {
+	if f.State != "" {
+		return c.Queue(ctx, f)
+	}
+	leases := f
+	leases.State = mailbox.TaskInFlight
+	view, err := c.Queue(ctx, leases)
+	// A lease age filter leaves out every queued task.
+	if err != nil || len(view.Tasks) >= f.Limit || f.MinLeaseAgeMs != nil {
+		return view, err
+	}
+	queued := f
+	queued.State, queued.Limit = mailbox.TaskQueued, f.Limit-len(view.Tasks)
+	more, err := c.Queue(ctx, queued)
+	if err != nil {
+		return view, err
+	}
+	view.Tasks = append(view.Tasks, more.Tasks...)
+	return view, nil
+}
+
+// countAll asks the daemon for its totals, and counts the leases held
+// longer than staleAfter by its clock.
+func countAll(ctx context.Context, c *client.Client, addr string, staleAfter time.Duration) (statusCounts, error) {
+	total, err := healthCounts(ctx, c, addr)
+	if err != nil {
+		return statusCounts{}, err
+	}
+	counts := statusCounts{Queued: total.Queued, InFlight: total.InFlight, ResultsPending: total.ResultsPending, StaleAfterMs: staleAfter.Milliseconds()}
+	if total.InFlight == 0 {
+		return counts, nil
+	}
+	stale, err := c.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskInFlight, MinLeaseAgeMs: &counts.StaleAfterMs, Limit: mailbox.MaxLimit})
+	if err != nil {
+		return statusCounts{}, err
+	}
+	counts.Stale, counts.StaleCapped = len(stale.Tasks), len(stale.Tasks) == mailbox.MaxLimit
+	return counts, nil
+}
+
+// healthCounts reads the totals GET /healthz answers every caller with.
+// (client.Health keeps only whether the daemon answered.)
+func healthCounts(ctx context.Context, c *client.Client, addr string) (mailbox.Counts, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL()+"/healthz", nil)
+	if err != nil {
+		return mailbox.Counts{}, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		// As the client says it: the caller's own cancellation is not the
+		// daemon's fault, and a timeout is a daemon that did not answer.
+		switch ctx.Err() {
+		case context.Canceled:
+			return mailbox.Counts{}, ctx.Err()
+		case context.DeadlineExceeded:
+			err = fmt.Errorf("no answer in time: %w", context.DeadlineExceeded)
+		}
+		return mailbox.Counts{}, &client.UnreachableError{Addr: addr, Err: err}
+	}
+	defer resp.Body.Close()
+	var health struct {
+		Kind string `json:"kind"`
+		mailbox.Counts
+	}
+	if resp.StatusCode != http.StatusOK {
+		return mailbox.Counts{}, fmt.Errorf("GET /healthz: the daemon answered %s", resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&health); err != nil {
+		return mailbox.Counts{}, fmt.Errorf("GET /healthz: decoding the daemon's answer: %w", err)
+	}
+	if health.Kind != mailbox.KindHealth {
+		return mailbox.Counts{}, fmt.Errorf("GET /healthz: the daemon answered kind %q, expected %q (is %s a mailroom daemon?)", health.Kind, mailbox.KindHealth, addr)
+	}
+	return health.Counts, nil
+}
+
+// printStatus writes the totals, what of them is listed, and the lists.
 func printStatus(w io.Writer, rep statusReport, now time.Time) {
+	n := rep.Counts
+	stale := fmt.Sprint(n.Stale)
+	if n.StaleCapped {
+		stale = fmt.Sprintf("at least %d", n.Stale)
+	}
+	fmt.Fprintf(w, "%d queued, %d in flight, %s stale (leased over %s), %d results pending\n",
+		n.Queued, n.InFlight, stale, time.Duration(n.StaleAfterMs)*time.Millisecond, n.ResultsPending)
+
 	var queued, inFlight int
 	for _, t := range rep.Tasks {
 		if t.State == mailbox.TaskInFlight {
@@ -90,11 +206,18 @@ func printStatus(w io.Writer, rep statusReport, now time.Time) {
 			queued++
 		}
 	}
-	fmt.Fprintf(w, "%d queued, %d in flight, %d results pending", queued, inFlight, len(rep.Results))
-	if len(rep.Tasks) == rep.Limit || len(rep.Results) == rep.Limit {
-		fmt.Fprintf(w, " (showing at most %d; raise -n for more)", rep.Limit)
+	filtered := rep.StateFilter != nil || rep.MinLeaseAgeMs != nil || rep.DeadlineWithinMs != nil
+	cut := len(rep.Tasks) >= rep.Limit || len(rep.Results) >= rep.Limit
+	if filtered || cut || len(rep.Tasks) < n.Queued+n.InFlight || len(rep.Results) < n.ResultsPending {
+		fmt.Fprintf(w, "listed: %d in flight, %d queued, %d results", inFlight, queued, len(rep.Results))
+		if filtered {
+			fmt.Fprint(w, " matching the filters")
+		}
+		if cut {
+			fmt.Fprintf(w, " (showing at most %d, leases first; raise -n for more)", rep.Limit)
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
 
 	if len(rep.Tasks) > 0 {
 		fmt.Fprintln(w)

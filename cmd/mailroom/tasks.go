@@ -23,7 +23,7 @@ func runSend(ctx context.Context, e *env, args []string) error {
 	to := fs.String("to", "", "recipient agent, which leases the task (required)")
 	intent := fs.String("intent", "", "what the recipient should do (required)")
 	kind := fs.String("kind", "", "task kind, such as review or summarize")
-	parent := fs.String("parent", "", "id of the task this one was split from")
+	parent := fs.String("parent", "", "id of the task this one was split from (a unique prefix of 6+ characters will do while it is queued, in flight or has a result pending)")
 	deadline := fs.String("deadline", "", "deadline: a duration from now (10m) or an RFC 3339 time")
 	key := fs.String("idempotency-key", "", "key identifying the work, for de-duplication and safe requeue")
 	idempotent := fs.Bool("idempotent", false, "the task is safe to run twice (needs --idempotency-key)")
@@ -35,7 +35,7 @@ func runSend(ctx context.Context, e *env, args []string) error {
 	if err := required(fs, "from", "to", "intent"); err != nil {
 		return err
 	}
-	t := mailbox.Task{ID: *id, Sender: *from, Recipient: *to, IntentText: *intent, Parent: *parent}
+	t := mailbox.Task{ID: *id, Sender: *from, Recipient: *to, IntentText: *intent}
 	if *kind != "" {
 		t.TaskKind = kind
 	}
@@ -61,6 +61,11 @@ func runSend(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cancel()
+	if *parent != "" {
+		if t.Parent, err = resolveTaskID(ctx, c, *parent, "--parent"); err != nil {
+			return err
+		}
+	}
 	resp, err := c.Send(ctx, t)
 	if err != nil {
 		return err

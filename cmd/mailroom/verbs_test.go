@@ -1,14 +1,12 @@
 package main
 
 import (
-	"encoding/json"
-	"maps"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -120,87 +118,6 @@ func TestSendFlags(t *testing.T) {
 	}
 }
 
-func TestStatusJSONHasExactlyTheDocumentedKeys(t *testing.T) {
-	t.Parallel()
-	addr := startDaemon(t)
-	sendTask(t, addr, "a@x", "b@x", "one")
-	sendTask(t, addr, "a@x", "b@x", "two")
-	leaseTask(t, addr, "b@x")
-
-	tests := []struct {
-		args                  []string
-		limit                 float64
-		minAge, within, state any
-		tasks                 int
-	}{
-		{[]string{"status", "--json"}, 100, nil, nil, nil, 2},
-		{[]string{"status", "--json", "-n", "1"}, 1, nil, nil, nil, 1},
-		{[]string{"status", "--json", "--state", "in_flight", "--min-lease-age-ms", "0", "--deadline-within-ms", "60000"}, 100, float64(0), float64(60000), "in_flight", 0},
-		{[]string{"status", "--json", "--state", "in_flight", "--min-lease-age-ms", "0"}, 100, float64(0), nil, "in_flight", 1},
-		{[]string{"status", "--json", "--state", "queued"}, 100, nil, nil, "queued", 1},
-	}
-	wantKeys := []string{"deadline_within_ms", "kind", "limit", "min_lease_age_ms", "results", "state_filter", "tasks"}
-	for _, tt := range tests {
-		name := strings.Join(tt.args, " ")
-		var got map[string]json.RawMessage
-		mustJSON(t, addr, &got, tt.args...)
-		keys := slices.Sorted(maps.Keys(got))
-		if strings.Join(keys, ",") != strings.Join(wantKeys, ",") {
-			t.Errorf("%s: keys %v, want exactly %v", name, keys, wantKeys)
-		}
-		var v struct {
-			Kind             string            `json:"kind"`
-			Limit            float64           `json:"limit"`
-			MinLeaseAgeMs    any               `json:"min_lease_age_ms"`
-			DeadlineWithinMs any               `json:"deadline_within_ms"`
-			StateFilter      any               `json:"state_filter"`
-			Tasks            []json.RawMessage `json:"tasks"`
-			Results          []json.RawMessage `json:"results"`
-		}
-		mustJSON(t, addr, &v, tt.args...)
-		if v.Kind != "a2a_status" || v.Limit != tt.limit || v.MinLeaseAgeMs != tt.minAge || v.DeadlineWithinMs != tt.within || v.StateFilter != tt.state || len(v.Tasks) != tt.tasks {
-			t.Errorf("%s: got %+v, want limit %v, min age %v, within %v, state %v, %d tasks", name, v, tt.limit, tt.minAge, tt.within, tt.state, tt.tasks)
-		}
-		if string(got["results"]) != "[]" {
-			t.Errorf("%s: results = %s, want []", name, got["results"])
-		}
-	}
-}
-
-func TestStatusTable(t *testing.T) {
-	t.Parallel()
-	addr := startDaemon(t)
-	if out := mustCLI(t, addr, "status"); out != "0 queued, 0 in flight, 0 results pending\n" {
-		t.Errorf("empty status = %q", out)
-	}
-	waiting := sendTask(t, addr, "planner@local", "coder@local", "write the release notes for version two", "--kind", "docs")
-	sendTask(t, addr, "planner@local", "coder@local", "first")
-	done := sendTask(t, addr, "planner@local", "reviewer@local", "review")
-	l := leaseTask(t, addr, "coder@local") // leases the oldest: waiting
-	if l.Task.ID != waiting {
-		t.Fatalf("leased %s, want the oldest task %s", l.Task.ID, waiting)
-	}
-	leaseTask(t, addr, "reviewer@local")
-	mustCLI(t, addr, "result", "post", done, "--status", "error", "--error-message", "does not build")
-
-	out := mustCLI(t, addr, "status")
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if lines[0] != "1 queued, 1 in flight, 1 results pending" {
-		t.Errorf("status header = %q", lines[0])
-	}
-	wantContains(t, "status table", out,
-		"STATE", "TASK", "SENDER -> RECIPIENT", "ATTEMPT", "LEASE AGE", "LEASED TO", "INTENT",
-		"planner@local -> coder@local", "docs", "write the release notes for version two",
-		"RESULT FOR TASK", done, "error", "reviewer@local -> planner@local", "does not build")
-	inFlight := regexp.MustCompile(`(?m)^in_flight +` + waiting + ` +planner@local -> coder@local +docs +1 +\d+s +coder@local +write`)
-	if !inFlight.MatchString(out) {
-		t.Errorf("status has no in-flight row with attempt 1, a lease age and the holder:\n%s", out)
-	}
-	if o := mustCLI(t, addr, "status", "-n", "1"); !strings.Contains(o, "showing at most 1") {
-		t.Errorf("status -n 1 does not say the list was cut:\n%s", o)
-	}
-}
-
 func TestAgeAndTruncate(t *testing.T) {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	ages := []struct {
@@ -246,5 +163,35 @@ func TestParseDeadline(t *testing.T) {
 		if (err != nil) != tt.err || got != tt.want {
 			t.Errorf("parseDeadline(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.err)
 		}
+	}
+}
+
+// TestCompactSaysWhyTheDataDirGrew: the first compaction of a young log
+// writes a snapshot larger than the log it replaces; the output says why
+// that is expected. One that shrinks the data dir says nothing more.
+func TestCompactSaysWhyTheDataDirGrew(t *testing.T) {
+	t.Parallel()
+	addr := startDaemon(t)
+	sendTask(t, addr, "planner@local", "coder@local", "a task the snapshot must hold")
+	c, err := client.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Compact(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.BytesAfter <= out.BytesBefore {
+		t.Fatalf("compacting a one-task log went from %d to %d bytes; the test needs one that grows", out.BytesBefore, out.BytesAfter)
+	}
+	var b strings.Builder
+	printCompacted(&b, out)
+	wantContains(t, "compact that grew", b.String(), "log and snapshot ", " bytes -> ",
+		"the data dir grew by ", "a snapshot holds the whole live state", "pays off once the\nlog outgrows the state", "compact_factor")
+
+	b.Reset()
+	printCompacted(&b, mailbox.CompactOutcome{Seq: 9, BytesBefore: 5000, BytesAfter: 800})
+	if want := "compacted at seq 9: log and snapshot 5000 bytes -> 800 bytes\n"; b.String() != want {
+		t.Errorf("compact that shrank = %q, want %q", b.String(), want)
 	}
 }

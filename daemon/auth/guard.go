@@ -97,10 +97,22 @@ func (g guard) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.QueueV
 }
 
 func (g guard) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox.RepairOutcome, error) {
+	id := IdentityFrom(ctx)
 	switch req.Command.Action {
 	case mailbox.ActionRequeue, mailbox.ActionForceError:
-		if err := IdentityFrom(ctx).CheckRepair(req.Command.Action); err != nil {
+		if err := id.CheckRepair(req.Command.Action); err != nil {
 			return mailbox.RepairOutcome{}, err
+		}
+	}
+	// Handing a task to another recipient delivers its work there, so the
+	// caller must also be one who may send that recipient tasks: a repair
+	// token is not a way around a2a.send.<recipient>. Checked on a request
+	// that is otherwise well formed, so bad input is still a 400 first.
+	if req.Command.Recipient != "" {
+		if norm, err := mailbox.NormalizeRepair(req); err == nil {
+			if c := CapSendPrefix + norm.Command.Recipient; !id.Can(c) {
+				return mailbox.RepairOutcome{}, Forbidden(id, c, "hand tasks to "+norm.Command.Recipient)
+			}
 		}
 	}
 	return g.next.Repair(ctx, req)
@@ -134,6 +146,13 @@ func (g guard) Audit(ctx context.Context, taskID string, limit int) ([]mailbox.A
 		return nil, err
 	}
 	return g.next.Audit(ctx, taskID, limit)
+}
+
+func (g guard) Agents(ctx context.Context) ([]mailbox.AgentInfo, error) {
+	if err := IdentityFrom(ctx).CheckRead(); err != nil {
+		return nil, err
+	}
+	return g.next.Agents(ctx)
 }
 
 func (g guard) Subscribe(ctx context.Context, after *uint64) (mailbox.Subscription, error) {

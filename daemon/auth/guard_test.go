@@ -107,6 +107,7 @@ func TestGuardHoldsTheWholePolicy(t *testing.T) {
 			return err
 		},
 		"subscribe": func(ctx context.Context) error { s, err := svc.Subscribe(ctx, nil); closeSub(s); return err },
+		"agents":    func(ctx context.Context) error { _, err := svc.Agents(ctx); return err },
 		"compact":   func(ctx context.Context) error { _, err := svc.Compact(ctx); return err },
 		"force_error": func(ctx context.Context) error {
 			_, err := svc.Repair(ctx, repair(task.ID, mailbox.ActionForceError))
@@ -164,5 +165,52 @@ func TestGuardNamesTheMissingCapability(t *testing.T) {
 	var e *mailbox.Error
 	if !errors.As(err, &e) || e.Details == nil || e.Details.Capability != auth.CapCompact {
 		t.Fatalf("got %v, want a 403 naming %s", err, auth.CapCompact)
+	}
+}
+
+// TestGuardRequeueToAnotherRecipient: handing a task to another recipient
+// needs the requeue capability and the right to send that recipient tasks
+// (admin has both); a malformed request is a 400 before any 403.
+func TestGuardRequeueToAnotherRecipient(t *testing.T) {
+	svc, eng := guarded(t)
+	bg := context.Background()
+	sent, err := svc.Send(bg, mailbox.Task{Sender: "planner@local", Recipient: "worker@local", IntentText: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, lease, err := svc.Lease(bg, "worker@local")
+	if err != nil || lease == nil {
+		t.Fatalf("lease: %v %v", lease, err)
+	}
+	to := func(recipient string) mailbox.RepairRequest {
+		req := repair(sent.TaskID, mailbox.ActionRequeue)
+		req.Command.LeaseID, req.Command.Recipient = lease.LeaseID, recipient
+		return req
+	}
+	requeuer := as(t, "operator", auth.CapRequeue, "a2a.send.other@local")
+	_, err = svc.Repair(requeuer, to("worker2@local"))
+	wantCode(t, "a requeue to a recipient the token may not send to", err, mailbox.CodeForbidden)
+	var e *mailbox.Error
+	if !errors.As(err, &e) || e.Details == nil || e.Details.Capability != "a2a.send.worker2@local" {
+		t.Errorf("refusal %v, want it to name a2a.send.worker2@local", err)
+	}
+	_, err = svc.Repair(as(t, "sender", "a2a.send.*"), to("worker2@local"))
+	wantCode(t, "a requeue to another recipient without a2a.repair.requeue", err, mailbox.CodeForbidden)
+	_, err = svc.Repair(requeuer, to("Worker2"))
+	wantCode(t, "a requeue to a malformed recipient", err, mailbox.CodeInvalid)
+	if rec, _ := eng.Task(bg, sent.TaskID); rec.State != mailbox.TaskInFlight || rec.Task.Recipient != "worker@local" {
+		t.Fatalf("the refusals changed the task: %s for %s", rec.State, rec.Task.Recipient)
+	}
+
+	out, err := svc.Repair(as(t, "operator", auth.CapRequeue, "a2a.send.worker2@local"), to("worker2@local"))
+	if err != nil || out.Recipient != "worker2@local" {
+		t.Fatalf("a requeue by a token that may send to worker2@local: %+v %v", out, err)
+	}
+	_, lease, err = svc.Lease(bg, "worker2@local")
+	if err != nil || lease == nil {
+		t.Fatalf("worker2@local's lease: %v %v", lease, err)
+	}
+	if out, err := svc.Repair(as(t, "root", auth.CapAdmin), to("worker3@local")); err != nil || out.Recipient != "worker3@local" {
+		t.Fatalf("a requeue by admin: %+v %v", out, err)
 	}
 }

@@ -88,6 +88,7 @@ func (e *Engine) settle(ev mailbox.Event, err error) {
 		return
 	}
 	e.hub.publish(ev)
+	e.presence.settled(ev)
 }
 
 // bug fails the engine: from now on every write is refused with a message

@@ -43,6 +43,10 @@ type Options struct {
 	// ReplaySnapshotGap: a resuming subscriber further behind than this many
 	// events gets a snapshot instead of a replay.
 	ReplaySnapshotGap uint64
+	// AgentsInterval is how often, at most, the agents listing is pushed to
+	// the subscribers that asked for it (default DefaultAgentsInterval;
+	// negative: never).
+	AgentsInterval time.Duration
 	// ReplayGCPercent, when not zero, is the garbage collector's target
 	// (as GOGC) while Open replays the log, restored after. Replay makes
 	// garbage at a furious rate (a decoded event per line) while the live
@@ -89,6 +93,9 @@ func (o *Options) fill() {
 	if o.AuditMax <= 0 {
 		o.AuditMax = mailbox.DefaultAuditMax
 	}
+	if o.AgentsInterval == 0 {
+		o.AgentsInterval = DefaultAgentsInterval
+	}
 	if o.ReplaySnapshotGap == 0 {
 		o.ReplaySnapshotGap = 50000
 	}
@@ -125,6 +132,9 @@ type Engine struct {
 	durable   *mailbox.State
 
 	hub        *hub
+	presence   *presence
+	stopAgents chan struct{} // closed by Close; nil when nothing pushes the listing
+	agentsDone chan struct{}
 	compacting atomic.Bool
 	sinceCheck atomic.Uint64
 	closed     atomic.Bool
@@ -152,12 +162,16 @@ func Open(st store.Store, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replaying the mailbox log: %w", err)
 	}
-	e := &Engine{opts: opts, log: opts.Logger, st: st, durable: durable, hub: newHub()}
+	e := &Engine{opts: opts, log: opts.Logger, st: st, durable: durable, hub: newHub(), presence: newPresence()}
 	e.decided = durable.Clone()
 	c := durable.Counts()
 	opts.Logger.Info("mailbox replayed", "seq", durable.Seq, "events", replayed, "queued", c.Queued, "in_flight", c.InFlight, "results_pending", c.ResultsPending)
 	if err := e.setLimits(opts.limits()); err != nil {
 		return nil, err
+	}
+	if opts.AgentsInterval > 0 {
+		e.stopAgents, e.agentsDone = make(chan struct{}), make(chan struct{})
+		go e.pushAgents(opts.AgentsInterval, e.stopAgents, e.agentsDone)
 	}
 	return e, nil
 }

@@ -39,6 +39,50 @@ func (h *hub) publish(ev mailbox.Event) {
 	}
 }
 
+// wantsAgents reports whether any subscriber asked for the agents listing.
+func (h *hub) wantsAgents() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs {
+		if s.wantAgents.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// publishAgents offers up to every subscriber that asked for it, replacing
+// one it has not taken yet: the listing is a picture, not a change, so only
+// the latest matters, and nobody is ever waited for or cut off for it.
+func (h *hub) publishAgents(up mailbox.AgentsUpdate) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs {
+		if s.wantAgents.Load() {
+			offerLatest(s.agentsIn, up)
+		}
+	}
+}
+
+// offerLatest puts v in ch (of capacity 1) without waiting, replacing what
+// is there. Each channel it is used on has one sender, so after taking the
+// old value out there is room.
+func offerLatest[T any](ch chan T, v T) {
+	select {
+	case ch <- v:
+		return
+	default:
+	}
+	select {
+	case <-ch:
+	default:
+	}
+	select {
+	case ch <- v:
+	default:
+	}
+}
+
 func (h *hub) add(s *subscription) {
 	h.mu.Lock()
 	h.subs[s] = struct{}{}
@@ -86,11 +130,23 @@ type subscription struct {
 	out    chan mailbox.Event // what the subscriber reads
 	cancel context.CancelFunc
 
+	// The agents listing, for a subscriber that asked (wantAgents): the hub
+	// offers it to agentsIn, and the pump hands it on to agentsOut once the
+	// subscriber's catch-up is out, so it never arrives before the snapshot.
+	wantAgents atomic.Bool
+	agentsIn   chan mailbox.AgentsUpdate
+	agentsOut  chan mailbox.AgentsUpdate
+
 	errMu sync.Mutex
 	err   error
 }
 
 func (s *subscription) Events() <-chan mailbox.Event { return s.out }
+
+func (s *subscription) Agents() <-chan mailbox.AgentsUpdate {
+	s.wantAgents.Store(true)
+	return s.agentsOut
+}
 
 func (s *subscription) Err() error {
 	s.errMu.Lock()
@@ -121,7 +177,8 @@ func (e *Engine) Subscribe(ctx context.Context, after *uint64) (mailbox.Subscrip
 	// The two buffers together hold SubscriberBuffer events: how far a
 	// subscriber may fall behind before it is cut off.
 	ready := min(subscriberOut, e.opts.SubscriberBuffer/2)
-	s := &subscription{live: make(chan mailbox.Event, e.opts.SubscriberBuffer-ready), out: make(chan mailbox.Event, ready), cancel: cancel}
+	s := &subscription{live: make(chan mailbox.Event, e.opts.SubscriberBuffer-ready), out: make(chan mailbox.Event, ready), cancel: cancel,
+		agentsIn: make(chan mailbox.AgentsUpdate, 1), agentsOut: make(chan mailbox.AgentsUpdate, 1)}
 
 	e.durableMu.RLock()
 	base := e.durable.Seq
@@ -189,23 +246,38 @@ func (e *Engine) pump(ctx context.Context, s *subscription, snap *mailbox.Snapsh
 			last = ev.Seq
 		}
 	}
+	// forward hands on one live event; false ends the subscription.
+	forward := func(ev mailbox.Event, ok bool) bool {
+		switch {
+		case !ok:
+			return false
+		case ev.Seq <= last:
+			return true
+		case ev.Seq != last+1:
+			e.hub.end(s, mailbox.Errorf(mailbox.CodeInternal, "subscriber missed events %d..%d; reconnect to catch up", last+1, ev.Seq-1))
+			return false
+		case !send(ev):
+			return false
+		}
+		last = ev.Seq
+		return true
+	}
 	for {
 		select {
 		case ev, ok := <-s.live:
-			if !ok {
+			if !forward(ev, ok) {
 				return
 			}
-			if ev.Seq <= last {
-				continue
+		case up := <-s.agentsIn:
+			// Every event the listing counts was published before it was
+			// made, so it is waiting in s.live already: hand those on
+			// first, so the listing never gets ahead of them.
+			for n := len(s.live); n > 0; n-- {
+				if ev, ok := <-s.live; !forward(ev, ok) {
+					return
+				}
 			}
-			if ev.Seq != last+1 {
-				e.hub.end(s, mailbox.Errorf(mailbox.CodeInternal, "subscriber missed events %d..%d; reconnect to catch up", last+1, ev.Seq-1))
-				return
-			}
-			if !send(ev) {
-				return
-			}
-			last = ev.Seq
+			offerLatest(s.agentsOut, up)
 		case <-ctx.Done():
 			e.hub.end(s, ctx.Err())
 			return

@@ -20,6 +20,7 @@ func (e *Engine) Send(ctx context.Context, t mailbox.Task) (mailbox.TaskQueuedRe
 	if err != nil {
 		return mailbox.TaskQueuedResponse{}, err
 	}
+	e.seen(t.Sender)
 	var twin string
 	ev, sent, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
 		if id, ok := s.LiveDuplicate(t); ok {
@@ -40,7 +41,8 @@ func (e *Engine) Send(ctx context.Context, t mailbox.Task) (mailbox.TaskQueuedRe
 
 // Lease leases the oldest task queued for recipient ("" = any). The lease is
 // recorded as held by the recipient, or by the caller's principal when
-// leasing on another's behalf without naming a recipient.
+// leasing on another's behalf without naming a recipient. The caller is
+// seen as the recipient it asked for, else as the lease holder.
 func (e *Engine) Lease(ctx context.Context, recipient string) (*mailbox.Task, *mailbox.Lease, error) {
 	if recipient != "" {
 		if err := mailbox.ValidateAgentID("recipient", recipient); err != nil {
@@ -54,10 +56,14 @@ func (e *Engine) Lease(ctx context.Context, recipient string) (*mailbox.Task, *m
 	var task mailbox.Task
 	var lease mailbox.Lease
 	leaseID := e.opts.NewID()
-	_, found, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
+	ev, found, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
 		ev, ok := s.DecideLease(recipient, leasedTo, leaseID, now)
 		return ev, ok, nil
 	}, func(s *mailbox.State, ev mailbox.Event) { task, lease = s.LeaseOf(ev) })
+	if found {
+		leasedTo = ev.LeasedTo
+	}
+	e.seen(leasedTo)
 	if err != nil || !found {
 		return nil, nil, err
 	}
@@ -73,9 +79,17 @@ func (e *Engine) PostResult(ctx context.Context, r mailbox.Result) error {
 	if err != nil {
 		return err
 	}
+	// The caller is seen as the task's lease holder; when the result is
+	// refused, as whom its token speaks for.
+	holder := mailbox.PrincipalFrom(ctx)
 	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
-		return must(s.DecidePostResult(r, now))
+		ev, err := s.DecidePostResult(r, now)
+		if err == nil {
+			holder = ev.LeasedTo
+		}
+		return ev, err == nil, err
 	}, nil)
+	e.seen(holder)
 	return err
 }
 
@@ -85,6 +99,9 @@ func (e *Engine) Drain(ctx context.Context, sender string) (*mailbox.PendingResu
 		if err := mailbox.ValidateAgentID("sender", sender); err != nil {
 			return nil, err
 		}
+		e.seen(sender)
+	} else {
+		e.seen(mailbox.PrincipalFrom(ctx))
 	}
 	var res mailbox.PendingResult
 	_, found, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
@@ -113,9 +130,12 @@ func (e *Engine) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox
 	if err != nil {
 		return mailbox.RepairOutcome{}, err
 	}
-	if out.Action == mailbox.OutcomeRequeued {
+	switch {
+	case out.Action == mailbox.OutcomeRequeued && out.Recipient != "":
+		e.log.Info("lease requeued to another recipient", "task_id", req.TaskID, "principal", principal, "reason", req.Reason, "duplicate_risk", req.Command.DuplicateRisk, "recipient", out.Recipient)
+	case out.Action == mailbox.OutcomeRequeued:
 		e.log.Info("lease requeued", "task_id", req.TaskID, "principal", principal, "reason", req.Reason, "duplicate_risk", req.Command.DuplicateRisk)
-	} else {
+	default:
 		e.log.Info("lease force-errored", "task_id", req.TaskID, "principal", principal, "reason", req.Reason)
 	}
 	return out, nil
@@ -245,6 +265,10 @@ func (e *Engine) EndSubscriptions() { e.hub.closeAll() }
 func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
+	}
+	if e.stopAgents != nil {
+		close(e.stopAgents)
+		<-e.agentsDone
 	}
 	e.hub.closeAll()
 	e.mu.Lock()

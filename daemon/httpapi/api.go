@@ -68,6 +68,7 @@ const (
 	RouteRetryStale    = "POST /a2a/retry-stale"
 	RouteAudit         = "GET /a2a/audit"
 	RouteWhoAmI        = "GET /a2a/whoami"
+	RouteAgents        = "GET /a2a/agents"
 	RouteHealth        = "GET /healthz"
 	RouteMetrics       = "GET /metrics"
 
@@ -87,6 +88,7 @@ var bodiless = map[string]string{
 	RouteQueue:         "give its filters in the query",
 	RouteCompact:       "send it empty",
 	RouteEvents:        "send it empty",
+	RouteAgents:        "send it empty",
 	RouteAudit:         "give limit and task_id in the query",
 	RouteWhoAmI:        "send it empty",
 	RouteHealth:        "send it empty",
@@ -137,6 +139,7 @@ func New(svc mailbox.Service, opts Options) http.Handler {
 	a.handle(RouteRetryStale, a.retryStale)
 	a.handle(RouteAudit, a.audit)
 	a.handle(RouteWhoAmI, a.whoami)
+	a.handle(RouteAgents, a.agents)
 	a.handle(RouteHealth, a.health)
 	a.handle(RouteMetrics, a.metrics)
 	return a

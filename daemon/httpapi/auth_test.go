@@ -151,6 +151,7 @@ func TestAuthMatrix(t *testing.T) {
 		{httpapi.RouteRetryStale + " dry run", fixed("POST", "/a2a/retry-stale", `{}`), "reader", "planner@local", auth.CapRead},
 		{httpapi.RouteRetryStale + " enabled", fixed("POST", "/a2a/retry-stale", `{"enabled":true}`), "operator", "reader", auth.CapRequeue},
 		{httpapi.RouteAudit, fixed("GET", "/a2a/audit", ""), "reader", "planner@local", auth.CapRead},
+		{httpapi.RouteAgents, fixed("GET", "/a2a/agents", ""), "reader", "planner@local", auth.CapRead},
 		{httpapi.RouteWhoAmI, fixed("GET", "/a2a/whoami", ""), "reader", "", ""},
 		{httpapi.RouteMetrics, fixed("GET", "/metrics", ""), "reader", "planner@local", auth.CapRead},
 	}

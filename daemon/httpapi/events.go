@@ -31,11 +31,15 @@ const writeChunk = 64 << 10
 var pingLine = []byte(": ping\n\n")
 
 func (a *api) events(w http.ResponseWriter, r *http.Request) error {
-	p, err := parseParams(r, "last_event_id")
+	p, err := parseParams(r, "last_event_id", "agents")
 	if err != nil {
 		return err
 	}
 	after, err := lastEventID(r, p)
+	if err != nil {
+		return err
+	}
+	withAgents, err := wantsAgents(p)
 	if err != nil {
 		return err
 	}
@@ -85,8 +89,18 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 	heartbeat := time.NewTicker(a.opts.HeartbeatInterval)
 	defer heartbeat.Stop()
 	events := sub.Events()
+	// A nil channel is never ready: a stream that did not ask for the
+	// agents listing never carries it.
+	var agents <-chan mailbox.AgentsUpdate
+	if withAgents {
+		agents = sub.Agents()
+	}
 	var buf bytes.Buffer
+	// pending is a listing that waits for the events already queued
+	// before it: it may count them, so it must not reach the client first.
+	var pending *mailbox.AgentsUpdate
 	for {
+		buf.Reset()
 		select {
 		case <-ctx.Done():
 			return nil
@@ -95,6 +109,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 				a.log.Info("event stream ended: write failed", "err", err)
 				return nil
 			}
+			continue
 		case ev, ok := <-events:
 			if !ok {
 				a.endStream(sub.Err())
@@ -113,39 +128,41 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 				case <-t.C:
 				}
 			}
-			buf.Reset()
 			if err := appendEvent(&buf, ev); err != nil {
 				return err
 			}
-			// Take whatever else is already buffered, so a burst costs
-			// one flush instead of one per event.
-		drain:
-			for buf.Len() < maxBatchBytes {
-				select {
-				case ev, ok = <-events:
-					if !ok {
-						break drain
-					}
-					if err := appendEvent(&buf, ev); err != nil {
-						return err
-					}
-				default:
-					break drain
+		case up := <-agents:
+			pending = &up
+		}
+		open, all, err := gather(&buf, events)
+		if err != nil {
+			return err
+		}
+		if all {
+			select {
+			case up := <-agents:
+				pending = &up
+			default:
+			}
+			if pending != nil {
+				if err := appendAgents(&buf, *pending); err != nil {
+					return err
 				}
+				pending = nil
 			}
-			if err := write(buf.Bytes()); err != nil {
-				a.log.Info("event stream ended: write failed", "err", err)
-				return nil
-			}
-			if buf.Cap() > 4*maxBatchBytes {
-				// A snapshot grew the buffer; do not keep megabytes per
-				// idle subscriber for the life of its stream.
-				buf = bytes.Buffer{}
-			}
-			if !ok {
-				a.endStream(sub.Err())
-				return nil
-			}
+		}
+		if err := write(buf.Bytes()); err != nil {
+			a.log.Info("event stream ended: write failed", "err", err)
+			return nil
+		}
+		if buf.Cap() > 4*maxBatchBytes {
+			// A snapshot grew the buffer; do not keep megabytes per idle
+			// subscriber for the life of its stream.
+			buf = bytes.Buffer{}
+		}
+		if !open {
+			a.endStream(sub.Err())
+			return nil
 		}
 	}
 }
@@ -163,24 +180,61 @@ func (a *api) endStream(err error) {
 	}
 }
 
-// appendEvent writes one SSE event: id is the seq, data one line of JSON
-// (encoding/json escapes every newline inside strings).
-func appendEvent(buf *bytes.Buffer, ev mailbox.Event) error {
-	data, err := ev.Encoded, error(nil)
-	if data == nil {
-		data, err = json.Marshal(ev)
+// gather appends the events already waiting, up to maxBatchBytes, so a
+// burst costs one flush instead of one per event. open is false when the
+// subscription ended; all says no event is left waiting.
+func gather(buf *bytes.Buffer, events <-chan mailbox.Event) (open, all bool, err error) {
+	for buf.Len() < maxBatchBytes {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return false, true, nil
+			}
+			if err := appendEvent(buf, ev); err != nil {
+				return true, false, err
+			}
+		default:
+			return true, true, nil
+		}
 	}
+	return true, false, nil
+}
+
+// appendEvent writes one log event (or snapshot) as an SSE block whose id
+// is its seq.
+func appendEvent(buf *bytes.Buffer, ev mailbox.Event) error {
+	data, err := encodedOnce(ev.Encoded, ev)
 	if err != nil {
 		return err
 	}
-	buf.WriteString("id: ")
-	buf.WriteString(strconv.FormatUint(ev.Seq, 10))
-	buf.WriteString("\nevent: ")
-	buf.WriteString(ev.Type)
+	appendBlock(buf, strconv.FormatUint(ev.Seq, 10), ev.Type, data)
+	return nil
+}
+
+// encodedOnce returns the JSON its producer made once for every subscriber,
+// or encodes v when there is none.
+func encodedOnce(encoded []byte, v any) ([]byte, error) {
+	if encoded != nil {
+		return encoded, nil
+	}
+	return json.Marshal(v)
+}
+
+// appendBlock writes one SSE block: an id line unless id is "" (a block
+// without one leaves the reader's Last-Event-ID as it was), the event type,
+// and data as one line of JSON (encoding/json escapes every newline inside
+// strings).
+func appendBlock(buf *bytes.Buffer, id, typ string, data []byte) {
+	if id != "" {
+		buf.WriteString("id: ")
+		buf.WriteString(id)
+		buf.WriteString("\n")
+	}
+	buf.WriteString("event: ")
+	buf.WriteString(typ)
 	buf.WriteString("\ndata: ")
 	buf.Write(data)
 	buf.WriteString("\n\n")
-	return nil
 }
 
 // lastEventID reads where a subscriber resumes: the Last-Event-ID header

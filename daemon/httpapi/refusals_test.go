@@ -96,6 +96,10 @@ func TestRefusals(t *testing.T) {
 		{"force error without message", "POST", "/a2a/repair", js, `{"task_id":"` + id1 + `","reason":"r","command":{"action":"force_error"}}`, nil, 400, "command.message", []string{"non-empty error message"}},
 		{"force error with posture", "POST", "/a2a/repair", js, `{"task_id":"` + id1 + `","reason":"r","command":{"action":"force_error","message":"m","duplicate_risk":"idempotent"}}`, nil, 400, "command.duplicate_risk", nil},
 		{"repair bad lease id", "POST", "/a2a/repair", js, `{"task_id":"` + id1 + `","reason":"r","command":{"action":"force_error","message":"m","lease_id":"L"}}`, nil, 400, "command.lease_id", nil},
+		{"force error with a recipient", "POST", "/a2a/repair", js, `{"task_id":"` + id1 + `","reason":"r","command":{"action":"force_error","message":"m","recipient":"b@x"}}`, nil, 400, "command.recipient", []string{`not allowed with action "force_error"`}},
+		{"requeue to an empty recipient", "POST", "/a2a/repair", js, `{"task_id":"` + id1 + `","reason":"r","command":{"action":"requeue","duplicate_risk":"operator_accepted","recipient":""}}`, nil, 400, "command.recipient", []string{`got ""`, "omit the field"}},
+		{"requeue to a bad agent id", "POST", "/a2a/repair", js, `{"task_id":"` + id1 + `","reason":"r","command":{"action":"requeue","duplicate_risk":"operator_accepted","recipient":"B@x"}}`, nil, 400, "command.recipient", []string{`got "B@x"`, "lowercase"}},
+		{"requeue to another recipient, unknown task", "POST", "/a2a/repair", js, `{"task_id":"` + id2 + `","reason":"r","command":{"action":"requeue","duplicate_risk":"operator_accepted","recipient":"b@x"}}`, nil, 404, "task_id", nil},
 		{"repair unknown task", "POST", "/a2a/repair", js, `{"task_id":"` + id2 + `","reason":"r","command":{"action":"force_error","message":"m"}}`, nil, 404, "task_id", nil},
 
 		// Query parameters.
@@ -112,6 +116,9 @@ func TestRefusals(t *testing.T) {
 		{"bad query escape", "GET", "/a2a/queue?limit=%zz", "", "", nil, 400, "", []string{"not a valid URL query"}},
 		{"bad Last-Event-ID", "GET", "/a2a/events", "", "", map[string]string{"Last-Event-ID": "abc"}, 400, "Last-Event-ID", []string{`Last-Event-ID: got "abc"`}},
 		{"bad last_event_id", "GET", "/a2a/events?last_event_id=-1", "", "", nil, 400, "last_event_id", nil},
+		{"bad agents switch", "GET", "/a2a/events?agents=maybe", "", "", nil, 400, "agents", []string{`agents: got "maybe"`, "true or false"}},
+		{"agents filter not yet known", "GET", "/a2a/agents?skill=code", "", "", nil, 400, "skill", []string{"unknown query parameter"}},
+		{"agents with a body", "GET", "/a2a/agents", js, `{"skill":"code"}`, nil, 400, "", []string{"takes no body"}},
 
 		// Routing.
 		{"unknown route", "GET", "/a2a/nope", "", "", nil, 404, "", []string{"GET /a2a/nope: no such route"}},

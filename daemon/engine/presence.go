@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// What the agents listing keeps in memory only, beside the durable state:
+// when each agent last called the daemon, and the results each posted in
+// the last few minutes. Neither is in the log (a poll is not a change to
+// the mailbox), so both start empty when the daemon starts.
+
+// ResultWindow is how far back the listing counts posted results.
+const ResultWindow = 5 * time.Minute
+
+// DefaultAgentsInterval is how often, at most, the agents listing is pushed
+// to the event streams that asked for it.
+const DefaultAgentsInterval = time.Second
+
+type presence struct {
+	mu       sync.Mutex
+	lastSeen map[string]int64
+	results  map[string]*resultWindow
+	// changed says the listing may differ from the last one pushed: an
+	// event settled, an agent called, or a result aged out of the window.
+	changed atomic.Bool
+}
+
+// resultWindow holds one agent's results of the last ResultWindow, oldest
+// first, one entry per millisecond with results.
+type resultWindow struct {
+	entries []resultCount
+}
+
+type resultCount struct {
+	atMs      int64
+	ok, error int
+}
+
+func newPresence() *presence {
+	return &presence{lastSeen: make(map[string]int64), results: make(map[string]*resultWindow)}
+}
+
+// seen records that agent called the daemon at nowMs.
+func (p *presence) seen(agent string, nowMs int64) {
+	if agent == "" {
+		return
+	}
+	p.mu.Lock()
+	if p.lastSeen[agent] < nowMs {
+		p.lastSeen[agent] = nowMs
+		p.changed.Store(true)
+	}
+	p.mu.Unlock()
+}
+
+// settled takes note of a durable event: any event may change the listing,
+// and a posted or forced result counts for the agent that held the lease.
+func (p *presence) settled(ev mailbox.Event) {
+	p.changed.Store(true)
+	if ev.Type != mailbox.EventResultPosted && ev.Type != mailbox.EventTaskForceErrored || ev.Result == nil || ev.LeasedTo == "" {
+		return
+	}
+	ok, failed := ev.Result.Status == mailbox.StatusOK, ev.Result.Status == mailbox.StatusError
+	if !ok && !failed {
+		return // partial results are neither
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.results[ev.LeasedTo]
+	if w == nil {
+		w = &resultWindow{}
+		p.results[ev.LeasedTo] = w
+	}
+	n := len(w.entries)
+	if n == 0 || w.entries[n-1].atMs < ev.AtMs {
+		w.entries = append(w.entries, resultCount{atMs: ev.AtMs})
+		n++
+	}
+	// Event times never go backwards in the log, but a clock may: a result
+	// stamped earlier than the newest one is counted with it.
+	if ok {
+		w.entries[n-1].ok++
+	} else {
+		w.entries[n-1].error++
+	}
+}
+
+// prune forgets results older than the window at nowMs and says whether it
+// forgot any.
+func (p *presence) prune(nowMs int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pruned := false
+	for agent, w := range p.results {
+		i := 0
+		for i < len(w.entries) && !inWindow(w.entries[i].atMs, nowMs) {
+			i++
+		}
+		if i == 0 {
+			continue
+		}
+		pruned = true
+		if i == len(w.entries) {
+			delete(p.results, agent)
+			continue
+		}
+		w.entries = append(w.entries[:0], w.entries[i:]...)
+	}
+	return pruned
+}
+
+func inWindow(atMs, nowMs int64) bool { return nowMs-atMs < ResultWindow.Milliseconds() }
+
+// fill completes the state's listing at nowMs with what presence holds, and
+// adds the agents only presence knows.
+func (p *presence) fill(list []mailbox.AgentInfo, nowMs int64) []mailbox.AgentInfo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	known := make(map[string]bool, len(list))
+	for i := range list {
+		known[list[i].Agent] = true
+		p.complete(&list[i], nowMs)
+	}
+	extra := false
+	add := func(agent string) {
+		if !known[agent] {
+			known[agent], extra = true, true
+			a := mailbox.AgentInfo{Agent: agent}
+			p.complete(&a, nowMs)
+			list = append(list, a)
+		}
+	}
+	for agent := range p.lastSeen {
+		add(agent)
+	}
+	for agent := range p.results {
+		add(agent)
+	}
+	if extra {
+		sort.Slice(list, func(i, j int) bool { return list[i].Agent < list[j].Agent })
+	}
+	return list
+}
+
+// complete sets a's last-seen time and windowed result counts; p.mu is held.
+func (p *presence) complete(a *mailbox.AgentInfo, nowMs int64) {
+	a.LastSeenMs = p.lastSeen[a.Agent]
+	if w := p.results[a.Agent]; w != nil {
+		for _, e := range w.entries {
+			if inWindow(e.atMs, nowMs) {
+				a.ResultsOK5m += e.ok
+				a.ResultsError5m += e.error
+			}
+		}
+	}
+}
+
+// Agents lists every agent the durable state knows (as sender, recipient
+// or lease holder) or that called the daemon since it started.
+func (e *Engine) Agents(ctx context.Context) ([]mailbox.AgentInfo, error) {
+	return e.agents(e.opts.Now().UnixMilli()), nil
+}
+
+func (e *Engine) agents(nowMs int64) []mailbox.AgentInfo {
+	e.durableMu.RLock()
+	list := e.durable.Agents(nowMs)
+	e.durableMu.RUnlock()
+	return e.presence.fill(list, nowMs)
+}
+
+// seen records a call by agent at the engine's clock.
+func (e *Engine) seen(agent string) { e.presence.seen(agent, e.opts.Now().UnixMilli()) }
+
+// pushAgents calls pushAgentsNow every interval until stop is closed.
+func (e *Engine) pushAgents(interval time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			e.pushAgentsNow()
+		}
+	}
+}
+
+// pushAgentsNow, when the listing may have changed since the last push,
+// computes it once and offers it to every subscriber that asked for it,
+// and says whether it did. A change with nobody asking is not kept: a
+// stream that starts later hears of the next one.
+func (e *Engine) pushAgentsNow() bool {
+	now := e.opts.Now().UnixMilli()
+	if e.presence.prune(now) {
+		e.presence.changed.Store(true)
+	}
+	if !e.presence.changed.Swap(false) || !e.hub.wantsAgents() {
+		return false
+	}
+	up := mailbox.AgentsUpdate{Type: mailbox.EventAgents, AtMs: now, Agents: e.agents(now)}
+	var err error
+	if up.Encoded, err = json.Marshal(up); err != nil {
+		e.log.Error("the agents listing does not encode", "err", err)
+		return false
+	}
+	e.hub.publishAgents(up)
+	return true
+}

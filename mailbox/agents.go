@@ -1,0 +1,120 @@
+package mailbox
+
+import "sort"
+
+// EventAgents is the type of the agents listing pushed on the event stream
+// (AgentsUpdate). Like a snapshot it is never logged or applied; unlike
+// every other event it has no seq, so it is written without an id and never
+// moves a subscriber's resume point.
+const EventAgents = "agents"
+
+// AgentInfo is what the daemon knows about one agent. Queued, InFlight,
+// OldestLeaseAgeMs and ResultsPending come from the durable state (Agents);
+// the daemon adds the rest from memory: results posted in the last five
+// minutes and when the agent last called it.
+type AgentInfo struct {
+	Agent string `json:"agent"`
+	// Queued counts the tasks waiting for the agent as their recipient.
+	Queued int `json:"queued"`
+	// InFlight counts the leases the agent holds; OldestLeaseAgeMs is the
+	// age of the oldest of them (0 when it holds none).
+	InFlight         int   `json:"in_flight"`
+	OldestLeaseAgeMs int64 `json:"oldest_lease_age_ms"`
+	// ResultsPending counts results waiting for the agent, as the sender,
+	// to drain them.
+	ResultsPending int `json:"results_pending"`
+	// ResultsOK5m and ResultsError5m count the results the agent posted (as
+	// the lease holder) with status ok or error in the last five minutes;
+	// forced errors count as errors.
+	ResultsOK5m    int `json:"results_ok_5m"`
+	ResultsError5m int `json:"results_error_5m"`
+	// LastSeenMs is when the agent last called the daemon (send, lease,
+	// result or drain); 0 when it has not since the daemon started.
+	LastSeenMs int64 `json:"last_seen_ms"`
+}
+
+// AgentsResponse answers GET /a2a/agents: one object per agent, sorted by
+// agent id.
+type AgentsResponse struct {
+	Kind   string      `json:"kind"`
+	Agents []AgentInfo `json:"agents"`
+}
+
+// AgentsUpdate is the agents listing as pushed on the event stream
+// (`event: agents`, no id), at most once a second and only after a change.
+type AgentsUpdate struct {
+	Type   string      `json:"type"` // EventAgents
+	AtMs   int64       `json:"at_ms"`
+	Agents []AgentInfo `json:"agents"`
+
+	// Encoded, when set, is this update's JSON, made once for every
+	// subscriber; never part of the JSON itself.
+	Encoded []byte `json:"-"`
+}
+
+// Agents returns, at time nowMs and sorted by agent id, every agent the
+// state knows: as the sender or recipient of a task it remembers, or as a
+// lease holder. It fills in the counts the state holds; the rest is zero.
+func (s *State) Agents(nowMs int64) []AgentInfo {
+	byID := make(map[string]*AgentInfo, len(s.agents))
+	get := func(id string) *AgentInfo {
+		a, ok := byID[id]
+		if !ok {
+			a = &AgentInfo{Agent: id}
+			byID[id] = a
+		}
+		return a
+	}
+	for id := range s.agents {
+		get(id)
+	}
+	for id, h := range s.byRecipient {
+		get(id).Queued = h.Len()
+	}
+	for _, t := range s.inFlight {
+		a := get(t.LeasedTo)
+		a.InFlight++
+		a.OldestLeaseAgeMs = max(a.OldestLeaseAgeMs, nowMs-t.LeasedAtMs)
+	}
+	for id, h := range s.bySender {
+		get(id).ResultsPending = h.Len()
+	}
+	out := make([]AgentInfo, 0, len(byID))
+	for _, a := range byID {
+		out = append(out, *a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
+	return out
+}
+
+// addTask remembers t, and the agents it names.
+func (s *State) addTask(t *taskRec) {
+	s.tasks[t.Task.ID] = t
+	s.countAgent(t.Task.Sender, 1)
+	s.countAgent(t.Task.Recipient, 1)
+}
+
+// dropTask forgets t, and the agents only it named.
+func (s *State) dropTask(t *taskRec) {
+	delete(s.tasks, t.Task.ID)
+	s.countAgent(t.Task.Sender, -1)
+	s.countAgent(t.Task.Recipient, -1)
+}
+
+func (s *State) countAgent(id string, d int) {
+	if n := s.agents[id] + d; n > 0 {
+		s.agents[id] = n
+	} else {
+		delete(s.agents, id)
+	}
+}
+
+// moveTask hands a task that is not queued to another recipient; its
+// idempotency twin tracking follows it.
+func (s *State) moveTask(t *taskRec, recipient string) {
+	s.untrackLive(t)
+	s.countAgent(t.Task.Recipient, -1)
+	t.Task.Recipient = recipient
+	s.countAgent(recipient, 1)
+	s.trackLive(t)
+}
