@@ -8,6 +8,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/r3labs/sse/v2 v2.10.0
 	github.com/rivo/tview v0.42.0
+	golang.org/x/term v0.37.0
 	gopkg.in/cenkalti/backoff.v1 v1.1.0
 	gopkg.in/yaml.v3 v3.0.1
 )
@@ -18,6 +19,5 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	golang.org/x/net v0.6.0 // indirect
 	golang.org/x/sys v0.38.0 // indirect
-	golang.org/x/term v0.37.0 // indirect
 	golang.org/x/text v0.31.0 // indirect
 )
