@@ -61,7 +61,6 @@ func (c *paneContent) fillAudit(s *cellSlot, i int) {
 	text(4, mailbox.ShortID(a.TaskID))
 	text(5, strconv.Itoa(a.Attempt))
 	text(6, oneLine(a.Reason))
-	s.cells[6].MaxWidth, s.cells[6].Expansion = 60, 1
 	text(7, mailbox.ShortID(a.LeaseID))
 	text(8, auditPosture(a))
 }
@@ -79,7 +78,7 @@ func renderRepairs(b *strings.Builder, d detail, nowMs int64) {
 	for i := range d.repairs {
 		a := &d.repairs[i]
 		fmt.Fprintf(b, "%s  %s ago  [::b]%s[::-] by %s  lease %s  attempt %d\n", formatClock(a.AtMs), formatAge(msAge(nowMs, a.AtMs)),
-			auditAction(a), escapeTags(auditPrincipal(a)), escapeTags(orDash(mailbox.ShortID(a.LeaseID))), a.Attempt)
+			auditAction(a), escapeTags(auditPrincipal(a)), escapeTags(orDash(a.LeaseID)), a.Attempt)
 		fmt.Fprintf(b, "          posture %s  reason %s\n", escapeTags(auditPosture(a)), escapeTags(strconv.Quote(a.Reason)))
 	}
 	if d.moreRepairs {

@@ -83,7 +83,7 @@ func TestAuditRowsNewestFirstAndFiltered(t *testing.T) {
 	}
 	for _, tt := range tests {
 		// A sort chosen on another pane must not reorder the trail.
-		got := tasks(selectRows(rs, paneAudit, viewParams{filter: tt.filter, sort: sortRecipient}, staleness{}))
+		got := tasks(selectRows(rs, paneAudit, viewParams{filter: tt.filter, sort: sortSpec{key: 'C'}}, staleness{}))
 		if got != tt.want {
 			t.Errorf("Audit filter %q = [%s], want [%s]", tt.filter, got, tt.want)
 		}
@@ -99,7 +99,7 @@ func TestAuditPaneCells(t *testing.T) {
 		row  int
 		want []string // AGE AT BY ACTION TASK ATT REASON LEASE POSTURE
 	}{
-		{0, paneColumns[paneAudit]},
+		{0, auditHeadings()},
 		{1, []string{"1m00s", formatClock(r.auto.AtMs), "mailroom/retry-stale", "requeued (auto)", short(r.autoID), "1",
 			mailbox.RetryStaleReason, short(r.autoLease), "idempotent"}},
 		{2, []string{"1m10s", formatClock(r.forced.AtMs), "(no auth)", "forced_error", short(r.forcedID), "1",
@@ -113,7 +113,7 @@ func TestAuditPaneCells(t *testing.T) {
 	for _, tt := range tests {
 		for col, want := range tt.want {
 			if got := pc.GetCell(tt.row, col).Text; got != want {
-				t.Errorf("row %d %s = %q, want %q", tt.row, paneColumns[paneAudit][col], got, want)
+				t.Errorf("row %d %s = %q, want %q", tt.row, paneColumns[paneAudit][col].heading, got, want)
 			}
 		}
 	}
@@ -182,6 +182,14 @@ func TestDetailRepairHistory(t *testing.T) {
 	if text := renderDetail(id, d, now); !strings.Contains(text, "the Audit pane lists them all") {
 		t.Errorf("a capped repair history does not say where the rest are:\n%s", text)
 	}
+}
+
+func auditHeadings() []string {
+	var hs []string
+	for _, col := range paneColumns[paneAudit] {
+		hs = append(hs, col.heading)
+	}
+	return hs
 }
 
 // repairEntry returns the repair history entry (its two lines joined) whose

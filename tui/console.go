@@ -1,13 +1,14 @@
 // Package tui is Mailroom's live operator console: a tview application that
 // keeps a replica of the mailbox state from the daemon's event stream, shows
 // queued tasks, leases, pending results and the repair audit trail in four
-// panes, and repairs stuck leases through guarded requeue and force-error
-// dialogs.
+// panes, and repairs stuck leases, one or many, through guarded requeue and
+// force-error dialogs.
 package tui
 
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"time"
 
@@ -24,6 +25,9 @@ type Backend interface {
 	// reconnecting by itself; the channel closes when ctx ends.
 	Subscribe(ctx context.Context, fromSeq uint64, onState func(client.ConnState)) <-chan mailbox.Event
 	Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox.RepairOutcome, error)
+	// WhoAmI says whom the token speaks for and what it may do: the header
+	// shows the one, the repair keys follow the other.
+	WhoAmI(ctx context.Context) (mailbox.WhoAmI, error)
 	BaseURL() string
 }
 
@@ -39,15 +43,24 @@ type Options struct {
 	// StaleAfter is how long a lease is held before the console calls it
 	// stale. Zero means DefaultStaleAfter.
 	StaleAfter time.Duration
-	// Principal is whom the console's token speaks for (as the daemon's
-	// whoami says), shown in the header; empty means the daemon runs
-	// without tokens, and the header says "no auth".
+	// Principal is whom the console's token speaks for, as the daemon's
+	// whoami said before the console started; the header shows it until
+	// the console's own whoami is answered. The console asks the daemon
+	// itself, for the principal and the capabilities the repair keys need,
+	// and says "no auth" only once the daemon has said so.
 	Principal string
 	// Now is the clock ages and staleness are measured with; nil is
 	// time.Now.
 	Now func() time.Time
 	// Screen is the terminal to draw on; nil opens the real terminal.
 	Screen tcell.Screen
+	// Clipboard receives the OSC 52 sequence that puts a copied id on the
+	// operator's clipboard (y); nil writes it to the terminal, which works
+	// over SSH and, with set-clipboard on, in tmux.
+	Clipboard io.Writer
+	// ExportDir is where Ctrl-S and J save a pane; empty is the current
+	// directory.
+	ExportDir string
 }
 
 // DefaultStaleAfter is how old a lease gets before it is shown as stale.
@@ -65,26 +78,39 @@ const repairTimeout = 30 * time.Second
 type Console struct {
 	opts    Options
 	backend Backend
-	keys    registry
-	model   *model
+	// keys are the bindings in force: base less what the token may not do.
+	keys, base registry
+	model      *model
 
 	app         *tview.Application
 	pages       *tview.Pages
 	main        *tview.Flex
-	header      *tview.TextView
+	header      *fitView
 	panes       [paneCount]*pane
 	flashView   *tview.TextView
 	filterInput *tview.InputField
-	hints       *tview.TextView
+	hints       *fitView
 
 	// UI-goroutine state.
 	focus   paneID
+	zoomed  bool
 	rows    *rows
 	status  status
-	perS    float64
+	spark   [sparkSeconds]int // the daemon's events per second, oldest first
 	flashAt time.Time
 	flashOK bool // an info flash, cleared after a while; errors stay
 	dialog  *repairDialog
+	details []string // the detail views open, the task ids, oldest first
+	// pageFlash is the open detail view's outcome line.
+	pageFlash *tview.TextView
+	// who is the daemon's whoami answer; nil until it answers. whoErr is
+	// its refusal of the token.
+	who    *mailbox.WhoAmI
+	whoErr error
+	// lastReason and lastMessage are offered again by the next dialog.
+	lastReason, lastMessage string
+	// screen is the terminal the application draws on, for the clipboard.
+	screen tcell.Screen
 	// stopping is set on the UI goroutine when Run stops the application.
 	stopping bool
 
@@ -104,24 +130,26 @@ func New(backend Backend, opts Options) *Console {
 	if opts.Addr == "" {
 		opts.Addr = backend.BaseURL()
 	}
-	c := &Console{opts: opts, backend: backend, keys: defaultRegistry(), model: newModel(), app: tview.NewApplication()}
+	c := &Console{opts: opts, backend: backend, base: defaultRegistry(), model: newModel(), app: tview.NewApplication()}
 	if opts.ReadOnly {
-		c.keys = c.keys.withoutDangerous()
+		c.base = c.base.withoutDangerous()
 	}
+	// Until the daemon says what the token may do, nothing that needs a
+	// capability is offered.
+	c.keys = c.base.allowedBy(nil)
 	c.layout()
 	return c
 }
 
 func (c *Console) layout() {
-	c.header = tview.NewTextView().SetDynamicColors(true).SetWrap(false)
-	c.flashView = tview.NewTextView().SetDynamicColors(true).SetWrap(false)
-	c.hints = tview.NewTextView().SetDynamicColors(true).SetWrap(false)
+	c.header = newFitView(c.headerText)
+	c.flashView = tview.NewTextView().SetDynamicColors(true).SetWrap(true)
+	c.hints = newFitView(func(width int) string { return c.keys.hintText(c.focus, width) })
 	c.filterInput = tview.NewInputField().SetFieldWidth(40)
 	c.filterInput.SetChangedFunc(func(text string) {
 		p := c.panes[c.focus]
 		p.params.filter = text
 		p.show(c.rows)
-		c.renderTitles()
 	})
 	c.filterInput.SetDoneFunc(func(key tcell.Key) {
 		if key == tcell.KeyEscape {
@@ -147,19 +175,26 @@ func (c *Console) layout() {
 		}
 		return ev
 	})
+	c.app.SetBeforeDrawFunc(func(screen tcell.Screen) bool {
+		c.screen = screen
+		// The outcome line grows to three rows for a long outcome (where a
+		// file was saved, an error): it is shown whole.
+		w, _ := screen.Size()
+		c.main.ResizeItem(c.flashView, max(1, min(3, wrappedRows(c.flashView.GetText(false), w))), 0)
+		return false
+	})
 	c.pages = tview.NewPages().AddPage(pageMain, c.main, true, true)
 	c.app.SetRoot(c.pages, true)
 	c.focusPane(paneQueue)
-	c.renderHeader()
 }
 
 // Page names.
 const (
-	pageMain     = "main"
-	pageDetail   = "detail"
-	pageHelp     = "help"
-	pageDialog   = "dialog"
-	pageConflict = "conflict"
+	pageMain    = "main"
+	pageDetail  = "detail"
+	pageHelp    = "help"
+	pageDialog  = "dialog"
+	pageOutcome = "outcome"
 )
 
 // Run shows the console until the operator quits (nil) or ctx ends. A
@@ -178,6 +213,7 @@ func (c *Console) Run(ctx context.Context) error {
 		c.readStream(ctx)
 	}()
 	c.bg.spawn(func() { c.drawLoop(ctx) })
+	c.bg.spawn(func() { c.askWhoAmI(ctx) })
 
 	// Stop the application only after every goroutine that queues updates
 	// has finished: an update queued after the event loop ends would block
@@ -249,10 +285,9 @@ func (c *Console) drawLoop(ctx context.Context) {
 	tick := time.NewTicker(frameInterval)
 	defer tick.Stop()
 	var (
-		builtVer, drawnConn, drawnGap uint64
-		drawnPerS                     float64
-		agedAt, nextBuild             time.Time
-		r                             rate
+		builtVer, drawnConn, drawnGap, drawnHeld uint64
+		drawnSpark                               [sparkSeconds]int
+		agedAt, nextBuild                        time.Time
 	)
 	for {
 		select {
@@ -263,7 +298,7 @@ func (c *Console) drawLoop(ctx context.Context) {
 		// Pacing is real time; what the rows show is the console's clock.
 		now, clock := time.Now(), c.opts.Now()
 		st := c.model.status()
-		perS := r.update(now, st.applied)
+		spark := c.model.eventsPerSecond(clock.UnixMilli())
 		var fresh *rows
 		if st.version != builtVer && !now.Before(nextBuild) {
 			fresh = c.model.rows()
@@ -274,16 +309,16 @@ func (c *Console) drawLoop(ctx context.Context) {
 			builtVer = fresh.version
 		}
 		aged := clock.Sub(agedAt) >= time.Second || clock.Before(agedAt)
-		if fresh == nil && st.connVer == drawnConn && st.gapVer == drawnGap && perS == drawnPerS && !aged {
+		if fresh == nil && st.connVer == drawnConn && st.gapVer == drawnGap && uint64(st.held) == drawnHeld && spark == drawnSpark && !aged {
 			continue
 		}
-		drawnConn, drawnGap, drawnPerS, agedAt = st.connVer, st.gapVer, perS, clock
-		c.app.QueueUpdateDraw(func() { c.install(fresh, st, perS) })
+		drawnConn, drawnGap, drawnHeld, drawnSpark, agedAt = st.connVer, st.gapVer, uint64(st.held), spark, clock
+		c.app.QueueUpdateDraw(func() { c.install(fresh, st, spark) })
 	}
 }
 
 // install shows new rows and status; it runs on the UI goroutine.
-func (c *Console) install(fresh *rows, st status, perS float64) {
+func (c *Console) install(fresh *rows, st status, spark [sparkSeconds]int) {
 	if st.gapVer != c.status.gapVer {
 		// A gap can open and close between two frames; say so either way.
 		if st.gap != nil {
@@ -292,7 +327,7 @@ func (c *Console) install(fresh *rows, st status, perS float64) {
 			c.flash(true, "resynced from a fresh snapshot after a gap in the event stream")
 		}
 	}
-	c.status, c.perS = st, perS
+	c.status, c.spark = st, spark
 	if fresh != nil {
 		c.rows = fresh
 		for _, p := range c.panes {
@@ -305,8 +340,46 @@ func (c *Console) install(fresh *rows, st status, perS float64) {
 		c.flashView.SetText("")
 		c.flashAt = time.Time{}
 	}
-	c.renderHeader()
+	c.refreshDialog()
 	c.renderTitles()
+}
+
+// askWhoAmI asks the daemon whom the token speaks for until it answers (it
+// may not be up yet: then again when the stream connects, or after a
+// while), and installs the answer on the UI goroutine.
+func (c *Console) askWhoAmI(ctx context.Context) {
+	wait := 100 * time.Millisecond
+	for {
+		rctx, cancel := context.WithTimeout(ctx, repairTimeout)
+		who, err := c.backend.WhoAmI(rctx)
+		cancel()
+		var appErr *mailbox.Error
+		if err == nil || errors.As(err, &appErr) {
+			c.app.QueueUpdateDraw(func() { c.setWhoAmI(who, err) })
+			return
+		}
+		retry := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			retry.Stop()
+			return
+		case <-retry.C:
+		case <-c.model.wentLive:
+			retry.Stop()
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// setWhoAmI installs the daemon's answer: the header names the principal,
+// and the repair keys are those the token's capabilities allow.
+func (c *Console) setWhoAmI(who mailbox.WhoAmI, err error) {
+	if err != nil {
+		c.whoErr = err
+		return
+	}
+	c.who = &who
+	c.keys = c.base.allowedBy(who.Capabilities)
 }
 
 // group runs the goroutines that queue UI updates, and lets Run wait for

@@ -62,7 +62,7 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 	r.scr.waitForText(t, "worker-b is gone")
 
 	r.scr.press(char('4'))
-	f = r.scr.waitForText(t, "[4] Audit 2  newest first")
+	f = r.scr.waitForText(t, "[4] Audit 1-2 of 2  newest first")
 	forcedLine, requeuedLine := f.lineWith("worker-b is gone"), f.lineWith("worker-a crashed mid-task")
 	for _, tt := range []struct{ line, task, lease, action, posture string }{
 		{forcedLine, forced, leaseB.LeaseID, "forced_error", "-"},
@@ -77,7 +77,7 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 	if !listedAbove(f, "worker-b is gone", "worker-a crashed mid-task") {
 		t.Errorf("the Audit pane should list the newer forced error above the older requeue:\n%s", f)
 	}
-	if !f.contains("<1 2 3 4> pane") {
+	if !f.contains("<1-4> pane") {
 		t.Errorf("the hint bar does not offer the Audit pane's key:\n%s", f)
 	}
 
@@ -85,8 +85,8 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 	r.scr.press(char('/'))
 	r.scr.typeText("crashed")
 	f = r.scr.waitForText(t, "filter:/crashed")
-	if !f.contains("1 of 2") || strings.Contains(f.lineWith("worker-b is gone"), "oncall-ann") {
-		t.Errorf("filter crashed should leave only the requeue (1 of 2):\n%s", f)
+	if !f.contains("[4] Audit 1 of 1 filtered from 2") || strings.Contains(f.lineWith("worker-b is gone"), "oncall-ann") {
+		t.Errorf("filter crashed should leave only the requeue (1 of 1 filtered from 2):\n%s", f)
 	}
 	r.scr.press(key(tcell.KeyEscape))
 	r.scr.waitForNoText(t, "filter:/crashed")
@@ -109,7 +109,7 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 		t.Errorf("the requeued task's detail lists another task's repair:\n%s", f)
 	}
 	r.scr.press(key(tcell.KeyEscape))
-	r.scr.waitForText(t, "[4] Audit 2")
+	r.scr.waitForText(t, "[4] Audit 1-2 of 2")
 
 	// Tab from Results reaches Audit, and Tab from Audit wraps to Queue.
 	r.scr.press(char('3'), key(tcell.KeyTab), char('/'))
@@ -160,7 +160,7 @@ func TestAuditPaneLayout(t *testing.T) {
 	t.Run("160x48", func(t *testing.T) {
 		// Tall enough for four readable panes: every repair shows unfocused.
 		r := runConsoleSized(t, fb, Options{}, 160, 48)
-		f := r.scr.waitForText(t, "[4] Audit 3")
+		f := r.scr.waitForText(t, "[4] Audit 1-3 of 3")
 		for _, want := range []string{"requeued (auto)", "(no auth)", "worker-a crashed mid-task", "archive the logs", "error (forced)"} {
 			if !f.contains(want) {
 				t.Errorf("a 160x48 console lacks %q:\n%s", want, f)
@@ -169,10 +169,10 @@ func TestAuditPaneLayout(t *testing.T) {
 	})
 	t.Run("80x24", func(t *testing.T) {
 		r := runConsoleSized(t, fb, Options{}, 80, 24)
-		f := r.scr.waitForText(t, "[4] Audit 3")
-		// Queue, Leases and Results keep their rows; Audit is a strip with
-		// the newest repair, at the bottom.
-		for _, want := range []string{short(rp.autoID), "rotate the keys", "worker-a@local", "error (forced)", "requeued (auto)"} {
+		f := r.scr.waitForText(t, "[4] Audit 1 of 3") // the strip shows the newest
+		// Queue, Leases and Results keep their rows, from the first;
+		// Audit is a strip with the newest repair, at the bottom.
+		for _, want := range []string{short(rp.autoID), "never repair", "worker-a@local", "error (forced)", "requeued (auto)"} {
 			if !f.contains(want) {
 				t.Errorf("an 80x24 console lacks %q:\n%s", want, f)
 			}
@@ -198,7 +198,7 @@ func TestAuditPaneLayout(t *testing.T) {
 		lease := rp.src.lease("worker-c@local")
 		fb.publish(lease, rp.src.emit(rp.src.s.DecideRepair(mailbox.RepairRequest{TaskID: lease.TaskID, Reason: "worker-c keeps timing out",
 			Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: lease.LeaseID, Message: "timed out"}}, "oncall-bob", rp.src.nowMs)))
-		f = r.scr.waitForText(t, "[4] Audit 4")
+		f = r.scr.waitForText(t, "[4] Audit 1 of 4")
 		if !f.contains("oncall-bob") || f.contains("requeued (auto)") {
 			t.Errorf("the Audit strip should show the repair just made, and only it:\n%s", f)
 		}
@@ -209,7 +209,7 @@ func TestAuditEnterOnAForgottenTask(t *testing.T) {
 	rp := newRepaired(t)
 	fb := newFakeBackend(rp.src)
 	r := runConsole(t, fb, Options{})
-	r.scr.waitForText(t, "[4] Audit 3")
+	r.scr.waitForText(t, "[4] Audit 1-3 of 3")
 	<-fb.subscribed
 	// The replica forgets drained tasks at once, as a daemon with a small
 	// retention would; the repair trail keeps them.

@@ -30,7 +30,7 @@ func TestGapResyncsFromAFreshSnapshot(t *testing.T) {
 	f := r.scr.waitFor(t, "all three tasks", func(f frame) bool {
 		return f.contains("lost on the way") && f.contains("after the gap") && f.contains("known task")
 	})
-	if !f.contains("[1] Queue 3 ") {
+	if !f.contains("[1] Queue 1-3 of 3 ") {
 		t.Errorf("after the resync the Queue should hold 3 tasks:\n%s", f)
 	}
 }
@@ -54,7 +54,7 @@ func TestBurstIsDrawnAtABoundedFrameRate(t *testing.T) {
 		}
 	}
 	fb.publish(evs...)
-	r.scr.waitForText(t, fmt.Sprintf("queued %d ", n))
+	r.scr.waitForText(t, "queued "+commas(n)+" ")
 	elapsed := time.Since(start)
 	frames := r.scr.frames() - framesBefore
 	// 30 frames a second at most, plus one for the last install.

@@ -61,6 +61,52 @@ func TestDetailViewShowsHistoryAndFamily(t *testing.T) {
 	}
 }
 
+// The detail view shows every id in full and links the parent and each
+// child: Tab moves between them, Enter opens one, Esc goes back.
+func TestDetailViewOpensParentAndChildren(t *testing.T) {
+	t.Parallel()
+	d, api := startMailbox(t)
+	parent := api.send("worker-a@local", "plan the launch")
+	child1 := api.send("worker-b@local", "write the announcement", withParent(parent))
+	child2 := api.send("worker-c@local", "book the venue", withParent(parent))
+	_, lease := api.lease("worker-a@local")
+	forSizes(t, func(t *testing.T, w, h int) {
+		r := runConsoleSized(t, api.c, Options{Addr: d.URL()}, w, h)
+		r.scr.waitForText(t, short(child2))
+		r.scr.press(char('2'), key(tcell.KeyEnter))
+		f := r.scr.waitForText(t, "Task "+parent)
+		for _, want := range []string{lease.LeaseID, "children " + child1, "         " + child2, "parent -", "<Tab> next link"} {
+			if !f.contains(want) {
+				t.Errorf("the detail view lacks %q in full:\n%s", want, f)
+			}
+		}
+		if !inverted(f, child1) || inverted(f, child2) {
+			t.Errorf("the first child should be the highlighted link:\n%s", f)
+		}
+
+		r.scr.press(key(tcell.KeyEnter))
+		f = r.scr.waitForText(t, "Task "+child1)
+		if !f.contains("parent " + parent) {
+			t.Errorf("the child's detail lacks its parent:\n%s", f)
+		}
+		r.scr.press(key(tcell.KeyEscape))
+		r.scr.waitForText(t, "Task "+parent)
+		r.scr.press(key(tcell.KeyTab), key(tcell.KeyEnter))
+		r.scr.waitForText(t, "Task "+child2)
+		r.scr.press(key(tcell.KeyEnter)) // its one link: the parent
+		r.scr.waitForText(t, "Task "+parent)
+		r.scr.press(key(tcell.KeyEscape))
+		r.scr.waitForText(t, "Task "+child2)
+		r.scr.press(key(tcell.KeyEscape))
+		r.scr.waitForText(t, "Task "+parent)
+		r.scr.press(key(tcell.KeyEscape))
+		f = r.scr.waitForNoText(t, "Task ")
+		if !strings.Contains(f.lines[len(f.lines)-1], "<R> requeue") {
+			t.Errorf("the last Esc should be back on the Leases pane:\n%s", f)
+		}
+	})
+}
+
 func TestPauseHoldsUpdatesUntilResumed(t *testing.T) {
 	t.Parallel()
 	d, c := startDaemon(t)
@@ -79,20 +125,20 @@ func TestPauseHoldsUpdatesUntilResumed(t *testing.T) {
 
 	r.scr.press(char('p'))
 	f = r.scr.waitForText(t, "while paused")
-	if f.contains("paused (") || !f.contains("[1] Queue 2 ") {
+	if f.contains("paused (") || !f.contains("[1] Queue 1-2 of 2 ") {
 		t.Errorf("after resume: want live with both tasks:\n%s", f)
 	}
 }
 
 func TestForceErrorOnALease(t *testing.T) {
 	t.Parallel()
-	d, c := startDaemon(t)
+	d, c := startAuthDaemon(t)
 	api := agentAPI{t, c}
 	id := api.send("worker-a@local", "download the changelog")
 	api.lease("worker-a@local")
-	r := runConsole(t, c, Options{Addr: d.URL(), Principal: "ops@local"})
+	r := runConsole(t, c, Options{Addr: d.URL()})
 	r.scr.waitForText(t, "download the changelog")
-	if f := r.scr.waitForText(t, "as ops@local"); !f.contains("● live") {
+	if f := r.scr.waitForText(t, "as oncall-ann"); !f.contains("● live") {
 		t.Errorf("header lacks the live state:\n%s", f)
 	}
 
@@ -103,15 +149,17 @@ func TestForceErrorOnALease(t *testing.T) {
 	r.scr.waitForNoText(t, "Force an error result")
 
 	// Both fields are required; each refusal puts the focus on the field.
+	// The focus starts in the reason; Enter moves on to the message, then
+	// to Force error, and presses it.
 	r.scr.press(char('E'))
 	r.scr.waitForText(t, "Force an error result")
-	r.scr.press(key(tcell.KeyTab), key(tcell.KeyEnter)) // Cancel -> Force error
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter), key(tcell.KeyEnter))
 	r.scr.waitForText(t, "a reason is required")
 	r.scr.typeText("worker is gone")
-	r.scr.press(key(tcell.KeyTab), key(tcell.KeyTab), key(tcell.KeyTab), key(tcell.KeyEnter)) // -> message -> Cancel -> Force error
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter), key(tcell.KeyEnter)) // -> message -> Force error, press it
 	r.scr.waitForText(t, "a message is required")
 	r.scr.typeText("given up after the worker vanished")
-	r.scr.press(key(tcell.KeyTab), key(tcell.KeyTab), key(tcell.KeyEnter))
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
 
 	r.scr.waitForText(t, "forced error on "+short(id))
 	f := r.scr.waitFor(t, "the forced result in the Results pane", func(f frame) bool { return f.contains("error (forced)") })
@@ -124,6 +172,8 @@ func TestForceErrorOnALease(t *testing.T) {
 	}
 }
 
+// A repair that cannot reach the daemon flashes red and keeps the dialog
+// open with everything typed, the error in full, to send again.
 func TestRepairAgainstAStoppedDaemonFlashesRed(t *testing.T) {
 	t.Parallel()
 	d, c := startDaemon(t)
@@ -134,17 +184,27 @@ func TestRepairAgainstAStoppedDaemonFlashesRed(t *testing.T) {
 	r.scr.waitForText(t, "classify the tickets")
 	openRequeue(t, r, id)
 	d.Stop()
-	r.scr.press(key(tcell.KeyBacktab))
 	r.scr.typeText("stuck")
-	r.scr.press(key(tcell.KeyTab), key(tcell.KeyTab), key(tcell.KeyEnter))
-	f := r.scr.waitForText(t, "repair of "+short(id)+" failed")
-	y, x, _ := f.find("repair of")
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
+	f := r.scr.waitFor(t, "the failure flashed", func(f frame) bool {
+		return strings.HasPrefix(strings.TrimSpace(f.lines[len(f.lines)-2]), "repair of "+short(id)+" failed")
+	})
+	y := len(f.lines) - 2
+	_, x, _ := frame{lines: f.lines[y:]}.find("repair of")
 	if fg, _, _ := f.styles[y][x].Decompose(); fg != tcell.ColorRed {
 		t.Errorf("a failed repair flashes in %v, want red", fg)
 	}
-	if f.contains("Requeue task") {
-		t.Errorf("the dialog stayed open after the failure:\n%s", f)
+	if !f.contains("Requeue task") || !f.contains("stuck") || !f.contains("cannot reach") {
+		t.Errorf("the dialog should stay open with the reason typed and the whole error:\n%s", f)
 	}
+	// The dialog says the console is not connected any more.
+	r.scr.waitForText(t, "Not connected to the daemon")
+
+	// The daemon is back: Enter on Requeue (it kept the focus) sends again.
+	d.Restart()
+	r.scr.waitForText(t, "● live")
+	r.scr.press(key(tcell.KeyEnter))
+	r.scr.waitForText(t, "requeued "+short(id)+" (attempt 1)")
 }
 
 // TestEscClosesAnOpenListBeforeTheDialog: in the requeue dialog, Esc on the
@@ -160,8 +220,7 @@ func TestEscClosesAnOpenListBeforeTheDialog(t *testing.T) {
 	r.scr.waitForText(t, "classify the feedback")
 	openRequeue(t, r, id)
 
-	r.scr.press(key(tcell.KeyBacktab)) // Cancel -> reason
-	r.scr.typeText("worker wedged")
+	r.scr.typeText("worker wedged")                         // the reason has the focus
 	r.scr.press(key(tcell.KeyBacktab), key(tcell.KeyEnter)) // reason -> duplicate risk, open its list
 	r.scr.waitFor(t, "the open duplicate-risk list", func(f frame) bool {
 		return strings.Count(f.String(), "operator_accepted") == 1 && strings.Count(f.String(), "idempotent") >= 2

@@ -2,7 +2,9 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +23,13 @@ func startDaemon(t *testing.T) (*daemontest.Daemon, *client.Client) {
 	t.Helper()
 	d := daemontest.Start(t, daemontest.Options{})
 	return d, newClient(t, d.URL())
+}
+
+// startMailbox starts a daemon and returns it with the agents' API on it.
+func startMailbox(t *testing.T) (*daemontest.Daemon, agentAPI) {
+	t.Helper()
+	d, c := startDaemon(t)
+	return d, agentAPI{t, c}
 }
 
 func newClient(t *testing.T, addr string) *client.Client {
@@ -83,6 +92,39 @@ func (a agentAPI) entry(taskID string) (mailbox.QueueEntry, bool) {
 	return mailbox.QueueEntry{}, false
 }
 
+// fill sends n tasks to recipient, intents "<prefix> 0001".., in order,
+// and returns their ids.
+func (a agentAPI) fill(recipient, prefix string, n int) []string {
+	a.t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = a.send(recipient, fmt.Sprintf("%s %04d", prefix, i+1))
+	}
+	return ids
+}
+
+// leaseAll leases n tasks of recipient, concurrently: the daemon orders
+// leases by time and send order, which is the order the tasks were sent.
+func (a agentAPI) leaseAll(recipient string, n int) {
+	a.t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if task, _, err := a.c.Lease(context.Background(), recipient); err != nil || task == nil {
+				errs <- fmt.Errorf("lease for %s = %v, %v", recipient, task, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		a.t.Fatal(err)
+	}
+}
+
 func short(id string) string { return mailbox.ShortID(id) }
 
 func TestPanesShowSentLeasedAndResultedTasks(t *testing.T) {
@@ -99,7 +141,7 @@ func TestPanesShowSentLeasedAndResultedTasks(t *testing.T) {
 	r := runConsole(t, c, Options{Addr: d.URL()})
 	f := r.scr.waitForText(t, "upstream API returned 503")
 	for _, want := range []string{
-		"planner@local -> worker-a@local", "summarize the incident report", // Queue
+		"summarize the incident report",                 // Queue
 		"translate the release notes", "worker-b@local", // Leases
 		"upstream API returned 503", // Results
 		"queued 1   in flight 1", "results pending 1", "● live", d.URL(),
@@ -108,8 +150,9 @@ func TestPanesShowSentLeasedAndResultedTasks(t *testing.T) {
 			t.Errorf("screen lacks %q:\n%s", want, f)
 		}
 	}
-	if l := f.lineWith(short(queued)); !strings.Contains(l, "summarize") {
-		t.Errorf("queue row of %s = %q, want its kind", short(queued), l)
+	// Sender and recipient have a column each, so each sorts (S, C).
+	if l := f.lineWith(short(queued)); !strings.Contains(l, "summarize") || !strings.Contains(l, "planner@local") || !strings.Contains(l, "worker-a@local") {
+		t.Errorf("queue row of %s = %q, want its sender, recipient and kind", short(queued), l)
 	}
 	if l := f.lineWith(short(leased)); !strings.Contains(l, "worker-b@local") || !strings.Contains(l, " 1 ") {
 		t.Errorf("lease row of %s = %q, want leased_to and attempt 1", short(leased), l)
@@ -137,6 +180,17 @@ func TestPanesShowSentLeasedAndResultedTasks(t *testing.T) {
 	}
 	if fg, _, _ := f.styles[y][x].Decompose(); fg != colorPastDue {
 		t.Errorf("a past-due deadline is drawn in %v, want %v", fg, colorPastDue)
+	}
+
+	// Leases have a DEADLINE column too: the late task, leased, is overdue there.
+	api.lease("worker-b@local")
+	f = r.scr.waitFor(t, "the late task leased", func(f frame) bool { return f.contains("in flight 3") })
+	y, x, ok = f.find("! overdue")
+	if !ok || !strings.Contains(f.lines[y], short(late)) || !strings.Contains(f.lines[y], "worker-b@local") {
+		t.Fatalf("the leased past-due task is not marked overdue in the Leases pane:\n%s", f)
+	}
+	if fg, _, _ := f.styles[y][x].Decompose(); fg != colorPastDue {
+		t.Errorf("a leased past-due deadline is drawn in %v, want %v", fg, colorPastDue)
 	}
 }
 
@@ -182,11 +236,20 @@ func TestStaleLeaseIsHighlighted(t *testing.T) {
 	}
 	r.scr.press(char('2'), char('!'))
 	f = r.scr.waitForText(t, "!stale-only")
-	if f.contains("fresh work") || !f.contains(short(id)) || !f.contains("1 of 2") {
-		t.Errorf("stale-only view should show just the stale lease (1 of 2):\n%s", f)
+	if f.contains("fresh work") || !f.contains(short(id)) || !f.contains("[2] Leases 1 of 1 filtered from 2") {
+		t.Errorf("stale-only view should show just the stale lease (1 of 1 filtered from 2):\n%s", f)
 	}
 	r.scr.press(char('!'))
 	r.scr.waitForText(t, "fresh work")
+
+	// Esc clears stale-only too.
+	r.scr.press(char('!'))
+	r.scr.waitForText(t, "!stale-only")
+	r.scr.press(key(tcell.KeyEscape))
+	f = r.scr.waitForText(t, "fresh work")
+	if f.contains("!stale-only") || !f.contains("[2] Leases 1-2 of 2") {
+		t.Errorf("Esc should clear stale-only and show both leases:\n%s", f)
+	}
 }
 
 func TestFilterNarrowsThePane(t *testing.T) {
@@ -202,8 +265,8 @@ func TestFilterNarrowsThePane(t *testing.T) {
 	r.scr.press(char('/'))
 	r.scr.typeText("BETA")
 	f := r.scr.waitForText(t, "filter:/BETA")
-	if !f.contains("beta report") || f.contains("alpha report") || f.contains("gamma") || !f.contains("1 of 3") {
-		t.Errorf("filter BETA should leave only beta report (1 of 3):\n%s", f)
+	if !f.contains("beta report") || f.contains("alpha report") || f.contains("gamma") || !f.contains("[1] Queue 1 of 1 filtered from 3") {
+		t.Errorf("filter BETA should leave only beta report (1 of 1 filtered from 3):\n%s", f)
 	}
 	// Enter keeps the filter and gives the keys back to the pane.
 	r.scr.press(key(tcell.KeyEnter), char('/'), key(tcell.KeyBackspace), key(tcell.KeyBackspace), key(tcell.KeyBackspace), key(tcell.KeyBackspace))
@@ -218,31 +281,43 @@ func TestFilterNarrowsThePane(t *testing.T) {
 		t.Errorf("Esc did not clear the filter:\n%s", f)
 	}
 
-	// s cycles the sort: age (queue order), recipient, attempt.
+	// Shift and a column's letter sort by it (C recipient, N attempt),
+	// again reverses, a third time goes back to the queue's own order.
 	above := func(f frame, a, b string) bool {
 		ya, _, _ := f.find(a)
 		yb, _, _ := f.find(b)
 		return ya < yb
 	}
+	if !above(f, "beta report", "alpha report") || !f.contains("sort:queue order") {
+		t.Errorf("queue order should list beta (sent first) above alpha:\n%s", f)
+	}
+	r.scr.press(char('C'))
+	f = r.scr.waitForText(t, "sort:recipient↑")
+	if !above(f, "alpha report", "beta report") || !above(f, "beta report", "gamma") || !f.contains("RECIPIENT↑") {
+		t.Errorf("recipient order should be worker-a, worker-b, worker-c, the heading marked:\n%s", f)
+	}
+	r.scr.press(char('C'))
+	f = r.scr.waitForText(t, "sort:recipient↓")
+	if !above(f, "gamma", "beta report") || !above(f, "beta report", "alpha report") {
+		t.Errorf("reversed recipient order should be worker-c, worker-b, worker-a:\n%s", f)
+	}
+	r.scr.press(char('N'))
+	r.scr.waitForText(t, "sort:attempt↓")
+	r.scr.press(char('N'), char('N'))
+	f = r.scr.waitForText(t, "sort:queue order")
 	if !above(f, "beta report", "alpha report") {
-		t.Errorf("age order should list beta (sent first) above alpha:\n%s", f)
+		t.Errorf("back in queue order beta should be above alpha:\n%s", f)
 	}
-	r.scr.press(char('s'))
-	f = r.scr.waitForText(t, "sort:recipient")
-	if !above(f, "alpha report", "beta report") || !above(f, "beta report", "gamma") {
-		t.Errorf("recipient order should be worker-a, worker-b, worker-c:\n%s", f)
-	}
-	r.scr.press(char('s'))
-	r.scr.waitForText(t, "sort:attempt")
-	r.scr.press(char('s'))
-	r.scr.waitForText(t, "sort:age")
 }
 
 // openRequeue opens the requeue dialog on the Leases pane, whose first
-// row is the oldest lease: the one these tests repair.
+// row is the oldest lease: the one these tests repair. R is there once the
+// daemon has said the token may requeue.
 func openRequeue(t *testing.T, r *running, taskID string) frame {
 	t.Helper()
-	r.scr.press(char('2'), char('g'), char('R'))
+	r.scr.press(char('2'))
+	r.scr.waitForText(t, "<R> requeue")
+	r.scr.press(char('g'), char('R'))
 	f := r.scr.waitForText(t, "Requeue task")
 	if !f.contains(taskID) {
 		t.Fatalf("the requeue dialog is not about %s:\n%s", taskID, f)
@@ -271,19 +346,23 @@ func TestRequeueStaleLease(t *testing.T) {
 		t.Errorf("requeue dialog offers idempotent for an unsafe task:\n%s", f)
 	}
 
-	// Cancel has the focus: Enter right away closes the dialog and changes nothing.
-	r.scr.press(key(tcell.KeyEnter))
+	// The empty reason has the focus: Enter moves to Requeue, and Enter
+	// there is refused, changing nothing: no repair without a reason.
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
+	r.scr.waitForText(t, "a reason is required")
+	if e, _ := api.entry(id); e.State != mailbox.TaskInFlight || e.LeaseID != lease.LeaseID {
+		t.Fatalf("after Enter Enter without a reason the task is %+v, want still leased under %s", e, lease.LeaseID)
+	}
+	// Esc cancels, changing nothing.
+	r.scr.press(key(tcell.KeyEscape))
 	r.scr.waitForNoText(t, "Requeue task")
 	if e, _ := api.entry(id); e.State != mailbox.TaskInFlight || e.LeaseID != lease.LeaseID {
-		t.Fatalf("after Cancel the task is %+v, want still leased under %s", e, lease.LeaseID)
+		t.Fatalf("after Esc the task is %+v, want still leased under %s", e, lease.LeaseID)
 	}
 
-	// Requeue without a reason is refused in the dialog.
 	openRequeue(t, r, id)
-	r.scr.press(key(tcell.KeyTab), key(tcell.KeyEnter)) // Cancel -> Requeue, press it
-	r.scr.waitForText(t, "a reason is required")
-	r.scr.typeText("worker-a crashed mid-task") // the reason field has the focus now
-	r.scr.press(key(tcell.KeyTab), key(tcell.KeyTab), key(tcell.KeyEnter))
+	r.scr.typeText("worker-a crashed mid-task") // the reason field has the focus
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
 	r.scr.waitForText(t, "requeued "+short(id)+" (attempt 1)")
 
 	e, ok := api.entry(id)
@@ -298,6 +377,8 @@ func TestRequeueStaleLease(t *testing.T) {
 	}
 }
 
+// A lease that changes unseen (the console is paused) is refused by the
+// daemon; the console says which lease was inspected and which is current.
 func TestRepairOfAChangedLeaseShowsTheConflict(t *testing.T) {
 	t.Parallel()
 	d, c := startDaemon(t)
@@ -306,10 +387,8 @@ func TestRepairOfAChangedLeaseShowsTheConflict(t *testing.T) {
 	_, first := api.lease("worker-a@local")
 	r := runConsole(t, c, Options{Addr: d.URL()})
 	r.scr.waitForText(t, "classify the feedback")
-	f := openRequeue(t, r, id)
-	if !f.contains("idempotent") || f.contains("unsafe task") {
-		t.Errorf("an idempotent task's dialog should offer idempotent without the unsafe warning:\n%s", f)
-	}
+	r.scr.press(char('p'))
+	r.scr.waitForText(t, "paused (0 events held)")
 
 	// Meanwhile another operator requeues it and a worker leases it again.
 	other := newClient(t, d.URL())
@@ -318,11 +397,18 @@ func TestRepairOfAChangedLeaseShowsTheConflict(t *testing.T) {
 		t.Fatalf("the other operator's requeue: %v", err)
 	}
 	_, second := agentAPI{t, other}.lease("worker-a@local")
+	r.scr.waitForText(t, "paused (2 events held)")
 
-	r.scr.press(key(tcell.KeyBacktab)) // Cancel -> reason
+	f := openRequeue(t, r, id)
+	if !f.contains("idempotent") || f.contains("unsafe task") {
+		t.Errorf("an idempotent task's dialog should offer idempotent without the unsafe warning:\n%s", f)
+	}
+	if !f.contains("Paused, 2 events held") {
+		t.Errorf("a dialog opened while paused should say so:\n%s", f)
+	}
 	r.scr.typeText("stuck")
-	r.scr.press(key(tcell.KeyTab), key(tcell.KeyTab), key(tcell.KeyEnter))
-	f = r.scr.waitForText(t, "lease changed")
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
+	f = r.scr.waitForText(t, "Lease changed")
 	for _, want := range []string{short(first.LeaseID), short(second.LeaseID), "held by worker-a@local", "attempt 2", "Nothing was changed"} {
 		if !f.contains(want) {
 			t.Errorf("conflict dialog lacks %q:\n%s", want, f)
@@ -332,9 +418,11 @@ func TestRepairOfAChangedLeaseShowsTheConflict(t *testing.T) {
 	if e.State != mailbox.TaskInFlight || e.LeaseID != second.LeaseID || e.Attempt != 2 {
 		t.Errorf("after the refused repair the task is %+v, want still leased under %s, attempt 2", e, second.LeaseID)
 	}
-	r.scr.press(key(tcell.KeyEnter)) // OK
-	f = r.scr.waitForNoText(t, "Nothing was changed")
-	if l := f.lineWith(short(id)); !strings.Contains(l, short(second.LeaseID)) || !strings.Contains(l, " 2 ") {
+	r.scr.press(key(tcell.KeyEnter), char('p')) // OK, resume
+	f = r.scr.waitFor(t, "the current lease", func(f frame) bool {
+		return !f.contains("Nothing was changed") && strings.Contains(f.lineWith(short(id)), short(second.LeaseID))
+	})
+	if l := f.lineWith(short(id)); !strings.Contains(l, " 2 ") {
 		t.Errorf("the Leases pane shows %q, want the current lease %s at attempt 2", l, short(second.LeaseID))
 	}
 }
@@ -347,6 +435,7 @@ func TestReadOnlyHasNoRepairKeys(t *testing.T) {
 	_, lease := api.lease("worker-a@local")
 	r := runConsole(t, c, Options{Addr: d.URL(), ReadOnly: true})
 	r.scr.waitForText(t, "fetch the changelog")
+	r.scr.waitForText(t, "no auth") // the daemon answered: it would allow repairs
 	r.scr.press(char('2'))
 	f := r.scr.waitForText(t, "<!> stale only")
 	if f.contains("<R>") || f.contains("<E>") || !f.contains("read-only") {
@@ -369,15 +458,20 @@ func TestHelpListsEveryRegisteredKey(t *testing.T) {
 	for _, ro := range []bool{false, true} {
 		r := runConsole(t, c, Options{Addr: d.URL(), ReadOnly: ro})
 		r.scr.waitForText(t, "● live")
+		r.scr.waitForText(t, "no auth") // the keys the token allows are known
 		r.scr.press(char('?'))
 		f := r.scr.waitForText(t, "Help (Esc to go back)")
-		for _, a := range r.keys.actions {
+		reg := defaultRegistry()
+		if ro {
+			reg = reg.withoutDangerous()
+		}
+		for _, a := range reg.actions {
 			line := f.lineWith(a.desc)
 			if line == "" || !strings.Contains(line, a.label) {
 				t.Errorf("read-only=%v: help has no line with %q and %q:\n%s", ro, a.label, a.desc, f)
 			}
 		}
-		hasRepair := f.contains("requeue the selected lease")
+		hasRepair := f.contains("requeue the marked leases")
 		if hasRepair == ro {
 			t.Errorf("read-only=%v: help lists requeue = %v", ro, hasRepair)
 		}
@@ -405,7 +499,7 @@ func TestReconnectsAfterDaemonRestart(t *testing.T) {
 	r.scr.waitForText(t, "● live")
 	api.send("worker-b@local", "after the restart")
 	f = r.scr.waitForText(t, "after the restart")
-	if !f.contains("before the restart") || !f.contains("[1] Queue 2 ") || f.contains("STALE") {
+	if !f.contains("before the restart") || !f.contains("[1] Queue 1-2 of 2 ") || f.contains("STALE") {
 		t.Errorf("after the restart the Queue should hold both tasks exactly once, live:\n%s", f)
 	}
 }

@@ -21,17 +21,83 @@ func (c *Console) showDetail() {
 		return
 	}
 	id := c.rows.id(c.focus, i)
-	d := c.model.detail(id)
-	if !d.known && c.focus == paneAudit {
+	if !c.model.detail(id).known && c.focus == paneAudit {
 		// The trail outlives the tasks: the replica forgets drained tasks
 		// long before their repairs drop out of the audit.
 		c.flash(false, "task "+mailbox.ShortID(id)+" is no longer remembered (drained and forgotten); its repairs stay listed here")
 		return
 	}
-	tv := tview.NewTextView().SetDynamicColors(true).SetText(renderDetail(id, d, c.opts.Now().UnixMilli()))
-	tv.SetBorder(true).SetTitle(" Task " + id + " (Esc to go back) ")
-	c.showPage(pageDetail, tv, func(ev *tcell.EventKey) bool { return ev.Key() == tcell.KeyEscape })
+	c.details = []string{id}
+	c.drawDetail()
 }
+
+// drawDetail shows the newest detail view opened. Its parent and children
+// are links: Tab moves between them, Enter opens one, Esc goes back to the
+// view before, and from the first to the panes.
+func (c *Console) drawDetail() {
+	id := c.details[len(c.details)-1]
+	d := c.model.detail(id)
+	links := d.links()
+	tv := tview.NewTextView().SetDynamicColors(true).SetRegions(true).SetText(renderDetail(id, d, c.opts.Now().UnixMilli()))
+	keys := "[aqua]<Esc>[-] back"
+	if len(links) > 0 {
+		keys += "  [aqua]<Tab>[-] next link  [aqua]<Enter>[-] open the parent or child highlighted"
+		tv.Highlight(linkRegion(0))
+	}
+	keys += "  [aqua]<y>[-] copy the id"
+	// The title is the id alone, so that it fits 80 columns; the keys are
+	// on the page's own bottom line, where an outcome replaces them.
+	tv.SetBorder(true).SetTitle(" Task " + id + " ")
+	c.pageFlash = tview.NewTextView().SetDynamicColors(true).SetWrap(false).SetText(keys)
+	page := tview.NewFlex().SetDirection(tview.FlexRow).AddItem(tv, 0, 1, true).AddItem(c.pageFlash, 1, 0, false)
+	link := 0
+	tv.SetInputCapture(func(ev *tcell.EventKey) *tcell.EventKey {
+		switch {
+		case ev.Key() == tcell.KeyEscape:
+			c.details = c.details[:len(c.details)-1]
+			c.pages.RemovePage(pageDetail)
+			c.pageFlash = nil
+			if len(c.details) > 0 {
+				c.drawDetail()
+			} else {
+				c.focusPane(c.focus)
+			}
+		case (ev.Key() == tcell.KeyTab || ev.Key() == tcell.KeyBacktab) && len(links) > 0:
+			step := 1
+			if ev.Key() == tcell.KeyBacktab {
+				step = len(links) - 1
+			}
+			link = (link + step) % len(links)
+			tv.Highlight(linkRegion(link)).ScrollToHighlight()
+		case ev.Key() == tcell.KeyEnter && len(links) > 0:
+			c.details = append(c.details, links[link])
+			c.pages.RemovePage(pageDetail)
+			c.drawDetail()
+		case ev.Key() == tcell.KeyRune && ev.Rune() == 'y':
+			c.copyID(id)
+		default:
+			return ev
+		}
+		return nil
+	})
+	c.pages.AddPage(pageDetail, page, true, true)
+	c.app.SetFocus(tv)
+}
+
+// links are the task ids a detail view links to: the parent, then the
+// children, in the order renderDetail writes them.
+func (d detail) links() []string {
+	if !d.known {
+		return nil
+	}
+	var out []string
+	if d.record.Task.Parent != "" {
+		out = append(out, d.record.Task.Parent)
+	}
+	return append(out, d.children...)
+}
+
+func linkRegion(i int) string { return "link" + strconv.Itoa(i) }
 
 // renderDetail writes what the console knows about one task: its state,
 // family, repair and lease history, pending result and the full record as
@@ -43,17 +109,36 @@ func renderDetail(id string, d detail, nowMs int64) string {
 		return b.String()
 	}
 	r := d.record
+	fmt.Fprintf(&b, "[::b]task[::-] %s\n", escapeTags(r.Task.ID))
 	fmt.Fprintf(&b, "[::b]state[::-] %s   [::b]attempt[::-] %d   [::b]duplicate safety[::-] %s\n", r.State, r.Attempt, escapeTags(r.Task.DuplicateSafety()))
 	fmt.Fprintf(&b, "[::b]sender[::-] %s -> [::b]recipient[::-] %s   [::b]kind[::-] %s\n", escapeTags(r.Task.Sender), escapeTags(r.Task.Recipient), escapeTags(orDash(r.Task.Kind())))
 	fmt.Fprintf(&b, "[::b]intent[::-] %s\n", escapeTags(r.Task.IntentText))
 	if r.LeaseID != "" {
 		fmt.Fprintf(&b, "[::b]lease[::-] %s held by %s since %s\n", r.LeaseID, escapeTags(r.LeasedTo), formatClock(r.LeasedAtMs))
 	}
-	fmt.Fprintf(&b, "[::b]parent[::-] %s\n", orDash(r.Task.Parent))
+	// Parent and children are links (regions) in the order links() lists.
+	link := 0
+	linkTo := func(id string) string {
+		s := `["` + linkRegion(link) + `"]` + escapeTags(id) + `[""]`
+		link++
+		return s
+	}
+	if r.Task.Parent == "" {
+		b.WriteString("[::b]parent[::-] -\n")
+	} else {
+		fmt.Fprintf(&b, "[::b]parent[::-] %s\n", linkTo(r.Task.Parent))
+	}
 	if len(d.children) == 0 {
 		b.WriteString("[::b]children[::-] -\n")
 	} else {
-		fmt.Fprintf(&b, "[::b]children[::-] %s\n", strings.Join(d.children, ", "))
+		// One a line: a full id must not wrap at its dashes.
+		for i, id := range d.children {
+			label := "         "
+			if i == 0 {
+				label = "[::b]children[::-] "
+			}
+			b.WriteString(label + linkTo(id) + "\n")
+		}
 	}
 
 	// Repairs first: they are few, and they are why an operator opens a
@@ -62,7 +147,9 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	renderRepairs(&b, d, nowMs)
 
 	b.WriteString("\n[::b]Lease history[::-]\n")
-	fmt.Fprintf(&b, "[gray]%-8s %-8s %-19s %-4s %-8s %-18s %s[-]\n", "SEQ", "TIME", "EVENT", "ATT", "LEASE", "LEASED TO", "DETAIL")
+	// Two lines an event: the second carries the full lease id and holder,
+	// which do not fit beside the rest on an 80-column terminal.
+	fmt.Fprintf(&b, "[gray]%-8s %-8s %-19s %-4s %s[-]\n", "SEQ", "TIME", "EVENT", "ATT", "DETAIL")
 	for _, h := range r.History {
 		var more []string
 		if h.Status != "" {
@@ -77,8 +164,10 @@ func renderDetail(id string, d detail, nowMs int64) string {
 		if h.Reason != "" {
 			more = append(more, "reason "+strconv.Quote(h.Reason))
 		}
-		fmt.Fprintf(&b, "%-8d %-8s %-19s %-4d %-8s %-18s %s\n", h.Seq, formatClock(h.AtMs), h.Type, h.Attempt,
-			orDash(mailbox.ShortID(h.LeaseID)), escapeTags(orDash(h.LeasedTo)), escapeTags(strings.Join(more, ", ")))
+		fmt.Fprintf(&b, "%-8d %-8s %-19s %-4d %s\n", h.Seq, formatClock(h.AtMs), h.Type, h.Attempt, escapeTags(strings.Join(more, ", ")))
+		if h.LeaseID != "" || h.LeasedTo != "" {
+			fmt.Fprintf(&b, "%-8s lease %s  leased to %s\n", "", orDash(h.LeaseID), escapeTags(orDash(h.LeasedTo)))
+		}
 	}
 
 	if d.result != nil {

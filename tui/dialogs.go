@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gdamore/tcell/v2"
@@ -11,7 +12,7 @@ import (
 	"github.com/rivo/tview"
 )
 
-// repairTarget is the lease the operator inspected, captured when the dialog
+// repairTarget is a lease the operator inspected, captured when the dialog
 // opens: the request guards on exactly this lease id, whatever the panes show
 // by the time the operator submits.
 type repairTarget struct {
@@ -22,48 +23,87 @@ type repairTarget struct {
 	idempotent           bool
 }
 
-// repairDialog is an open requeue or force-error dialog.
-type repairDialog struct {
-	action  actionID
-	target  repairTarget
-	form    *tview.Form
-	message *tview.TextView
-	busy    bool
+func targetOf(e *mailbox.QueueEntry) repairTarget {
+	return repairTarget{taskID: e.Task.ID, intent: e.Task.IntentText, kind: e.Task.Kind(), leasedTo: e.LeasedTo,
+		leaseID: e.LeaseID, attempt: e.Attempt, leasedAtMs: e.LeasedAtMs, idempotent: e.Task.Idempotent()}
 }
 
-// openRepair opens the requeue or force-error dialog for the selected lease.
+// repairDialog is an open requeue or force-error dialog, on one lease or on
+// the marked ones.
+type repairDialog struct {
+	action  actionID
+	targets []repairTarget
+	box     *tview.Flex
+	form    *tview.Form
+	info    *tview.TextView
+	message *tview.TextView
+	confirm string // the confirm button's label
+	busy    bool
+	// changed holds, by task id, what became of each inspected lease that
+	// is no longer current: the dialog says so and offers no confirm.
+	changed map[string]string
+	// checked is the rows version the targets were last checked against.
+	checked uint64
+	// repaired and conflicts carry over when a failure keeps the dialog
+	// open and the operator sends the rest again.
+	repaired  int
+	conflicts []repairConflict
+	lastOut   mailbox.RepairOutcome
+}
+
+// repairConflict is a lease that had changed when its repair arrived.
+type repairConflict struct {
+	target repairTarget
+	err    *mailbox.Error
+}
+
+// Dialog geometry: wide enough for a full lease id beside its label, and
+// never wider or taller than the screen.
+const (
+	dialogWidth = 90
+	fieldWidth  = 50
+)
+
+// openRepair opens the requeue or force-error dialog for the marked leases,
+// or the selected one when none is marked.
 func (c *Console) openRepair(act actionID) {
 	lp := c.panes[paneLeases]
-	i, ok := lp.selected()
-	if !ok {
-		c.flash(false, "no lease selected")
-		return
+	idx := lp.marked()
+	if len(idx) == 0 {
+		i, ok := lp.selected()
+		if !ok {
+			c.flash(false, "no lease selected")
+			return
+		}
+		idx = []int{i}
 	}
-	e := c.rows.leases[i]
-	t := repairTarget{taskID: e.Task.ID, intent: e.Task.IntentText, kind: e.Task.Kind(), leasedTo: e.LeasedTo,
-		leaseID: e.LeaseID, attempt: e.Attempt, leasedAtMs: e.LeasedAtMs, idempotent: e.Task.Idempotent()}
-	d := &repairDialog{action: act, target: t, form: tview.NewForm(), message: tview.NewTextView().SetDynamicColors(true)}
+	d := &repairDialog{action: act, form: tview.NewForm(), changed: map[string]string{},
+		info:    tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true),
+		message: tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true)}
+	for _, i := range idx {
+		d.targets = append(d.targets, targetOf(&c.rows.leases[i]))
+	}
+	d.checked = c.rows.version
 	c.dialog = d
 
-	title := " Requeue task "
-	submit := "Requeue"
-	var risks []string
+	d.form.SetBorderPadding(0, 0, 1, 1)
 	if act == actRequeue {
-		// idempotent is offered only when the task declared it; otherwise the
-		// operator has to accept that the work may run twice.
-		if t.idempotent {
+		// idempotent is offered only when every task declared it; otherwise
+		// the operator has to accept that the work may run twice.
+		var risks []string
+		if !slices.ContainsFunc(d.targets, func(t repairTarget) bool { return !t.idempotent }) {
 			risks = append(risks, mailbox.RiskIdempotent)
 		}
 		risks = append(risks, mailbox.RiskOperatorAccepted)
 		d.form.AddDropDown("duplicate risk", risks, 0, nil)
-		d.form.AddInputField("reason", "", 50, nil, nil)
+		d.form.AddInputField("reason", c.lastReason, fieldWidth, nil, nil)
 	} else {
-		title, submit = " Force an error result ", "Force error"
-		d.form.AddInputField("reason", "", 50, nil, nil)
-		d.form.AddInputField("message", "", 50, nil, nil)
+		d.form.AddInputField("reason", c.lastReason, fieldWidth, nil, nil)
+		d.form.AddInputField("message", c.lastMessage, fieldWidth, nil, nil)
 	}
+	d.confirm = d.confirmLabel()
+	d.form.AddButton(d.confirm, func() { c.submitRepair(d) })
 	d.form.AddButton("Cancel", c.closeDialog)
-	d.form.AddButton(submit, func() { c.submitRepair(d) })
 	d.form.SetCancelFunc(func() {
 		// tview's drop-down reports Esc on its open list as the end of
 		// the form, then closes the list: the operator meant only the
@@ -73,31 +113,164 @@ func (c *Console) openRepair(act actionID) {
 		}
 		c.closeDialog()
 	})
-	// Cancel has the focus first: Enter right after R must not repair.
-	d.form.SetFocus(d.form.GetFormItemCount())
+	// Typing the reason is the deliberate act, so the reason has the focus;
+	// Enter moves on, and Enter on the confirm button repairs.
+	d.form.SetFocus(d.form.GetFormItemIndex("reason"))
+	c.renderDialogInfo(d)
 
-	info := tview.NewTextView().SetDynamicColors(true).SetText(c.targetText(t))
+	formRows := 2*d.form.GetFormItemCount() + 1
 	box := tview.NewFlex().SetDirection(tview.FlexRow).
-		AddItem(info, 7, 0, false).
-		AddItem(d.form, 0, 1, true).
-		AddItem(d.message, 1, 0, false)
-	box.SetBorder(true).SetTitle(title)
-	c.pages.AddPage(pageDialog, centered(box, 90, 18), true, true)
+		AddItem(d.info, 0, 0, false).
+		AddItem(d.form, formRows, 0, true).
+		AddItem(d.message, 0, 1, false)
+	box.SetBorder(true).SetTitle(d.title())
+	d.box = box
+	c.pages.AddPage(pageDialog, &modal{Primitive: box, size: func(sw, sh int) (int, int) {
+		w := min(dialogWidth, sw)
+		inner := w - 2
+		infoRows := wrappedRows(d.info.GetText(false), inner)
+		msgRows := max(1, wrappedRows(d.message.GetText(false), inner))
+		// The fields and buttons always show; the description gives way
+		// first (it scrolls), the message last.
+		h := min(2+infoRows+formRows+msgRows, sh)
+		box.ResizeItem(d.info, max(1, min(infoRows, h-2-formRows-min(msgRows, 3))), 0)
+		return w, h
+	}}, true, true)
 	c.app.SetFocus(d.form)
 }
 
-// targetText describes the inspected lease at the top of a dialog.
-func (c *Console) targetText(t repairTarget) string {
+// title and confirmLabel say what the dialog does to how many leases.
+func (d *repairDialog) title() string {
+	what := " Requeue "
+	if d.action == actForceError {
+		what = " Force an error result "
+	}
+	if len(d.targets) == 1 {
+		if d.action == actRequeue {
+			return what + "task "
+		}
+		return what
+	}
+	return fmt.Sprintf("%son %d leases ", what, len(d.targets))
+}
+
+func (d *repairDialog) confirmLabel() string {
+	noun := "Requeue"
+	if d.action == actForceError {
+		noun = "Force error"
+	}
+	if len(d.targets) == 1 {
+		return noun
+	}
+	return fmt.Sprintf("%s %d", noun, len(d.targets))
+}
+
+// renderDialogInfo describes the inspected leases at the top of a dialog:
+// what they were, what became of those that changed, and whether the
+// console is up to date at all.
+func (c *Console) renderDialogInfo(d *repairDialog) {
 	now := c.opts.Now().UnixMilli()
 	var b strings.Builder
-	fmt.Fprintf(&b, "[::b]task[::-]      %s  %s\n", t.taskID, escapeTags(orDash(t.kind)))
-	fmt.Fprintf(&b, "[::b]intent[::-]    %s\n", escapeTags(oneLine(t.intent)))
-	fmt.Fprintf(&b, "[::b]leased to[::-] %s   [::b]attempt[::-] %d   [::b]lease age[::-] %s\n", escapeTags(t.leasedTo), t.attempt, formatAge(msAge(now, t.leasedAtMs)))
-	fmt.Fprintf(&b, "[::b]lease[::-]     %s\n[gray]The repair applies only while this lease is still the current one.[-]\n", t.leaseID)
-	if !t.idempotent && c.dialog != nil && c.dialog.action == actRequeue {
-		b.WriteString("[yellow]unsafe task: requeueing it may run the work twice[-]\n")
+	if len(d.changed) > 0 {
+		b.WriteString("[red::b]")
+		if len(d.targets) == 1 {
+			b.WriteString("The lease changed while this dialog was open: nothing to repair.")
+		} else {
+			fmt.Fprintf(&b, "%d of these leases changed while this dialog was open: repair none of them, mark again.", len(d.changed))
+		}
+		b.WriteString("[-::-]\n")
+		for _, t := range d.targets {
+			if what, ok := d.changed[t.taskID]; ok {
+				fmt.Fprintf(&b, "[red]task %s: you inspected lease %s (attempt %d, %s)\n  now: %s[-]\n", mailbox.ShortID(t.taskID),
+					mailbox.ShortID(t.leaseID), t.attempt, escapeTags(t.leasedTo), escapeTags(what))
+			}
+		}
 	}
-	return b.String()
+	if len(d.targets) == 1 {
+		t := d.targets[0]
+		fmt.Fprintf(&b, "[::b]task[::-]      %s  %s\n", t.taskID, escapeTags(orDash(t.kind)))
+		// Three lines of it at most: the fields below must keep their room.
+		fmt.Fprintf(&b, "[::b]intent[::-]    %s\n", escapeTags(truncate(oneLine(t.intent), 200)))
+		fmt.Fprintf(&b, "[::b]leased to[::-] %s   [::b]attempt[::-] %d   [::b]lease age[::-] %s\n", escapeTags(t.leasedTo), t.attempt, formatAge(msAge(now, t.leasedAtMs)))
+		fmt.Fprintf(&b, "[::b]lease[::-]     %s\n[gray]The repair applies only while this lease is still the current one.[-]\n", t.leaseID)
+		if !t.idempotent && d.action == actRequeue {
+			b.WriteString("[yellow]unsafe task: requeueing it may run the work twice[-]\n")
+		}
+	} else {
+		holders := map[string]int{}
+		var names []string
+		oldest, unsafe := d.targets[0].leasedAtMs, 0
+		for _, t := range d.targets {
+			if holders[t.leasedTo] == 0 {
+				names = append(names, t.leasedTo)
+			}
+			holders[t.leasedTo]++
+			oldest = min(oldest, t.leasedAtMs)
+			if !t.idempotent {
+				unsafe++
+			}
+		}
+		slices.SortStableFunc(names, func(a, b string) int { return holders[b] - holders[a] })
+		var hs []string
+		for _, n := range names {
+			hs = append(hs, fmt.Sprintf("%s (%d)", escapeTags(n), holders[n]))
+		}
+		fmt.Fprintf(&b, "[::b]%d leases[::-], the oldest held %s\n", len(d.targets), formatAge(msAge(now, oldest)))
+		fmt.Fprintf(&b, "[::b]holders[::-] %s\n", strings.Join(hs, ", "))
+		b.WriteString("[gray]Each repair applies only while its lease is still the one you marked; the others are left as they are and listed.[-]\n")
+		if unsafe > 0 && d.action == actRequeue {
+			fmt.Fprintf(&b, "[yellow]%d of %d tasks are unsafe: requeueing them may run their work twice[-]\n", unsafe, len(d.targets))
+		}
+	}
+	switch st := c.status; {
+	case st.paused:
+		fmt.Fprintf(&b, "[yellow]Paused, %s events held: the panes may be out of date, and a lease may have changed unseen.[-]\n", commas(st.held))
+	case st.connSeen && (!st.conn.Live || st.gap != nil):
+		b.WriteString("[yellow]Not connected to the daemon: the panes may be out of date, and the repair may not get through.[-]\n")
+	}
+	d.info.SetText(strings.TrimRight(b.String(), "\n"))
+}
+
+// refreshDialog checks the open dialog's leases against rows that just
+// arrived: a lease that changed takes the confirm button away at once.
+func (c *Console) refreshDialog() {
+	d := c.dialog
+	if d == nil || d.busy {
+		return
+	}
+	if c.rows != nil && c.rows.version != d.checked {
+		d.checked = c.rows.version
+		current := make(map[string]*mailbox.QueueEntry, len(d.targets))
+		for _, t := range d.targets {
+			current[t.taskID] = nil
+		}
+		for i := range c.rows.leases {
+			if e := &c.rows.leases[i]; current[e.Task.ID] == nil {
+				if _, ok := current[e.Task.ID]; ok {
+					current[e.Task.ID] = e
+				}
+			}
+		}
+		for _, t := range d.targets {
+			e := current[t.taskID]
+			switch {
+			case e != nil && e.LeaseID == t.leaseID:
+			case e != nil:
+				d.changed[t.taskID] = fmt.Sprintf("lease %s, held by %s since %s (attempt %d)", mailbox.ShortID(e.LeaseID), e.LeasedTo, formatClock(e.LeasedAtMs), e.Attempt)
+			default:
+				d.changed[t.taskID] = "no lease (requeued or finished)"
+			}
+		}
+		if len(d.changed) > 0 {
+			if i := d.form.GetButtonIndex(d.confirm); i >= 0 {
+				d.form.RemoveButton(i)
+				if d.form.HasFocus() {
+					c.app.SetFocus(d.form) // the focus may have been on it
+				}
+			}
+		}
+	}
+	c.renderDialogInfo(d)
 }
 
 func (c *Console) closeDialog() {
@@ -106,109 +279,211 @@ func (c *Console) closeDialog() {
 	c.focusPane(c.focus)
 }
 
-// submitRepair checks the dialog's fields and sends the guarded request off
-// the UI goroutine; the outcome comes back through QueueUpdateDraw.
+// submitRepair checks the dialog's fields and sends one guarded request per
+// lease off the UI goroutine; the outcome comes back through
+// QueueUpdateDraw.
 func (c *Console) submitRepair(d *repairDialog) {
-	if d.busy {
+	if d.busy || len(d.changed) > 0 {
 		return
 	}
 	field := func(label string) string {
 		return strings.TrimSpace(d.form.GetFormItemByLabel(label).(*tview.InputField).GetText())
 	}
-	req := mailbox.RepairRequest{TaskID: d.target.taskID, Reason: field("reason")}
-	if req.Reason == "" {
-		d.message.SetText("[red]a reason is required: say why, it goes into the audit history[-]")
-		d.form.SetFocus(d.form.GetFormItemIndex("reason"))
+	refuse := func(label, msg string) {
+		d.message.SetText("[red]" + msg + "[-]")
+		d.form.SetFocus(d.form.GetFormItemIndex(label))
 		c.app.SetFocus(d.form)
+	}
+	reason := field("reason")
+	if reason == "" {
+		refuse("reason", "a reason is required: say why, it goes into the audit history")
 		return
 	}
+	var command mailbox.RepairCommand
 	if d.action == actRequeue {
 		_, risk := d.form.GetFormItemByLabel("duplicate risk").(*tview.DropDown).GetCurrentOption()
-		req.Command = mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: d.target.leaseID, DuplicateRisk: risk}
+		command = mailbox.RepairCommand{Action: mailbox.ActionRequeue, DuplicateRisk: risk}
 	} else {
 		msg := field("message")
 		if msg == "" {
-			d.message.SetText("[red]a message is required: it is the error the sender receives[-]")
-			d.form.SetFocus(d.form.GetFormItemIndex("message"))
-			c.app.SetFocus(d.form)
+			refuse("message", "a message is required: it is the error the sender receives")
 			return
 		}
-		req.Command = mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: d.target.leaseID, Message: msg}
+		command = mailbox.RepairCommand{Action: mailbox.ActionForceError, Message: msg}
+		c.lastMessage = msg
 	}
+	c.lastReason = reason
 	d.busy = true
 	d.message.SetText("[yellow]sending…[-]")
+	targets := slices.Clone(d.targets)
 	ctx := c.runCtx
 	c.bg.spawn(func() {
-		rctx, cancel := context.WithTimeout(ctx, repairTimeout)
-		out, err := c.backend.Repair(rctx, req)
-		cancel()
-		c.app.QueueUpdateDraw(func() { c.repairDone(d, out, err) })
+		var res repairResults
+		for i, t := range targets {
+			req := mailbox.RepairRequest{TaskID: t.taskID, Reason: reason, Command: command}
+			req.Command.LeaseID = t.leaseID
+			rctx, cancel := context.WithTimeout(ctx, repairTimeout)
+			out, err := c.backend.Repair(rctx, req)
+			cancel()
+			var appErr *mailbox.Error
+			switch {
+			case err == nil:
+				res.repaired++
+				res.last = out
+			case errors.Is(err, mailbox.ErrConflict) && errors.As(err, &appErr):
+				res.conflicts = append(res.conflicts, repairConflict{target: t, err: appErr})
+			default:
+				// The rest stay in the dialog, to be sent again.
+				res.failed, res.err, res.rest = t, err, targets[i:]
+			}
+			if res.err != nil {
+				break
+			}
+		}
+		c.app.QueueUpdateDraw(func() { c.repairDone(d, res) })
 	})
 }
 
-// repairDone reports a repair's outcome; it runs on the UI goroutine.
-func (c *Console) repairDone(d *repairDialog, out mailbox.RepairOutcome, err error) {
+// repairResults is what one press of the confirm button achieved.
+type repairResults struct {
+	repaired  int
+	last      mailbox.RepairOutcome
+	conflicts []repairConflict
+	// err stopped the run at failed; rest are the leases not repaired.
+	failed repairTarget
+	err    error
+	rest   []repairTarget
+}
+
+// repairDone reports a repair's outcome; it runs on the UI goroutine. A
+// failure keeps the dialog open with everything typed and the error in
+// full; otherwise the dialog closes and the outcome is a flash, or a page
+// listing every lease that had changed.
+func (c *Console) repairDone(d *repairDialog, res repairResults) {
+	d.busy = false
+	d.repaired += res.repaired
+	if res.repaired > 0 {
+		d.lastOut = res.last
+	}
+	d.conflicts = append(d.conflicts, res.conflicts...)
+	verb := "requeued"
+	if d.action == actForceError {
+		verb = "forced an error on"
+	}
+	if res.err != nil {
+		what := "repair of " + mailbox.ShortID(res.failed.taskID)
+		var appErr *mailbox.Error
+		if errors.As(res.err, &appErr) {
+			what += " refused: " + appErr.Message
+		} else {
+			what += " failed: " + res.err.Error()
+		}
+		var progress string
+		if d.repaired > 0 || len(d.conflicts) > 0 {
+			progress = fmt.Sprintf("%s %d, %d had changed; ", verb, d.repaired, len(d.conflicts))
+		}
+		// What is left to send: the title and the button count only those.
+		d.targets = res.rest
+		if i := d.form.GetButtonIndex(d.confirm); i >= 0 {
+			d.confirm = d.confirmLabel()
+			d.form.GetButton(i).SetLabel(d.confirm)
+		}
+		d.box.SetTitle(d.title())
+		c.renderDialogInfo(d)
+		if c.dialog == d {
+			d.message.SetText("[red]" + escapeTags(progress+what) + "[-]")
+			c.app.SetFocus(d.form)
+		}
+		c.flash(false, what)
+		return
+	}
 	if c.dialog == d {
 		c.closeDialog()
 	}
-	short := mailbox.ShortID(d.target.taskID)
-	var conflict *mailbox.Error
+	total := d.repaired + len(d.conflicts)
 	switch {
-	case err == nil && out.Action == mailbox.OutcomeForcedError:
-		c.flash(true, "forced error on "+short)
-	case err == nil:
-		c.flash(true, fmt.Sprintf("requeued %s (attempt %d)", short, out.Attempt))
-	case errors.Is(err, mailbox.ErrConflict) && errors.As(err, &conflict):
-		c.showConflict(d.target, conflict)
+	case len(d.conflicts) > 0:
+		c.showOutcome(d, total)
+	case total == 1 && d.action == actForceError:
+		c.flash(true, "forced error on "+mailbox.ShortID(d.lastOut.TaskID))
+	case total == 1:
+		c.flash(true, fmt.Sprintf("requeued %s (attempt %d)", mailbox.ShortID(d.lastOut.TaskID), d.lastOut.Attempt))
 	default:
-		var appErr *mailbox.Error
-		if errors.As(err, &appErr) {
-			c.flash(false, "repair of "+short+" refused: "+appErr.Message)
-		} else {
-			c.flash(false, "repair of "+short+" failed: "+err.Error())
+		c.flash(true, fmt.Sprintf("%s %d leases", verb, d.repaired))
+	}
+}
+
+// showOutcome lists the leases whose repair was refused because they had
+// changed: the lease the operator inspected against the current one.
+func (c *Console) showOutcome(d *repairDialog, total int) {
+	var b strings.Builder
+	if total == 1 {
+		b.WriteString("The lease changed since you opened the dialog. Nothing was changed.\n\n")
+	} else {
+		verb := "Requeued"
+		if d.action == actForceError {
+			verb = "Forced an error on"
+		}
+		fmt.Fprintf(&b, "%s %d of %d leases. %d had changed since you marked them; nothing was done to them:\n\n", verb, d.repaired, total, len(d.conflicts))
+	}
+	for _, cf := range d.conflicts {
+		t := cf.target
+		fmt.Fprintf(&b, "task %s: you inspected lease %s (attempt %d, %s).\n", mailbox.ShortID(t.taskID), mailbox.ShortID(t.leaseID), t.attempt, t.leasedTo)
+		switch det := cf.err.Details; {
+		case det != nil && det.ActualLeaseID != "":
+			fmt.Fprintf(&b, "  The current lease is %s, held by %s since %s (attempt %d).\n", mailbox.ShortID(det.ActualLeaseID), det.LeasedTo, formatClock(det.LeasedAtMs), det.Attempt)
+		case det != nil && det.TaskState != "":
+			fmt.Fprintf(&b, "  The task is now %s (attempt %d): it has no lease to repair.\n", strings.ReplaceAll(det.TaskState, "_", " "), det.Attempt)
+		default:
+			b.WriteString("  " + cf.err.Message + "\n")
 		}
 	}
-	c.renderHeader()
-}
-
-// showConflict explains a refused repair: the lease the operator inspected
-// is no longer the current one, and nothing was changed.
-func (c *Console) showConflict(t repairTarget, e *mailbox.Error) {
-	var b strings.Builder
-	b.WriteString("The lease changed since you opened the dialog. Nothing was changed.\n\n")
-	fmt.Fprintf(&b, "You inspected lease %s (attempt %d, leased to %s).\n", mailbox.ShortID(t.leaseID), t.attempt, t.leasedTo)
-	switch d := e.Details; {
-	case d != nil && d.ActualLeaseID != "":
-		fmt.Fprintf(&b, "The current lease is %s, held by %s since %s (attempt %d).", mailbox.ShortID(d.ActualLeaseID), d.LeasedTo, formatClock(d.LeasedAtMs), d.Attempt)
-	case d != nil && d.TaskState != "":
-		fmt.Fprintf(&b, "The task is now %s (attempt %d): it has no lease to repair.", strings.ReplaceAll(d.TaskState, "_", " "), d.Attempt)
-	default:
-		b.WriteString(e.Message)
+	b.WriteString("\nThe panes show the current state.")
+	text := tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true).SetText(escapeTags(b.String()))
+	closePage := func() {
+		c.pages.RemovePage(pageOutcome)
+		c.focusPane(c.focus)
 	}
-	b.WriteString("\n\nThe panes show the current state.")
-	text := tview.NewTextView().SetDynamicColors(true).SetText(escapeTags(b.String()))
-	ok := tview.NewForm().AddButton("OK", func() {
-		c.pages.RemovePage(pageConflict)
-		c.focusPane(c.focus)
-	})
-	ok.SetCancelFunc(func() {
-		c.pages.RemovePage(pageConflict)
-		c.focusPane(c.focus)
-	})
-	box := tview.NewFlex().SetDirection(tview.FlexRow).AddItem(text, 0, 1, false).AddItem(ok, 3, 0, true)
-	box.SetBorder(true).SetTitle(" Lease changed: repair refused ").SetBorderColor(tcell.ColorRed)
-	c.pages.AddPage(pageConflict, centered(box, 90, 13), true, true)
+	ok := tview.NewForm().AddButton("OK", closePage)
+	ok.SetCancelFunc(closePage)
+	ok.SetBorderPadding(0, 0, 1, 1)
+	box := tview.NewFlex().SetDirection(tview.FlexRow).AddItem(text, 0, 1, false).AddItem(ok, 1, 0, true)
+	title := " Lease changed: repair refused "
+	if total > 1 {
+		title = fmt.Sprintf(" %d repaired, %d refused: the lease had changed ", d.repaired, len(d.conflicts))
+	}
+	box.SetBorder(true).SetTitle(title).SetBorderColor(tcell.ColorRed)
+	c.pages.AddPage(pageOutcome, &modal{Primitive: box, size: func(sw, sh int) (int, int) {
+		w := min(dialogWidth, sw)
+		return w, min(sh, 3+wrappedRows(text.GetText(false), w-2)+1)
+	}}, true, true)
 	c.app.SetFocus(ok)
-	c.flash(false, "repair of "+mailbox.ShortID(t.taskID)+" refused: the lease changed")
+	c.flash(false, fmt.Sprintf("%d of %d repairs refused: the lease had changed", len(d.conflicts), total))
 }
 
-// centered places p in the middle of the screen at the given size.
-func centered(p tview.Primitive, width, height int) tview.Primitive {
-	return tview.NewFlex().
-		AddItem(nil, 0, 1, false).
-		AddItem(tview.NewFlex().SetDirection(tview.FlexRow).
-			AddItem(nil, 0, 1, false).
-			AddItem(p, height, 0, true).
-			AddItem(nil, 0, 1, false), width, 0, true).
-		AddItem(nil, 0, 1, false)
+// modal centers a primitive on the screen at the size it asks for, never
+// larger than the screen, so that an 80x24 terminal shows every field.
+type modal struct {
+	tview.Primitive
+	size func(screenW, screenH int) (w, h int)
+}
+
+func (m *modal) Draw(screen tcell.Screen) {
+	sw, sh := screen.Size()
+	w, h := m.size(sw, sh)
+	w, h = min(w, sw), min(h, sh)
+	m.SetRect((sw-w)/2, (sh-h)/2, w, h)
+	m.Primitive.Draw(screen)
+}
+
+// wrappedRows is how many rows text takes wrapped at width.
+func wrappedRows(text string, width int) int {
+	if text == "" || width <= 0 {
+		return 0
+	}
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		n += max(1, len(tview.WordWrap(line, width)))
+	}
+	return n
 }

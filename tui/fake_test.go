@@ -58,6 +58,11 @@ func (f *fakeBackend) publish(evs ...mailbox.Event) {
 	}
 }
 
+// WhoAmI answers as a daemon without tokens does.
+func (f *fakeBackend) WhoAmI(context.Context) (mailbox.WhoAmI, error) {
+	return mailbox.WhoAmI{Kind: mailbox.KindWhoAmI, Capabilities: []string{capAdmin}}, nil
+}
+
 func (f *fakeBackend) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox.RepairOutcome, error) {
 	ev, err := f.src.s.DecideRepair(req, "ops", f.src.nowMs)
 	if err != nil {

@@ -60,13 +60,13 @@ func TestRegistryHasNoKeyTwice(t *testing.T) {
 
 func TestReadOnlyHidesRepairsFromHintsAndHelp(t *testing.T) {
 	full, ro := defaultRegistry(), defaultRegistry().withoutDangerous()
-	if h := full.hintText(paneLeases); !strings.Contains(h, "<R>") || !strings.Contains(h, "<E>") {
+	if h := full.hintText(paneLeases, 1000); !strings.Contains(h, "<R>") || !strings.Contains(h, "<E>") {
 		t.Errorf("leases hints %q lack the repair keys", h)
 	}
-	if h := full.hintText(paneQueue); strings.Contains(h, "<R>") {
+	if h := full.hintText(paneQueue, 1000); strings.Contains(h, "<R>") {
 		t.Errorf("queue hints %q offer a lease repair", h)
 	}
-	if h := ro.hintText(paneLeases); strings.Contains(h, "<R>") || strings.Contains(h, "<E>") {
+	if h := ro.hintText(paneLeases, 1000); strings.Contains(h, "<R>") || strings.Contains(h, "<E>") {
 		t.Errorf("read-only hints %q offer repairs", h)
 	}
 	help := strings.Join(ro.helpLines(), "\n")

@@ -35,11 +35,20 @@ type paneStack struct {
 
 func (s *paneStack) Draw(screen tcell.Screen) {
 	_, _, _, h := s.GetRect()
-	audit := s.c.panes[paneAudit]
-	if h >= int(paneCount)*roomyPaneRows || s.c.focus == paneAudit {
-		s.ResizeItem(audit, 0, 1)
-	} else {
-		s.ResizeItem(audit, auditStripRows, 0)
+	for id, p := range s.c.panes {
+		switch {
+		case s.c.zoomed && paneID(id) == s.c.focus:
+			s.ResizeItem(p, 0, 1)
+		case s.c.zoomed:
+			// Zoomed (z), the focused pane takes all the room.
+			s.ResizeItem(p, 0, 0)
+		case paneID(id) != paneAudit:
+			s.ResizeItem(p, 0, 1)
+		case h >= int(paneCount)*roomyPaneRows || s.c.focus == paneAudit:
+			s.ResizeItem(p, 0, 1)
+		default:
+			s.ResizeItem(p, auditStripRows, 0)
+		}
 	}
 	s.Flex.Draw(screen)
 }

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"sync"
-	"time"
 
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/mailbox"
@@ -48,16 +47,25 @@ type model struct {
 	gap    error
 	gapVer uint64
 	resync chan struct{}
+	// wentLive is signalled each time the stream connects, so a question
+	// that failed while the daemon was away is asked again at once.
+	wentLive chan struct{}
+
+	// events counts the daemon's events by the second they happened in
+	// (their at_ms), held ones included: the header's rate is the
+	// daemon's, whether the console is paused or catching up.
+	events eventCounter
 }
 
 func newModel() *model {
-	return &model{state: mailbox.NewState(), open: make(map[string]*mailbox.Task), resync: make(chan struct{}, 1)}
+	return &model{state: mailbox.NewState(), open: make(map[string]*mailbox.Task), resync: make(chan struct{}, 1), wentLive: make(chan struct{}, 1)}
 }
 
 // receive takes one event from the stream.
 func (m *model) receive(ev mailbox.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.events.count(ev)
 	if m.paused {
 		m.held = append(m.held, ev)
 		return
@@ -134,6 +142,12 @@ func (m *model) setConn(cs client.ConnState) {
 	m.conn, m.connSeen = cs, true
 	m.connVer++
 	m.mu.Unlock()
+	if cs.Live {
+		select {
+		case m.wentLive <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // status is what the header shows, copied out under the lock.
@@ -209,21 +223,64 @@ func (m *model) detail(taskID string) detail {
 	return d
 }
 
-// rate measures events applied per second over the last measuring window.
-type rate struct {
-	at    time.Time
-	count uint64
-	perS  float64
+// sparkSeconds is how far back the header's sparkline reaches.
+const sparkSeconds = 60
+
+// eventCounter counts events per second of event time, in a ring that
+// remembers a little more than the sparkline shows.
+type eventCounter struct {
+	lastSeq uint64
+	ring    [64]struct {
+		sec int64
+		n   int
+	}
 }
 
-func (r *rate) update(now time.Time, applied uint64) float64 {
-	if r.at.IsZero() {
-		r.at, r.count = now, applied
-		return 0
+// count records one event from the stream once: a snapshot only says how
+// far the stream has come, and a repeated or old event is not counted twice.
+func (e *eventCounter) count(ev mailbox.Event) {
+	if ev.Seq <= e.lastSeq && ev.Type != mailbox.EventSnapshot {
+		return
 	}
-	if el := now.Sub(r.at); el >= time.Second {
-		r.perS = float64(applied-r.count) / el.Seconds()
-		r.at, r.count = now, applied
+	e.lastSeq = max(e.lastSeq, ev.Seq)
+	if ev.Type == mailbox.EventSnapshot {
+		return
 	}
-	return r.perS
+	sec := floorDiv(ev.AtMs, 1000)
+	slot := &e.ring[mod(sec, int64(len(e.ring)))]
+	if slot.sec != sec {
+		slot.sec, slot.n = sec, 0
+	}
+	slot.n++
 }
+
+// perSecond returns the counts of the sparkSeconds seconds up to and
+// including the one nowMs falls in, oldest first.
+func (e *eventCounter) perSecond(nowMs int64) [sparkSeconds]int {
+	var out [sparkSeconds]int
+	now := floorDiv(nowMs, 1000)
+	for k := range out {
+		sec := now - sparkSeconds + 1 + int64(k)
+		if slot := e.ring[mod(sec, int64(len(e.ring)))]; slot.sec == sec {
+			out[k] = slot.n
+		}
+	}
+	return out
+}
+
+// eventsPerSecond is the daemon's event counts per second up to nowMs.
+func (m *model) eventsPerSecond(nowMs int64) [sparkSeconds]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.events.perSecond(nowMs)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+func mod(a, b int64) int64 { return (a%b + b) % b }

@@ -10,18 +10,6 @@ import (
 	"github.com/rivo/tview"
 )
 
-// columns of each pane, in screen order.
-var paneColumns = [paneCount][]string{
-	paneQueue:   {"TASK", "AGE", "SENDER -> RECIPIENT", "KIND", "INTENT", "DEADLINE"},
-	paneLeases:  {"TASK", "LEASE AGE", "LEASED TO", "ATT", "LEASE", "SENDER", "INTENT"},
-	paneResults: {"STATUS", "TASK", "SENDER", "FROM", "AGE", "ERROR"},
-	// The reason comes before lease and posture: on an 80-column terminal
-	// it is what tells repairs apart, and the detail view has the rest.
-	paneAudit: {"AGE", "AT", "BY", "ACTION", "TASK", "ATT", "REASON", "LEASE", "POSTURE"},
-}
-
-const maxColumns = 9
-
 // Colors the panes use; one place so they stay consistent.
 var (
 	colorStale   = tcell.ColorRed
@@ -38,6 +26,9 @@ var (
 // without colors.
 const staleMarker = "! "
 
+// markMarker starts the task id of a marked lease.
+const markMarker = "✓"
+
 // paneContent is a tview.TableContent over rows: the table asks for the
 // cells it draws and nothing else, so a 100k-row pane costs what its visible
 // rows cost. Cells live in a ring reused frame after frame, so drawing does
@@ -53,6 +44,11 @@ type paneContent struct {
 	// focused panes show their selection inverted; the others underline
 	// it in the row's own color, so a stale row stays red.
 	focused bool
+	sort    sortSpec
+	// agentCap caps agent ids at the pane's width.
+	agentCap int
+	// marks are the marked leases (Leases pane): task id -> lease id.
+	marks map[string]string
 }
 
 type cellSlot struct {
@@ -92,12 +88,23 @@ func newSlots(n int) []cellSlot {
 // fill formats one row into its slot.
 func (c *paneContent) fill(s *cellSlot, row int) {
 	cols := paneColumns[c.pane]
-	for i := range cols {
-		s.cells[i] = tview.TableCell{Color: colorText, Align: tview.AlignLeft}
+	for i, col := range cols {
+		s.cells[i] = tview.TableCell{Color: colorText, Align: tview.AlignLeft, MaxWidth: col.maxWidth}
+		if col.agent {
+			s.cells[i].MaxWidth = c.agentCap
+		}
+		if col.expand {
+			s.cells[i].Expansion = 1
+		}
 	}
 	if row == 0 {
-		for i, h := range cols {
+		for i, col := range cols {
+			h := col.heading
+			if col.sortKey != 0 && col.sortKey == c.sort.key {
+				h += sortArrow(c.sort.desc)
+			}
 			s.cells[i].Text = h
+			s.cells[i].MaxWidth = 0 // a heading is never cut
 			s.cells[i].Color = colorHeading
 			s.cells[i].Attributes = tcell.AttrBold
 			s.cells[i].NotSelectable = true
@@ -112,15 +119,16 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 		e := &c.rows.queued[i]
 		text(0, mailbox.ShortID(e.Task.ID))
 		text(1, formatAge(msAge(now, e.QueuedAtMs)))
-		text(2, e.Task.Sender+" -> "+e.Task.Recipient)
-		text(3, e.Task.Kind())
-		text(4, oneLine(e.Task.IntentText))
-		s.cells[4].MaxWidth, s.cells[4].Expansion = 48, 1
+		text(2, strconv.Itoa(e.Attempt))
+		text(3, e.Task.Recipient)
+		text(4, e.Task.Kind())
 		d, pastDue := formatDeadline(e.Task.DeadlineMs, now)
 		text(5, d)
 		if pastDue {
 			s.cells[5].Color = colorPastDue
 		}
+		text(6, oneLine(e.Task.IntentText))
+		text(7, e.Task.Sender)
 	case paneLeases:
 		e := &c.rows.leases[i]
 		age := formatAge(msAge(now, e.LeasedAtMs))
@@ -131,23 +139,36 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 		case c.st.aging(e.LeasedAtMs):
 			color = colorAging
 		}
-		text(0, mailbox.ShortID(e.Task.ID))
+		id := mailbox.ShortID(e.Task.ID)
+		marked := c.marks[e.Task.ID] == e.LeaseID && e.LeaseID != ""
+		if marked {
+			id = markMarker + id
+		}
+		text(0, id)
 		text(1, age)
 		text(2, e.LeasedTo)
 		text(3, strconv.Itoa(e.Attempt))
-		text(4, mailbox.ShortID(e.LeaseID))
-		text(5, e.Task.Sender)
+		d, pastDue := formatDeadline(e.Task.DeadlineMs, now)
+		text(4, d)
+		text(5, mailbox.ShortID(e.LeaseID))
 		text(6, oneLine(e.Task.IntentText))
-		s.cells[6].MaxWidth, s.cells[6].Expansion = 48, 1
+		text(7, e.Task.Sender)
 		for col := range cols {
 			s.cells[col].Color = color
+			if marked {
+				s.cells[col].Attributes = tcell.AttrBold
+			}
+		}
+		if pastDue {
+			s.cells[4].Color = colorPastDue
+		}
+		if marked {
+			s.cells[0].MaxWidth = idWidth + len([]rune(markMarker))
 		}
 	case paneResults:
 		r := &c.rows.results[i]
-		status := r.Status
 		switch {
 		case r.Forced:
-			status += " (forced)"
 			s.cells[0].Color = colorError
 		case r.Status == mailbox.StatusOK:
 			s.cells[0].Color = colorOK
@@ -156,13 +177,12 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 		default:
 			s.cells[0].Color = colorError
 		}
-		text(0, status)
+		text(0, resultStatus(&r.PendingResult))
 		text(1, mailbox.ShortID(r.TaskID))
-		text(2, r.Sender)
-		text(3, r.Recipient)
-		text(4, formatAge(msAge(now, r.PostedAtMs)))
-		text(5, oneLine(r.ErrorMessage))
-		s.cells[5].MaxWidth, s.cells[5].Expansion = 60, 1
+		text(2, r.Recipient)
+		text(3, formatAge(msAge(now, r.PostedAtMs)))
+		text(4, oneLine(r.ErrorMessage))
+		text(5, r.Sender)
 	case paneAudit:
 		c.fillAudit(s, i)
 	}
@@ -178,7 +198,7 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 
 // pane is one of the tables: a tview.Table over paneContent that remembers
 // which row is selected, so the selection follows the task (or repair) when
-// rows move.
+// rows move, and keeps that row on screen.
 type pane struct {
 	*tview.Table
 	content     *paneContent
@@ -186,10 +206,17 @@ type pane struct {
 	selectedKey rowKey
 	clock       func() time.Time
 	staleAfter  time.Duration
+	// The console sets these before a frame; the title says them.
+	live, zoomed bool
 }
 
 func newPane(p paneID, clock func() time.Time, staleAfter time.Duration) *pane {
-	pn := &pane{Table: tview.NewTable(), content: &paneContent{pane: p}, clock: clock, staleAfter: staleAfter}
+	pn := &pane{Table: tview.NewTable(), content: &paneContent{pane: p}, clock: clock, staleAfter: staleAfter, live: true}
+	pn.params.sort = naturalSort(p)
+	pn.content.sort = pn.params.sort
+	if p == paneLeases {
+		pn.content.marks = map[string]string{}
+	}
 	pn.Table.SetContent(pn.content).SetFixed(1, 0).SetSelectable(true, false).SetBorder(true)
 	pn.Table.SetSelectionChangedFunc(func(row, _ int) {
 		pn.selectedKey = pn.keyAt(row)
@@ -216,24 +243,62 @@ func (p *pane) selected() (int, bool) {
 	return int(p.content.idx[row-1]), true
 }
 
-// Draw refreshes the clock, so ages tick, then draws the visible rows.
+func (p *pane) staleness() staleness {
+	return staleness{nowMs: p.clock().UnixMilli(), afterMs: p.staleAfter.Milliseconds()}
+}
+
+// Draw refreshes the clock, so ages tick, keeps the selected row on
+// screen, says in the title which rows are shown, then draws them.
 func (p *pane) Draw(screen tcell.Screen) {
 	p.content.gen++
 	p.content.focused = p.HasFocus()
-	p.content.st = staleness{nowMs: p.clock().UnixMilli(), afterMs: p.staleAfter.Milliseconds()}
+	p.content.st = p.staleness()
 	if _, h := screen.Size(); len(p.content.slots) < 2*h {
 		// Every visible row needs a slot of its own within one frame.
 		p.content.slots = newSlots(2 * h)
 	}
+	_, _, w, h := p.GetInnerRect()
+	p.content.agentCap = agentCap(w)
+	first, last := p.scrollToSelection(h - 1) // the heading takes a row
+	p.SetTitle(p.title(first, last, w))
 	p.Table.Draw(screen)
 }
 
+// scrollToSelection scrolls so that the selected row is one of the visible
+// data rows, and the pane is filled down to its last row; it returns the
+// first and last row shown (1-based, 0 when there are none). tview's own
+// scrolling follows the end of a table that was once empty, which opened
+// panes scrolled to the bottom with the selected first row off screen.
+func (p *pane) scrollToSelection(visible int) (first, last int) {
+	n := len(p.content.idx)
+	visible = max(visible, 1)
+	sel, _ := p.GetSelection()
+	sel = max(1, min(sel, n))
+	off, _ := p.GetOffset()
+	if sel-1 < off {
+		off = sel - 1
+	}
+	if sel-1 >= off+visible {
+		off = sel - visible
+	}
+	off = max(0, min(off, n-visible))
+	p.SetOffset(off, 0)
+	if n == 0 {
+		return 0, 0
+	}
+	return off + 1, min(n, off+visible)
+}
+
 // show installs new rows and re-selects the task that was selected, or
-// the row in the same place when that task left the pane.
+// the row in the same place when that task left the pane. Marks on leases
+// that ended or that the pane no longer shows are dropped: a repair of
+// many acts only on leases the operator can see.
 func (p *pane) show(r *rows) {
 	p.content.rows = r
-	p.content.idx = selectRows(r, p.id(), p.params, staleness{nowMs: p.clock().UnixMilli(), afterMs: p.staleAfter.Milliseconds()})
+	p.content.idx = selectRows(r, p.id(), p.params, p.staleness())
+	p.content.sort = p.params.sort
 	p.content.gen++
+	p.pruneMarks()
 	if cur, _ := p.GetSelection(); p.id() == paneAudit && cur <= 1 {
 		// A selection on the newest repair stays on the newest, like a
 		// log's tail, so the Audit strip of a short terminal keeps showing
@@ -256,31 +321,141 @@ func (p *pane) show(r *rows) {
 	p.Select(row, 0)
 }
 
-// title renders the pane's title: number key, name, counts, sort, filter.
-func (p *pane) title(focused, live bool) string {
+// title renders the pane's title, most important first, so that a narrow
+// pane cuts the least: number key, name and which rows are shown, marks,
+// stale-only, filter, sort.
+func (p *pane) title(first, last, width int) string {
 	total, shown := p.content.rows.len(p.id()), len(p.content.idx)
-	var b strings.Builder
-	b.WriteString(" [" + strconv.Itoa(int(p.id())+1) + "] " + p.id().String() + " ")
-	if shown != total {
-		b.WriteString(strconv.Itoa(shown) + " of ")
+	narrowed := p.params.filter != "" || p.params.staleOnly
+	var pos strings.Builder
+	pos.WriteString("[" + strconv.Itoa(int(p.id())+1) + "] " + p.id().String() + " ")
+	switch {
+	case shown == 0 && narrowed:
+		pos.WriteString("0 filtered from " + commas(total))
+	case shown == 0:
+		pos.WriteString("0")
+	default:
+		pos.WriteString(commas(first))
+		if last != first {
+			pos.WriteString("-" + commas(last))
+		}
+		if narrowed {
+			pos.WriteString(" of " + commas(shown) + " filtered from " + commas(total))
+		} else {
+			pos.WriteString(" of " + commas(total))
+		}
 	}
-	b.WriteString(strconv.Itoa(total))
-	if p.id() == paneAudit {
-		b.WriteString("  newest first")
-	} else {
-		b.WriteString("  sort:" + p.params.sort.String())
+	segs := []segment{{prio: 100, variants: []string{escapeTags(pos.String())}}}
+	add := func(prio int, variants ...string) {
+		for i := range variants {
+			variants[i] = escapeTags(variants[i])
+		}
+		segs = append(segs, segment{prio: prio, variants: variants})
 	}
-	if p.params.filter != "" {
-		b.WriteString("  filter:/" + p.params.filter)
+	if n := len(p.content.marks); n > 0 {
+		add(90, markMarker+strconv.Itoa(n)+" marked")
 	}
 	if p.params.staleOnly {
-		b.WriteString("  !stale-only")
+		add(80, "!stale-only")
 	}
-	if !live {
-		b.WriteString("  [STALE: not live]")
+	if p.params.filter != "" {
+		add(70, "filter:/"+p.params.filter, "/"+truncate(p.params.filter, 12))
 	}
-	b.WriteString(" ")
-	return escapeTags(b.String())
+	if p.id() == paneAudit {
+		add(40, "newest first", "")
+	} else {
+		add(50, "sort:"+p.params.sort.label(p.id()), "")
+	}
+	if p.zoomed {
+		add(30, "zoomed", "")
+	}
+	if !p.live {
+		add(95, "[STALE: not live]", "[STALE]")
+	}
+	return " " + fitSegments(segs, max(0, width-2), "  ", "  ") + " "
+}
+
+// Marks (Leases pane).
+
+// markedLease reports whether lease row i is marked.
+func (p *pane) markedLease(i int) bool {
+	e := &p.content.rows.leases[i]
+	return p.content.marks[e.Task.ID] == e.LeaseID
+}
+
+// toggleMark marks or unmarks the selected lease.
+func (p *pane) toggleMark() bool {
+	i, ok := p.selected()
+	if !ok {
+		return false
+	}
+	e := &p.content.rows.leases[i]
+	if p.markedLease(i) {
+		delete(p.content.marks, e.Task.ID)
+	} else {
+		p.content.marks[e.Task.ID] = e.LeaseID
+	}
+	p.content.gen++
+	return true
+}
+
+// markAll marks every lease the pane shows, or, when they all are marked
+// already, unmarks them.
+func (p *pane) markAll() {
+	all := true
+	for _, j := range p.content.idx {
+		if !p.markedLease(int(j)) {
+			all = false
+			break
+		}
+	}
+	for _, j := range p.content.idx {
+		e := &p.content.rows.leases[j]
+		if all {
+			delete(p.content.marks, e.Task.ID)
+		} else {
+			p.content.marks[e.Task.ID] = e.LeaseID
+		}
+	}
+	p.content.gen++
+}
+
+func (p *pane) clearMarks() {
+	clear(p.content.marks)
+	p.content.gen++
+}
+
+// marked returns the marked leases in the pane's order.
+func (p *pane) marked() []int {
+	if len(p.content.marks) == 0 {
+		return nil
+	}
+	var out []int
+	for _, j := range p.content.idx {
+		if p.markedLease(int(j)) {
+			out = append(out, int(j))
+		}
+	}
+	return out
+}
+
+// pruneMarks drops the marks of leases the pane no longer shows: ended,
+// replaced by another lease, or hidden by the filter.
+func (p *pane) pruneMarks() {
+	if len(p.content.marks) == 0 {
+		return
+	}
+	shown := make(map[string]bool, len(p.content.marks))
+	for _, j := range p.content.idx {
+		if p.markedLease(int(j)) {
+			shown[p.content.rows.leases[j].Task.ID] = true
+		}
+	}
+	for id := range p.content.marks {
+		if !shown[id] {
+			delete(p.content.marks, id)
+		}
+	}
 }
 
 // oneLine keeps a multi-line text on one table row.
@@ -297,4 +472,34 @@ func escapeTags(s string) string {
 		return s
 	}
 	return tview.Escape(s)
+}
+
+// truncate cuts s to n runes, ending with … when it was longer.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n <= 1 {
+		return "…"
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// commas writes n with thousands separators: 5,000.
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, d := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

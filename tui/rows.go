@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -47,9 +46,9 @@ func (r *rows) len(p paneID) int {
 	return len(r.results)
 }
 
-// fields returns what the filter searches and the sort orders by in the
-// panes of tasks and results; the Audit pane has its own (auditMatches).
-func (r *rows) fields(p paneID, i int) (id, sender, recipient, kind, intent string, attempt int) {
+// fields returns what the filter searches in the panes of tasks and
+// results; the Audit pane has its own (auditMatches).
+func (r *rows) fields(p paneID, i int) (id, sender, recipient, kind, intent string) {
 	switch p {
 	case paneQueue, paneLeases:
 		e := &r.queued
@@ -57,10 +56,10 @@ func (r *rows) fields(p paneID, i int) (id, sender, recipient, kind, intent stri
 			e = &r.leases
 		}
 		t := &(*e)[i].Task
-		return t.ID, t.Sender, t.Recipient, t.Kind(), t.IntentText, (*e)[i].Attempt
+		return t.ID, t.Sender, t.Recipient, t.Kind(), t.IntentText
 	}
 	res := &r.results[i]
-	return res.TaskID, res.Sender, res.Recipient, res.kind, res.intent, 0
+	return res.TaskID, res.Sender, res.Recipient, res.kind, res.intent
 }
 
 // id returns the task a row is about; on the Audit pane, the repaired task.
@@ -68,7 +67,7 @@ func (r *rows) id(p paneID, i int) string {
 	if p == paneAudit {
 		return r.audit[i].TaskID
 	}
-	id, _, _, _, _, _ := r.fields(p, i)
+	id, _, _, _, _ := r.fields(p, i)
 	return id
 }
 
@@ -88,25 +87,10 @@ func (r *rows) key(p paneID, i int) rowKey {
 	return rowKey{id: r.id(p, i)}
 }
 
-// sortMode orders a pane. Age is the state's own order: the queue in lease
-// order (waiting longest first), leases oldest first, results oldest first.
-type sortMode int
-
-const (
-	sortAge sortMode = iota
-	sortRecipient
-	sortAttempt
-	sortModes
-)
-
-func (s sortMode) String() string {
-	return [...]string{"age", "recipient", "attempt"}[s]
-}
-
 // viewParams are what the operator chose for one pane.
 type viewParams struct {
 	filter    string
-	sort      sortMode
+	sort      sortSpec
 	staleOnly bool
 }
 
@@ -151,7 +135,7 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 				continue
 			}
 		} else if filter != "" {
-			id, sender, recipient, kind, intent, _ := r.fields(p, i)
+			id, sender, recipient, kind, intent := r.fields(p, i)
 			if !containsFold(id, filter) && !containsFold(sender, filter) && !containsFold(recipient, filter) &&
 				!containsFold(kind, filter) && !containsFold(intent, filter) {
 				continue
@@ -159,23 +143,8 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 		}
 		idx = append(idx, int32(i))
 	}
-	if p == paneAudit {
-		return idx // a trail reads newest first, whatever the sort says
-	}
-	switch vp.sort {
-	case sortRecipient:
-		sort.SliceStable(idx, func(a, b int) bool {
-			_, _, ra, _, _, _ := r.fields(p, int(idx[a]))
-			_, _, rb, _, _, _ := r.fields(p, int(idx[b]))
-			return ra < rb
-		})
-	case sortAttempt:
-		// Most retried first: those are the tasks an operator looks at.
-		sort.SliceStable(idx, func(a, b int) bool {
-			_, _, _, _, _, aa := r.fields(p, int(idx[a]))
-			_, _, _, _, _, ab := r.fields(p, int(idx[b]))
-			return aa > ab
-		})
+	if p != paneAudit { // a trail reads newest first, whatever the sort says
+		sortRows(r, p, vp.sort, idx)
 	}
 	return idx
 }

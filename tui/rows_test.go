@@ -32,7 +32,7 @@ func TestSelectRowsFiltersAndSorts(t *testing.T) {
 		want []string
 	}{
 		{"age order is queue order", viewParams{}, []string{"worker-b@local", "worker-a@local", "worker-c@local"}},
-		{"recipient", viewParams{sort: sortRecipient}, []string{"worker-a@local", "worker-b@local", "worker-c@local"}},
+		{"recipient", viewParams{sort: sortSpec{key: 'C'}}, []string{"worker-a@local", "worker-b@local", "worker-c@local"}},
 		{"filter by kind", viewParams{filter: "fetch"}, []string{"worker-c@local"}},
 		{"filter by intent, any case", viewParams{filter: "incident"}, []string{"worker-a@local"}},
 		{"filter by sender", viewParams{filter: "auditor"}, []string{"worker-c@local"}},
@@ -79,7 +79,7 @@ func TestStaleOnlyAndAttemptSort(t *testing.T) {
 	if n := r.countStale(st); n != 1 {
 		t.Errorf("countStale = %d, want 1", n)
 	}
-	byAttempt := selectRows(r, paneLeases, viewParams{sort: sortAttempt}, st)
+	byAttempt := selectRows(r, paneLeases, viewParams{sort: sortSpec{key: 'N', desc: true}}, st)
 	if r.leases[byAttempt[0]].Attempt != 2 {
 		t.Errorf("attempt sort put attempt %d first, want the retried task", r.leases[byAttempt[0]].Attempt)
 	}

@@ -2,12 +2,14 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gdamore/tcell/v2"
+	"github.com/rivo/tview"
 )
 
 // screen is a simulation screen that keeps a copy of every frame shown, so
@@ -202,4 +204,36 @@ func (r *running) waitStopped(t testing.TB) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the console did not stop within 10s")
 	}
+}
+
+// The tests of issue 11, an incident-grade console, run at the smallest
+// terminal an operator is likely to have and at a large one.
+var sizes = []struct{ w, h int }{{80, 24}, {200, 60}}
+
+func forSizes(t *testing.T, run func(t *testing.T, w, h int)) {
+	t.Helper()
+	for _, s := range sizes {
+		t.Run(fmt.Sprintf("%dx%d", s.w, s.h), func(t *testing.T) { run(t, s.w, s.h) })
+	}
+}
+
+// highlighted reports whether text is drawn as a selected row: inverted in
+// the focused pane, underlined in the others.
+func highlighted(f frame, text string) bool {
+	y, x, ok := f.find(text)
+	if !ok {
+		return false
+	}
+	_, bg, attr := f.styles[y][x].Decompose()
+	return attr&tcell.AttrUnderline != 0 || bg != tview.Styles.PrimitiveBackgroundColor && bg != tcell.ColorDefault
+}
+
+// inverted reports whether text is drawn as the focused pane's selection.
+func inverted(f frame, text string) bool {
+	y, x, ok := f.find(text)
+	if !ok {
+		return false
+	}
+	_, bg, _ := f.styles[y][x].Decompose()
+	return bg != tview.Styles.PrimitiveBackgroundColor && bg != tcell.ColorDefault
 }

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -19,6 +18,7 @@ func (c *Console) onKey(ev *tcell.EventKey) *tcell.EventKey {
 	if !ok {
 		return ev
 	}
+	p := c.panes[c.focus]
 	switch a.id {
 	case actFocusNext:
 		c.focusPane((c.focus + 1) % paneCount)
@@ -29,24 +29,33 @@ func (c *Console) onKey(ev *tcell.EventKey) *tcell.EventKey {
 	case actDetail:
 		c.showDetail()
 	case actFilter:
-		c.filterInput.SetLabel("filter " + c.focus.String() + ": ").SetText(c.panes[c.focus].params.filter)
+		c.filterInput.SetLabel("filter " + c.focus.String() + ": ").SetText(p.params.filter)
 		c.main.ResizeItem(c.filterInput, 1, 0)
 		c.app.SetFocus(c.filterInput)
 	case actBack:
-		if p := c.panes[c.focus]; p.params.filter != "" {
-			p.params.filter = ""
+		c.clearNarrowing(p)
+	case actSort:
+		if s, ok := p.params.sort.next(c.focus, ev.Rune()); ok {
+			p.params.sort = s
 			p.show(c.rows)
 		}
-	case actSort:
-		p := c.panes[c.focus]
-		p.params.sort = (p.params.sort + 1) % sortModes
-		p.show(c.rows)
 	case actStaleOnly:
-		p := c.panes[paneLeases]
 		p.params.staleOnly = !p.params.staleOnly
 		p.show(c.rows)
+	case actMark:
+		if !p.toggleMark() {
+			c.flash(false, "no lease selected")
+		}
+	case actMarkAll:
+		p.markAll()
 	case actRequeue, actForceError:
 		c.openRepair(a.id)
+	case actZoom:
+		c.zoomed = !c.zoomed
+	case actCopy:
+		c.copySelected()
+	case actSaveCSV, actSaveJSON:
+		c.export(a.id == actSaveJSON)
 	case actPause:
 		c.model.setPaused(!c.status.paused)
 		c.status = c.model.status()
@@ -60,24 +69,38 @@ func (c *Console) onKey(ev *tcell.EventKey) *tcell.EventKey {
 	case actQuit:
 		c.quit()
 	}
-	c.renderHeader()
 	c.renderTitles()
 	return nil
 }
 
-// focusPane moves the focus to pane p and shows p's keys in the hint bar.
+// clearNarrowing is Esc on a pane: the filter, stale-only and the marks
+// go, so every row is back and nothing is acted on unseen.
+func (c *Console) clearNarrowing(p *pane) {
+	if p.params.filter == "" && !p.params.staleOnly && len(p.content.marks) == 0 {
+		return
+	}
+	p.params.filter, p.params.staleOnly = "", false
+	if p.content.marks != nil {
+		p.clearMarks()
+	}
+	p.show(c.rows)
+}
+
+// focusPane moves the focus to pane p; the hint bar shows p's keys.
 func (c *Console) focusPane(p paneID) {
 	c.focus = p
 	c.app.SetFocus(c.panes[p])
-	c.hints.SetText(c.keys.hintText(p))
 	c.renderTitles()
 }
 
+// renderTitles tells the panes what their titles say beyond their rows;
+// each pane writes its title when it draws, knowing which rows fit.
 func (c *Console) renderTitles() {
 	live := c.status.conn.Live && c.status.gap == nil
 	for id, p := range c.panes {
 		focused := paneID(id) == c.focus
-		p.SetTitle(p.title(focused, live || !c.status.connSeen))
+		p.live = live || !c.status.connSeen
+		p.zoomed = c.zoomed && focused
 		switch {
 		case !live && c.status.connSeen:
 			p.SetBorderColor(tcell.ColorGray)
@@ -89,52 +112,6 @@ func (c *Console) renderTitles() {
 	}
 }
 
-// renderHeader writes the two header lines: where and how we are connected,
-// then the counts.
-func (c *Console) renderHeader() {
-	st := c.status
-	var b strings.Builder
-	b.WriteString("[::b]mailroom[::-] " + escapeTags(c.opts.Addr))
-	// Whom repairs are recorded under, next to where they go: an operator
-	// holding two tokens must see which one this console uses.
-	if c.opts.Principal != "" {
-		b.WriteString(" as [::b]" + escapeTags(c.opts.Principal) + "[::-]   ")
-	} else {
-		b.WriteString(" [gray]no auth[-]   ")
-	}
-	switch {
-	case !st.connSeen:
-		b.WriteString("[yellow]connecting[-]")
-	case st.conn.Live:
-		b.WriteString("[green]● live[-]")
-	default:
-		b.WriteString(fmt.Sprintf("[yellow]reconnecting (attempt %d)[-]", st.conn.Attempt))
-		if st.conn.Err != nil {
-			b.WriteString(" [gray]" + escapeTags(oneLine(st.conn.Err.Error())) + "[-]")
-		}
-	}
-	if st.paused {
-		b.WriteString(fmt.Sprintf("   [aqua::b]paused[-::-] (%d events held)", st.held))
-	}
-	if c.opts.ReadOnly {
-		b.WriteString("   [aqua]read-only[-]")
-	}
-	b.WriteString("\n")
-
-	staleN := c.rows.countStale(staleness{nowMs: c.opts.Now().UnixMilli(), afterMs: c.opts.StaleAfter.Milliseconds()})
-	fmt.Fprintf(&b, "queued %d   in flight %d   ", c.rows.len(paneQueue), c.rows.len(paneLeases))
-	if staleN > 0 {
-		fmt.Fprintf(&b, "[red::b]stale %d[-::-]", staleN)
-	} else {
-		b.WriteString("stale 0")
-	}
-	fmt.Fprintf(&b, "   results pending %d   events/s %.1f   seq %d", c.rows.len(paneResults), c.perS, st.seq)
-	if st.connSeen && (!st.conn.Live || st.gap != nil) {
-		b.WriteString("   [yellow]showing the last state received (stale)[-]")
-	}
-	c.header.SetText(b.String())
-}
-
 // flash shows one line of outcome: info in green (cleared after a while),
 // errors in red (kept until the next flash).
 func (c *Console) flash(ok bool, msg string) {
@@ -143,7 +120,11 @@ func (c *Console) flash(ok bool, msg string) {
 		color = "green"
 	}
 	c.flashAt, c.flashOK = c.opts.Now(), ok
-	c.flashView.SetText("[" + color + "]" + escapeTags(oneLine(msg)) + "[-]")
+	text := "[" + color + "]" + escapeTags(oneLine(msg)) + "[-]"
+	c.flashView.SetText(text)
+	if c.pageFlash != nil {
+		c.pageFlash.SetText(text)
+	}
 }
 
 // showHelp shows every registered key; Esc or ? goes back.
@@ -152,13 +133,16 @@ func (c *Console) showHelp() {
 	b.WriteString("[::b]Keys[::-]")
 	if c.opts.ReadOnly {
 		b.WriteString("  [aqua](read-only: keys that change the mailbox are disabled)[-]")
+	} else if c.who == nil {
+		b.WriteString("  [aqua](repair keys appear once the daemon says what the token may do)[-]")
 	}
 	b.WriteString("\n\n")
 	for _, l := range c.keys.helpLines() {
 		b.WriteString(l + "\n")
 	}
 	b.WriteString("\nLeases held longer than " + c.opts.StaleAfter.String() + " are stale: red, marked with " + strconv.Quote(staleMarker) + ".\n")
-	b.WriteString("Repairs are guarded: they apply only while the lease you inspected is still the current one.\n")
+	b.WriteString("Repairs are guarded: each applies only while the lease you inspected is still the current one.\n")
+	b.WriteString("Sorts: ↓ largest (oldest, most retried) first, ↑ smallest first.\n")
 	tv := tview.NewTextView().SetDynamicColors(true).SetText(b.String())
 	tv.SetBorder(true).SetTitle(" Help (Esc to go back) ")
 	c.showPage(pageHelp, tv, func(ev *tcell.EventKey) bool {

@@ -1,0 +1,252 @@
+package tui
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// column is one column of a pane.
+type column struct {
+	heading string
+	// sortKey sorts the pane by this column: Shift and the column's letter,
+	// as in k9s; 0 for a column that does not sort.
+	sortKey  rune
+	sortName string // how the title names this sort
+	// maxWidth caps the column: a longer id is cut with …. 0 leaves it
+	// uncapped.
+	maxWidth int
+	// agent columns hold agent ids, capped by the pane's width (agentCap)
+	// so one 90-character agent id cannot push the other columns off
+	// screen.
+	agent bool
+	// expand gives the column the width left over: the intent, the error,
+	// the reason, whatever tells rows apart.
+	expand bool
+	// largestFirst columns (ages, attempts) sort largest first on the
+	// first press: the oldest and most retried are what an operator wants.
+	largestFirst bool
+}
+
+// idWidth is a short id's width; textWidth is how much of a free text
+// (intent, error, reason) a column takes before the columns after it, and
+// the text grows further when the pane is wider than all of them.
+const (
+	idWidth   = 8
+	textWidth = 48
+)
+
+// agentCap is how wide an agent id may be in a pane w cells wide: the
+// start of a name is what tells agents apart, and on 80 columns the
+// intent must keep some room.
+func agentCap(w int) int { return max(16, min(32, w/5)) }
+
+// paneColumns are each pane's columns, in screen order. The text that
+// tells rows apart (intent, error, reason) takes the width left over; only
+// a sender, which matters less there, comes after it, so that on an
+// 80-column terminal the text keeps its room and the sender gives way.
+var paneColumns = [paneCount][]column{
+	paneQueue: {
+		{heading: "TASK", sortKey: 'T', sortName: "task", maxWidth: idWidth},
+		{heading: "AGE", sortKey: 'A', sortName: "age", largestFirst: true},
+		{heading: "ATT", sortKey: 'N', sortName: "attempt", largestFirst: true},
+		{heading: "RECIPIENT", sortKey: 'C', sortName: "recipient", agent: true},
+		{heading: "KIND", sortKey: 'K', sortName: "kind", maxWidth: 16},
+		{heading: "DEADLINE", sortKey: 'D', sortName: "deadline"},
+		{heading: "INTENT", sortKey: 'I', sortName: "intent", maxWidth: textWidth, expand: true},
+		{heading: "SENDER", sortKey: 'S', sortName: "sender", agent: true},
+	},
+	paneLeases: {
+		{heading: "TASK", sortKey: 'T', sortName: "task", maxWidth: idWidth},
+		{heading: "AGE", sortKey: 'A', sortName: "age", largestFirst: true}, // the lease's
+		{heading: "HOLDER", sortKey: 'H', sortName: "holder", agent: true},
+		{heading: "ATT", sortKey: 'N', sortName: "attempt", largestFirst: true},
+		{heading: "DEADLINE", sortKey: 'D', sortName: "deadline"},
+		{heading: "LEASE", sortKey: 'L', sortName: "lease", maxWidth: idWidth},
+		{heading: "INTENT", sortKey: 'I', sortName: "intent", maxWidth: textWidth, expand: true},
+		{heading: "SENDER", sortKey: 'S', sortName: "sender", agent: true},
+	},
+	paneResults: {
+		{heading: "STATUS", sortKey: 'U', sortName: "status"},
+		{heading: "TASK", sortKey: 'T', sortName: "task", maxWidth: idWidth},
+		{heading: "FROM", sortKey: 'F', sortName: "from", agent: true},
+		{heading: "AGE", sortKey: 'A', sortName: "age", largestFirst: true},
+		{heading: "ERROR", sortKey: 'M', sortName: "message", maxWidth: textWidth, expand: true},
+		{heading: "SENDER", sortKey: 'S', sortName: "sender", agent: true},
+	},
+	// The reason comes before lease and posture: on an 80-column terminal
+	// it is what tells repairs apart, and the detail view has the rest.
+	paneAudit: {
+		{heading: "AGE"}, {heading: "AT"}, {heading: "BY", agent: true}, {heading: "ACTION"},
+		{heading: "TASK", maxWidth: idWidth}, {heading: "ATT"}, {heading: "REASON", maxWidth: textWidth, expand: true},
+		{heading: "LEASE", maxWidth: idWidth}, {heading: "POSTURE"},
+	},
+}
+
+const maxColumns = 9
+
+// sortSpec is how a pane is ordered: by the column whose letter is key,
+// largest first when desc. The zero value is the state's own order, which
+// only the Queue pane uses: the order workers lease in.
+type sortSpec struct {
+	key  rune
+	desc bool
+}
+
+// naturalSort is the order the state lists pane p in, so sorting by it
+// costs nothing: leases and results oldest first.
+func naturalSort(p paneID) sortSpec {
+	switch p {
+	case paneLeases, paneResults:
+		return sortSpec{key: 'A', desc: true}
+	}
+	return sortSpec{}
+}
+
+// next is the sort after the operator pressed key: another column starts
+// in its own first direction, the same column again reverses it, and a
+// third time goes back to the pane's own order.
+func (s sortSpec) next(p paneID, key rune) (sortSpec, bool) {
+	col, _, ok := sortColumn(p, key)
+	if !ok {
+		return s, false
+	}
+	first := sortSpec{key: key, desc: col.largestFirst}
+	switch {
+	case s.key != key:
+		return first, true
+	case s == first:
+		return sortSpec{key: key, desc: !s.desc}, true
+	}
+	if n := naturalSort(p); n != s {
+		return n, true
+	}
+	return first, true
+}
+
+// label is the sort as the title shows it: ↓ when the values shrink down
+// the list (largest first), ↑ when they grow.
+func (s sortSpec) label(p paneID) string {
+	col, _, ok := sortColumn(p, s.key)
+	if !ok {
+		return "queue order"
+	}
+	return col.sortName + sortArrow(s.desc)
+}
+
+func sortArrow(desc bool) string {
+	if desc {
+		return "↓"
+	}
+	return "↑"
+}
+
+func sortColumn(p paneID, key rune) (column, int, bool) {
+	for i, col := range paneColumns[p] {
+		if key != 0 && col.sortKey == key {
+			return col, i, true
+		}
+	}
+	return column{}, -1, false
+}
+
+// sortRows orders idx (indexes into pane p's rows) by s, stably: rows that
+// tie keep the state's order.
+func sortRows(r *rows, p paneID, s sortSpec, idx []int32) {
+	if s == naturalSort(p) || p == paneAudit {
+		return
+	}
+	compare := rowComparer(r, p, s.key)
+	if compare == nil {
+		return
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int {
+		if s.desc {
+			return compare(int(b), int(a))
+		}
+		return compare(int(a), int(b))
+	})
+}
+
+// rowComparer compares two rows of pane p by the column whose letter is
+// key, smallest first. Ages compare by their timestamps, reversed.
+func rowComparer(r *rows, p paneID, key rune) func(a, b int) int {
+	byString := func(f func(i int) string) func(a, b int) int {
+		return func(a, b int) int { return strings.Compare(f(a), f(b)) }
+	}
+	olderLater := func(f func(i int) int64) func(a, b int) int {
+		return func(a, b int) int { return cmp.Compare(f(b), f(a)) }
+	}
+	switch p {
+	case paneQueue, paneLeases:
+		es := r.queued
+		if p == paneLeases {
+			es = r.leases
+		}
+		switch key {
+		case 'T':
+			return byString(func(i int) string { return es[i].Task.ID })
+		case 'A':
+			if p == paneLeases {
+				return olderLater(func(i int) int64 { return es[i].LeasedAtMs })
+			}
+			return olderLater(func(i int) int64 { return es[i].QueuedAtMs })
+		case 'S':
+			return byString(func(i int) string { return es[i].Task.Sender })
+		case 'C':
+			return byString(func(i int) string { return es[i].Task.Recipient })
+		case 'H':
+			return byString(func(i int) string { return es[i].LeasedTo })
+		case 'K':
+			return byString(func(i int) string { return es[i].Task.Kind() })
+		case 'N':
+			return func(a, b int) int { return cmp.Compare(es[a].Attempt, es[b].Attempt) }
+		case 'D':
+			return func(a, b int) int { return compareDeadlines(es[a].Task.DeadlineMs, es[b].Task.DeadlineMs) }
+		case 'L':
+			return byString(func(i int) string { return es[i].LeaseID })
+		case 'I':
+			return byString(func(i int) string { return es[i].Task.IntentText })
+		}
+	case paneResults:
+		rs := r.results
+		switch key {
+		case 'U':
+			return byString(func(i int) string { return resultStatus(&rs[i].PendingResult) })
+		case 'T':
+			return byString(func(i int) string { return rs[i].TaskID })
+		case 'S':
+			return byString(func(i int) string { return rs[i].Sender })
+		case 'F':
+			return byString(func(i int) string { return rs[i].Recipient })
+		case 'A':
+			return olderLater(func(i int) int64 { return rs[i].PostedAtMs })
+		case 'M':
+			return byString(func(i int) string { return rs[i].ErrorMessage })
+		}
+	}
+	return nil
+}
+
+// compareDeadlines puts the soonest first and tasks without one last.
+func compareDeadlines(a, b *int64) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return 1
+	case b == nil:
+		return -1
+	}
+	return cmp.Compare(*a, *b)
+}
+
+// resultStatus is a result's status as the Results pane shows it.
+func resultStatus(r *mailbox.PendingResult) string {
+	if r.Forced {
+		return r.Status + " (forced)"
+	}
+	return r.Status
+}

@@ -1,0 +1,186 @@
+package tui
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// export saves the focused pane, as filtered and sorted, to a CSV file
+// (Ctrl-S) or a JSON file (J) in Options.ExportDir, off the UI goroutine,
+// and says where.
+func (c *Console) export(asJSON bool) {
+	p := c.panes[c.focus]
+	if c.rows == nil {
+		c.flash(false, "nothing to save yet: the console has not received the mailbox")
+		return
+	}
+	// Rows and the pane's index are never changed once built, so the
+	// writer may read them while the panes move on.
+	x := exportJob{pane: p.id(), rows: c.rows, idx: p.content.idx, params: p.params,
+		st: p.staleness(), at: c.opts.Now(), dir: c.opts.ExportDir, json: asJSON}
+	c.bg.spawn(func() {
+		path, err := x.save()
+		c.app.QueueUpdateDraw(func() {
+			if err != nil {
+				c.flash(false, "could not save the "+x.pane.String()+" pane: "+err.Error())
+				return
+			}
+			c.flash(true, fmt.Sprintf("saved %s %s rows to %s", commas(len(x.idx)), x.pane.String(), path))
+		})
+	})
+}
+
+type exportJob struct {
+	pane   paneID
+	rows   *rows
+	idx    []int32
+	params viewParams
+	st     staleness
+	at     time.Time
+	dir    string
+	json   bool
+}
+
+// save writes the file under a new name, mailroom-<pane>-<time>.csv, and
+// returns its absolute path.
+func (x exportJob) save() (string, error) {
+	dir := x.dir
+	if dir == "" {
+		dir = "."
+	}
+	ext := ".csv"
+	if x.json {
+		ext = ".json"
+	}
+	base := filepath.Join(dir, "mailroom-"+strings.ToLower(x.pane.String())+"-"+x.at.Format("20060102-150405"))
+	var f *os.File
+	var err error
+	for n := 1; ; n++ {
+		name := base + ext
+		if n > 1 {
+			name = base + "-" + strconv.Itoa(n) + ext
+		}
+		// Never overwrite: two saves in one second get two files.
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if !errors.Is(err, fs.ErrExist) || n > 100 {
+			break
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	if x.json {
+		err = x.writeJSON(f)
+	} else {
+		err = x.writeCSV(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return filepath.Abs(f.Name())
+}
+
+// writeCSV writes the pane's columns with nothing cut: full ids, full
+// names, the whole intent; then the times the ages are counted from.
+func (x exportJob) writeCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	var head []string
+	for _, col := range paneColumns[x.pane] {
+		head = append(head, col.heading)
+	}
+	cw.Write(append(head, exportTimes[x.pane]...))
+	for _, j := range x.idx {
+		cw.Write(x.record(int(j)))
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// exportTimes are the absolute times each pane's export adds after its
+// columns.
+var exportTimes = [paneCount][]string{
+	paneQueue:   {"QUEUED AT", "DEADLINE AT"},
+	paneLeases:  {"LEASED AT", "DEADLINE AT"},
+	paneResults: {"POSTED AT"},
+	paneAudit:   nil, // its columns hold everything in full already
+}
+
+func (x exportJob) record(i int) []string {
+	now := x.st.nowMs
+	at := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
+	deadlineAt := func(d *int64) string {
+		if d == nil {
+			return ""
+		}
+		return at(*d)
+	}
+	switch x.pane {
+	case paneQueue:
+		e := &x.rows.queued[i]
+		d, _ := formatDeadline(e.Task.DeadlineMs, now)
+		return []string{e.Task.ID, formatAge(msAge(now, e.QueuedAtMs)), strconv.Itoa(e.Attempt), e.Task.Recipient, e.Task.Kind(), d, e.Task.IntentText, e.Task.Sender,
+			at(e.QueuedAtMs), deadlineAt(e.Task.DeadlineMs)}
+	case paneLeases:
+		e := &x.rows.leases[i]
+		age := formatAge(msAge(now, e.LeasedAtMs))
+		if x.st.stale(e.LeasedAtMs) {
+			age = staleMarker + age
+		}
+		d, _ := formatDeadline(e.Task.DeadlineMs, now)
+		return []string{e.Task.ID, age, e.LeasedTo, strconv.Itoa(e.Attempt), d, e.LeaseID, e.Task.IntentText, e.Task.Sender,
+			at(e.LeasedAtMs), deadlineAt(e.Task.DeadlineMs)}
+	case paneResults:
+		r := &x.rows.results[i]
+		return []string{resultStatus(&r.PendingResult), r.TaskID, r.Recipient, formatAge(msAge(now, r.PostedAtMs)), r.ErrorMessage, r.Sender, at(r.PostedAtMs)}
+	}
+	a := &x.rows.audit[i]
+	return []string{formatAge(msAge(now, a.AtMs)), at(a.AtMs), auditPrincipal(a), auditAction(a), a.TaskID, strconv.Itoa(a.Attempt), a.Reason,
+		a.LeaseID, auditPosture(a)}
+}
+
+// writeJSON writes the rows as the daemon's own objects, as `--json`
+// prints them, with what the pane was narrowed and sorted by.
+func (x exportJob) writeJSON(w io.Writer) error {
+	out := struct {
+		Pane      string `json:"pane"`
+		SavedAtMs int64  `json:"saved_at_ms"`
+		Filter    string `json:"filter,omitempty"`
+		StaleOnly bool   `json:"stale_only,omitempty"`
+		Sort      string `json:"sort"`
+		Rows      []any  `json:"rows"`
+	}{Pane: strings.ToLower(x.pane.String()), SavedAtMs: x.at.UnixMilli(), Filter: x.params.filter, StaleOnly: x.params.staleOnly,
+		Sort: x.params.sort.label(x.pane), Rows: make([]any, 0, len(x.idx))}
+	if x.pane == paneAudit {
+		out.Sort = "newest first"
+	}
+	for _, j := range x.idx {
+		var row any
+		switch x.pane {
+		case paneQueue:
+			row = x.rows.queued[j]
+		case paneLeases:
+			row = x.rows.leases[j]
+		case paneResults:
+			row = x.rows.results[j].PendingResult
+		default:
+			row = x.rows.audit[j]
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
