@@ -105,6 +105,44 @@ func BenchmarkFrame(b *testing.B) {
 	}
 }
 
+// BenchmarkFrameWithAgents draws a frame of the 100k-row Queue pane and of
+// the Agents pane beside it, with the agents listing installed.
+func BenchmarkFrameWithAgents(b *testing.B) {
+	evs := benchStream(b, false)
+	m := newModel()
+	for _, ev := range evs {
+		m.receive(ev)
+	}
+	m.setAgents(m.state.Agents(time.Now().UnixMilli()), 0)
+	scr := tcell.NewSimulationScreen("UTF-8")
+	if err := scr.Init(); err != nil {
+		b.Fatal(err)
+	}
+	scr.SetSize(160, 48)
+	queue, agents := newPane(paneQueue, time.Now, time.Minute), newPane(paneAgents, time.Now, time.Minute)
+	queue.SetRect(0, 0, 160, 38)
+	agents.SetRect(0, 38, 160, 10)
+	r := m.rows()
+	queue.show(r)
+	agents.show(r)
+	if n := agents.content.GetRowCount() - 1; n != 4 {
+		b.Fatalf("the Agents pane has %d rows, want the planner and 3 workers", n)
+	}
+	if n := queue.content.GetRowCount() - 1; n != benchEvents-1 {
+		b.Fatalf("the Queue pane has %d rows, want %d", n, benchEvents-1)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for b.Loop() {
+		queue.Draw(scr)
+		agents.Draw(scr)
+	}
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N), "allocs/frame")
+	b.ReportMetric(float64(after.HeapAlloc)/(1<<20), "heap-MB")
+}
+
 // BenchmarkRebuild100k measures what a changed state costs between frames:
 // copying the rows out of the replica and selecting the pane's rows.
 func BenchmarkRebuild100k(b *testing.B) {

@@ -83,6 +83,12 @@ var paneColumns = [paneCount][]column{
 		{heading: "TASK", maxWidth: idWidth}, {heading: "ATT"}, {heading: "REASON", maxWidth: textWidth, expand: true},
 		{heading: "LEASE", maxWidth: idWidth}, {heading: "POSTURE"},
 	},
+	// What tells a dead agent is first: whether it is probably gone, when
+	// it was last seen, what it holds; the note says why in full.
+	paneAgents: {
+		{heading: "AGENT", agent: true}, {heading: "STATUS"}, {heading: "SEEN"}, {heading: "HELD"}, {heading: "OLDEST"},
+		{heading: "QUEUED"}, {heading: "RESULTS"}, {heading: "OK/ERR"}, {heading: "NOTE", expand: true},
+	},
 }
 
 const maxColumns = 9

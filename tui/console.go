@@ -21,9 +21,13 @@ import (
 // Backend is what the console needs from the daemon; *client.Client
 // satisfies it.
 type Backend interface {
-	// Subscribe streams events, starting with a snapshot when fromSeq is 0,
-	// reconnecting by itself; the channel closes when ctx ends.
-	Subscribe(ctx context.Context, fromSeq uint64, onState func(client.ConnState)) <-chan mailbox.Event
+	// SubscribeWith streams events, starting with a snapshot when fromSeq
+	// is 0, reconnecting by itself; the channel closes when ctx ends. With
+	// OnAgents it also reports the agents listing the daemon pushes.
+	SubscribeWith(ctx context.Context, fromSeq uint64, o client.SubscribeOptions) <-chan mailbox.Event
+	// Agents reads the agents listing, which the stream pushes only after
+	// a change: the console reads it on every connect.
+	Agents(ctx context.Context) ([]mailbox.AgentInfo, error)
 	Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox.RepairOutcome, error)
 	// WhoAmI says whom the token speaks for and what it may do: the header
 	// shows the one, the repair keys follow the other.
@@ -214,6 +218,7 @@ func (c *Console) Run(ctx context.Context) error {
 	}()
 	c.bg.spawn(func() { c.drawLoop(ctx) })
 	c.bg.spawn(func() { c.askWhoAmI(ctx) })
+	c.bg.spawn(func() { c.readAgents(ctx) })
 
 	// Stop the application only after every goroutine that queues updates
 	// has finished: an update queued after the event loop ends would block
@@ -251,7 +256,7 @@ func (c *Console) Run(ctx context.Context) error {
 func (c *Console) readStream(ctx context.Context) {
 	for {
 		sub, cancel := context.WithCancel(ctx)
-		events := c.backend.Subscribe(sub, 0, c.model.setConn)
+		events := c.backend.SubscribeWith(sub, 0, client.SubscribeOptions{OnState: c.model.setConn, OnAgents: c.model.pushAgents})
 		resync := false
 	read:
 		for {
@@ -333,8 +338,11 @@ func (c *Console) install(fresh *rows, st status, spark [sparkSeconds]int) {
 		for _, p := range c.panes {
 			p.show(fresh)
 		}
-	} else if lp := c.panes[paneLeases]; lp.params.staleOnly {
-		lp.show(c.rows) // leases turn stale as time passes
+	} else if c.rows != nil {
+		if lp := c.panes[paneLeases]; lp.params.staleOnly {
+			lp.show(c.rows) // leases turn stale as time passes
+		}
+		c.panes[paneAgents].show(c.rows) // and agents that hold them go quiet
 	}
 	if c.flashOK && !c.flashAt.IsZero() && c.opts.Now().Sub(c.flashAt) > 10*time.Second {
 		c.flashView.SetText("")
@@ -368,6 +376,26 @@ func (c *Console) askWhoAmI(ctx context.Context) {
 			retry.Stop()
 		}
 		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// readAgents reads the agents listing each time the stream connects: the
+// stream pushes one only after a change. A listing pushed while the
+// question was out is newer, and wins.
+func (c *Console) readAgents(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.model.agentsWanted:
+		}
+		gen := c.model.agentsGeneration()
+		rctx, cancel := context.WithTimeout(ctx, repairTimeout)
+		list, err := c.backend.Agents(rctx)
+		cancel()
+		if err == nil {
+			c.model.setAgents(list, gen)
+		}
 	}
 }
 

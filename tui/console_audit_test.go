@@ -77,7 +77,7 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 	if !listedAbove(f, "worker-b is gone", "worker-a crashed mid-task") {
 		t.Errorf("the Audit pane should list the newer forced error above the older requeue:\n%s", f)
 	}
-	if !f.contains("<1-4> pane") {
+	if !f.contains("<1-5> pane") {
 		t.Errorf("the hint bar does not offer the Audit pane's key:\n%s", f)
 	}
 
@@ -111,19 +111,22 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 	r.scr.press(key(tcell.KeyEscape))
 	r.scr.waitForText(t, "[4] Audit 1-2 of 2")
 
-	// Tab from Results reaches Audit, and Tab from Audit wraps to Queue.
+	// Tab from Results reaches Audit, then Agents, and Tab from Agents
+	// wraps to Queue.
 	r.scr.press(char('3'), key(tcell.KeyTab), char('/'))
 	r.scr.waitForText(t, "filter Audit:")
 	r.scr.press(key(tcell.KeyEscape), key(tcell.KeyTab), char('/'))
+	r.scr.waitForText(t, "filter Agents:")
+	r.scr.press(key(tcell.KeyEscape), key(tcell.KeyTab), char('/'))
 	r.scr.waitForText(t, "filter Queue:")
-	r.scr.press(key(tcell.KeyEscape), key(tcell.KeyBacktab), char('/'))
+	r.scr.press(key(tcell.KeyEscape), key(tcell.KeyBacktab), key(tcell.KeyBacktab), char('/'))
 	r.scr.waitForText(t, "filter Audit:")
 	r.scr.press(key(tcell.KeyEscape))
 
 	// ? lists 4 and what it focuses.
 	r.scr.press(char('?'))
 	f = r.scr.waitForText(t, "Help (Esc to go back)")
-	if l := f.lineWith("Audit"); !strings.Contains(l, "1 2 3 4") {
+	if l := f.lineWith("Audit"); !strings.Contains(l, "1 2 3 4 5") {
 		t.Errorf("help does not list 4 for the Audit pane: %q\n%s", l, f)
 	}
 }

@@ -220,8 +220,8 @@ func TestEscClosesAnOpenListBeforeTheDialog(t *testing.T) {
 	r.scr.waitForText(t, "classify the feedback")
 	openRequeue(t, r, id)
 
-	r.scr.typeText("worker wedged")                         // the reason has the focus
-	r.scr.press(key(tcell.KeyBacktab), key(tcell.KeyEnter)) // reason -> duplicate risk, open its list
+	r.scr.typeText("worker wedged")                                                // the reason has the focus
+	r.scr.press(key(tcell.KeyBacktab), key(tcell.KeyBacktab), key(tcell.KeyEnter)) // reason -> to -> duplicate risk, open its list
 	r.scr.waitFor(t, "the open duplicate-risk list", func(f frame) bool {
 		return strings.Count(f.String(), "operator_accepted") == 1 && strings.Count(f.String(), "idempotent") >= 2
 	})

@@ -33,6 +33,10 @@ func targetOf(e *mailbox.QueueEntry) repairTarget {
 type repairDialog struct {
 	action  actionID
 	targets []repairTarget
+	// agent is set when the dialog covers every lease an agent holds (R on
+	// the Agents pane).
+	agent   string
+	to      string // the recipient a requeue handed the tasks to, once sent
 	box     *tview.Flex
 	form    *tview.Form
 	info    *tview.TextView
@@ -65,19 +69,40 @@ const (
 )
 
 // openRepair opens the requeue or force-error dialog for the marked leases,
-// or the selected one when none is marked.
+// or the selected one when none is marked; on the Agents pane, for every
+// lease the selected agent holds.
 func (c *Console) openRepair(act actionID) {
-	lp := c.panes[paneLeases]
-	idx := lp.marked()
-	if len(idx) == 0 {
-		i, ok := lp.selected()
+	var idx []int
+	var agent string
+	if c.focus == paneAgents {
+		i, ok := c.panes[paneAgents].selected()
 		if !ok {
-			c.flash(false, "no lease selected")
+			c.flash(false, "no agent selected")
 			return
 		}
-		idx = []int{i}
+		agent = c.rows.agents[i].Agent
+		for j := range c.rows.leases {
+			if c.rows.leases[j].LeasedTo == agent {
+				idx = append(idx, j)
+			}
+		}
+		if len(idx) == 0 {
+			c.flash(false, agent+" holds no lease")
+			return
+		}
+	} else {
+		lp := c.panes[paneLeases]
+		idx = lp.marked()
+		if len(idx) == 0 {
+			i, ok := lp.selected()
+			if !ok {
+				c.flash(false, "no lease selected")
+				return
+			}
+			idx = []int{i}
+		}
 	}
-	d := &repairDialog{action: act, form: tview.NewForm(), changed: map[string]string{},
+	d := &repairDialog{action: act, agent: agent, form: tview.NewForm(), changed: map[string]string{},
 		info:    tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true),
 		message: tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true)}
 	for _, i := range idx {
@@ -96,6 +121,10 @@ func (c *Console) openRepair(act actionID) {
 		}
 		risks = append(risks, mailbox.RiskOperatorAccepted)
 		d.form.AddDropDown("duplicate risk", risks, 0, nil)
+		// Before the reason, so reason Enter Enter still repairs; Shift-Tab
+		// from the reason reaches it.
+		d.form.AddInputField(toLabel, "", fieldWidth, nil, nil)
+		d.form.GetFormItemByLabel(toLabel).(*tview.InputField).SetPlaceholder("(optional) another recipient; empty: the same")
 		d.form.AddInputField("reason", c.lastReason, fieldWidth, nil, nil)
 	} else {
 		d.form.AddInputField("reason", c.lastReason, fieldWidth, nil, nil)
@@ -138,6 +167,9 @@ func (c *Console) openRepair(act actionID) {
 	}}, true, true)
 	c.app.SetFocus(d.form)
 }
+
+// toLabel labels the requeue dialog's optional new recipient.
+const toLabel = "to"
 
 // title and confirmLabel say what the dialog does to how many leases.
 func (d *repairDialog) title() string {
@@ -185,6 +217,9 @@ func (c *Console) renderDialogInfo(d *repairDialog) {
 					mailbox.ShortID(t.leaseID), t.attempt, escapeTags(t.leasedTo), escapeTags(what))
 			}
 		}
+	}
+	if d.agent != "" {
+		fmt.Fprintf(&b, "[::b]every lease held by %s[::-] (%d)\n", escapeTags(d.agent), len(d.targets))
 	}
 	if len(d.targets) == 1 {
 		t := d.targets[0]
@@ -302,7 +337,8 @@ func (c *Console) submitRepair(d *repairDialog) {
 	var command mailbox.RepairCommand
 	if d.action == actRequeue {
 		_, risk := d.form.GetFormItemByLabel("duplicate risk").(*tview.DropDown).GetCurrentOption()
-		command = mailbox.RepairCommand{Action: mailbox.ActionRequeue, DuplicateRisk: risk}
+		command = mailbox.RepairCommand{Action: mailbox.ActionRequeue, DuplicateRisk: risk, Recipient: field(toLabel)}
+		d.to = command.Recipient
 	} else {
 		msg := field("message")
 		if msg == "" {
@@ -370,6 +406,10 @@ func (c *Console) repairDone(d *repairDialog, res repairResults) {
 	if d.action == actForceError {
 		verb = "forced an error on"
 	}
+	to := ""
+	if d.to != "" {
+		to = " to " + d.to
+	}
 	if res.err != nil {
 		what := "repair of " + mailbox.ShortID(res.failed.taskID)
 		var appErr *mailbox.Error
@@ -407,9 +447,9 @@ func (c *Console) repairDone(d *repairDialog, res repairResults) {
 	case total == 1 && d.action == actForceError:
 		c.flash(true, "forced error on "+mailbox.ShortID(d.lastOut.TaskID))
 	case total == 1:
-		c.flash(true, fmt.Sprintf("requeued %s (attempt %d)", mailbox.ShortID(d.lastOut.TaskID), d.lastOut.Attempt))
+		c.flash(true, fmt.Sprintf("requeued %s%s (attempt %d)", mailbox.ShortID(d.lastOut.TaskID), to, d.lastOut.Attempt))
 	default:
-		c.flash(true, fmt.Sprintf("%s %d leases", verb, d.repaired))
+		c.flash(true, fmt.Sprintf("%s %d leases%s", verb, d.repaired, to))
 	}
 }
 
@@ -424,7 +464,11 @@ func (c *Console) showOutcome(d *repairDialog, total int) {
 		if d.action == actForceError {
 			verb = "Forced an error on"
 		}
-		fmt.Fprintf(&b, "%s %d of %d leases. %d had changed since you marked them; nothing was done to them:\n\n", verb, d.repaired, total, len(d.conflicts))
+		to := ""
+		if d.to != "" {
+			to = " to " + d.to
+		}
+		fmt.Fprintf(&b, "%s %d of %d leases%s. %d had changed since you marked them; nothing was done to them:\n\n", verb, d.repaired, total, to, len(d.conflicts))
 	}
 	for _, cf := range d.conflicts {
 		t := cf.target

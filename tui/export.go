@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // export saves the focused pane, as filtered and sorted, to a CSV file
@@ -116,6 +118,7 @@ var exportTimes = [paneCount][]string{
 	paneLeases:  {"LEASED AT", "DEADLINE AT"},
 	paneResults: {"POSTED AT"},
 	paneAudit:   nil, // its columns hold everything in full already
+	paneAgents:  {"LAST SEEN AT", "OLDEST LEASED AT"},
 }
 
 func (x exportJob) record(i int) []string {
@@ -145,6 +148,17 @@ func (x exportJob) record(i int) []string {
 	case paneResults:
 		r := &x.rows.results[i]
 		return []string{resultStatus(&r.PendingResult), r.TaskID, r.Recipient, formatAge(msAge(now, r.PostedAtMs)), r.ErrorMessage, r.Sender, at(r.PostedAtMs)}
+	case paneAgents:
+		a := &x.rows.agents[i]
+		cells := agentCells(a, x.st)
+		seenAt, oldestAt := "", ""
+		if a.LastSeenMs != 0 {
+			seenAt = at(a.LastSeenMs)
+		}
+		if a.held > 0 {
+			oldestAt = at(a.oldestLeasedAtMs)
+		}
+		return append(cells[:], seenAt, oldestAt)
 	}
 	a := &x.rows.audit[i]
 	return []string{formatAge(msAge(now, a.AtMs)), at(a.AtMs), auditPrincipal(a), auditAction(a), a.TaskID, strconv.Itoa(a.Attempt), a.Reason,
@@ -163,8 +177,11 @@ func (x exportJob) writeJSON(w io.Writer) error {
 		Rows      []any  `json:"rows"`
 	}{Pane: strings.ToLower(x.pane.String()), SavedAtMs: x.at.UnixMilli(), Filter: x.params.filter, StaleOnly: x.params.staleOnly,
 		Sort: x.params.sort.label(x.pane), Rows: make([]any, 0, len(x.idx))}
-	if x.pane == paneAudit {
+	switch x.pane {
+	case paneAudit:
 		out.Sort = "newest first"
+	case paneAgents:
+		out.Sort = "probably gone first"
 	}
 	for _, j := range x.idx {
 		var row any
@@ -175,6 +192,17 @@ func (x exportJob) writeJSON(w io.Writer) error {
 			row = x.rows.leases[j]
 		case paneResults:
 			row = x.rows.results[j].PendingResult
+		case paneAgents:
+			// The daemon's object, with the leases the console counted.
+			a := x.rows.agents[j]
+			a.InFlight = a.held
+			if a.held > 0 {
+				a.OldestLeaseAgeMs = x.st.nowMs - a.oldestLeasedAtMs
+			}
+			row = struct {
+				mailbox.AgentInfo
+				ProbablyGone bool `json:"probably_gone"`
+			}{a.AgentInfo, x.st.gone(&a)}
 		default:
 			row = x.rows.audit[j]
 		}

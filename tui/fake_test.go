@@ -27,7 +27,8 @@ func newFakeBackend(src *source) *fakeBackend {
 
 func (f *fakeBackend) BaseURL() string { return "http://fake.invalid" }
 
-func (f *fakeBackend) Subscribe(ctx context.Context, fromSeq uint64, onState func(client.ConnState)) <-chan mailbox.Event {
+func (f *fakeBackend) SubscribeWith(ctx context.Context, fromSeq uint64, o client.SubscribeOptions) <-chan mailbox.Event {
+	onState := o.OnState
 	out := make(chan mailbox.Event, 1024)
 	f.mu.Lock()
 	f.out, f.onState = out, onState
@@ -56,6 +57,12 @@ func (f *fakeBackend) publish(evs ...mailbox.Event) {
 			f.out <- ev
 		}
 	}
+}
+
+// Agents answers with no agents: the tests of the Agents pane run against
+// a real daemon, which knows when it last saw each one.
+func (f *fakeBackend) Agents(context.Context) ([]mailbox.AgentInfo, error) {
+	return nil, nil
 }
 
 // WhoAmI answers as a daemon without tokens does.

@@ -19,13 +19,17 @@ const (
 	// paneAudit lists repairs, newest first: who requeued or force-errored
 	// which lease, and why.
 	paneAudit
+	// paneAgents lists every agent the daemon knows, with its queue, its
+	// leases and when it was last seen; those that hold leases and went
+	// quiet are marked as probably gone.
+	paneAgents
 	// paneCount is the number of panes; a pane added before it gets its
 	// number key, its hint and its help line from the registry below.
 	paneCount
 )
 
 func (p paneID) String() string {
-	return [...]string{"Queue", "Leases", "Results", "Audit"}[p]
+	return [...]string{"Queue", "Leases", "Results", "Audit", "Agents"}[p]
 }
 
 // paneSet is the set of panes an action applies to.
@@ -36,6 +40,7 @@ const (
 	inLeases  paneSet = 1 << paneLeases
 	inResults paneSet = 1 << paneResults
 	inAudit   paneSet = 1 << paneAudit
+	inAgents  paneSet = 1 << paneAgents
 	// inTasks are the panes of tasks and results, which sort; the Audit
 	// pane is a trail and always reads newest first.
 	inTasks = inQueue | inLeases | inResults
@@ -53,6 +58,7 @@ const (
 	actFocusPane
 	actMove
 	actDetail
+	actShowAgent
 	actFilter
 	actBack
 	actSort
@@ -138,17 +144,18 @@ func defaultRegistry() registry {
 		{id: actFocusPane, keys: paneKeys, short: "pane", hintKey: "1-" + strconv.Itoa(int(paneCount)), hint: 80, label: strings.Join(paneLabels, " "), desc: "focus " + strings.Join(paneNames, " / "), panes: inAll},
 		{id: actMove, keys: []keySpec{{key: tcell.KeyUp}, {key: tcell.KeyDown}, runeKey('j'), runeKey('k'), runeKey('g'), runeKey('G'), {key: tcell.KeyPgUp}, {key: tcell.KeyPgDn}},
 			label: "↑ ↓ j k g G PgUp PgDn", desc: "move the selection (g first, G last)", panes: inAll, widget: true},
-		{id: actDetail, keys: []keySpec{{key: tcell.KeyEnter}}, short: "detail", hint: 50, label: "Enter", desc: "detail view: every id in full, lease and repair history; Enter opens the parent or a child", panes: inAll},
+		{id: actDetail, keys: []keySpec{{key: tcell.KeyEnter}}, short: "detail", hint: 50, label: "Enter", desc: "detail view: every id in full, lease and repair history; Enter opens the parent or a child", panes: inAll &^ inAgents},
+		{id: actShowAgent, keys: []keySpec{{key: tcell.KeyEnter}}, short: "show in all panes", hint: 50, label: "Enter", desc: "show only the selected agent's tasks, leases, results and repairs in every other pane (Esc: all again)", panes: inAgents},
 		{id: actFilter, keys: []keySpec{runeKey('/')}, short: "filter", hint: 70, label: "/", desc: "filter the pane by id, sender, recipient, kind, intent; Audit by task, principal, action, reason", panes: inAll},
-		{id: actBack, keys: []keySpec{{key: tcell.KeyEscape}}, label: "Esc", desc: "clear the filter, stale-only and marks; leave the detail view, help page or a dialog", panes: inAll},
+		{id: actBack, keys: []keySpec{{key: tcell.KeyEscape}}, label: "Esc", desc: "clear the filter, the agent shown, stale-only and marks; leave the detail view, help page or a dialog", panes: inAll},
 		{id: actSort, keys: sortKeys(), short: "sort", hint: 30, label: "Shift-letter", desc: "sort by the column with that letter (below); again to reverse", panes: inTasks},
 		{id: actStaleOnly, keys: []keySpec{runeKey('!')}, short: "stale only", hint: 55, label: "!", desc: "show only stale leases", panes: inLeases},
 		{id: actMark, keys: []keySpec{runeKey(' ')}, short: "mark", hint: 75, label: "Space", desc: "mark or unmark the selected lease for a repair of many", panes: inLeases},
 		{id: actMarkAll, keys: []keySpec{{key: tcell.KeyCtrlSpace}, ctrlRune(' '), runeKey('*')}, label: "Ctrl-Space *", desc: "mark every lease the pane shows (again: unmark them)", panes: inLeases},
-		{id: actRequeue, keys: []keySpec{runeKey('R')}, short: "requeue", hint: 90, label: "R", desc: "requeue the marked leases, or the selected one (guarded by each lease id)",
-			dangerous: true, needs: []string{capAdmin, capRequeue}, panes: inLeases},
-		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", hint: 85, label: "E", desc: "force an error result on the marked leases, or the selected one",
-			dangerous: true, needs: []string{capAdmin, capForceError}, panes: inLeases},
+		{id: actRequeue, keys: []keySpec{runeKey('R')}, short: "requeue", hint: 90, label: "R", desc: "requeue the marked leases, or the selected one; on Agents every lease the agent holds",
+			dangerous: true, needs: []string{capAdmin, capRequeue}, panes: inLeases | inAgents},
+		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", hint: 85, label: "E", desc: "force an error result on the marked leases or the selected one; on Agents the agent's",
+			dangerous: true, needs: []string{capAdmin, capForceError}, panes: inLeases | inAgents},
 		{id: actZoom, keys: []keySpec{runeKey('z')}, short: "zoom", hint: 65, label: "z", desc: "zoom the focused pane to the full screen and back", panes: inAll},
 		{id: actCopy, keys: []keySpec{runeKey('y')}, short: "copy id", hint: 35, label: "y", desc: "copy the selected row's full task id to the clipboard (OSC 52)", panes: inAll},
 		{id: actSaveCSV, keys: []keySpec{{key: tcell.KeyCtrlS}}, short: "save csv", hint: 25, label: "Ctrl-S", desc: "save the pane, as filtered and sorted, to a CSV file", panes: inAll},

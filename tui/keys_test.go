@@ -46,14 +46,21 @@ func TestRegistryLookup(t *testing.T) {
 	}
 }
 
+// A key means one thing in each pane; it may mean another in another pane
+// (Enter opens a task's detail, on the Agents pane it shows the agent).
 func TestRegistryHasNoKeyTwice(t *testing.T) {
-	seen := map[keySpec]string{}
-	for _, a := range defaultRegistry().actions {
-		for _, k := range a.keys {
-			if other, dup := seen[k]; dup {
-				t.Errorf("key %v is bound to both %q and %q", k, other, a.desc)
+	for p := paneQueue; p < paneCount; p++ {
+		seen := map[keySpec]string{}
+		for _, a := range defaultRegistry().actions {
+			if !a.panes.has(p) {
+				continue
 			}
-			seen[k] = a.desc
+			for _, k := range a.keys {
+				if other, dup := seen[k]; dup {
+					t.Errorf("in %s key %v is bound to both %q and %q", p, k, other, a.desc)
+				}
+				seen[k] = a.desc
+			}
 		}
 	}
 }

@@ -14,7 +14,9 @@ import (
 // a short one (80x24) four equal panes would leave each two rows, so the
 // Audit pane shrinks to a strip showing its title and the newest repair,
 // and the three working panes keep the room; focusing Audit (4) gives it an
-// equal share while it is being read.
+// equal share while it is being read. The Agents pane, last, takes an equal
+// share on a tall terminal; on a short one it is shown only while focused
+// (5), in the Audit strip's place.
 
 const (
 	// roomyPaneRows is the height below which a pane stops being worth
@@ -42,10 +44,14 @@ func (s *paneStack) Draw(screen tcell.Screen) {
 		case s.c.zoomed:
 			// Zoomed (z), the focused pane takes all the room.
 			s.ResizeItem(p, 0, 0)
-		case paneID(id) != paneAudit:
+		case paneID(id) != paneAudit && paneID(id) != paneAgents:
 			s.ResizeItem(p, 0, 1)
-		case h >= int(paneCount)*roomyPaneRows || s.c.focus == paneAudit:
+		case h >= int(paneCount)*roomyPaneRows || s.c.focus == paneID(id):
 			s.ResizeItem(p, 0, 1)
+		case paneID(id) == paneAgents || s.c.focus == paneAgents:
+			// Short, the Agents pane is there only while focused (5), and
+			// then the Audit strip gives it its room.
+			s.ResizeItem(p, 0, 0)
 		default:
 			s.ResizeItem(p, auditStripRows, 0)
 		}

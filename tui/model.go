@@ -51,6 +51,16 @@ type model struct {
 	// that failed while the daemon was away is asked again at once.
 	wentLive chan struct{}
 
+	// agents is the daemon's agents listing, replaced whole by each one
+	// read or pushed; agentsGen counts the pushed ones, so a listing read
+	// before a push arrived does not replace it. heldAgents is the newest
+	// listing that arrived while paused.
+	agents, heldAgents []mailbox.AgentInfo
+	agentsHeld         bool
+	agentsGen          uint64
+	// agentsWanted asks for the listing to be read: on every connect.
+	agentsWanted chan struct{}
+
 	// events counts the daemon's events by the second they happened in
 	// (their at_ms), held ones included: the header's rate is the
 	// daemon's, whether the console is paused or catching up.
@@ -58,7 +68,8 @@ type model struct {
 }
 
 func newModel() *model {
-	return &model{state: mailbox.NewState(), open: make(map[string]*mailbox.Task), resync: make(chan struct{}, 1), wentLive: make(chan struct{}, 1)}
+	return &model{state: mailbox.NewState(), open: make(map[string]*mailbox.Task), resync: make(chan struct{}, 1), wentLive: make(chan struct{}, 1),
+		agentsWanted: make(chan struct{}, 1)}
 }
 
 // receive takes one event from the stream.
@@ -128,6 +139,9 @@ func (m *model) setPaused(p bool) {
 	if p {
 		return
 	}
+	if m.agentsHeld {
+		m.agents, m.heldAgents, m.agentsHeld = m.heldAgents, nil, false
+	}
 	held := m.held
 	m.held = nil
 	for _, ev := range held {
@@ -143,11 +157,52 @@ func (m *model) setConn(cs client.ConnState) {
 	m.connVer++
 	m.mu.Unlock()
 	if cs.Live {
-		select {
-		case m.wentLive <- struct{}{}:
-		default:
+		for _, ch := range []chan struct{}{m.wentLive, m.agentsWanted} {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
 	}
+}
+
+// pushAgents takes a listing the stream pushed; the client calls it from
+// its own goroutine.
+func (m *model) pushAgents(u mailbox.AgentsUpdate) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.agentsGen++
+	m.installAgentsLocked(u.Agents)
+}
+
+// agentsGeneration is how many listings were pushed so far.
+func (m *model) agentsGeneration() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.agentsGen
+}
+
+// setAgents installs a listing read when gen listings had been pushed,
+// unless a newer one was pushed since.
+func (m *model) setAgents(list []mailbox.AgentInfo, gen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.agentsGen != gen {
+		return
+	}
+	m.installAgentsLocked(list)
+}
+
+func (m *model) installAgentsLocked(list []mailbox.AgentInfo) {
+	if list == nil {
+		list = []mailbox.AgentInfo{}
+	}
+	if m.paused {
+		m.heldAgents, m.agentsHeld = list, true
+		return
+	}
+	m.agents = list
+	m.version++
 }
 
 // status is what the header shows, copied out under the lock.
@@ -180,6 +235,7 @@ func (m *model) rows() *rows {
 		m.auditRows, m.auditBuilt = m.state.Audit("", m.state.AuditMax), m.auditVer
 	}
 	r := &rows{version: m.version, seq: m.state.Seq, queued: m.state.QueuedTasks(), leases: m.state.InFlightTasks(), audit: m.auditRows}
+	r.agents = joinAgents(m.agents, r.leases)
 	pending := m.state.PendingResults()
 	r.results = make([]resultRow, len(pending))
 	for i := range pending {

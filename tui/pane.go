@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -185,6 +186,16 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 		text(5, r.Sender)
 	case paneAudit:
 		c.fillAudit(s, i)
+	case paneAgents:
+		a := &c.rows.agents[i]
+		for col, v := range agentCells(a, c.st) {
+			text(col, v)
+		}
+		if c.st.gone(a) {
+			for col := range cols {
+				s.cells[col].Color = colorStale
+			}
+		}
 	}
 	for col := range cols {
 		cell := &s.cells[col]
@@ -194,6 +205,29 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 			cell.SelectedStyle = tcell.StyleDefault.Foreground(cell.Color).Underline(true)
 		}
 	}
+}
+
+// goneStatus is the Agents pane's status of an agent that is probably gone.
+const goneStatus = "probably gone"
+
+// agentCells are the Agents pane's cells for one agent, in column order.
+func agentCells(a *agentRow, st staleness) [9]string {
+	status, seen, oldest, note := "idle", "never", "-", ""
+	if a.held > 0 {
+		status, oldest = "working", formatAge(msAge(st.nowMs, a.oldestLeasedAtMs))
+	}
+	if a.LastSeenMs != 0 {
+		seen = formatAge(msAge(st.nowMs, a.LastSeenMs)) + " ago"
+	}
+	if st.gone(a) {
+		status, seen = goneStatus, staleMarker+seen
+		note = fmt.Sprintf("holds %d lease(s) and has not been seen for %s", a.held, formatAge(msAge(st.nowMs, a.LastSeenMs)))
+		if a.LastSeenMs == 0 {
+			note = fmt.Sprintf("holds %d lease(s) and has not been seen since the daemon started", a.held)
+		}
+	}
+	return [9]string{a.Agent, status, seen, strconv.Itoa(a.held), oldest, strconv.Itoa(a.Queued), strconv.Itoa(a.ResultsPending),
+		strconv.Itoa(a.ResultsOK5m) + "/" + strconv.Itoa(a.ResultsError5m), note}
 }
 
 // pane is one of the tables: a tview.Table over paneContent that remembers
@@ -299,10 +333,11 @@ func (p *pane) show(r *rows) {
 	p.content.sort = p.params.sort
 	p.content.gen++
 	p.pruneMarks()
-	if cur, _ := p.GetSelection(); p.id() == paneAudit && cur <= 1 {
+	if cur, _ := p.GetSelection(); (p.id() == paneAudit || p.id() == paneAgents) && cur <= 1 {
 		// A selection on the newest repair stays on the newest, like a
 		// log's tail, so the Audit strip of a short terminal keeps showing
-		// the latest; anywhere else it follows its repair down.
+		// the latest; anywhere else it follows its repair down. Likewise
+		// the first agent, the one gone longest, is the one R acts on.
 		p.selectedKey = rowKey{}
 	}
 	row := -1
@@ -326,7 +361,7 @@ func (p *pane) show(r *rows) {
 // stale-only, filter, sort.
 func (p *pane) title(first, last, width int) string {
 	total, shown := p.content.rows.len(p.id()), len(p.content.idx)
-	narrowed := p.params.filter != "" || p.params.staleOnly
+	narrowed := p.params.filter != "" || p.params.staleOnly || p.params.agent != ""
 	var pos strings.Builder
 	pos.WriteString("[" + strconv.Itoa(int(p.id())+1) + "] " + p.id().String() + " ")
 	switch {
@@ -355,15 +390,22 @@ func (p *pane) title(first, last, width int) string {
 	if n := len(p.content.marks); n > 0 {
 		add(90, markMarker+strconv.Itoa(n)+" marked")
 	}
+	if p.params.agent != "" {
+		add(85, "agent:"+p.params.agent, "agent:"+truncate(p.params.agent, 16))
+	}
 	if p.params.staleOnly {
 		add(80, "!stale-only")
 	}
 	if p.params.filter != "" {
 		add(70, "filter:/"+p.params.filter, "/"+truncate(p.params.filter, 12))
 	}
-	if p.id() == paneAudit {
+	switch p.id() {
+	case paneAudit:
 		add(40, "newest first", "")
-	} else {
+	case paneAgents:
+		add(60, "probably gone first", "")
+		add(45, "OK/ERR: last 5m", "")
+	default:
 		add(50, "sort:"+p.params.sort.label(p.id()), "")
 	}
 	if p.zoomed {

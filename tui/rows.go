@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,6 +23,53 @@ type rows struct {
 	// audit is the repair trail, newest first. Records never change once
 	// written, so consecutive rows share this slice until a repair arrives.
 	audit []mailbox.AuditRecord
+	// agents are the daemon's agents listing, with what the replica says
+	// of their leases.
+	agents []agentRow
+}
+
+// agentRow is one agent of the daemon's listing. The leases it holds are
+// counted from the replica, so the count, the oldest lease's age (ticking
+// on the console's clock) and what R repairs are the Leases pane's.
+type agentRow struct {
+	mailbox.AgentInfo
+	held             int
+	oldestLeasedAtMs int64
+}
+
+// joinAgents builds the Agents pane's rows: the listing, in its order,
+// with each agent's leases counted from leases.
+func joinAgents(list []mailbox.AgentInfo, leases []mailbox.QueueEntry) []agentRow {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]agentRow, len(list))
+	at := make(map[string]int, len(list))
+	for i := range list {
+		out[i].AgentInfo = list[i]
+		at[list[i].Agent] = i
+	}
+	for i := range leases {
+		e := &leases[i]
+		j, ok := at[e.LeasedTo]
+		if !ok {
+			continue
+		}
+		a := &out[j]
+		if a.held == 0 || e.LeasedAtMs < a.oldestLeasedAtMs {
+			a.oldestLeasedAtMs = e.LeasedAtMs
+		}
+		a.held++
+	}
+	return out
+}
+
+// gone reports an agent that is probably gone: it holds leases and has not
+// called the daemon for longer than the stale limit, or not at all since
+// the daemon started (the daemon keeps when it last saw an agent in memory
+// only).
+func (s staleness) gone(a *agentRow) bool {
+	return a.held > 0 && (a.LastSeenMs == 0 || s.nowMs-a.LastSeenMs > s.afterMs)
 }
 
 // resultRow is a pending result with the task facts the Results pane shows
@@ -42,6 +91,8 @@ func (r *rows) len(p paneID) int {
 		return len(r.leases)
 	case paneAudit:
 		return len(r.audit)
+	case paneAgents:
+		return len(r.agents)
 	}
 	return len(r.results)
 }
@@ -64,16 +115,19 @@ func (r *rows) fields(p paneID, i int) (id, sender, recipient, kind, intent stri
 
 // id returns the task a row is about; on the Audit pane, the repaired task.
 func (r *rows) id(p paneID, i int) string {
-	if p == paneAudit {
+	switch p {
+	case paneAudit:
 		return r.audit[i].TaskID
+	case paneAgents:
+		return r.agents[i].Agent
 	}
 	id, _, _, _, _ := r.fields(p, i)
 	return id
 }
 
 // rowKey identifies a row across rebuilds so the selection can follow it.
-// A task appears once in the panes of tasks and results, so its id is
-// enough there; the Audit pane can list one task many times, so it adds
+// A task appears once in the panes of tasks and results, and an agent once
+// in the Agents pane, so its id is enough there; the Audit pane can list one task many times, so it adds
 // the repair's seq.
 type rowKey struct {
 	id  string
@@ -92,6 +146,31 @@ type viewParams struct {
 	filter    string
 	sort      sortSpec
 	staleOnly bool
+	// agent shows only the rows an agent takes part in: Enter on the
+	// Agents pane sets it on every other pane.
+	agent string
+}
+
+// involves reports whether row i of pane p is about agent: as the sender,
+// the recipient or the lease holder of a task; as the poster or the
+// addressee of a result; as the holder of a repaired lease, the principal
+// that repaired it, or the recipient a requeue moved the task from or to.
+func (r *rows) involves(p paneID, i int, agent string) bool {
+	switch p {
+	case paneQueue, paneLeases:
+		es := r.queued
+		if p == paneLeases {
+			es = r.leases
+		}
+		e := &es[i]
+		return e.Task.Sender == agent || e.Task.Recipient == agent || e.LeasedTo == agent
+	case paneResults:
+		return r.results[i].Sender == agent || r.results[i].Recipient == agent
+	case paneAudit:
+		a := &r.audit[i]
+		return a.LeasedTo == agent || a.Principal == agent || a.FromRecipient == agent || a.ToRecipient == agent
+	}
+	return r.agents[i].Agent == agent
 }
 
 // staleness decides which leases are stale: held at least after.
@@ -130,7 +209,14 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 		if p == paneLeases && vp.staleOnly && !st.stale(r.leases[i].LeasedAtMs) {
 			continue
 		}
-		if filter != "" && p == paneAudit {
+		if vp.agent != "" && !r.involves(p, i, vp.agent) {
+			continue
+		}
+		if filter != "" && p == paneAgents {
+			if !containsFold(r.agents[i].Agent, filter) {
+				continue
+			}
+		} else if filter != "" && p == paneAudit {
 			if !auditMatches(&r.audit[i], filter) {
 				continue
 			}
@@ -143,10 +229,33 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 		}
 		idx = append(idx, int32(i))
 	}
-	if p != paneAudit { // a trail reads newest first, whatever the sort says
+	switch p {
+	case paneAudit: // a trail reads newest first, whatever the sort says
+	case paneAgents:
+		sortAgents(r.agents, st, idx)
+	default:
 		sortRows(r, p, vp.sort, idx)
 	}
 	return idx
+}
+
+// sortAgents puts the agents that are probably gone first, the longest
+// unseen first, so that the first row is the one to act on; the others
+// keep the listing's order, by id.
+func sortAgents(as []agentRow, st staleness, idx []int32) {
+	slices.SortStableFunc(idx, func(a, b int32) int {
+		x, y := &as[a], &as[b]
+		gx, gy := st.gone(x), st.gone(y)
+		switch {
+		case gx && !gy:
+			return -1
+		case gy && !gx:
+			return 1
+		case gx:
+			return cmp.Compare(x.LastSeenMs, y.LastSeenMs)
+		}
+		return 0
+	})
 }
 
 // containsFold reports whether sub occurs in s, ignoring case, without

@@ -28,6 +28,8 @@ func (c *Console) onKey(ev *tcell.EventKey) *tcell.EventKey {
 		c.focusPane(paneID(ev.Rune() - '1'))
 	case actDetail:
 		c.showDetail()
+	case actShowAgent:
+		c.showAgent()
 	case actFilter:
 		c.filterInput.SetLabel("filter " + c.focus.String() + ": ").SetText(p.params.filter)
 		c.main.ResizeItem(c.filterInput, 1, 0)
@@ -76,6 +78,9 @@ func (c *Console) onKey(ev *tcell.EventKey) *tcell.EventKey {
 // clearNarrowing is Esc on a pane: the filter, stale-only and the marks
 // go, so every row is back and nothing is acted on unseen.
 func (c *Console) clearNarrowing(p *pane) {
+	if p.params.agent != "" || p.id() == paneAgents && c.shownAgent() != "" {
+		c.setAgent("")
+	}
 	if p.params.filter == "" && !p.params.staleOnly && len(p.content.marks) == 0 {
 		return
 	}
@@ -85,6 +90,33 @@ func (c *Console) clearNarrowing(p *pane) {
 	}
 	p.show(c.rows)
 }
+
+// showAgent is Enter on the Agents pane: every other pane shows only the
+// rows the selected agent takes part in.
+func (c *Console) showAgent() {
+	i, ok := c.panes[paneAgents].selected()
+	if !ok {
+		c.flash(false, "no agent selected")
+		return
+	}
+	agent := c.rows.agents[i].Agent
+	c.setAgent(agent)
+	c.flash(true, "every pane shows only "+agent+"; Esc shows all again")
+}
+
+// setAgent narrows every pane but Agents to agent, or, with "", widens
+// them again.
+func (c *Console) setAgent(agent string) {
+	for _, p := range c.panes {
+		if p.id() != paneAgents && p.params.agent != agent {
+			p.params.agent = agent
+			p.show(c.rows)
+		}
+	}
+}
+
+// shownAgent is the agent the panes are narrowed to, or "".
+func (c *Console) shownAgent() string { return c.panes[paneQueue].params.agent }
 
 // focusPane moves the focus to pane p; the hint bar shows p's keys.
 func (c *Console) focusPane(p paneID) {
@@ -142,6 +174,8 @@ func (c *Console) showHelp() {
 	}
 	b.WriteString("\nLeases held longer than " + c.opts.StaleAfter.String() + " are stale: red, marked with " + strconv.Quote(staleMarker) + ".\n")
 	b.WriteString("Repairs are guarded: each applies only while the lease you inspected is still the current one.\n")
+	b.WriteString("A requeue can hand the tasks to another recipient: the dialog's \"to\" field, Shift-Tab from the reason.\n")
+	b.WriteString("Agents that hold leases and were not seen for " + c.opts.StaleAfter.String() + " (or not since the daemon started) are probably gone: red, first.\n")
 	b.WriteString("Sorts: ↓ largest (oldest, most retried) first, ↑ smallest first.\n")
 	tv := tview.NewTextView().SetDynamicColors(true).SetText(b.String())
 	tv.SetBorder(true).SetTitle(" Help (Esc to go back) ")

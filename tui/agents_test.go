@@ -1,0 +1,202 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// agentLine returns the Agents pane's row of agent: the line that has the
+// agent's id and one of the pane's statuses.
+func agentLine(f frame, agent string) string {
+	for _, l := range f.lines {
+		if strings.Contains(l, agent) && (strings.Contains(l, goneStatus) || strings.Contains(l, " working ") || strings.Contains(l, " idle ")) {
+			return l
+		}
+	}
+	return ""
+}
+
+// agentStyle returns the style agent's id is drawn in on the Agents pane.
+func agentStyle(f frame, agent string) (fg, bg tcell.Color, ok bool) {
+	line := agentLine(f, agent)
+	for y, l := range f.lines {
+		if l == line && line != "" {
+			x := len([]rune(l[:strings.Index(l, agent)]))
+			fg, bg, _ = f.styles[y][x].Decompose()
+			return fg, bg, true
+		}
+	}
+	return 0, 0, false
+}
+
+// agentsFocused reports whether the Agents pane has the focus (a double
+// border).
+func agentsFocused(f frame) bool { return strings.Contains(f.lineWith("[5] Agents"), "═") }
+
+// The Agents pane (5) lists every agent the daemon knows; one that holds
+// leases and was not seen for longer than --stale-after is marked as
+// probably gone, red and first. Enter shows only that agent in every other
+// pane; R opens the bulk dialog for every lease it holds, which can hand
+// the tasks to another recipient, and lists the lease that changed
+// meanwhile as for marks.
+func TestAgentsPaneMarksAGoneAgentAndRequeuesItsLeasesElsewhere(t *testing.T) {
+	t.Parallel()
+	forSizes(t, func(t *testing.T, w, h int) {
+		m := newStaleMailbox(t) // worker-a and worker-b: two leases each, quiet for 10m; worker-c: fresh
+		r := m.consoleReady(t, w, h)
+		r.scr.press(char('5'))
+		f := r.scr.waitFor(t, "worker-a probably gone", func(f frame) bool {
+			return agentsFocused(f) && strings.Contains(agentLine(f, "worker-a@local"), goneStatus) && strings.Contains(agentLine(f, "worker-b@local"), goneStatus)
+		})
+		a := agentLine(f, "worker-a@local")
+		for _, want := range []string{"! 10m0", " 2 "} {
+			if !strings.Contains(a, want) {
+				t.Errorf("worker-a's row lacks %q: %q\n%s", want, a, f)
+			}
+		}
+		if fg, _, _ := agentStyle(f, "worker-b@local"); fg != colorStale {
+			t.Errorf("a probably gone agent is not red:\n%s", f)
+		}
+		if _, bg, _ := agentStyle(f, "worker-a@local"); bg != colorStale {
+			t.Errorf("the agent gone longest should be first and selected:\n%s", f)
+		}
+		if w >= 200 {
+			if c := agentLine(f, "worker-c@local"); strings.Contains(c, goneStatus) || !strings.Contains(c, "working") {
+				t.Errorf("worker-c, seen just now, should be working: %q", c)
+			}
+		}
+		if w >= 200 && !f.contains("holds 2 lease(s) and has not been seen for 10m0") {
+			t.Errorf("at %d columns the note says why:\n%s", w, f)
+		}
+
+		// Enter: every other pane shows only worker-a.
+		r.scr.press(key(tcell.KeyEnter))
+		f = r.scr.waitForText(t, "agent:worker-a@local")
+		if !f.contains("[2] Leases 1-2 of 2 filtered from 5") {
+			t.Errorf("the Leases pane should show worker-a's 2 leases of 5:\n%s", f)
+		}
+		if f.contains(short(m.ids[1])) || f.contains(short(m.fresh)) {
+			t.Errorf("other agents' tasks are shown:\n%s", f)
+		}
+
+		// Paused, the console does not see another operator requeue
+		// worker-a's second lease.
+		r.scr.press(char('p'))
+		r.scr.waitForText(t, "paused (0 events held)")
+		m.api.repair(mailbox.RepairRequest{TaskID: m.ids[2], Reason: "someone else",
+			Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: m.leases[2], DuplicateRisk: mailbox.RiskOperatorAccepted}})
+		r.scr.waitForText(t, "paused (1 events held)")
+
+		r.scr.press(char('R'))
+		f = r.scr.waitForText(t, "Requeue on 2 leases")
+		for _, want := range []string{"every lease held by worker-a@local (2)", "2 leases, the oldest held 10m0", "to ", "reason", "Requeue 2"} {
+			if !f.contains(want) {
+				t.Errorf("the agent's dialog lacks %q:\n%s", want, f)
+			}
+		}
+		r.scr.press(key(tcell.KeyBacktab)) // reason -> to
+		r.scr.typeText("worker-c@local")
+		r.scr.press(key(tcell.KeyTab)) // -> reason
+		r.scr.typeText("worker-a is gone")
+		r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
+		f = r.scr.waitForText(t, "1 repaired, 1 refused")
+		for _, want := range []string{"Requeued 1 of 2 leases to worker-c@local", "task " + short(m.ids[2]) + ": you inspected lease " + short(m.leases[2]),
+			"The task is now queued"} {
+			if !f.contains(want) {
+				t.Errorf("the outcome lacks %q:\n%s", want, f)
+			}
+		}
+
+		// The daemon: worker-a's first task is queued for worker-c, guarded
+		// by the lease seen; worker-b's leases are left alone.
+		if e, _ := m.api.entry(m.ids[0]); e.State != mailbox.TaskQueued || e.Task.Recipient != "worker-c@local" {
+			t.Errorf("worker-a's first task is %s for %s, want queued for worker-c@local", e.State, e.Task.Recipient)
+		}
+		audit, err := m.api.c.Audit(t.Context(), m.ids[0], 1)
+		if err != nil || len(audit) != 1 || audit[0].LeaseID != m.leases[0] || audit[0].ToRecipient != "worker-c@local" || audit[0].Reason != "worker-a is gone" {
+			t.Errorf("the requeue is recorded as %+v, %v", audit, err)
+		}
+		for _, i := range []int{1, 3} {
+			if e, _ := m.api.entry(m.ids[i]); e.State != mailbox.TaskInFlight {
+				t.Errorf("worker-b's task %d is %s, want left alone", i, e.State)
+			}
+		}
+
+		// OK, resume: worker-a holds nothing now, so it is not gone any
+		// more; Esc shows every agent's rows again.
+		r.scr.press(key(tcell.KeyEnter), char('p'))
+		f = r.scr.waitForText(t, "[2] Leases 0 filtered from 3")
+		if w >= 200 {
+			r.scr.waitFor(t, "worker-a idle", func(f frame) bool { return strings.Contains(agentLine(f, "worker-a@local"), " idle ") })
+		} else if strings.Contains(agentLine(f, "worker-a@local"), goneStatus) {
+			t.Errorf("worker-a holds no lease and is still marked gone:\n%s", f)
+		}
+		r.scr.press(key(tcell.KeyEscape))
+		f = r.scr.waitForNoText(t, "agent:")
+		if _, _, n, _ := shownRange(f, "[2] Leases"); n != 3 {
+			t.Errorf("after Esc the Leases pane should count the 3 leases left:\n%s", f)
+		}
+	})
+}
+
+// The target, counted: every lease of a dead agent requeued in at
+// most five keys plus the reason (5 R <reason> Enter Enter: the agent gone
+// longest is first).
+func TestEveryLeaseOfADeadAgentInFiveKeys(t *testing.T) {
+	t.Parallel()
+	m := newStaleMailbox(t)
+	r := m.consoleReady(t, 80, 24)
+	enter := key(tcell.KeyEnter)
+	keys := 0
+	press := func(k *tcell.EventKey) {
+		r.scr.press(k)
+		keys++
+	}
+	press(char('5'))
+	r.scr.waitFor(t, "worker-a probably gone", func(f frame) bool {
+		return agentsFocused(f) && strings.Contains(agentLine(f, "worker-a@local"), goneStatus)
+	})
+	press(char('R'))
+	r.scr.waitForText(t, "every lease held by worker-a@local (2)")
+	r.scr.typeText("worker-a died")
+	press(enter)
+	press(enter)
+	r.scr.waitForText(t, "requeued 2 leases")
+	if keys > 5 {
+		t.Errorf("every lease of a dead agent took %d keys and the reason, want at most 5", keys)
+	}
+	for i, id := range m.ids {
+		want := mailbox.TaskInFlight
+		if i%2 == 0 {
+			want = mailbox.TaskQueued
+		}
+		if e, _ := m.api.entry(id); e.State != want {
+			t.Errorf("task %d is %s, want %s", i, e.State, want)
+		}
+	}
+}
+
+// The daemon remembers when it last saw an agent in memory only: after a
+// restart an agent that still holds leases has not been seen at all, and
+// the row says so.
+func TestAgentNotSeenSinceTheDaemonStarted(t *testing.T) {
+	t.Parallel()
+	forSizes(t, func(t *testing.T, w, h int) {
+		m := newStaleMailbox(t)
+		m.d.Restart()
+		r := m.consoleReady(t, w, h)
+		r.scr.press(char('5'))
+		f := r.scr.waitFor(t, "worker-a probably gone", func(f frame) bool {
+			return agentsFocused(f) && strings.Contains(agentLine(f, "worker-a@local"), goneStatus)
+		})
+		if l := agentLine(f, "worker-a@local"); !strings.Contains(l, "! never") {
+			t.Errorf("worker-a's row should say it was never seen: %q", l)
+		}
+		if w >= 200 && !f.contains("holds 2 lease(s) and has not been seen since the daemon started") {
+			t.Errorf("the note does not say why:\n%s", f)
+		}
+	})
+}
