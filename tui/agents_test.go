@@ -200,3 +200,82 @@ func TestAgentNotSeenSinceTheDaemonStarted(t *testing.T) {
 		}
 	})
 }
+
+// agentOrder lists the worker agents in the order the Agents pane shows
+// them, top to bottom.
+func agentOrder(f frame) string {
+	var order []string
+	for _, l := range f.lines {
+		for _, a := range []string{"worker-a@local", "worker-b@local", "worker-c@local"} {
+			if strings.Contains(l, a) && agentLine(frame{lines: []string{l}}, a) != "" {
+				order = append(order, a[:len("worker-a")])
+			}
+		}
+	}
+	return strings.Join(order, " ")
+}
+
+// Shift and a column's letter sort the Agents pane, as every other pane,
+// again reverses it, and a third press returns to the pane's own order:
+// the agents probably gone first. The title and the heading say which.
+// Its letters leave R, E and J theirs.
+func TestAgentsPaneSortsByShiftLetter(t *testing.T) {
+	t.Parallel()
+	forSizes(t, func(t *testing.T, w, h int) {
+		m := newStaleMailbox(t) // worker-a and worker-b gone, worker-a longest; worker-c fresh
+		for range 3 {
+			m.api.send("worker-c@local", "waiting")
+		}
+		m.api.send("worker-b@local", "waiting")
+		r := m.consoleReady(t, w, h)
+		r.scr.press(char('5'), char('z'))
+		order := func(want string) frame {
+			t.Helper()
+			return r.scr.waitFor(t, "agents in order "+want, func(f frame) bool { return agentsFocused(f) && agentOrder(f) == want })
+		}
+		f := order("worker-a worker-b worker-c")
+		if !f.contains(agentsOrder) {
+			t.Errorf("the title should say the pane's own order:\n%s", f)
+		}
+
+		steps := []struct {
+			key         rune
+			title, head string
+			want        string
+		}{
+			{'A', "sort:agent↑", "AGENT↑", "worker-a worker-b worker-c"},
+			{'A', "sort:agent↓", "AGENT↓", "worker-c worker-b worker-a"},
+			{'A', agentsOrder, "AGENT ", "worker-a worker-b worker-c"}, // the third press: the pane's own order
+			{'Q', "sort:queued↓", "QUEUED↓", "worker-c worker-b worker-a"},
+			{'Q', "sort:queued↑", "QUEUED↑", "worker-a worker-b worker-c"},
+			{'S', "sort:seen↓", "SEEN↓", "worker-a worker-b worker-c"}, // longest unseen first
+			{'S', "sort:seen↑", "SEEN↑", "worker-c worker-b worker-a"},
+			{'H', "sort:held↓", "HELD↓", "worker-a worker-b worker-c"},
+			{'H', "sort:held↑", "HELD↑", "worker-c worker-a worker-b"}, // ties keep the listing's order
+			{'O', "sort:oldest↓", "OLDEST↓", "worker-a worker-b worker-c"},
+			{'O', "sort:oldest↑", "OLDEST↑", "worker-c worker-b worker-a"},
+			{'U', "sort:status↑", "STATUS↑", "worker-a worker-b worker-c"}, // probably gone, working, idle
+			{'U', "sort:status↓", "STATUS↓", "worker-c worker-a worker-b"},
+		}
+		for _, s := range steps {
+			r.scr.press(char(s.key))
+			r.scr.waitFor(t, string(s.key)+" "+s.title+" "+s.want, func(f frame) bool {
+				return f.contains(s.title) && f.contains(s.head) && agentOrder(f) == s.want
+			})
+		}
+		r.scr.press(char('U'))
+		f = r.scr.waitForText(t, agentsOrder)
+		if f.contains("↑") || f.contains("↓") || agentOrder(f) != "worker-a worker-b worker-c" {
+			t.Errorf("the third press should return to the pane's own order:\n%s", f)
+		}
+
+		// Sorted, R still opens the requeue of the agent on the first row,
+		// the one selected.
+		r.scr.press(char('Q'))
+		r.scr.waitForText(t, "sort:queued↓")
+		r.scr.press(char('R'))
+		r.scr.waitForText(t, "every lease held by worker-c@local (1)")
+		r.scr.press(key(tcell.KeyEscape))
+		r.scr.waitForNoText(t, "every lease held by")
+	})
+}

@@ -85,17 +85,26 @@ var paneColumns = [paneCount][]column{
 	},
 	// What tells a dead agent is first: whether it is probably gone, when
 	// it was last seen, what it holds; the note says why in full.
+	// Its letters keep clear of R, E, J and G, which the pane binds.
 	paneAgents: {
-		{heading: "AGENT", agent: true}, {heading: "STATUS"}, {heading: "SEEN"}, {heading: "HELD"}, {heading: "OLDEST"},
-		{heading: "QUEUED"}, {heading: "RESULTS"}, {heading: "OK/ERR"}, {heading: "NOTE", expand: true},
+		{heading: "AGENT", sortKey: 'A', sortName: "agent", agent: true},
+		{heading: "STATUS", sortKey: 'U', sortName: "status"},
+		{heading: "SEEN", sortKey: 'S', sortName: "seen", largestFirst: true},
+		{heading: "HELD", sortKey: 'H', sortName: "held", largestFirst: true},
+		{heading: "OLDEST", sortKey: 'O', sortName: "oldest", largestFirst: true},
+		{heading: "QUEUED", sortKey: 'Q', sortName: "queued", largestFirst: true},
+		{heading: "RESULTS", sortKey: 'P', sortName: "results", largestFirst: true},
+		{heading: "OK/ERR", sortKey: 'K', sortName: "ok/err", largestFirst: true},
+		{heading: "NOTE", expand: true},
 	},
 }
 
 const maxColumns = 9
 
 // sortSpec is how a pane is ordered: by the column whose letter is key,
-// largest first when desc. The zero value is the state's own order, which
-// only the Queue pane uses: the order workers lease in.
+// largest first when desc. The zero value is the pane's own order: on the
+// Queue pane the order workers lease in, on the Agents pane the agents
+// probably gone first.
 type sortSpec struct {
 	key  rune
 	desc bool
@@ -136,7 +145,10 @@ func (s sortSpec) next(p paneID, key rune) (sortSpec, bool) {
 // the list (largest first), ↑ when they grow.
 func (s sortSpec) label(p paneID) string {
 	col, _, ok := sortColumn(p, s.key)
-	if !ok {
+	switch {
+	case !ok && p == paneAgents:
+		return agentsOrder
+	case !ok:
 		return "queue order"
 	}
 	return col.sortName + sortArrow(s.desc)
@@ -234,6 +246,66 @@ func rowComparer(r *rows, p paneID, key rune) func(a, b int) int {
 		}
 	}
 	return nil
+}
+
+// agentsOrder is the Agents pane's own order, as its title says it.
+const agentsOrder = "probably gone first"
+
+// sortAgentRows orders idx (indexes into as) by s; the zero sort is the
+// pane's own order (sortAgents). Status ranks probably gone, working, idle;
+// an agent never seen was seen longest ago; one holding nothing has no
+// oldest lease and comes after those that do; OK/ERR compares the errors,
+// then the oks.
+func sortAgentRows(as []agentRow, st staleness, s sortSpec, idx []int32) {
+	if s == (sortSpec{}) {
+		sortAgents(as, st, idx)
+		return
+	}
+	var compare func(x, y *agentRow) int
+	switch s.key {
+	case 'A':
+		compare = func(x, y *agentRow) int { return strings.Compare(x.Agent, y.Agent) }
+	case 'U':
+		rank := func(a *agentRow) int {
+			switch {
+			case st.gone(a):
+				return 0
+			case a.held > 0:
+				return 1
+			}
+			return 2
+		}
+		compare = func(x, y *agentRow) int { return cmp.Compare(rank(x), rank(y)) }
+	case 'S':
+		compare = func(x, y *agentRow) int { return cmp.Compare(y.LastSeenMs, x.LastSeenMs) }
+	case 'H':
+		compare = func(x, y *agentRow) int { return cmp.Compare(x.held, y.held) }
+	case 'O':
+		age := func(a *agentRow) int64 {
+			if a.held == 0 {
+				return -1
+			}
+			return st.nowMs - a.oldestLeasedAtMs
+		}
+		compare = func(x, y *agentRow) int { return cmp.Compare(age(x), age(y)) }
+	case 'Q':
+		compare = func(x, y *agentRow) int { return cmp.Compare(x.Queued, y.Queued) }
+	case 'P':
+		compare = func(x, y *agentRow) int { return cmp.Compare(x.ResultsPending, y.ResultsPending) }
+	case 'K':
+		compare = func(x, y *agentRow) int {
+			return cmp.Or(cmp.Compare(x.ResultsError5m, y.ResultsError5m), cmp.Compare(x.ResultsOK5m, y.ResultsOK5m))
+		}
+	default:
+		sortAgents(as, st, idx)
+		return
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int {
+		if s.desc {
+			return compare(&as[b], &as[a])
+		}
+		return compare(&as[a], &as[b])
+	})
 }
 
 // compareDeadlines puts the soonest first and tasks without one last.

@@ -180,8 +180,6 @@ func (x exportJob) writeJSON(w io.Writer) error {
 	switch x.pane {
 	case paneAudit:
 		out.Sort = "newest first"
-	case paneAgents:
-		out.Sort = "probably gone first"
 	}
 	for _, j := range x.idx {
 		var row any

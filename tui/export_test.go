@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -143,5 +144,88 @@ func TestSaveThePaneAsShown(t *testing.T) {
 		if doc.Pane != "leases" || doc.Filter != "@local" || doc.Sort != "holder↑" || strings.Join(saved, "\n") != strings.Join(shown, "\n") {
 			t.Errorf("the JSON file says pane %q filter %q sort %q rows\n%s\nwant the pane's\n%s", doc.Pane, doc.Filter, doc.Sort, strings.Join(saved, "\n"), strings.Join(shown, "\n"))
 		}
+	})
+}
+
+// Ctrl-S and J save the Agents pane as shown too: filtered, sorted by a
+// Shift-letter, the file's rows are the pane's rows in the pane's order,
+// the CSV with the pane's cells, the JSON with the daemon's objects.
+func TestSaveTheAgentsPaneAsShown(t *testing.T) {
+	t.Parallel()
+	forSizes(t, func(t *testing.T, w, h int) {
+		m := newStaleMailbox(t) // planner, worker-a and worker-b gone, worker-c fresh
+		for range 3 {
+			m.api.send("worker-c@local", "waiting")
+		}
+		m.api.send("worker-b@local", "waiting")
+		dir := t.TempDir()
+		r := runConsoleSized(t, m.api.c, Options{Addr: m.d.URL(), Now: m.clk.Now, StaleAfter: staleAfterForTests, ExportDir: dir}, w, h)
+		r.scr.waitForText(t, "stale 4")
+		r.scr.press(char('5'), char('z'), char('/'))
+		r.scr.typeText("worker")
+		r.scr.press(key(tcell.KeyEnter), char('Q'))
+		f := r.scr.waitFor(t, "worker agents by queued↓", func(f frame) bool {
+			return f.contains("sort:queued↓") && f.contains("filter:/worker") && !f.contains("planner@local") && agentOrder(f) == "worker-c worker-b worker-a"
+		})
+		var shown []string // the pane's rows, top to bottom: agent, held, queued
+		agentRow := regexp.MustCompile(`[│║](worker-\S+) +(?:probably gone|working|idle) +(?:! )?\S+(?: ago)? +(\d+) +\S+ +(\d+) `)
+		for _, l := range f.lines {
+			if m := agentRow.FindStringSubmatch(l); m != nil {
+				shown = append(shown, m[1]+" "+m[2]+" "+m[3])
+			}
+		}
+		if len(shown) != 3 {
+			t.Fatalf("the pane shows %d agents, want 3:\n%s", len(shown), f)
+		}
+
+		r.scr.press(key(tcell.KeyCtrlS))
+		f = r.scr.waitForText(t, "saved 3 Agents rows to ")
+		data, err := os.ReadFile(savedPath(t, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(strings.NewReader(string(data))).ReadAll()
+		if err != nil {
+			t.Fatalf("the CSV file does not parse: %v\n%s", err, data)
+		}
+		if got := strings.Join(recs[0], ","); got != "AGENT,STATUS,SEEN,HELD,OLDEST,QUEUED,RESULTS,OK/ERR,NOTE,LAST SEEN AT,OLDEST LEASED AT" {
+			t.Errorf("CSV heading = %s", got)
+		}
+		var saved []string
+		for _, rec := range recs[1:] {
+			saved = append(saved, rec[0]+" "+rec[3]+" "+rec[5])
+		}
+		if strings.Join(saved, "\n") != strings.Join(shown, "\n") {
+			t.Errorf("the CSV file's rows\n%s\nare not the pane's\n%s", strings.Join(saved, "\n"), strings.Join(shown, "\n"))
+		}
+
+		r.scr.press(char('J'))
+		f = r.scr.waitForText(t, ".json")
+		var doc struct {
+			Pane   string `json:"pane"`
+			Filter string `json:"filter"`
+			Sort   string `json:"sort"`
+			Rows   []struct {
+				mailbox.AgentInfo
+				ProbablyGone bool `json:"probably_gone"`
+			} `json:"rows"`
+		}
+		if data, err = os.ReadFile(savedPath(t, f)); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatalf("the JSON file does not decode: %v\n%s", err, data)
+		}
+		saved = saved[:0]
+		for _, a := range doc.Rows {
+			saved = append(saved, a.Agent+" "+strconv.Itoa(a.InFlight)+" "+strconv.Itoa(a.Queued))
+			if a.ProbablyGone != (a.Agent != "worker-c@local") {
+				t.Errorf("%s is saved as probably gone %v", a.Agent, a.ProbablyGone)
+			}
+		}
+		if doc.Pane != "agents" || doc.Filter != "worker" || doc.Sort != "queued↓" || strings.Join(saved, "\n") != strings.Join(shown, "\n") {
+			t.Errorf("the JSON file says pane %q filter %q sort %q rows\n%s\nwant the pane's\n%s", doc.Pane, doc.Filter, doc.Sort, strings.Join(saved, "\n"), strings.Join(shown, "\n"))
+		}
+
 	})
 }

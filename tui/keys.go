@@ -148,7 +148,7 @@ func defaultRegistry() registry {
 		{id: actShowAgent, keys: []keySpec{{key: tcell.KeyEnter}}, short: "show in all panes", hint: 50, label: "Enter", desc: "show only the selected agent's tasks, leases, results and repairs in every other pane (Esc: all again)", panes: inAgents},
 		{id: actFilter, keys: []keySpec{runeKey('/')}, short: "filter", hint: 70, label: "/", desc: "filter the pane by id, sender, recipient, kind, intent; Audit by task, principal, action, reason", panes: inAll},
 		{id: actBack, keys: []keySpec{{key: tcell.KeyEscape}}, label: "Esc", desc: "clear the filter, the agent shown, stale-only and marks; leave the detail view, help page or a dialog", panes: inAll},
-		{id: actSort, keys: sortKeys(), short: "sort", hint: 30, label: "Shift-letter", desc: "sort by the column with that letter (below); again to reverse", panes: inTasks},
+		{id: actSort, keys: sortKeys(), short: "sort", hint: 30, label: "Shift-letter", desc: "sort by the column with that letter (below); again to reverse", panes: inTasks | inAgents},
 		{id: actStaleOnly, keys: []keySpec{runeKey('!')}, short: "stale only", hint: 55, label: "!", desc: "show only stale leases", panes: inLeases},
 		{id: actMark, keys: []keySpec{runeKey(' ')}, short: "mark", hint: 75, label: "Space", desc: "mark or unmark the selected lease for a repair of many", panes: inLeases},
 		{id: actMarkAll, keys: []keySpec{{key: tcell.KeyCtrlSpace}, ctrlRune(' '), runeKey('*')}, label: "Ctrl-Space *", desc: "mark every lease the pane shows (again: unmark them)", panes: inLeases},

@@ -403,7 +403,11 @@ func (p *pane) title(first, last, width int) string {
 	case paneAudit:
 		add(40, "newest first", "")
 	case paneAgents:
-		add(60, "probably gone first", "")
+		if p.params.sort == naturalSort(paneAgents) {
+			add(60, agentsOrder, "")
+		} else {
+			add(60, "sort:"+p.params.sort.label(paneAgents), "")
+		}
 		add(45, "OK/ERR: last 5m", "")
 	default:
 		add(50, "sort:"+p.params.sort.label(p.id()), "")

@@ -232,7 +232,7 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 	switch p {
 	case paneAudit: // a trail reads newest first, whatever the sort says
 	case paneAgents:
-		sortAgents(r.agents, st, idx)
+		sortAgentRows(r.agents, st, vp.sort, idx)
 	default:
 		sortRows(r, p, vp.sort, idx)
 	}
