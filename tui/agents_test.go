@@ -3,8 +3,13 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gdamore/tcell/v2"
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/internal/testclock"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -278,4 +283,57 @@ func TestAgentsPaneSortsByShiftLetter(t *testing.T) {
 		r.scr.press(key(tcell.KeyEscape))
 		r.scr.waitForNoText(t, "every lease held by")
 	})
+}
+
+// A requeue "to" a recipient the token may not send to is refused by the
+// daemon: the dialog stays open with what was typed and the daemon's whole
+// answer, naming the capability, and nothing is requeued.
+func TestRequeueToARecipientTheTokenMayNotSendTo(t *testing.T) {
+	t.Parallel()
+	clk := &testclock.Clock{}
+	clk.Set(time.Now())
+	d := daemontest.Start(t, daemontest.Options{Now: clk.Now, Tokens: []auth.Token{
+		{Principal: "oncall-ann", Token: "t-ann", Caps: []string{auth.CapAdmin}},
+		{Principal: "requeuer-rae", Token: "t-rae", Caps: []string{auth.CapRead, auth.CapRequeue}},
+	}})
+	admin, err := client.New(d.URL(), client.WithToken("t-ann"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := agentAPI{t, admin}
+	var ids []string
+	for _, intent := range []string{"crunch batch A", "crunch batch B"} {
+		ids = append(ids, api.send("worker-a@local", intent))
+		api.lease("worker-a@local")
+	}
+	clk.Set(clk.Now().Add(10 * time.Minute))
+
+	rae, err := client.New(d.URL(), client.WithToken("t-rae"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runConsoleSized(t, rae, Options{Addr: d.URL(), Now: clk.Now, StaleAfter: staleAfterForTests}, 200, 60)
+	r.scr.waitForText(t, "as requeuer-rae")
+	r.scr.press(char('5'))
+	r.scr.waitFor(t, "worker-a probably gone, and R offered", func(f frame) bool {
+		return agentsFocused(f) && strings.Contains(agentLine(f, "worker-a@local"), goneStatus) && f.contains("<R>")
+	})
+	r.scr.press(char('R'))
+	r.scr.waitForText(t, "Requeue on 2 leases")
+	r.scr.press(key(tcell.KeyBacktab)) // reason -> to
+	r.scr.typeText("worker-c@local")
+	r.scr.press(key(tcell.KeyTab)) // -> reason
+	r.scr.typeText("worker-a is gone")
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
+	f := r.scr.waitForText(t, "needs capability a2a.send.worker-c@local")
+	for _, want := range []string{"Requeue on 2 leases", "worker-c@local", "worker-a is gone"} {
+		if !f.contains(want) {
+			t.Errorf("after the refusal the dialog lacks %q:\n%s", want, f)
+		}
+	}
+	for _, id := range ids {
+		if e, _ := api.entry(id); e.State != mailbox.TaskInFlight || e.Task.Recipient != "worker-a@local" {
+			t.Errorf("task %s is %s for %s after a refused requeue, want still in flight for worker-a", short(id), e.State, e.Task.Recipient)
+		}
+	}
 }
