@@ -337,3 +337,23 @@ func TestLeaseGuard(t *testing.T) {
 		})
 	}
 }
+
+// Status reads the totals every caller may see, through the client's own
+// transport, timeout and error mapping.
+func TestStatusCountsTheMailbox(t *testing.T) {
+	t.Parallel()
+	_, c := start(t)
+	ctx := t.Context()
+	for _, intent := range []string{"one", "two", "three"} {
+		if _, err := c.Send(ctx, mailbox.Task{Sender: "p@x", Recipient: "w@x", IntentText: intent}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := c.Lease(ctx, "w@x"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Status(ctx)
+	if err != nil || st.Queued != 2 || st.InFlight != 1 || st.ResultsPending != 0 || st.LastSeq != 4 {
+		t.Fatalf("status = %+v, %v; want 2 queued, 1 in flight, last seq 4", st, err)
+	}
+}

@@ -150,7 +150,19 @@ func (c *Client) Agents(ctx context.Context) ([]mailbox.AgentInfo, error) {
 
 // Health returns nil when the daemon is up and its mailbox answers.
 func (c *Client) Health(ctx context.Context) error {
-	return c.do(ctx, http.MethodGet, "/healthz", nil, nil, nil, mailbox.KindHealth)
+	_, err := c.Status(ctx)
+	return err
+}
+
+// Status returns the mailbox's totals and the seq of its last durable
+// event, as GET /healthz answers every caller, token or not.
+func (c *Client) Status(ctx context.Context) (mailbox.Status, error) {
+	var out struct {
+		mailbox.Counts
+		LastSeq uint64 `json:"last_seq"`
+	}
+	err := c.do(ctx, http.MethodGet, "/healthz", nil, nil, &out, mailbox.KindHealth)
+	return mailbox.Status{Counts: out.Counts, LastSeq: out.LastSeq}, err
 }
 
 // Metrics returns the daemon's metrics in the Prometheus text format.

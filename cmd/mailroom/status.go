@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"text/tabwriter"
 	"time"
 
@@ -79,7 +77,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cancel()
-	counts, err := countAll(ctx, c, cf.addr, *staleAfter)
+	counts, err := countAll(ctx, c, *staleAfter)
 	if err != nil {
 		return err
 	}
@@ -134,8 +132,8 @@ func leasesFirst(ctx context.Context, c *client.Client, f mailbox.QueueFilter) (
 
 // countAll asks the daemon for its totals, and counts the leases held
 // longer than staleAfter by its clock.
-func countAll(ctx context.Context, c *client.Client, addr string, staleAfter time.Duration) (statusCounts, error) {
-	total, err := healthCounts(ctx, c, addr)
+func countAll(ctx context.Context, c *client.Client, staleAfter time.Duration) (statusCounts, error) {
+	total, err := c.Status(ctx)
 	if err != nil {
 		return statusCounts{}, err
 	}
@@ -149,43 +147,6 @@ func countAll(ctx context.Context, c *client.Client, addr string, staleAfter tim
 	}
 	counts.Stale, counts.StaleCapped = len(stale.Tasks), len(stale.Tasks) == mailbox.MaxLimit
 	return counts, nil
-}
-
-// healthCounts reads the totals GET /healthz answers every caller with.
-// (client.Health keeps only whether the daemon answered.)
-func healthCounts(ctx context.Context, c *client.Client, addr string) (mailbox.Counts, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL()+"/healthz", nil)
-	if err != nil {
-		return mailbox.Counts{}, err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		// As the client says it: the caller's own cancellation is not the
-		// daemon's fault, and a timeout is a daemon that did not answer.
-		switch ctx.Err() {
-		case context.Canceled:
-			return mailbox.Counts{}, ctx.Err()
-		case context.DeadlineExceeded:
-			err = fmt.Errorf("no answer in time: %w", context.DeadlineExceeded)
-		}
-		return mailbox.Counts{}, &client.UnreachableError{Addr: addr, Err: err}
-	}
-	defer resp.Body.Close()
-	var health struct {
-		Kind string `json:"kind"`
-		mailbox.Counts
-	}
-	if resp.StatusCode != http.StatusOK {
-		return mailbox.Counts{}, fmt.Errorf("GET /healthz: the daemon answered %s", resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&health); err != nil {
-		return mailbox.Counts{}, fmt.Errorf("GET /healthz: decoding the daemon's answer: %w", err)
-	}
-	if health.Kind != mailbox.KindHealth {
-		return mailbox.Counts{}, fmt.Errorf("GET /healthz: the daemon answered kind %q, expected %q (is %s a mailroom daemon?)", health.Kind, mailbox.KindHealth, addr)
-	}
-	return health.Counts, nil
 }
 
 // printStatus writes the totals, what of them is listed, and the lists.
