@@ -172,6 +172,19 @@ func (c *Console) openRepair(act actionID) {
 const toLabel = "to"
 
 // title and confirmLabel say what the dialog does to how many leases.
+// done says what the dialog's repair did, "requeued" or "forced an error
+// on", and " to AGENT" when it moved the tasks ("" otherwise).
+func (d *repairDialog) done() (verb, to string) {
+	verb = "requeued"
+	if d.action == actForceError {
+		verb = "forced an error on"
+	}
+	if d.to != "" {
+		to = " to " + d.to
+	}
+	return verb, to
+}
+
 func (d *repairDialog) title() string {
 	what := " Requeue "
 	if d.action == actForceError {
@@ -402,14 +415,7 @@ func (c *Console) repairDone(d *repairDialog, res repairResults) {
 		d.lastOut = res.last
 	}
 	d.conflicts = append(d.conflicts, res.conflicts...)
-	verb := "requeued"
-	if d.action == actForceError {
-		verb = "forced an error on"
-	}
-	to := ""
-	if d.to != "" {
-		to = " to " + d.to
-	}
+	verb, to := d.done()
 	if res.err != nil {
 		what := "repair of " + mailbox.ShortID(res.failed.taskID)
 		var appErr *mailbox.Error
@@ -460,15 +466,8 @@ func (c *Console) showOutcome(d *repairDialog, total int) {
 	if total == 1 {
 		b.WriteString("The lease changed since you opened the dialog. Nothing was changed.\n\n")
 	} else {
-		verb := "Requeued"
-		if d.action == actForceError {
-			verb = "Forced an error on"
-		}
-		to := ""
-		if d.to != "" {
-			to = " to " + d.to
-		}
-		fmt.Fprintf(&b, "%s %d of %d leases%s. %d had changed since you marked them; nothing was done to them:\n\n", verb, d.repaired, total, to, len(d.conflicts))
+		verb, to := d.done()
+		fmt.Fprintf(&b, "%s %d of %d leases%s. %d had changed since you marked them; nothing was done to them:\n\n", strings.ToUpper(verb[:1])+verb[1:], d.repaired, total, to, len(d.conflicts))
 	}
 	for _, cf := range d.conflicts {
 		t := cf.target
