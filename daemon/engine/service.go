@@ -223,17 +223,15 @@ func (e *Engine) View(fn func(s *mailbox.State)) {
 
 // Stats are the engine's own figures.
 type Stats struct {
-	mailbox.Counts
-	LastSeq        uint64
+	mailbox.Status
 	Subscribers    int
 	SubscribersCut uint64
 }
 
 // Stats reports the durable state's sizes and the event streams.
 func (e *Engine) Stats() Stats {
-	st := e.Status()
 	subs, cut := e.hub.stats()
-	return Stats{Counts: st.Counts, LastSeq: st.LastSeq, Subscribers: subs, SubscribersCut: cut}
+	return Stats{Status: e.Status(), Subscribers: subs, SubscribersCut: cut}
 }
 
 // Status reports the durable state's sizes and last seq.
