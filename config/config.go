@@ -66,6 +66,9 @@ type Config struct {
 	// AuditMax is how many repair records GET /a2a/audit can list; the log
 	// keeps every repair regardless.
 	AuditMax int `yaml:"audit_max"`
+	// A2ABlockingTimeout bounds how long a blocking A2A send waits for its
+	// task to finish before answering with the task as it stands.
+	A2ABlockingTimeout time.Duration `yaml:"a2a_blocking_timeout"`
 }
 
 // The defaults that belong to no other package. The rest are defined once
@@ -78,6 +81,8 @@ const (
 	DefaultLogLevel        = "info"
 	DefaultLogFormat       = "text"
 	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultA2ABlockingTimeout is how long a blocking A2A send waits.
+	DefaultA2ABlockingTimeout = 30 * time.Second
 )
 
 // DefaultRetainDone is mailbox.DefaultRetainDone, not a copy: it remains
@@ -114,6 +119,7 @@ func DefaultFor(getenv func(string) string) Config {
 		ResultCacheMax:        mailbox.DefaultResultCacheMax,
 		ResultCacheAge:        time.Duration(mailbox.DefaultResultCacheAgeMs) * time.Millisecond,
 		AuditMax:              mailbox.DefaultAuditMax,
+		A2ABlockingTimeout:    DefaultA2ABlockingTimeout,
 	}
 }
 

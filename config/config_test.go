@@ -150,6 +150,7 @@ retry_stale_scan_limit: 10000
 result_cache_max: 0
 result_cache_age: 1h
 audit_max: 50
+a2a_blocking_timeout: 45s
 `, func(c Config) bool {
 			return reflect.DeepEqual(c, Config{Addr: "127.0.0.1:0", DataDir: "/var/lib/mailroom", LogLevel: "debug", LogFormat: "json",
 				CompactFactor: 2.5, CompactMinBytes: 512 << 10, RetainDone: 7, SSEHeartbeat: time.Minute, SSEBuffer: 16,
@@ -159,7 +160,8 @@ audit_max: 50
 					{Principal: "oncall", Token: "mr_quick-local-secret", Caps: []string{"a2a.admin"}, Revoked: true},
 				},
 				RetryStaleInterval: 30 * time.Second, RetryStaleMinLeaseAge: 2 * time.Minute, RetryStaleMaxAttempts: 5,
-				RetryStaleMaxRequeues: 0, RetryStaleScanLimit: 10000, ResultCacheMax: 0, ResultCacheAge: time.Hour, AuditMax: 50})
+				RetryStaleMaxRequeues: 0, RetryStaleScanLimit: 10000, ResultCacheMax: 0, ResultCacheAge: time.Hour, AuditMax: 50,
+				A2ABlockingTimeout: 45 * time.Second})
 		}},
 		{"quoted duration", `sse_heartbeat: "5s"`, func(c Config) bool { return c.SSEHeartbeat == 5*time.Second }},
 	}

@@ -31,6 +31,10 @@ type AgentInfo struct {
 	// LastSeenMs is when the agent last called the daemon (send, lease,
 	// result or drain); 0 when it has not since the daemon started.
 	LastSeenMs int64 `json:"last_seen_ms"`
+	// Card and RegisteredAtMs are set for a registered agent (one the
+	// daemon serves as an A2A server).
+	Card           *AgentCard `json:"card,omitempty"`
+	RegisteredAtMs int64      `json:"registered_at_ms,omitempty"`
 }
 
 // AgentsResponse answers GET /a2a/agents: one object per agent, sorted by
@@ -53,8 +57,8 @@ type AgentsUpdate struct {
 }
 
 // Agents returns, at time nowMs and sorted by agent id, every agent the
-// state knows: as the sender or recipient of a task it remembers, or as a
-// lease holder. It fills in the counts the state holds; the rest is zero.
+// state knows: registered, the sender or recipient of a task it remembers,
+// or a lease holder. It fills in the counts the state holds; the rest is zero.
 func (s *State) Agents(nowMs int64) []AgentInfo {
 	byID := make(map[string]*AgentInfo, len(s.agents))
 	get := func(id string) *AgentInfo {
@@ -67,6 +71,11 @@ func (s *State) Agents(nowMs int64) []AgentInfo {
 	}
 	for id := range s.agents {
 		get(id)
+	}
+	for id, r := range s.registry {
+		a := get(id)
+		card := r.Card
+		a.Card, a.RegisteredAtMs = &card, r.RegisteredAtMs
 	}
 	for id, h := range s.byRecipient {
 		get(id).Queued = h.Len()

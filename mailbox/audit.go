@@ -11,7 +11,7 @@ type AuditRecord struct {
 	TaskID        string `json:"task_id"`
 	LeaseID       string `json:"lease_id"`
 	LeasedTo      string `json:"leased_to,omitempty"`
-	Action        string `json:"action"` // requeued | forced_error
+	Action        string `json:"action"` // requeued | forced_error | canceled
 	DuplicateRisk string `json:"duplicate_risk,omitempty"`
 	Reason        string `json:"reason"`
 	Principal     string `json:"principal,omitempty"`
@@ -29,9 +29,13 @@ type AuditRecord struct {
 func (s *State) recordAudit(ev Event, movedFrom string) {
 	a := AuditRecord{Seq: ev.Seq, AtMs: ev.AtMs, TaskID: ev.TaskID, LeaseID: ev.LeaseID, LeasedTo: ev.LeasedTo,
 		DuplicateRisk: ev.DuplicateRisk, Reason: ev.Reason, Principal: ev.Principal, Auto: ev.Auto, Attempt: ev.Attempt}
-	a.Action = OutcomeRequeued
-	if ev.Type == EventTaskForceErrored {
+	switch ev.Type {
+	case EventTaskForceErrored:
 		a.Action = OutcomeForcedError
+	case EventTaskCanceled:
+		a.Action = OutcomeCanceled
+	default:
+		a.Action = OutcomeRequeued
 	}
 	if movedFrom != "" {
 		a.FromRecipient, a.ToRecipient = movedFrom, ev.Recipient

@@ -62,6 +62,7 @@ func (s *State) inFlightTask(taskID, leaseID, leaseField, doing string) (*taskRe
 			TaskQueued:        "it is queued and not leased (it may have been requeued)",
 			TaskResultPending: "it already has a result waiting for its sender",
 			TaskDone:          "it is already resolved and its result was drained",
+			TaskCanceled:      "it was canceled" + t.canceledBy() + ", and its caller no longer wants a result",
 		}[t.State]
 		return nil, &Error{Code: CodeConflict, Message: "cannot " + doing + " task " + taskID + ": " + why,
 			Details: &ErrorDetails{TaskState: t.State, Attempt: t.Attempt}}

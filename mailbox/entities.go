@@ -30,6 +30,9 @@ type Task struct {
 	Parent      string       `json:"parent,omitempty" empty:"expected the parent task's UUID; omit the field for a task without a parent"`
 	DeadlineMs  *int64       `json:"deadline_ms,omitempty"`
 	Idempotency *Idempotency `json:"idempotency,omitempty"`
+	// A2A is set on tasks sent through the A2A edge, never by clients of
+	// the native routes.
+	A2A *A2AOrigin `json:"a2a,omitempty"`
 }
 
 // Kind returns the task kind or "" when it has none.
@@ -160,6 +163,8 @@ const (
 
 	OutcomeRequeued    = "requeued"
 	OutcomeForcedError = "forced_error"
+	// OutcomeCanceled is the audit action of an A2A cancel.
+	OutcomeCanceled = "canceled"
 )
 
 // RepairCommand is either

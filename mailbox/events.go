@@ -20,6 +20,15 @@ const (
 	// what they no longer allow is forgotten at once. The engine appends one
 	// when it starts with limits other than the log's.
 	EventLimitsSet = "limits_set"
+	// EventTaskCanceled ends a queued or in-flight task on its A2A caller's
+	// word: it leaves the queue (or its lease ends), nothing is delivered,
+	// and a late result is refused naming the cancel.
+	EventTaskCanceled = "task_canceled"
+	// EventAgentRegistered registers (or replaces) an agent's card; the
+	// daemon serves it as an A2A server from then on.
+	EventAgentRegistered = "agent_registered"
+	// EventAgentDeregistered removes an agent's card; its tasks stay.
+	EventAgentDeregistered = "agent_deregistered"
 	// EventSnapshot is sent only over SSE: the whole state at Seq.
 	EventSnapshot = "snapshot"
 )
@@ -55,6 +64,10 @@ type Event struct {
 	ReplayedFrom string `json:"replayed_from,omitempty"`
 	// limits_set: the limits in force from this event on.
 	Limits *Limits `json:"limits,omitempty"`
+	// agent_registered and agent_deregistered: the agent, and the card it
+	// registers.
+	Agent string     `json:"agent,omitempty"`
+	Card  *AgentCard `json:"card,omitempty"`
 
 	// snapshot (SSE only)
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
@@ -65,8 +78,8 @@ type Event struct {
 	Encoded []byte `json:"-"`
 }
 
-// Task lifecycle states: the state keeps all four, and a queue entry is
-// TaskQueued or TaskInFlight.
+// Task lifecycle states: the state keeps these four and TaskCanceled, and a
+// queue entry is TaskQueued or TaskInFlight.
 const (
 	TaskQueued        = "queued"
 	TaskInFlight      = "in_flight"
@@ -105,9 +118,14 @@ type TaskRecord struct {
 	LeasedTo   string `json:"leased_to,omitempty"`
 	LeasedAtMs int64  `json:"leased_at_ms,omitempty"`
 	DoneAtMs   int64  `json:"done_at_ms,omitempty"`
-	// DoneSeq orders forgetting: drained tasks are forgotten in drain order.
+	// DoneSeq orders forgetting: drained (and canceled) tasks are
+	// forgotten in the order they finished.
 	DoneSeq uint64         `json:"done_seq,omitempty"`
 	History []HistoryEntry `json:"history,omitempty"`
+	// Result is kept on tasks that came through the A2A edge once they
+	// have one: their callers read it from the task, after it was drained
+	// too.
+	Result *Result `json:"result,omitempty"`
 }
 
 // Snapshot is the whole state at Seq: every task the state remembers in send
@@ -124,4 +142,6 @@ type Snapshot struct {
 	// Limits are the limits in force at Seq; absent (meaning the defaults)
 	// in snapshots written before snapshots carried them.
 	Limits *Limits `json:"limits,omitempty"`
+	// Registry holds the registered agents, sorted by agent id.
+	Registry []RegisteredAgent `json:"registry,omitempty"`
 }

@@ -74,7 +74,7 @@ func (s *State) admit(id string) error {
 	if !ok {
 		return nil
 	}
-	if old.State != TaskDone {
+	if !finished(old.State) {
 		return fmt.Errorf("task %s sent twice (it is %s)", id, old.State)
 	}
 	s.dropTask(old)

@@ -20,7 +20,23 @@ const (
 	KindAudit        = "a2a_audit"
 	KindWhoAmI       = "a2a_whoami"
 	KindAgents       = "a2a_agents"
+	// KindAgentRegistered and KindAgentDeregistered answer PUT and DELETE
+	// /a2a/agents/{agent}.
+	KindAgentRegistered   = "a2a_agent_registered"
+	KindAgentDeregistered = "a2a_agent_deregistered"
 )
+
+// AgentRegisteredResponse answers PUT /a2a/agents/{agent}.
+type AgentRegisteredResponse struct {
+	Kind  string          `json:"kind"`
+	Agent RegisteredAgent `json:"agent"`
+}
+
+// AgentDeregisteredResponse answers DELETE /a2a/agents/{agent}.
+type AgentDeregisteredResponse struct {
+	Kind  string `json:"kind"`
+	Agent string `json:"agent"`
+}
 
 // TaskQueuedResponse answers POST /a2a/tasks.
 type TaskQueuedResponse struct {

@@ -37,6 +37,23 @@ type Service interface {
 	// Status reports the durable state's sizes and last seq, for health
 	// checks; it needs no rights.
 	Status() Status
+
+	// RegisterAgent registers agent's card, or replaces the one it has.
+	RegisterAgent(ctx context.Context, agent string, card AgentCard) (RegisteredAgent, error)
+	// DeregisterAgent removes agent's card (not_found when it has none);
+	// its tasks stay.
+	DeregisterAgent(ctx context.Context, agent string) error
+	// Registered returns agent's registry entry (not_found when it has
+	// none). It needs no rights: a card is public.
+	Registered(ctx context.Context, agent string) (RegisteredAgent, error)
+	// Cancel ends a queued or in-flight task (conflict when it has
+	// finished) and returns the task as it now stands.
+	Cancel(ctx context.Context, taskID, reason string) (TaskRecord, error)
+	// Delivered marks a task's pending result as delivered to its A2A
+	// caller; a task without one is left alone.
+	Delivered(ctx context.Context, taskID string) error
+	// AgentTasks lists one recipient's tasks, newest first.
+	AgentTasks(ctx context.Context, q AgentTasksQuery) (AgentTasksPage, error)
 }
 
 // Status is how large the mailbox is and how far its log goes.

@@ -22,6 +22,9 @@ func (s *State) Snapshot(atMs int64) *Snapshot {
 	}
 	snap.ResultCache = s.CachedResults()
 	snap.Audit = append([]AuditRecord(nil), s.audit[max(0, len(s.audit)-s.AuditMax):]...)
+	if len(s.registry) > 0 {
+		snap.Registry = s.Registry()
+	}
 	return snap
 }
 
@@ -52,7 +55,7 @@ func (s *State) Restore(snap *Snapshot) error {
 		case TaskInFlight:
 			n.inFlight[t.Task.ID] = t
 			n.trackLive(t)
-		case TaskDone:
+		case TaskDone, TaskCanceled:
 			done = append(done, t)
 		case TaskResultPending:
 		default:
@@ -84,6 +87,16 @@ func (s *State) Restore(snap *Snapshot) error {
 		n.cacheOrder = append(n.cacheOrder, &c)
 	}
 	n.audit = append([]AuditRecord(nil), snap.Audit...)
+	for _, r := range snap.Registry {
+		if err := ValidateAgentID("agent", r.Agent); err != nil {
+			return fmt.Errorf("snapshot %d: registry: %w", snap.Seq, err)
+		}
+		if _, dup := n.registry[r.Agent]; dup {
+			return fmt.Errorf("snapshot %d: agent %s registered twice", snap.Seq, r.Agent)
+		}
+		r := r
+		n.registry[r.Agent] = &r
+	}
 	n.Seq = snap.Seq
 	*s = *n
 	return nil

@@ -48,6 +48,8 @@ type State struct {
 	// agents counts, per agent id, the remembered tasks naming it as
 	// sender or recipient (see Agents).
 	agents map[string]int
+	// registry holds the registered agents' cards.
+	registry map[string]*RegisteredAgent
 }
 
 // NewState returns an empty mailbox.
@@ -74,6 +76,7 @@ func (s *State) reset() {
 	s.cacheHead = 0
 	s.audit = nil
 	s.agents = make(map[string]int)
+	s.registry = make(map[string]*RegisteredAgent)
 }
 
 func newTaskHeap(index func(*taskRec) *int) *indexedHeap[*taskRec] {
@@ -128,6 +131,7 @@ func (s *State) apply(ev Event) error {
 			return err
 		}
 		t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskResultPending, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1}
+		t.keepResult(*ev.Result)
 		s.addTask(t)
 		s.addResult(t, ev, PendingResult{Result: *ev.Result, Replayed: true})
 		return nil
@@ -163,6 +167,7 @@ func (s *State) apply(ev Event) error {
 		t.State = TaskResultPending
 		s.untrackLive(t)
 		forced := ev.Type == EventTaskForceErrored
+		t.keepResult(*ev.Result)
 		if forced {
 			s.recordAudit(ev, "")
 		} else {
@@ -223,6 +228,10 @@ func (s *State) apply(ev Event) error {
 		}
 		s.setLimits(*ev.Limits)
 		return nil
+	case EventTaskCanceled:
+		return s.applyCancel(ev)
+	case EventAgentRegistered, EventAgentDeregistered:
+		return s.applyRegistry(ev)
 	case EventRecordSkipped:
 		return nil
 	}
@@ -296,13 +305,21 @@ func (s *State) forgetDone() {
 		old := s.done[s.doneHead]
 		s.done[s.doneHead] = ""
 		s.doneHead++
-		if t, ok := s.tasks[old]; ok && t.State == TaskDone {
+		if t, ok := s.tasks[old]; ok && finished(t.State) {
 			s.dropTask(t)
 		}
 	}
 	if s.doneHead > 1024 && s.doneHead*2 > len(s.done) {
 		s.done = append([]string(nil), s.done[s.doneHead:]...)
 		s.doneHead = 0
+	}
+}
+
+// keepResult keeps the result on a task that came through the A2A edge.
+func (t *taskRec) keepResult(r Result) {
+	if t.Task.A2A != nil {
+		r.LeaseID = ""
+		t.Result = &r
 	}
 }
 

@@ -172,6 +172,11 @@ func NormalizeTask(t Task) (Task, error) {
 			return t, Invalidf("idempotency.key", "idempotency.key: got %d bytes, expected at most %d", len(t.Idempotency.Key), MaxKeyBytes)
 		}
 	}
+	if t.A2A != nil {
+		if err := normalizeA2A(t.A2A); err != nil {
+			return t, err
+		}
+	}
 	return t, nil
 }
 

@@ -28,7 +28,9 @@ const (
 	CapRequeue       = "a2a.repair.requeue"
 	CapForceError    = "a2a.repair.force_error"
 	CapCompact       = "a2a.compact"
-	CapAdmin         = "a2a.admin"
+	// CapRegister registers and deregisters agents' A2A cards.
+	CapRegister = "a2a.register"
+	CapAdmin    = "a2a.admin"
 )
 
 // Token is one configured token: who it speaks for and what it may do.
@@ -45,7 +47,7 @@ type Token struct {
 // ValidateCap checks one capability name.
 func ValidateCap(c string) error {
 	switch c {
-	case CapRecv, CapDrain, CapRead, CapRequeue, CapForceError, CapCompact, CapAdmin:
+	case CapRecv, CapDrain, CapRead, CapRequeue, CapForceError, CapCompact, CapRegister, CapAdmin:
 		return nil
 	}
 	for _, p := range []string{CapSendPrefix, CapRespondPrefix} {
@@ -55,7 +57,7 @@ func ValidateCap(c string) error {
 			}
 		}
 	}
-	return fmt.Errorf("unknown capability %q: expected a2a.send.<recipient|*>, a2a.recv, a2a.respond.<sender|*>, a2a.drain, a2a.read, a2a.repair.requeue, a2a.repair.force_error, a2a.compact or a2a.admin", c)
+	return fmt.Errorf("unknown capability %q: expected a2a.send.<recipient|*>, a2a.recv, a2a.respond.<sender|*>, a2a.drain, a2a.read, a2a.repair.requeue, a2a.repair.force_error, a2a.compact, a2a.register or a2a.admin", c)
 }
 
 // Identity is an authenticated caller.

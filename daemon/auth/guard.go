@@ -134,8 +134,14 @@ func (g guard) RetryStale(ctx context.Context, p mailbox.RetryPolicy) (mailbox.R
 	return g.next.RetryStale(ctx, p)
 }
 
+// Task lets a caller read every task with a2a.read, and without it the
+// tasks it sent itself (what an A2A caller reads to follow its own work).
 func (g guard) Task(ctx context.Context, id string) (mailbox.TaskRecord, error) {
-	if err := IdentityFrom(ctx).CheckRead(); err != nil {
+	ident := IdentityFrom(ctx)
+	if err := ident.CheckRead(); err != nil {
+		if rec, terr := g.next.Task(ctx, id); terr == nil && rec.Task.Sender == ident.Principal {
+			return rec, nil
+		}
 		return mailbox.TaskRecord{}, err
 	}
 	return g.next.Task(ctx, id)
@@ -164,3 +170,67 @@ func (g guard) Subscribe(ctx context.Context, after *uint64) (mailbox.Subscripti
 
 // Status carries no caller: /healthz is open to every caller by design.
 func (g guard) Status() mailbox.Status { return g.next.Status() }
+
+func (g guard) RegisterAgent(ctx context.Context, agent string, card mailbox.AgentCard) (mailbox.RegisteredAgent, error) {
+	if err := IdentityFrom(ctx).CheckRegister(); err != nil {
+		return mailbox.RegisteredAgent{}, err
+	}
+	return g.next.RegisterAgent(ctx, agent, card)
+}
+
+func (g guard) DeregisterAgent(ctx context.Context, agent string) error {
+	if err := IdentityFrom(ctx).CheckRegister(); err != nil {
+		return err
+	}
+	return g.next.DeregisterAgent(ctx, agent)
+}
+
+// Registered needs no rights: an agent's card is public.
+func (g guard) Registered(ctx context.Context, agent string) (mailbox.RegisteredAgent, error) {
+	return g.next.Registered(ctx, agent)
+}
+
+// Cancel lets a caller cancel the tasks it sent; a2a.admin cancels any.
+func (g guard) Cancel(ctx context.Context, taskID, reason string) (mailbox.TaskRecord, error) {
+	if err := g.checkOwn(ctx, taskID, "cancel"); err != nil {
+		return mailbox.TaskRecord{}, err
+	}
+	return g.next.Cancel(ctx, taskID, reason)
+}
+
+// Delivered lets a caller mark the results of the tasks it sent as
+// delivered; a2a.admin marks any.
+func (g guard) Delivered(ctx context.Context, taskID string) error {
+	if err := g.checkOwn(ctx, taskID, "take the results of"); err != nil {
+		return err
+	}
+	return g.next.Delivered(ctx, taskID)
+}
+
+// checkOwn allows an admin, or the sender of the task. An unknown or
+// malformed id is left to next, so it is a 404 (or a 400) before any
+// capability is looked at.
+func (g guard) checkOwn(ctx context.Context, taskID, doing string) error {
+	ident := IdentityFrom(ctx)
+	if ident.Admin() {
+		return nil
+	}
+	id, err := mailbox.CanonicalUUID("task_id", taskID)
+	if err != nil {
+		return nil
+	}
+	rec, err := g.next.Task(ctx, id)
+	if err != nil || rec.Task.Sender == ident.Principal {
+		return nil
+	}
+	return Forbidden(ident, CapAdmin, doing+" tasks "+rec.Task.Sender+" sent")
+}
+
+// AgentTasks lists every task of the recipient for a caller with a2a.read,
+// and only the tasks it sent for anyone else.
+func (g guard) AgentTasks(ctx context.Context, q mailbox.AgentTasksQuery) (mailbox.AgentTasksPage, error) {
+	if ident := IdentityFrom(ctx); !ident.Can(CapRead) {
+		q.Sender = ident.Principal
+	}
+	return g.next.AgentTasks(ctx, q)
+}

@@ -73,6 +73,14 @@ func (id Identity) CheckRead() error {
 	return nil
 }
 
+// CheckRegister allows registering and deregistering agents' cards.
+func (id Identity) CheckRegister() error {
+	if !id.Can(CapRegister) {
+		return Forbidden(id, CapRegister, "register agents")
+	}
+	return nil
+}
+
 // CheckCompact allows compaction.
 func (id Identity) CheckCompact() error {
 	if !id.Can(CapCompact) {

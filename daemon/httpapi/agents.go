@@ -12,12 +12,26 @@ import (
 // is an object per agent inside a kind, so that later facts about an agent
 // (its card, when it registered) and filters are additions, not a new shape.
 func (a *api) agents(w http.ResponseWriter, r *http.Request) error {
-	if _, err := parseParams(r); err != nil {
+	p, err := parseParams(r, "skill")
+	if err != nil {
 		return err
+	}
+	skill, filter := p.get("skill")
+	if filter && skill == "" {
+		return mailbox.Invalidf("skill", "skill: got \"\", expected a skill id such as code-review; omit the parameter for every agent")
 	}
 	list, err := a.svc.Agents(r.Context())
 	if err != nil {
 		return err
+	}
+	if filter {
+		kept := list[:0]
+		for _, ag := range list {
+			if ag.Card != nil && ag.Card.HasSkill(skill) {
+				kept = append(kept, ag)
+			}
+		}
+		list = kept
 	}
 	writeJSON(w, http.StatusOK, mailbox.AgentsResponse{Kind: mailbox.KindAgents, Agents: nonNil(list)})
 	return nil
@@ -46,5 +60,35 @@ func appendAgents(buf *bytes.Buffer, up mailbox.AgentsUpdate) error {
 		return err
 	}
 	appendBlock(buf, "", mailbox.EventAgents, data)
+	return nil
+}
+
+// register registers or replaces the card of the agent in the path.
+func (a *api) register(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	var card mailbox.AgentCard
+	if err := decodeBody(w, r, &card, "an agent card"); err != nil {
+		return err
+	}
+	reg, err := a.svc.RegisterAgent(r.Context(), r.PathValue("agent"), card)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.AgentRegisteredResponse{Kind: mailbox.KindAgentRegistered, Agent: reg})
+	return nil
+}
+
+// deregister removes the card of the agent in the path.
+func (a *api) deregister(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	agent := r.PathValue("agent")
+	if err := a.svc.DeregisterAgent(r.Context(), agent); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.AgentDeregisteredResponse{Kind: mailbox.KindAgentDeregistered, Agent: agent})
 	return nil
 }

@@ -69,6 +69,8 @@ const (
 	RouteAudit         = "GET /a2a/audit"
 	RouteWhoAmI        = "GET /a2a/whoami"
 	RouteAgents        = "GET /a2a/agents"
+	RouteRegister      = "PUT /a2a/agents/{agent...}"
+	RouteDeregister    = "DELETE /a2a/agents/{agent...}"
 	RouteHealth        = "GET /healthz"
 	RouteMetrics       = "GET /metrics"
 
@@ -88,7 +90,8 @@ var bodiless = map[string]string{
 	RouteQueue:         "give its filters in the query",
 	RouteCompact:       "send it empty",
 	RouteEvents:        "send it empty",
-	RouteAgents:        "send it empty",
+	RouteAgents:        "give the skill filter in the query",
+	RouteDeregister:    "send it empty",
 	RouteAudit:         "give limit and task_id in the query",
 	RouteWhoAmI:        "send it empty",
 	RouteHealth:        "send it empty",
@@ -140,6 +143,8 @@ func New(svc mailbox.Service, opts Options) http.Handler {
 	a.handle(RouteAudit, a.audit)
 	a.handle(RouteWhoAmI, a.whoami)
 	a.handle(RouteAgents, a.agents)
+	a.handle(RouteRegister, a.register)
+	a.handle(RouteDeregister, a.deregister)
 	a.handle(RouteHealth, a.health)
 	a.handle(RouteMetrics, a.metrics)
 	return a

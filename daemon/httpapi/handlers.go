@@ -15,6 +15,9 @@ func (a *api) sendTask(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &t, "a task"); err != nil {
 		return err
 	}
+	if t.A2A != nil {
+		return mailbox.Invalidf("a2a", "a2a: set only by the A2A edge; send A2A messages to /agents/%s/ (message/send), or omit the field", t.Recipient)
+	}
 	res, err := a.svc.Send(r.Context(), t)
 	if err != nil {
 		return err

@@ -117,7 +117,16 @@ func TestRefusals(t *testing.T) {
 		{"bad Last-Event-ID", "GET", "/a2a/events", "", "", map[string]string{"Last-Event-ID": "abc"}, 400, "Last-Event-ID", []string{`Last-Event-ID: got "abc"`}},
 		{"bad last_event_id", "GET", "/a2a/events?last_event_id=-1", "", "", nil, 400, "last_event_id", nil},
 		{"bad agents switch", "GET", "/a2a/events?agents=maybe", "", "", nil, 400, "agents", []string{`agents: got "maybe"`, "true or false"}},
-		{"agents filter not yet known", "GET", "/a2a/agents?skill=code", "", "", nil, 400, "skill", []string{"unknown query parameter"}},
+		{"agents filter empty", "GET", "/a2a/agents?skill=", "", "", nil, 400, "skill", []string{`skill: got ""`, "expected a skill id"}},
+		{"agents filter unknown parameter", "GET", "/a2a/agents?skills=code", "", "", nil, 400, "skills", []string{"unknown query parameter"}},
+		{"register without a name", "PUT", "/a2a/agents/coder@local", js, `{"skills":[]}`, nil, 400, "name", []string{`name: got ""`}},
+		{"register a skill without an id", "PUT", "/a2a/agents/coder@local", js, `{"name":"Coder","skills":[{"name":"Code"}]}`, nil, 400, "skills[0].id", []string{`skills[0].id: got ""`}},
+		{"register duplicate skill ids", "PUT", "/a2a/agents/coder@local", js, `{"name":"Coder","skills":[{"id":"a","name":"A"},{"id":"a","name":"B"}]}`, nil, 400, "skills[1].id", []string{"skills[0] already has"}},
+		{"register an unknown card field", "PUT", "/a2a/agents/coder@local", js, `{"name":"Coder","url":"http://x"}`, nil, 400, "url", []string{"unknown field"}},
+		{"register a capitalised agent", "PUT", "/a2a/agents/Coder@local", js, `{"name":"Coder"}`, nil, 400, "agent", []string{"expected lowercase"}},
+		{"deregister an unregistered agent", "DELETE", "/a2a/agents/nobody@local", "", "", nil, 404, "agent", []string{"nobody@local is not registered", "mailroom agent register"}},
+		{"deregister with a body", "DELETE", "/a2a/agents/coder@local", js, `{}`, nil, 400, "", []string{"takes no body"}},
+		{"native send with an a2a origin", "POST", "/a2a/tasks", js, `{"sender":"a@local","recipient":"b@local","intent_text":"x","a2a":{"version":"0.3","message_id":"m","context_id":"c","message":{}}}`, nil, 400, "a2a", []string{"set only by the A2A edge"}},
 		{"agents with a body", "GET", "/a2a/agents", js, `{"skill":"code"}`, nil, 400, "", []string{"takes no body"}},
 
 		// Routing.

@@ -1,0 +1,288 @@
+package mailbox
+
+import (
+	"sort"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The agent registry: which agents the daemon serves as A2A servers, each
+// with the card it publishes. Registering and deregistering are events in
+// the log like every other change, so the registry replays, compacts into
+// snapshots and streams to every console.
+
+// Bounds of an agent card. They keep a card (which every agents listing
+// carries) small, and every copy of it readable by any JSON reader.
+const (
+	MaxCardTextBytes   = 256  // name, version, skill id and name, a tag, a mode
+	MaxCardDescBytes   = 4096 // descriptions and examples
+	MaxCardSkills      = 100
+	MaxCardListEntries = 32 // tags, examples, input and output modes
+)
+
+// AgentSkill is one thing a registered agent can do, as its A2A card
+// lists it.
+type AgentSkill struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Tags        []string `json:"tags"`
+	Examples    []string `json:"examples"`
+}
+
+// AgentCard is what an operator registers for an agent: the parts of its
+// A2A Agent Card that describe the agent. The daemon adds the rest (URLs,
+// interfaces, capabilities, security) when it serves the card.
+type AgentCard struct {
+	Name               string       `json:"name"`
+	Description        string       `json:"description"`
+	Version            string       `json:"version"`
+	Skills             []AgentSkill `json:"skills"`
+	DefaultInputModes  []string     `json:"default_input_modes"`
+	DefaultOutputModes []string     `json:"default_output_modes"`
+}
+
+// HasSkill reports whether the card lists a skill with id.
+func (c *AgentCard) HasSkill(id string) bool {
+	for _, s := range c.Skills {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// RegisteredAgent is an agent in the registry.
+type RegisteredAgent struct {
+	Agent          string    `json:"agent"`
+	Card           AgentCard `json:"card"`
+	RegisteredAtMs int64     `json:"registered_at_ms"`
+	// Principal registered it ("" without tokens).
+	Principal string `json:"principal,omitempty"`
+}
+
+// NormalizeCard validates a card as an operator registers it and returns it
+// with its lists never null. Every refusal names the field.
+func NormalizeCard(c AgentCard) (AgentCard, error) {
+	if err := cardText("name", c.Name, MaxCardTextBytes, true, "the agent's display name, such as \"Coder\""); err != nil {
+		return c, err
+	}
+	if err := cardText("description", c.Description, MaxCardDescBytes, false, "what the agent does"); err != nil {
+		return c, err
+	}
+	if err := cardText("version", c.Version, MaxCardTextBytes, false, "the agent's version, such as \"1.0.0\""); err != nil {
+		return c, err
+	}
+	if len(c.Skills) > MaxCardSkills {
+		return c, Invalidf("skills", "skills: got %d, expected at most %d", len(c.Skills), MaxCardSkills)
+	}
+	seen := map[string]int{}
+	for i := range c.Skills {
+		s := &c.Skills[i]
+		f := "skills[" + strconv.Itoa(i) + "]"
+		if err := cardText(f+".id", s.ID, MaxCardTextBytes, true, "the skill's id, such as \"code-review\""); err != nil {
+			return c, err
+		}
+		if j, dup := seen[s.ID]; dup {
+			return c, Invalidf(f+".id", "%s.id: got %s, which skills[%d] already has; expected ids unique within the card", f, quote(s.ID), j)
+		}
+		seen[s.ID] = i
+		if err := cardText(f+".name", s.Name, MaxCardTextBytes, true, "the skill's display name"); err != nil {
+			return c, err
+		}
+		if err := cardText(f+".description", s.Description, MaxCardDescBytes, false, "what the skill does"); err != nil {
+			return c, err
+		}
+		var err error
+		if s.Tags, err = cardList(f+".tags", s.Tags, MaxCardTextBytes, "a tag"); err != nil {
+			return c, err
+		}
+		if s.Examples, err = cardList(f+".examples", s.Examples, MaxCardDescBytes, "an example request"); err != nil {
+			return c, err
+		}
+	}
+	if c.Skills == nil {
+		c.Skills = []AgentSkill{}
+	}
+	var err error
+	if c.DefaultInputModes, err = cardList("default_input_modes", c.DefaultInputModes, MaxCardTextBytes, "a media type such as \"text/plain\""); err != nil {
+		return c, err
+	}
+	if c.DefaultOutputModes, err = cardList("default_output_modes", c.DefaultOutputModes, MaxCardTextBytes, "a media type such as \"text/plain\""); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func cardText(field, v string, maxBytes int, required bool, what string) error {
+	if required {
+		if err := nonBlank(field, v, what); err != nil {
+			return err
+		}
+	} else if !utf8.ValidString(v) {
+		return Invalidf(field, "%s: got invalid UTF-8, expected %s", field, what)
+	}
+	if len(v) > maxBytes {
+		return Invalidf(field, "%s: got %d bytes, expected at most %d", field, len(v), maxBytes)
+	}
+	return nil
+}
+
+func cardList(field string, vs []string, maxBytes int, what string) ([]string, error) {
+	if len(vs) > MaxCardListEntries {
+		return vs, Invalidf(field, "%s: got %d entries, expected at most %d", field, len(vs), MaxCardListEntries)
+	}
+	for i, v := range vs {
+		if err := cardText(field+"["+strconv.Itoa(i)+"]", v, maxBytes, true, what); err != nil {
+			return vs, err
+		}
+	}
+	if vs == nil {
+		vs = []string{}
+	}
+	return vs, nil
+}
+
+// DecideRegister returns the agent_registered event that registers (or
+// replaces) agent's card. The card must be normalized.
+func (s *State) DecideRegister(agent string, card AgentCard, principal string, nowMs int64) (Event, error) {
+	if err := ValidateAgentID("agent", agent); err != nil {
+		return Event{}, err
+	}
+	return Event{AtMs: nowMs, Type: EventAgentRegistered, Agent: agent, Card: &card, Principal: principal}, nil
+}
+
+// DecideDeregister returns the agent_deregistered event, or not_found when
+// agent is not registered.
+func (s *State) DecideDeregister(agent, principal string, nowMs int64) (Event, error) {
+	if err := ValidateAgentID("agent", agent); err != nil {
+		return Event{}, err
+	}
+	if _, ok := s.registry[agent]; !ok {
+		return Event{}, NotRegistered(agent)
+	}
+	return Event{AtMs: nowMs, Type: EventAgentDeregistered, Agent: agent, Principal: principal}, nil
+}
+
+// NotRegistered is the error for an agent that has no card.
+func NotRegistered(agent string) *Error {
+	return &Error{Code: CodeNotFound,
+		Message: "agent: " + agent + " is not registered; register it with `mailroom agent register " + agent + " --card card.yaml` (PUT /a2a/agents/" + agent + ")",
+		Details: &ErrorDetails{Field: "agent"}}
+}
+
+// Registered returns the registry entry of agent.
+func (s *State) Registered(agent string) (RegisteredAgent, bool) {
+	r, ok := s.registry[agent]
+	if !ok {
+		return RegisteredAgent{}, false
+	}
+	return *r, true
+}
+
+// Registry lists every registered agent, sorted by agent id.
+func (s *State) Registry() []RegisteredAgent {
+	out := make([]RegisteredAgent, 0, len(s.registry))
+	for _, r := range s.registry {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
+	return out
+}
+
+func (s *State) applyRegistry(ev Event) error {
+	if err := ValidateAgentID("agent", ev.Agent); err != nil {
+		return err
+	}
+	switch ev.Type {
+	case EventAgentRegistered:
+		if ev.Card == nil {
+			return errorString("agent_registered without a card")
+		}
+		s.registry[ev.Agent] = &RegisteredAgent{Agent: ev.Agent, Card: *ev.Card, RegisteredAtMs: ev.AtMs, Principal: ev.Principal}
+	case EventAgentDeregistered:
+		if _, ok := s.registry[ev.Agent]; !ok {
+			return errorString("agent " + ev.Agent + " is not registered")
+		}
+		delete(s.registry, ev.Agent)
+	}
+	return nil
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// Page sizes of AgentTasks.
+const (
+	DefaultAgentTasksPage = 50
+	MaxAgentTasksPage     = 100
+)
+
+// AgentTasksQuery selects the tasks of one recipient, newest first.
+type AgentTasksQuery struct {
+	Recipient string
+	// Sender, when set, keeps only the tasks it sent.
+	Sender string
+	// ContextID, when set, keeps only A2A tasks of that context.
+	ContextID string
+	// Keep, when set, is a further filter; it runs under the state's lock
+	// and must not keep the record.
+	Keep func(*TaskRecord) bool
+	// PageSize: 0 means DefaultAgentTasksPage.
+	PageSize int
+	// Before continues a listing below this send seq (0: from the newest).
+	Before uint64
+}
+
+// AgentTasksPage is one page of an AgentTasks listing.
+type AgentTasksPage struct {
+	Tasks []TaskRecord
+	// Next continues the listing (Before of the next query); 0 on the
+	// last page.
+	Next uint64
+	// Total counts every task the query selects, on every page.
+	Total int
+}
+
+// Normalize checks the query's bounds.
+func (q AgentTasksQuery) Normalize() (AgentTasksQuery, error) {
+	if err := ValidateAgentID("agent", q.Recipient); err != nil {
+		return q, err
+	}
+	switch {
+	case q.PageSize == 0:
+		q.PageSize = DefaultAgentTasksPage
+	case q.PageSize < 0 || q.PageSize > MaxAgentTasksPage:
+		return q, Invalidf("pageSize", "pageSize: got %d, expected 1 to %d", q.PageSize, MaxAgentTasksPage)
+	}
+	return q, nil
+}
+
+// AgentTasks answers a normalized query.
+func (s *State) AgentTasks(q AgentTasksQuery) AgentTasksPage {
+	var recs []*taskRec
+	for _, t := range s.tasks {
+		switch {
+		case t.Task.Recipient != q.Recipient,
+			q.Sender != "" && t.Task.Sender != q.Sender,
+			q.ContextID != "" && (t.Task.A2A == nil || t.Task.A2A.ContextID != q.ContextID),
+			q.Keep != nil && !q.Keep(&t.TaskRecord):
+			continue
+		}
+		recs = append(recs, t)
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].SendSeq > recs[j].SendSeq })
+	page := AgentTasksPage{Tasks: []TaskRecord{}, Total: len(recs)}
+	for _, t := range recs {
+		if q.Before != 0 && t.SendSeq >= q.Before {
+			continue
+		}
+		if len(page.Tasks) == q.PageSize {
+			page.Next = page.Tasks[len(page.Tasks)-1].SendSeq
+			break
+		}
+		page.Tasks = append(page.Tasks, t.copyRecord())
+	}
+	return page
+}
