@@ -3,6 +3,7 @@ module github.com/mailroom/mailroom
 go 1.26
 
 require (
+	github.com/a2aproject/a2a-go v0.3.3
 	github.com/gdamore/tcell/v2 v2.13.10
 	github.com/goccy/go-json v0.12.0
 	github.com/google/uuid v1.6.0
@@ -17,7 +18,11 @@ require (
 	github.com/gdamore/encoding v1.0.1 // indirect
 	github.com/lucasb-eyer/go-colorful v1.3.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
-	golang.org/x/net v0.6.0 // indirect
+	golang.org/x/net v0.41.0 // indirect
 	golang.org/x/sys v0.38.0 // indirect
 	golang.org/x/text v0.31.0 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20250715232539-7130f93afb79 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20250715232539-7130f93afb79 // indirect
+	google.golang.org/grpc v1.73.0 // indirect
+	google.golang.org/protobuf v1.36.6 // indirect
 )

@@ -148,6 +148,28 @@ func (c *Client) Agents(ctx context.Context) ([]mailbox.AgentInfo, error) {
 	return out.Agents, nil
 }
 
+// AgentsWithSkill lists the registered agents whose card lists skill.
+func (c *Client) AgentsWithSkill(ctx context.Context, skill string) ([]mailbox.AgentInfo, error) {
+	var out mailbox.AgentsResponse
+	if err := c.do(ctx, http.MethodGet, "/a2a/agents", url.Values{"skill": {skill}}, nil, &out, mailbox.KindAgents); err != nil {
+		return nil, err
+	}
+	return out.Agents, nil
+}
+
+// RegisterAgent registers agent's card (or replaces the one it has); the
+// daemon serves the agent as an A2A server from then on.
+func (c *Client) RegisterAgent(ctx context.Context, agent string, card mailbox.AgentCard) (mailbox.RegisteredAgent, error) {
+	var out mailbox.AgentRegisteredResponse
+	err := c.do(ctx, http.MethodPut, "/a2a/agents/"+agent, nil, card, &out, mailbox.KindAgentRegistered)
+	return out.Agent, err
+}
+
+// DeregisterAgent removes agent's card; its tasks stay.
+func (c *Client) DeregisterAgent(ctx context.Context, agent string) error {
+	return c.do(ctx, http.MethodDelete, "/a2a/agents/"+agent, nil, nil, nil, mailbox.KindAgentDeregistered)
+}
+
 // Health returns nil when the daemon is up and its mailbox answers.
 func (c *Client) Health(ctx context.Context) error {
 	_, err := c.Status(ctx)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/a2a"
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/httpapi"
@@ -145,13 +146,23 @@ func Open(cfg config.Config, logger *slog.Logger, opts ...Option) (*Daemon, erro
 		// config.Validate has already refused a non-loopback address.
 		logger.Warn("no tokens configured: serving loopback only, without authentication", "addr", cfg.Addr)
 	}
-	api := httpapi.New(auth.Guard(eng), apiOpts)
+	guarded := auth.Guard(eng)
+	edgeOpts := a2a.Options{Logger: logger, BlockingTimeout: cfg.A2ABlockingTimeout, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout}
+	if apiOpts.Authorizer != nil {
+		az := apiOpts.Authorizer
+		edgeOpts.Authenticate = func(r *http.Request) (context.Context, error) { return az.Authorize(r, a2a.Prefix) }
+	}
+	// Every agent's A2A server lives under /agents/; the rest is the
+	// native API.
+	root := http.NewServeMux()
+	root.Handle(a2a.Prefix, a2a.New(guarded, eng, edgeOpts))
+	root.Handle("/", httpapi.New(guarded, apiOpts))
 	ticks := o.ticks
 	if ticks == nil {
 		ticks = tickerSource
 	}
 	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: make(chan struct{}), fresh: map[net.Conn]struct{}{},
-		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
+		srv: &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
 	d.srv.ConnState = d.trackConn
 	return d, nil
 }

@@ -1,0 +1,79 @@
+package a2a
+
+import (
+	"net/http"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// card serves the agent's card at .well-known/agent-card.json (and the
+// older .well-known/agent.json). One card serves both generations: v1.0
+// clients read supportedInterfaces, v0.3 clients url, preferredTransport,
+// protocolVersion and additionalInterfaces, and each ignores the other's.
+func (e *Edge) card(w http.ResponseWriter, r *http.Request, req request) {
+	if req.rest != ".well-known/agent-card.json" && req.rest != ".well-known/agent.json" {
+		writeRESTError(w, mailbox.Errorf(mailbox.CodeNotFound, "%s: no such route; the agent's card is at %s.well-known/agent-card.json", r.URL.Path, req.baseURL))
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeRESTError(w, mailbox.Errorf(mailbox.CodeMethodNotAllowed, "%s %s: method not allowed; read the card with GET", r.Method, r.URL.Path))
+		return
+	}
+	reg, err := e.svc.Registered(r.Context(), req.agent)
+	if err != nil {
+		writeRESTError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e.cardFor(reg, req.baseURL))
+}
+
+func (e *Edge) cardFor(reg mailbox.RegisteredAgent, base string) obj {
+	c := reg.Card
+	skills := make([]obj, len(c.Skills))
+	for i, s := range c.Skills {
+		skills[i] = obj{"id": s.ID, "name": s.Name, "description": s.Description, "tags": s.Tags, "examples": s.Examples}
+	}
+	modes := func(m []string) []string {
+		if len(m) == 0 {
+			return []string{"text/plain", "application/json"}
+		}
+		return m
+	}
+	version := c.Version
+	if version == "" {
+		version = "0.0.0"
+	}
+	out := obj{
+		"name":        c.Name,
+		"description": c.Description,
+		"version":     version,
+		// v1.0: every interface at the base URL, JSON-RPC first.
+		"supportedInterfaces": []obj{
+			{"url": base, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+			{"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+			{"url": base, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+		},
+		// v0.3.
+		"protocolVersion":      "0.3.0",
+		"url":                  base,
+		"preferredTransport":   "JSONRPC",
+		"additionalInterfaces": []obj{{"url": base, "transport": "JSONRPC"}},
+		// Without streaming: true every client turns a streaming send into
+		// a blocking one.
+		"capabilities":       obj{"streaming": true, "pushNotifications": false},
+		"defaultInputModes":  modes(c.DefaultInputModes),
+		"defaultOutputModes": modes(c.DefaultOutputModes),
+		"skills":             skills,
+	}
+	if e.opts.Authenticate != nil {
+		out["securitySchemes"] = obj{"bearer": obj{
+			// v0.3 (OpenAPI's shape) and v1.0 (the proto's oneof) side by side.
+			"type": "http", "scheme": "bearer", "description": "a Mailroom token (mailroom token new)",
+			"httpAuthSecurityScheme": obj{"scheme": "Bearer", "description": "a Mailroom token (mailroom token new)"},
+		}}
+		out["security"] = []obj{{"bearer": []string{}}}
+		out["securityRequirements"] = []obj{{"schemes": obj{"bearer": obj{"list": []string{}}}}}
+	}
+	return out
+}

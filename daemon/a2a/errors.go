@@ -1,0 +1,164 @@
+package a2a
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// JSON-RPC error codes: the standard ones and A2A's own.
+const (
+	codeParse             = -32700
+	codeInvalidRequest    = -32600
+	codeMethodNotFound    = -32601
+	codeInvalidParams     = -32602
+	codeInternal          = -32603
+	codeTaskNotFound      = -32001
+	codeTaskNotCancelable = -32002
+	codePushNotSupported  = -32003
+	codeUnsupported       = -32004
+	codeContentType       = -32005
+	codeVersion           = -32009
+)
+
+// rpcError is an A2A error: a JSON-RPC code and a message that names the
+// problem. status, when set, is the HTTP status it travels with (an
+// authentication failure is a 401 whatever the binding).
+type rpcError struct {
+	code   int
+	msg    string
+	field  string
+	status int
+}
+
+func (e *rpcError) Error() string { return e.msg }
+
+// rpcErrorFrom turns any error into an A2A error. The mailbox's own
+// errors keep their message; anything else is an internal error whose
+// text is not shown.
+func rpcErrorFrom(err error, _ string) *rpcError {
+	var re *rpcError
+	if errors.As(err, &re) {
+		return re
+	}
+	var me *mailbox.Error
+	if !errors.As(err, &me) {
+		return &rpcError{code: codeInternal, msg: "internal error; the daemon's log has the details", status: http.StatusInternalServerError}
+	}
+	e := &rpcError{msg: me.Message, status: mailbox.HTTPStatus(me.Code)}
+	if me.Details != nil {
+		e.field = me.Details.Field
+	}
+	switch me.Code {
+	case mailbox.CodeInvalid:
+		e.code, e.status = codeInvalidParams, 0
+	case mailbox.CodeNotFound:
+		e.code = codeInvalidRequest
+	case mailbox.CodeConflict:
+		e.code, e.status = codeInvalidRequest, 0
+	case mailbox.CodeUnavailable, mailbox.CodeInternal:
+		e.code = codeInternal
+	default: // unauthorized, forbidden, too large, method not allowed
+		e.code = codeInvalidRequest
+	}
+	return e
+}
+
+// writeRPCError answers a JSON-RPC request with an error. id is the
+// request's id as it came (nil: null).
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	body := obj{"jsonrpc": "2.0", "id": id, "error": rpcErrorBody(e)}
+	status := e.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mailroom"`)
+	}
+	writeJSON(w, status, body)
+}
+
+// rpcErrorBody is the JSON-RPC error object. data is an object or absent:
+// a2a-go v0.3 fails on any other shape.
+func rpcErrorBody(e *rpcError) obj {
+	b := obj{"code": e.code, "message": e.msg}
+	if e.field != "" {
+		b["data"] = obj{"field": e.field}
+	}
+	return b
+}
+
+// REST errors: the google.rpc.Status shape, with an ErrorInfo whose reason
+// the v1.0 SDKs map to their typed errors.
+
+var restReasons = map[int]struct {
+	status int
+	grpc   string
+	reason string
+}{
+	codeParse:             {http.StatusBadRequest, "INVALID_ARGUMENT", "PARSE_ERROR"},
+	codeInvalidRequest:    {http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_REQUEST"},
+	codeMethodNotFound:    {http.StatusNotFound, "NOT_FOUND", "METHOD_NOT_FOUND"},
+	codeInvalidParams:     {http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_PARAMS"},
+	codeInternal:          {http.StatusInternalServerError, "INTERNAL", "INTERNAL_ERROR"},
+	codeTaskNotFound:      {http.StatusNotFound, "NOT_FOUND", "TASK_NOT_FOUND"},
+	codeTaskNotCancelable: {http.StatusConflict, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"},
+	codePushNotSupported:  {http.StatusBadRequest, "UNIMPLEMENTED", "PUSH_NOTIFICATION_NOT_SUPPORTED"},
+	codeUnsupported:       {http.StatusBadRequest, "UNIMPLEMENTED", "UNSUPPORTED_OPERATION"},
+	codeContentType:       {http.StatusUnsupportedMediaType, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED"},
+	codeVersion:           {http.StatusBadRequest, "UNIMPLEMENTED", "VERSION_NOT_SUPPORTED"},
+}
+
+var grpcStatus = map[int]string{
+	http.StatusBadRequest:            "INVALID_ARGUMENT",
+	http.StatusUnauthorized:          "UNAUTHENTICATED",
+	http.StatusForbidden:             "PERMISSION_DENIED",
+	http.StatusNotFound:              "NOT_FOUND",
+	http.StatusMethodNotAllowed:      "UNIMPLEMENTED",
+	http.StatusConflict:              "FAILED_PRECONDITION",
+	http.StatusRequestEntityTooLarge: "INVALID_ARGUMENT",
+	http.StatusServiceUnavailable:    "UNAVAILABLE",
+	http.StatusInternalServerError:   "INTERNAL",
+}
+
+// writeRESTError answers an HTTP+JSON request (or one outside any
+// binding) with an error.
+func writeRESTError(w http.ResponseWriter, err error) {
+	e := rpcErrorFrom(err, v10)
+	r := restReasons[e.code]
+	status := r.status
+	if e.status != 0 {
+		status = e.status
+	}
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	gs := grpcStatus[status]
+	if gs == "" {
+		gs = r.grpc
+	}
+	meta := obj{}
+	if e.field != "" {
+		meta["field"] = e.field
+	}
+	info := obj{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": r.reason, "domain": "a2a-protocol.org", "metadata": meta}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mailroom"`)
+	}
+	writeJSON(w, status, obj{"error": obj{"code": status, "status": gs, "message": e.msg, "details": []obj{info}}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}

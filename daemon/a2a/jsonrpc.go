@@ -1,0 +1,423 @@
+package a2a
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mailroom/mailroom/internal/strictjson"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// MaxBodyBytes bounds a request body, as on the native routes.
+const MaxBodyBytes = mailbox.MaxBodyBytes
+
+// version reads the A2A-Version header: none is v0.3.
+func version(r *http.Request) (string, *rpcError) {
+	v := strings.TrimSpace(r.Header.Get("A2A-Version"))
+	switch v {
+	case "", "0.3", "0.3.0":
+		return v03, nil
+	case "1.0", "1", "1.0.0":
+		return v10, nil
+	}
+	return "", &rpcError{code: codeVersion, msg: "A2A-Version: got " + strconv.Quote(v) + ", expected 0.3 (or no header) or 1.0"}
+}
+
+// readBody reads a JSON body: the content type, the size bound, UTF-8,
+// duplicate keys and depth, as the native routes check them.
+func readBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, *rpcError) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && mt != "application/a2a+json") {
+			return nil, &rpcError{code: codeContentType, msg: "Content-Type: got " + strconv.Quote(ct) + ", expected application/json", status: http.StatusUnsupportedMediaType}
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, &rpcError{code: codeInvalidRequest, msg: "request body: larger than the limit of " + strconv.FormatInt(mbe.Limit, 10) + " bytes (1 MiB); send a smaller message (large files belong behind a url part)", status: http.StatusRequestEntityTooLarge}
+		}
+		return nil, &rpcError{code: codeParse, msg: "request body: could not be read: " + err.Error()}
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, &rpcError{code: codeParse, msg: "request body: empty, expected a JSON-RPC request object"}
+	}
+	if !utf8.Valid(body) {
+		return nil, &rpcError{code: codeParse, msg: "request body: invalid UTF-8, expected UTF-8 JSON"}
+	}
+	if !json.Valid(body) {
+		return nil, &rpcError{code: codeParse, msg: "request body: not valid JSON"}
+	}
+	if err := strictjson.CheckValue(body, "", mailbox.MaxValueDepth); err != nil {
+		return nil, &rpcError{code: codeInvalidRequest, msg: err.Error()}
+	}
+	return body, nil
+}
+
+// jsonrpc serves one JSON-RPC request at the base URL.
+func (e *Edge) jsonrpc(w http.ResponseWriter, r *http.Request, req request) {
+	body, rerr := readBody(w, r)
+	if rerr != nil {
+		writeRPCError(w, nil, rerr)
+		return
+	}
+	if t := bytes.TrimLeft(body, " \t\r\n"); t[0] == '[' {
+		writeRPCError(w, nil, &rpcError{code: codeInvalidRequest, msg: "batch requests are not supported; send one JSON-RPC request object per HTTP request"})
+		return
+	}
+	var env struct {
+		JSONRPC *string          `json:"jsonrpc"`
+		ID      json.RawMessage  `json:"id"`
+		Method  *string          `json:"method"`
+		Params  *json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		writeRPCError(w, nil, &rpcError{code: codeInvalidRequest, msg: "request: expected a JSON-RPC request object {\"jsonrpc\":\"2.0\",\"id\",\"method\",\"params\"}: " + err.Error()})
+		return
+	}
+	id := env.ID
+	if len(id) > 0 {
+		switch id[0] {
+		case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		default:
+			writeRPCError(w, nil, &rpcError{code: codeInvalidRequest, msg: "id: expected a string, a number or null", field: "id"})
+			return
+		}
+	}
+	switch {
+	case env.JSONRPC == nil:
+		writeRPCError(w, id, &rpcError{code: codeInvalidRequest, msg: `jsonrpc: missing, expected "2.0"`, field: "jsonrpc"})
+		return
+	case *env.JSONRPC != "2.0":
+		writeRPCError(w, id, &rpcError{code: codeInvalidRequest, msg: `jsonrpc: got ` + strconv.Quote(*env.JSONRPC) + `, expected "2.0"`, field: "jsonrpc"})
+		return
+	case env.Method == nil || *env.Method == "":
+		writeRPCError(w, id, &rpcError{code: codeInvalidRequest, msg: "method: missing, expected an A2A method such as message/send (v0.3) or SendMessage (v1.0)", field: "method"})
+		return
+	case len(id) == 0:
+		writeRPCError(w, nil, &rpcError{code: codeInvalidRequest, msg: "id: missing; A2A requests are calls, never notifications, so each needs an id", field: "id"})
+		return
+	}
+	v, verr := version(r)
+	if verr != nil {
+		writeRPCError(w, id, verr)
+		return
+	}
+	var params json.RawMessage
+	if env.Params != nil {
+		params = *env.Params
+	}
+	if !isObject(params) {
+		writeRPCError(w, id, &rpcError{code: codeInvalidParams, msg: "params: expected an object", field: "params"})
+		return
+	}
+	method := *env.Method
+	m, ok := methods[v][method]
+	if !ok {
+		writeRPCError(w, id, unknownMethod(v, method))
+		return
+	}
+	c := call{edge: e, w: w, r: r, req: req, v: v, id: id, params: params}
+	if err := m(&c); err != nil {
+		writeRPCError(w, id, rpcErrorFrom(err, v))
+	}
+}
+
+// call is one JSON-RPC call being served.
+type call struct {
+	edge   *Edge
+	w      http.ResponseWriter
+	r      *http.Request
+	req    request
+	v      string
+	id     json.RawMessage
+	params json.RawMessage
+}
+
+func (c *call) ctx() context.Context { return c.r.Context() }
+
+func (c *call) answer(result any) error {
+	writeJSON(c.w, http.StatusOK, obj{"jsonrpc": "2.0", "id": c.id, "result": result})
+	return nil
+}
+
+type method func(c *call) error
+
+var methods = map[string]map[string]method{
+	v03: {
+		"message/send":                        func(c *call) error { return c.send(false) },
+		"message/stream":                      func(c *call) error { return c.send(true) },
+		"tasks/get":                           (*call).get,
+		"tasks/cancel":                        (*call).cancel,
+		"tasks/resubscribe":                   (*call).subscribe,
+		"tasks/pushNotificationConfig/set":    pushUnsupported,
+		"tasks/pushNotificationConfig/get":    pushUnsupported,
+		"tasks/pushNotificationConfig/list":   pushUnsupported,
+		"tasks/pushNotificationConfig/delete": pushUnsupported,
+		"agent/getAuthenticatedExtendedCard":  extendedUnsupported,
+	},
+	v10: {
+		"SendMessage":                      func(c *call) error { return c.send(false) },
+		"SendStreamingMessage":             func(c *call) error { return c.send(true) },
+		"GetTask":                          (*call).get,
+		"ListTasks":                        (*call).list,
+		"CancelTask":                       (*call).cancel,
+		"SubscribeToTask":                  (*call).subscribe,
+		"CreateTaskPushNotificationConfig": pushUnsupported,
+		"GetTaskPushNotificationConfig":    pushUnsupported,
+		"ListTaskPushNotificationConfigs":  pushUnsupported,
+		"ListTaskPushNotificationConfig":   pushUnsupported,
+		"DeleteTaskPushNotificationConfig": pushUnsupported,
+		"GetExtendedAgentCard":             extendedUnsupported,
+	},
+}
+
+func unknownMethod(v, m string) *rpcError {
+	other := v10
+	if v == v10 {
+		other = v03
+	}
+	if _, ok := methods[other][m]; ok {
+		hint := "send it without an A2A-Version header (v0.3)"
+		if other == v10 {
+			hint = "send it with the header A2A-Version: 1.0"
+		}
+		return &rpcError{code: codeMethodNotFound, msg: "method: " + strconv.Quote(m) + " is an A2A " + other + " method, but this request is " + v + "; " + hint}
+	}
+	return &rpcError{code: codeMethodNotFound, msg: "method: " + strconv.Quote(m) + " is not an A2A " + v + " method this server knows"}
+}
+
+func pushUnsupported(c *call) error {
+	return &rpcError{code: codePushNotSupported, msg: "push notifications are not supported; stream the task (message/stream, tasks/resubscribe) or poll it (tasks/get)"}
+}
+
+func extendedUnsupported(c *call) error {
+	return &rpcError{code: codeUnsupported, msg: "this agent has no extended card; its card at .well-known/agent-card.json is the whole card"}
+}
+
+// sendRequest is MessageSendParams (v0.3) or SendMessageRequest (v1.0).
+type sendRequest struct {
+	Message       json.RawMessage `json:"message"`
+	Configuration *struct {
+		Blocking           *bool    `json:"blocking"`
+		ReturnImmediately  *bool    `json:"returnImmediately"`
+		HistoryLength      *int     `json:"historyLength"`
+		AcceptedOutputMode []string `json:"acceptedOutputModes"`
+	} `json:"configuration"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// decodeSend decodes a send's params; field prefixes error names.
+func decodeSend(v string, raw json.RawMessage, field string) (sendParams, error) {
+	var s sendRequest
+	if err := strictUnmarshal(raw, &s, strings.TrimSuffix(field, ".")); err != nil {
+		return sendParams{}, err
+	}
+	if len(s.Message) == 0 || string(s.Message) == "null" {
+		return sendParams{}, invalidParams(field+"message", "expected the message to send", nil)
+	}
+	m, err := decodeMessage(v, s.Message, field+"message")
+	if err != nil {
+		return sendParams{}, err
+	}
+	p := sendParams{version: v, msg: m, raw: s.Message}
+	// Both generations block unless told not to (v0.3 blocking: false, as
+	// the SDKs' own servers read it; v1.0 returnImmediately: true).
+	p.blocking = true
+	if cfg := s.Configuration; cfg != nil {
+		if v == v03 && cfg.Blocking != nil {
+			p.blocking = *cfg.Blocking
+		}
+		if v == v10 && cfg.ReturnImmediately != nil {
+			p.blocking = !*cfg.ReturnImmediately
+		}
+		if cfg.HistoryLength != nil && *cfg.HistoryLength < 0 {
+			return p, invalidParams(field+"configuration.historyLength", "expected 0 or more", strconv.Itoa(*cfg.HistoryLength))
+		}
+		p.historyLength = cfg.HistoryLength
+	}
+	if len(m.metadata) > 0 {
+		_ = json.Unmarshal(m.metadata, &p.meta)
+	}
+	return p, nil
+}
+
+func (c *call) send(stream bool) error {
+	p, err := decodeSend(c.v, c.params, "params.")
+	if err != nil {
+		return err
+	}
+	if !stream {
+		tv, err := c.edge.send(c.ctx(), c.req.agent, p)
+		if err != nil {
+			return err
+		}
+		return c.answer(sendResult(c.v, tv))
+	}
+	p.blocking = false
+	tv, err := c.edge.send(c.ctx(), c.req.agent, p)
+	if err != nil {
+		return err
+	}
+	return c.edge.stream(c.w, c.r, tv.id, nil, func(ev streamEvent) any {
+		return obj{"jsonrpc": "2.0", "id": c.id, "result": encodeEvent(c.v, ev)}
+	})
+}
+
+// sendResult is a send's answer: v0.3 the Task itself, v1.0 {"task": Task}.
+func sendResult(v string, tv taskView) any {
+	if v == v03 {
+		return encodeTask(v, tv, true)
+	}
+	return obj{"task": encodeTask(v, tv, true)}
+}
+
+// idParams is TaskQueryParams / TaskIdParams (v0.3) or GetTaskRequest,
+// CancelTaskRequest, SubscribeToTaskRequest (v1.0).
+type idParams struct {
+	ID            *string `json:"id"`
+	HistoryLength *int    `json:"historyLength"`
+}
+
+func (c *call) taskID() (idParams, error) {
+	var p idParams
+	if err := strictUnmarshal(c.params, &p, "params"); err != nil {
+		return p, err
+	}
+	if p.ID == nil || *p.ID == "" {
+		return p, invalidParams("params.id", "expected the task's id", p.ID)
+	}
+	if p.HistoryLength != nil && *p.HistoryLength < 0 {
+		return p, invalidParams("params.historyLength", "expected 0 or more", strconv.Itoa(*p.HistoryLength))
+	}
+	return p, nil
+}
+
+func (c *call) get() error {
+	p, err := c.taskID()
+	if err != nil {
+		return err
+	}
+	tv, err := c.edge.get(c.ctx(), *p.ID, p.HistoryLength)
+	if err != nil {
+		return err
+	}
+	return c.answer(encodeTask(c.v, tv, true))
+}
+
+func (c *call) cancel() error {
+	p, err := c.taskID()
+	if err != nil {
+		return err
+	}
+	tv, err := c.edge.cancel(c.ctx(), *p.ID)
+	if err != nil {
+		return err
+	}
+	return c.answer(encodeTask(c.v, tv, true))
+}
+
+func (c *call) subscribe() error {
+	p, err := c.taskID()
+	if err != nil {
+		return err
+	}
+	resume, err := lastEventID(c.r)
+	if err != nil {
+		return err
+	}
+	rec, err := c.edge.read(c.ctx(), *p.ID)
+	if err != nil {
+		return err
+	}
+	if resume == nil && c.v == v10 && terminal(view(rec, nil).state) {
+		return &rpcError{code: codeUnsupported, msg: "task " + *p.ID + " has finished (" + view(rec, nil).state + "); read it with GetTask instead of subscribing"}
+	}
+	return c.edge.stream(c.w, c.r, rec.Task.ID, resume, func(ev streamEvent) any {
+		return obj{"jsonrpc": "2.0", "id": c.id, "result": encodeEvent(c.v, ev)}
+	})
+}
+
+// listRequest is ListTasksRequest (v1.0).
+type listRequest struct {
+	ContextID        string `json:"contextId"`
+	Status           string `json:"status"`
+	PageSize         *int   `json:"pageSize"`
+	PageToken        string `json:"pageToken"`
+	HistoryLength    *int   `json:"historyLength"`
+	IncludeArtifacts *bool  `json:"includeArtifacts"`
+}
+
+func (lr listRequest) decode(field string) (listParams, bool, error) {
+	p := listParams{contextID: lr.ContextID, pageToken: lr.PageToken, historyLength: lr.HistoryLength}
+	if lr.Status != "" && lr.Status != "TASK_STATE_UNSPECIFIED" {
+		if p.state = state10(lr.Status); p.state == "" {
+			return p, false, invalidParams(field+"status", "expected a task state such as TASK_STATE_WORKING", lr.Status)
+		}
+	}
+	if lr.PageSize != nil {
+		if *lr.PageSize < 1 || *lr.PageSize > mailbox.MaxAgentTasksPage {
+			return p, false, invalidParams(field+"pageSize", "expected 1 to "+strconv.Itoa(mailbox.MaxAgentTasksPage), strconv.Itoa(*lr.PageSize))
+		}
+		p.pageSize = *lr.PageSize
+	}
+	if lr.HistoryLength != nil && *lr.HistoryLength < 0 {
+		return p, false, invalidParams(field+"historyLength", "expected 0 or more", strconv.Itoa(*lr.HistoryLength))
+	}
+	return p, lr.IncludeArtifacts != nil && *lr.IncludeArtifacts, nil
+}
+
+func (c *call) list() error {
+	var lr listRequest
+	if err := strictUnmarshal(c.params, &lr, "params"); err != nil {
+		return err
+	}
+	p, arts, err := lr.decode("params.")
+	if err != nil {
+		return err
+	}
+	res, err := c.edge.listAnswer(c.ctx(), c.req.agent, p, arts)
+	if err != nil {
+		return err
+	}
+	return c.answer(res)
+}
+
+// listAnswer is ListTasksResponse.
+func (e *Edge) listAnswer(ctx context.Context, agent string, p listParams, artifacts bool) (obj, error) {
+	tasks, next, total, err := e.list(ctx, agent, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]obj, len(tasks))
+	for i, tv := range tasks {
+		out[i] = encodeTask(v10, tv, artifacts)
+	}
+	size := p.pageSize
+	if size == 0 {
+		size = mailbox.DefaultAgentTasksPage
+	}
+	return obj{"tasks": out, "nextPageToken": next, "pageSize": size, "totalSize": total}, nil
+}
+
+// lastEventID reads a resumed stream's Last-Event-ID.
+func lastEventID(r *http.Request) (*uint64, error) {
+	s := r.Header.Get("Last-Event-ID")
+	if s == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return nil, &rpcError{code: codeInvalidRequest, msg: "Last-Event-ID: got " + strconv.Quote(s) + ", expected the id of the last event received (a number)", field: "Last-Event-ID"}
+	}
+	return &n, nil
+}

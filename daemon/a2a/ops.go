@@ -1,0 +1,246 @@
+package a2a
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// The operations every binding shares. Each takes and returns the neutral
+// model; the bindings decode into it and encode from it.
+
+// sendParams is a decoded send: the message, its raw JSON (kept verbatim
+// on the task) and the send's configuration.
+type sendParams struct {
+	version       string
+	msg           message
+	raw           json.RawMessage
+	meta          map[string]json.RawMessage // the message's metadata
+	blocking      bool
+	historyLength *int
+}
+
+// taskNamespace makes task ids from (agent, sender, messageId), so a retry
+// of the same message is the same task.
+var taskNamespace = uuid.MustParse("5b7e0f3a-8f0c-4d43-9a41-6a2a6d61726f")
+
+// send turns a message into a mailbox task for the agent (or finds the
+// task a retry of the same message already made) and, when blocking, waits
+// until the task finishes or the bound passes.
+func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, error) {
+	m := p.msg
+	if m.taskID != "" {
+		return taskView{}, &rpcError{code: codeUnsupported,
+			msg: "message.taskId: got " + strconv.Quote(m.taskID) + ", but this server does not continue tasks (no multi-turn input-required); send a new message without taskId"}
+	}
+	sender := e.caller(ctx, p.meta)
+	contextID := m.contextID
+	if contextID == "" {
+		contextID = uuid.NewString()
+	}
+	t := mailbox.Task{
+		ID:         uuid.NewSHA1(taskNamespace, []byte(agent+"\x00"+sender+"\x00"+m.messageID)).String(),
+		Sender:     sender,
+		Recipient:  agent,
+		IntentText: textOf(m),
+		A2A:        &mailbox.A2AOrigin{Version: p.version, MessageID: m.messageID, ContextID: contextID, Message: p.raw},
+	}
+	if on, ok := metaBool(p.meta, "idempotent"); ok && on {
+		key, _ := metaString(p.meta, "idempotency_key")
+		t.Idempotency = &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: key}
+	}
+	id := t.ID
+	res, err := e.svc.Send(ctx, t)
+	switch {
+	case err == nil:
+		id = res.TaskID
+	case mailbox.ErrorCode(err) == mailbox.CodeConflict && isField(err, "id"):
+		// A retry of a message already sent: answer its task.
+	default:
+		return taskView{}, err
+	}
+	if !p.blocking {
+		return e.get(ctx, id, p.historyLength)
+	}
+	return e.wait(ctx, id, p.historyLength)
+}
+
+// wait follows a task until it finishes or the blocking bound passes, and
+// returns it as it then stands.
+func (e *Edge) wait(ctx context.Context, id string, historyLength *int) (taskView, error) {
+	wctx, cancel := context.WithTimeout(ctx, e.opts.BlockingTimeout)
+	defer cancel()
+	err := e.follow(wctx, id, nil, func(ev streamEvent) error { return nil }, nil)
+	if err != nil && ctx.Err() != nil {
+		return taskView{}, err
+	}
+	return e.get(ctx, id, historyLength)
+}
+
+// get reads a task the caller may read, and marks its result delivered
+// when the caller is its sender and it has finished.
+func (e *Edge) get(ctx context.Context, id string, historyLength *int) (taskView, error) {
+	rec, err := e.read(ctx, id)
+	if err != nil {
+		return taskView{}, err
+	}
+	tv := view(rec, decodeOrigin(rec))
+	trimHistory(&tv, historyLength)
+	e.delivered(ctx, tv)
+	return tv, nil
+}
+
+// read returns a task sent through the edge that the caller may read.
+func (e *Edge) read(ctx context.Context, id string) (mailbox.TaskRecord, error) {
+	cid, err := uuid.Parse(id)
+	if err != nil || len(id) != 36 {
+		return mailbox.TaskRecord{}, taskNotFound(id)
+	}
+	rec, err := e.svc.Task(ctx, cid.String())
+	if err != nil {
+		if mailbox.ErrorCode(err) == mailbox.CodeNotFound {
+			return rec, taskNotFound(id)
+		}
+		return rec, err
+	}
+	if rec.Task.A2A == nil {
+		return rec, &rpcError{code: codeTaskNotFound, msg: "task " + id + " was not sent through the A2A edge; read it with `mailroom task " + id + "`"}
+	}
+	return rec, nil
+}
+
+// delivered marks a finished task's result delivered to its caller, once.
+func (e *Edge) delivered(ctx context.Context, tv taskView) {
+	if !tv.resultPending || !terminal(tv.state) {
+		return
+	}
+	if err := e.svc.Delivered(actor(ctx), tv.id); err != nil && mailbox.ErrorCode(err) != mailbox.CodeForbidden {
+		e.log.Warn("could not mark an A2A result delivered", "task_id", tv.id, "err", err)
+	}
+}
+
+// cancel cancels a task the caller sent (or any, with a2a.admin).
+func (e *Edge) cancel(ctx context.Context, id string) (taskView, error) {
+	if _, err := e.read(ctx, id); err != nil {
+		return taskView{}, err
+	}
+	rec, err := e.svc.Cancel(actor(ctx), id, "canceled through the A2A edge")
+	if err != nil {
+		if mailbox.ErrorCode(err) == mailbox.CodeConflict {
+			return taskView{}, &rpcError{code: codeTaskNotCancelable, msg: mailbox.ErrorMessage(err)}
+		}
+		return taskView{}, err
+	}
+	return view(rec, decodeOrigin(rec)), nil
+}
+
+// listParams is a decoded ListTasks.
+type listParams struct {
+	contextID     string
+	state         string // neutral, "" for any
+	pageSize      int
+	pageToken     string
+	historyLength *int
+}
+
+// list lists the agent's A2A tasks the caller may see, newest first.
+func (e *Edge) list(ctx context.Context, agent string, p listParams) ([]taskView, string, int, error) {
+	q := mailbox.AgentTasksQuery{Recipient: agent, ContextID: p.contextID, PageSize: p.pageSize}
+	if p.pageToken != "" {
+		b, err := strconv.ParseUint(p.pageToken, 36, 64)
+		if err != nil || b == 0 {
+			return nil, "", 0, &rpcError{code: codeInvalidParams, msg: "pageToken: got " + strconv.Quote(p.pageToken) + ", expected the nextPageToken of an earlier page"}
+		}
+		q.Before = b
+	}
+	q.Keep = func(r *mailbox.TaskRecord) bool {
+		if r.Task.A2A == nil {
+			return false
+		}
+		return p.state == "" || view(*r, nil).state == p.state
+	}
+	page, err := e.svc.AgentTasks(ctx, q)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	out := make([]taskView, len(page.Tasks))
+	for i, rec := range page.Tasks {
+		out[i] = view(rec, decodeOrigin(rec))
+		trimHistory(&out[i], p.historyLength)
+		e.delivered(ctx, out[i])
+	}
+	next := ""
+	if page.Next != 0 {
+		next = strconv.FormatUint(page.Next, 36)
+	}
+	return out, next, page.Total, nil
+}
+
+func trimHistory(tv *taskView, n *int) {
+	if n != nil && *n < len(tv.history) {
+		tv.history = tv.history[len(tv.history)-*n:]
+	}
+}
+
+// decodeOrigin decodes the message a task was sent with; nil when it
+// cannot be (it was checked when sent, so only a bug makes that happen).
+func decodeOrigin(rec mailbox.TaskRecord) *message {
+	o := rec.Task.A2A
+	if o == nil {
+		return nil
+	}
+	m, err := decodeMessage(o.Version, o.Message, "message")
+	if err != nil {
+		return nil
+	}
+	if m.contextID == "" {
+		m.contextID = o.ContextID
+	}
+	return &m
+}
+
+func isField(err error, field string) bool {
+	var me *mailbox.Error
+	return errors.As(err, &me) && me.Details != nil && me.Details.Field == field
+}
+
+func taskNotFound(id string) *rpcError {
+	return &rpcError{code: codeTaskNotFound, msg: "task " + strconv.Quote(id) + " not found: it was never sent to this daemon, or finished long ago and was forgotten"}
+}
+
+// metaString reads a mailroom metadata key, written either flat
+// ("mailroom.sender") or nested ({"mailroom": {"sender": ...}}).
+func metaString(meta map[string]json.RawMessage, key string) (string, bool) {
+	raw, ok := metaValue(meta, key)
+	var s string
+	if !ok || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func metaBool(meta map[string]json.RawMessage, key string) (bool, bool) {
+	raw, ok := metaValue(meta, key)
+	var b bool
+	if !ok || json.Unmarshal(raw, &b) != nil {
+		return false, false
+	}
+	return b, true
+}
+
+func metaValue(meta map[string]json.RawMessage, key string) (json.RawMessage, bool) {
+	if v, ok := meta["mailroom."+key]; ok {
+		return v, true
+	}
+	var nested map[string]json.RawMessage
+	if json.Unmarshal(meta["mailroom"], &nested) == nil {
+		v, ok := nested[key]
+		return v, ok
+	}
+	return nil, false
+}
