@@ -131,16 +131,14 @@ var grpcStatus = map[int]string{
 func writeRESTError(w http.ResponseWriter, err error) {
 	e := rpcErrorFrom(err, v10)
 	r := restReasons[e.code]
-	status := r.status
+	status, gs := r.status, r.grpc
 	if e.status != 0 {
-		status = e.status
+		// A status the error travels with (401, 403, 413, 503, ...)
+		// says more than the code's usual one.
+		status, gs = e.status, grpcStatus[e.status]
 	}
-	if status == 0 {
-		status = http.StatusInternalServerError
-	}
-	gs := grpcStatus[status]
-	if gs == "" {
-		gs = r.grpc
+	if status == 0 || gs == "" {
+		status, gs = http.StatusInternalServerError, "INTERNAL"
 	}
 	meta := obj{}
 	if e.field != "" {

@@ -26,10 +26,16 @@ type streamEvent struct {
 // The caller has checked that the caller may read the task; the events
 // come from the unguarded feed. ping, when set, is called when nothing was
 // sent for a heartbeat interval.
-func (e *Edge) follow(ctx context.Context, id string, resume *uint64, emit func(streamEvent) error, ping func() error) error {
-	// Subscribe before reading the task: every change after the read is
-	// then on the subscription (and the ones before it are skipped by seq).
-	pos := e.feed.Status().LastSeq
+func (e *Edge) follow(ctx context.Context, id string, after *uint64, initial bool, emit func(streamEvent) error, ping func() error) error {
+	var pos uint64
+	if after != nil {
+		// Resume: the log replays every change after the position.
+		pos = *after
+	} else {
+		// From now: subscribe before reading the task, so every change
+		// after the read is on the subscription.
+		pos = e.feed.Status().LastSeq
+	}
 	sub, err := e.feed.Subscribe(ctx, &pos)
 	if err != nil {
 		return err
@@ -39,28 +45,19 @@ func (e *Edge) follow(ctx context.Context, id string, resume *uint64, emit func(
 	if err != nil {
 		return err
 	}
+	if after != nil {
+		rec = rewind(rec, *after)
+	}
 	origin := decodeOrigin(rec)
 	cur := view(rec, origin)
-	switch {
-	case resume == nil:
+	if initial {
 		if err := emit(streamEvent{kind: "task", task: cur, final: terminal(cur.state)}); err != nil {
 			return err
 		}
-		if terminal(cur.state) {
-			return e.finish(ctx, cur, emit)
-		}
-	case *resume < cur.seq:
-		// Changes the client missed, shown as one status update (with the
-		// result's artifact first when it has one).
-		if terminal(cur.state) {
-			return e.finish(ctx, cur, emit)
-		}
-		if err := emit(streamEvent{kind: "status", task: cur}); err != nil {
-			return err
-		}
-	case terminal(cur.state):
-		// The client has seen the end already; say it once more so the
-		// stream ends on a final event rather than on nothing.
+	}
+	if terminal(cur.state) {
+		// Finished before the stream began (or before the position it
+		// resumes from): say how, so the stream ends on a final event.
 		return e.finish(ctx, cur, emit)
 	}
 	var tick <-chan time.Time
@@ -104,7 +101,7 @@ func (e *Edge) follow(ctx context.Context, id string, resume *uint64, emit func(
 				}
 				next = view(rec, origin)
 				changed = next.seq > cur.seq
-			} else if ev.Seq > cur.seq && concerns(ev, id) {
+			} else if ev.Seq > cur.seq && ev.Seq > lastSeq(rec) && concerns(ev, id) {
 				rec = advance(rec, ev)
 				next, changed = view(rec, origin), true
 			}
@@ -162,11 +159,47 @@ func advance(rec mailbox.TaskRecord, ev mailbox.Event) mailbox.TaskRecord {
 			r := *ev.Result
 			rec.Result = &r
 		}
-	case mailbox.EventResultDrained:
-		rec.State = mailbox.TaskDone
-	case mailbox.EventTaskCanceled:
-		rec.State = mailbox.TaskCanceled
+	default:
+		rec.State = stateAfter(ev.Type, rec.State)
 	}
 	rec.History = append(append([]mailbox.HistoryEntry(nil), rec.History...), h)
+	return rec
+}
+
+// stateAfter is a task's mailbox state after an event of type typ.
+func stateAfter(typ, state string) string {
+	switch typ {
+	case mailbox.EventTaskSent, mailbox.EventTaskRequeued:
+		return mailbox.TaskQueued
+	case mailbox.EventTaskLeased:
+		return mailbox.TaskInFlight
+	case mailbox.EventResultPosted, mailbox.EventTaskForceErrored, mailbox.EventResultReplayed:
+		return mailbox.TaskResultPending
+	case mailbox.EventResultDrained:
+		return mailbox.TaskDone
+	case mailbox.EventTaskCanceled:
+		return mailbox.TaskCanceled
+	}
+	return state
+}
+
+// rewind returns the task as it stood at seq: its history up to seq, and
+// the state and result that history leads to.
+func rewind(rec mailbox.TaskRecord, seq uint64) mailbox.TaskRecord {
+	if lastSeq(rec) <= seq {
+		return rec
+	}
+	var hist []mailbox.HistoryEntry
+	state := mailbox.TaskQueued
+	for _, h := range rec.History {
+		if h.Seq <= seq {
+			hist = append(hist, h)
+			state = stateAfter(h.Type, state)
+		}
+	}
+	rec.History, rec.State = hist, state
+	if state != mailbox.TaskResultPending && state != mailbox.TaskDone {
+		rec.Result = nil
+	}
 	return rec
 }

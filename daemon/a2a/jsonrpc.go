@@ -223,7 +223,7 @@ func decodeSend(v string, raw json.RawMessage, field string) (sendParams, error)
 		return sendParams{}, err
 	}
 	if len(s.Message) == 0 || string(s.Message) == "null" {
-		return sendParams{}, invalidParams(field+"message", "expected the message to send", nil)
+		return sendParams{}, invalidParams(field+"message", "expected the message to send", (*string)(nil))
 	}
 	m, err := decodeMessage(v, s.Message, field+"message")
 	if err != nil {
@@ -268,7 +268,8 @@ func (c *call) send(stream bool) error {
 	if err != nil {
 		return err
 	}
-	return c.edge.stream(c.w, c.r, tv.id, nil, func(ev streamEvent) any {
+	// From the send on: the task as it was sent, then every change.
+	return c.edge.stream(c.w, c.r, tv.id, &tv.sendSeq, true, func(ev streamEvent) any {
 		return obj{"jsonrpc": "2.0", "id": c.id, "result": encodeEvent(c.v, ev)}
 	})
 }
@@ -342,7 +343,7 @@ func (c *call) subscribe() error {
 	if resume == nil && c.v == v10 && terminal(view(rec, nil).state) {
 		return &rpcError{code: codeUnsupported, msg: "task " + *p.ID + " has finished (" + view(rec, nil).state + "); read it with GetTask instead of subscribing"}
 	}
-	return c.edge.stream(c.w, c.r, rec.Task.ID, resume, func(ev streamEvent) any {
+	return c.edge.stream(c.w, c.r, rec.Task.ID, resume, resume == nil, func(ev streamEvent) any {
 		return obj{"jsonrpc": "2.0", "id": c.id, "result": encodeEvent(c.v, ev)}
 	})
 }

@@ -80,12 +80,14 @@ type taskView struct {
 	seq uint64
 	// resultPending: the task's result has not been marked delivered.
 	resultPending bool
+	// sendSeq is the seq of the event that sent the task.
+	sendSeq uint64
 }
 
 // view projects a mailbox task that came through the edge. origin is its
 // message, decoded once by the caller.
 func view(rec mailbox.TaskRecord, origin *message) taskView {
-	tv := taskView{id: rec.Task.ID, contextID: rec.Task.A2A.ContextID, seq: lastSeq(rec)}
+	tv := taskView{id: rec.Task.ID, contextID: rec.Task.A2A.ContextID, seq: lastSeq(rec), sendSeq: rec.SendSeq}
 	tv.timestamp = time.UnixMilli(lastChangeMs(rec)).UTC()
 	switch rec.State {
 	case mailbox.TaskQueued:

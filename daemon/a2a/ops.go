@@ -75,7 +75,7 @@ func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, 
 func (e *Edge) wait(ctx context.Context, id string, historyLength *int) (taskView, error) {
 	wctx, cancel := context.WithTimeout(ctx, e.opts.BlockingTimeout)
 	defer cancel()
-	err := e.follow(wctx, id, nil, func(ev streamEvent) error { return nil }, nil)
+	err := e.follow(wctx, id, nil, false, func(ev streamEvent) error { return nil }, nil)
 	if err != nil && ctx.Err() != nil {
 		return taskView{}, err
 	}

@@ -13,7 +13,7 @@ import (
 // it shows, until the task finishes or the client goes. An error before
 // the first event is answered as the binding's error; after it, as one
 // last event.
-func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, resume *uint64, wrap func(streamEvent) any) error {
+func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, after *uint64, initial bool, wrap func(streamEvent) any) error {
 	rc := http.NewResponseController(w)
 	started := false
 	start := func() {
@@ -55,7 +55,7 @@ func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, resume 
 		start()
 		return write([]byte(": ping\n\n"))
 	}
-	err := e.follow(r.Context(), id, resume, emit, ping)
+	err := e.follow(r.Context(), id, after, initial, emit, ping)
 	if err == nil || r.Context().Err() != nil {
 		return nil
 	}

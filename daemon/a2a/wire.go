@@ -88,7 +88,7 @@ func decodePart(v string, raw json.RawMessage, field string) (part, error) {
 	}
 	if v == v03 {
 		if w.Kind == nil {
-			return p, invalidParams(field+".kind", `expected "text", "data" or "file" (every v0.3 part names its kind)`, nil)
+			return p, invalidParams(field+".kind", `expected "text", "data" or "file" (every v0.3 part names its kind)`, w.Kind)
 		}
 		switch *w.Kind {
 		case "text":
