@@ -315,5 +315,3 @@ func (it *interop) seq() uint64 {
 	}
 	return st.LastSeq
 }
-
-
