@@ -10,9 +10,9 @@ import (
 
 // stream serves a task's events as Server-Sent Events: one `data:` line
 // per event (the JSON of wrap(event)) with `id:` the log seq of the change
-// it shows, until the task finishes or the client goes. An error before
-// the first event is answered as the binding's error; after it, as one
-// last event.
+// it shows, until the task finishes or the client goes. The caller has
+// refused what it could before the stream opens; an error after that is
+// sent as one last event.
 func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, after *uint64, initial bool, wrap func(streamEvent) any) error {
 	rc := http.NewResponseController(w)
 	started := false
@@ -55,12 +55,15 @@ func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, after *
 		start()
 		return write([]byte(": ping\n\n"))
 	}
+	// Open the stream at once: a client waits for the headers, and a
+	// resumed stream may have nothing to say until the task moves.
+	start()
+	if err := rc.Flush(); err != nil {
+		return nil
+	}
 	err := e.follow(r.Context(), id, after, initial, emit, ping)
 	if err == nil || r.Context().Err() != nil {
 		return nil
-	}
-	if !started {
-		return err
 	}
 	// The stream has begun: the error goes as a last event the client
 	// can read, then the stream ends.
