@@ -1,8 +1,9 @@
 // Package demo runs synthetic agents against a mailroom daemon so the console
 // has something real to show: a planner that delegates work and drains
-// results, and three workers that lease tasks, take their time, answer ok,
+// results, three workers that lease tasks, take their time, answer ok,
 // error or partial, and now and then crash mid-task, leaving a lease to go
-// stale for the operator to repair.
+// stale for the operator to repair; and an outside A2A caller that sends
+// the workers (registered with cards) work through the A2A edge.
 package demo
 
 import (
@@ -47,7 +48,10 @@ type Options struct {
 	// DrainEvery is how often the planner collects its results (default
 	// 4s): long enough that the Results pane has something to show.
 	DrainEvery time.Duration
-	Logger     *slog.Logger
+	// A2AEvery is how often the A2A caller sends a message through the
+	// edge (default 5s; negative: never, and no cards are registered).
+	A2AEvery time.Duration
+	Logger   *slog.Logger
 }
 
 func (o *Options) fill() {
@@ -73,6 +77,9 @@ func (o *Options) fill() {
 	}
 	if o.DrainEvery <= 0 {
 		o.DrainEvery = 4 * time.Second
+	}
+	if o.A2AEvery == 0 {
+		o.A2AEvery = 5 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -102,6 +109,9 @@ func Run(ctx context.Context, opts Options) error {
 	start(1, Planner, drain)
 	for i, w := range Workers {
 		start(uint64(i+2), w, work)
+	}
+	if opts.A2AEvery > 0 {
+		start(uint64(len(Workers)+2), A2ACaller, callA2A)
 	}
 	wg.Wait()
 	return nil

@@ -26,7 +26,8 @@ func TestAgentsExerciseEveryPath(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{Addr: d.URL(), Seed: 7, Rate: 60, MaxQueued: 8, CrashRate: 0.25,
-			WorkMin: 5 * time.Millisecond, WorkMax: 40 * time.Millisecond, Poll: 20 * time.Millisecond, DrainEvery: 50 * time.Millisecond})
+			WorkMin: 5 * time.Millisecond, WorkMax: 40 * time.Millisecond, Poll: 20 * time.Millisecond, DrainEvery: 50 * time.Millisecond,
+			A2AEvery: 30 * time.Millisecond})
 	}()
 
 	watch, stopWatch := context.WithCancel(context.Background())
@@ -39,7 +40,7 @@ func TestAgentsExerciseEveryPath(t *testing.T) {
 	want := func() []string {
 		var missing []string
 		for _, w := range []string{"leased", "drained", mailbox.StatusOK, mailbox.StatusError, mailbox.StatusPartial,
-			"idempotent", "unsafe", "deadline", "no deadline", "parent", "abandoned lease"} {
+			"idempotent", "unsafe", "deadline", "no deadline", "parent", "abandoned lease", "a2a sent", "a2a delivered"} {
 			if !seen[w] {
 				missing = append(missing, w)
 			}
@@ -49,6 +50,9 @@ func TestAgentsExerciseEveryPath(t *testing.T) {
 		}
 		if len(recipients) < len(Workers) {
 			missing = append(missing, "every worker")
+		}
+		if len(state.Registry()) < len(Workers) {
+			missing = append(missing, "every worker's card")
 		}
 		return missing
 	}
@@ -68,8 +72,11 @@ func TestAgentsExerciseEveryPath(t *testing.T) {
 				if ev.Task.Parent != "" {
 					seen["parent"] = true
 				}
-				if ev.Task.Sender != Planner {
-					t.Errorf("task sent by %s, want %s", ev.Task.Sender, Planner)
+				switch {
+				case ev.Task.A2A != nil && ev.Task.Sender == A2ACaller:
+					seen["a2a sent"] = true
+				case ev.Task.Sender != Planner:
+					t.Errorf("task sent by %s (a2a %v), want %s, or %s through the A2A edge", ev.Task.Sender, ev.Task.A2A != nil, Planner, A2ACaller)
 				}
 			case mailbox.EventTaskLeased:
 				seen["leased"] = true
@@ -77,6 +84,11 @@ func TestAgentsExerciseEveryPath(t *testing.T) {
 				seen[ev.Result.Status] = true
 			case mailbox.EventResultDrained:
 				seen["drained"] = true
+				// The A2A caller read its finished task: its result was
+				// delivered under the caller's name, not drained by an agent.
+				if ev.Principal == "anonymous@a2a" {
+					seen["a2a delivered"] = true
+				}
 			}
 			// A lease older than any worker takes was abandoned by a crash.
 			for _, e := range state.InFlightTasks() {
