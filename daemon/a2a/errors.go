@@ -129,7 +129,15 @@ var grpcStatus = map[int]string{
 // writeRESTError answers an HTTP+JSON request (or one outside any
 // binding) with an error.
 func writeRESTError(w http.ResponseWriter, err error) {
-	e := rpcErrorFrom(err, v10)
+	status, body := restError(rpcErrorFrom(err, v10))
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mailroom"`)
+	}
+	writeJSON(w, status, body)
+}
+
+// restError is an error's HTTP status and google.rpc.Status body.
+func restError(e *rpcError) (int, obj) {
 	r := restReasons[e.code]
 	status, gs := r.status, r.grpc
 	if e.status != 0 {
@@ -145,10 +153,7 @@ func writeRESTError(w http.ResponseWriter, err error) {
 		meta["field"] = e.field
 	}
 	info := obj{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": r.reason, "domain": "a2a-protocol.org", "metadata": meta}
-	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mailroom"`)
-	}
-	writeJSON(w, status, obj{"error": obj{"code": status, "status": gs, "message": e.msg, "details": []obj{info}}})
+	return status, obj{"error": obj{"code": status, "status": gs, "message": e.msg, "details": []obj{info}}}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

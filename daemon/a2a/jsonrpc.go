@@ -269,9 +269,7 @@ func (c *call) send(stream bool) error {
 		return err
 	}
 	// From the send on: the task as it was sent, then every change.
-	return c.edge.stream(c.w, c.r, tv.id, &tv.sendSeq, true, func(ev streamEvent) any {
-		return obj{"jsonrpc": "2.0", "id": c.id, "result": encodeEvent(c.v, ev)}
-	})
+	return c.edge.stream(c.w, c.r, tv.id, &tv.sendSeq, true, rpcBinding(c.v, c.id))
 }
 
 // sendResult is a send's answer: v0.3 the Task itself, v1.0 {"task": Task}.
@@ -343,9 +341,7 @@ func (c *call) subscribe() error {
 	if resume == nil && c.v == v10 && terminal(view(rec, nil).state) {
 		return &rpcError{code: codeUnsupported, msg: "task " + *p.ID + " has finished (" + view(rec, nil).state + "); read it with GetTask instead of subscribing"}
 	}
-	return c.edge.stream(c.w, c.r, rec.Task.ID, resume, resume == nil, func(ev streamEvent) any {
-		return obj{"jsonrpc": "2.0", "id": c.id, "result": encodeEvent(c.v, ev)}
-	})
+	return c.edge.stream(c.w, c.r, rec.Task.ID, resume, resume == nil, rpcBinding(c.v, c.id))
 }
 
 // listRequest is ListTasksRequest (v1.0).

@@ -64,7 +64,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			writeJSON(w, http.StatusOK, sendResult(v10, tv))
 			return nil
 		}
-		return e.stream(w, r, tv.id, &tv.sendSeq, true, func(ev streamEvent) any { return encodeEvent(v10, ev) })
+		return e.stream(w, r, tv.id, &tv.sendSeq, true, restBinding)
 	case path == "tasks":
 		if err := allow(http.MethodGet); err != nil {
 			return err
@@ -134,7 +134,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			if st := view(rec, nil).state; resume == nil && terminal(st) {
 				return &rpcError{code: codeUnsupported, msg: "task " + id + " has finished (" + st + "); read it with GET tasks/" + id + " instead of subscribing"}
 			}
-			return e.stream(w, r, rec.Task.ID, resume, resume == nil, func(ev streamEvent) any { return encodeEvent(v10, ev) })
+			return e.stream(w, r, rec.Task.ID, resume, resume == nil, restBinding)
 		}
 		return mailbox.Errorf(mailbox.CodeNotFound, "%s: no such route; tasks/{id} takes :cancel or :subscribe", r.URL.Path)
 	case path == "extendedAgentCard":

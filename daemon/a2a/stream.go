@@ -13,7 +13,7 @@ import (
 // it shows, until the task finishes or the client goes. The caller has
 // refused what it could before the stream opens; an error after that is
 // sent as one last event.
-func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, after *uint64, initial bool, wrap func(streamEvent) any) error {
+func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, after *uint64, initial bool, b binding) error {
 	rc := http.NewResponseController(w)
 	started := false
 	start := func() {
@@ -39,7 +39,7 @@ func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, after *
 	}
 	emit := func(ev streamEvent) error {
 		start()
-		data, err := json.Marshal(wrap(ev))
+		data, err := json.Marshal(b.event(ev))
 		if err != nil {
 			return err
 		}
@@ -67,8 +67,37 @@ func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, after *
 	}
 	// The stream has begun: the error goes as a last event the client
 	// can read, then the stream ends.
-	re := rpcErrorFrom(err, "")
-	data, _ := json.Marshal(obj{"jsonrpc": "2.0", "id": nil, "error": rpcErrorBody(re)})
-	_ = write(append(append([]byte("data: "), data...), "\n\n"...))
+	_ = write(b.failure(rpcErrorFrom(err, "")))
 	return nil
+}
+
+// binding is how one protocol binding writes a stream's events and the
+// error that may end it.
+type binding struct {
+	event   func(streamEvent) any
+	failure func(*rpcError) []byte // a whole SSE block
+}
+
+// rpcBinding streams JSON-RPC responses to request id: the event as the
+// result, an error as the error, the id echoed in both (the JS SDK drops
+// an event whose id is not its request's).
+func rpcBinding(v string, id json.RawMessage) binding {
+	return binding{
+		event: func(ev streamEvent) any { return obj{"jsonrpc": "2.0", "id": id, "result": encodeEvent(v, ev)} },
+		failure: func(re *rpcError) []byte {
+			data, _ := json.Marshal(obj{"jsonrpc": "2.0", "id": id, "error": rpcErrorBody(re)})
+			return append(append([]byte("data: "), data...), "\n\n"...)
+		},
+	}
+}
+
+// restBinding streams v1.0 StreamResponses; an error is an `event: error`
+// block holding a google.rpc.Status, as the JS SDK's REST client reads it.
+var restBinding = binding{
+	event: func(ev streamEvent) any { return encodeEvent(v10, ev) },
+	failure: func(re *rpcError) []byte {
+		_, body := restError(re)
+		data, _ := json.Marshal(body)
+		return append(append([]byte("event: error\ndata: "), data...), "\n\n"...)
+	},
 }
