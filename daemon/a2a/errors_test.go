@@ -315,3 +315,47 @@ func (it *interop) seq() uint64 {
 	}
 	return st.LastSeq
 }
+
+// A stream the daemon ends before the task does closes on an error the
+// client's SDK can read: the JSON-RPC error under the request's id, or a
+// REST `event: error` holding a google.rpc.Status.
+func TestStreamEndsOnAnErrorAtShutdown(t *testing.T) {
+	for _, rest := range []bool{false, true} {
+		it := newInterop(t, daemontest.Options{})
+		base := it.register("coder@local")
+		var req *http.Request
+		var err error
+		if rest {
+			req, err = http.NewRequestWithContext(t.Context(), "POST", base+"message:stream", strings.NewReader(`{"message":{"role":"ROLE_USER","messageId":"s","parts":[{"text":"hi"}]}}`))
+		} else {
+			req, err = http.NewRequestWithContext(t.Context(), "POST", base, strings.NewReader(`{"jsonrpc":"2.0","id":"s1","method":"message/stream","params":{"message":{"kind":"message","role":"user","messageId":"s","parts":[{"kind":"text","text":"hi"}]}}}`))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+			t.Fatalf("stream: %d %s", resp.StatusCode, ct)
+		}
+		buf := make([]byte, 64<<10)
+		n, _ := resp.Body.Read(buf) // the task as sent
+		if !strings.Contains(string(buf[:n]), "data: ") {
+			t.Fatalf("first event %q", buf[:n])
+		}
+		go it.d.Stop()
+		rest1, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		tail := string(rest1)
+		if rest {
+			if !strings.Contains(tail, "event: error\ndata: {\"error\":") || !strings.Contains(tail, `"status":"UNAVAILABLE"`) {
+				t.Errorf("REST stream ended with %q, want an error event holding UNAVAILABLE", tail)
+			}
+		} else if !strings.Contains(tail, `"id":"s1"`) || !strings.Contains(tail, `"code":-32603`) || !strings.Contains(tail, "shutting down") {
+			t.Errorf("JSON-RPC stream ended with %q, want an error under id s1 saying the daemon shuts down", tail)
+		}
+	}
+}

@@ -25,6 +25,7 @@ type interop struct {
 	ctx    context.Context
 	native *client.Client
 	base   string // http://host:port
+	d      *daemontest.Daemon
 }
 
 func newInterop(t *testing.T, opts daemontest.Options) *interop {
@@ -40,7 +41,7 @@ func newInterop(t *testing.T, opts daemontest.Options) *interop {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &interop{t: t, ctx: ctx, native: c, base: "http://" + d.Addr()}
+	return &interop{t: t, ctx: ctx, native: c, base: "http://" + d.Addr(), d: d}
 }
 
 // register registers agent and returns its A2A base URL (with the trailing
