@@ -19,22 +19,33 @@ import (
 	"github.com/mailroom/mailroom/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/sse.v1.golden from what the daemon streams")
+var update = flag.Bool("update", false, "rewrite testdata/sse.v*.golden from what the daemon streams")
 
-// goldenDataDir is the log store's frozen v1 data dir: a snapshot at seq 13
-// and a segment holding every event type (see its testdata/README.md).
-const goldenDataDir = "../store/logstore/testdata/v1/datadir"
+// goldenStreams pairs the log store's frozen data dirs with the stream a
+// daemon on each must send (see the log store's testdata/README.md). v1 is
+// a snapshot at seq 13 and a segment holding every event type of its day;
+// v2 adds the agent registry, task_canceled and A2A tasks.
+var goldenStreams = []struct{ dataDir, golden string }{
+	{"../store/logstore/testdata/v1/datadir", "testdata/sse.v1.golden"},
+	{"../store/logstore/testdata/v2/datadir", "testdata/sse.v2.golden"},
+}
 
-// TestGoldenEventStream freezes the SSE wire: a daemon on a copy of the
-// golden data dir streams, byte for byte, what testdata/sse.v1.golden holds:
+// TestGoldenEventStream freezes the SSE wire: a daemon on a copy of each
+// golden data dir streams, byte for byte, what its golden file holds:
 // every event after the snapshot replayed from the log, then a stream from
 // id 0, which the compacted log answers with a snapshot of the whole state.
 // The daemon is the real one (daemontest: config, daemon.Open, Run).
 // Heartbeats are comments and are left out; the snapshot's at_ms is the
 // daemon's clock, fixed here.
 func TestGoldenEventStream(t *testing.T) {
+	for _, g := range goldenStreams {
+		t.Run(filepath.Base(g.golden), func(t *testing.T) { checkGoldenStream(t, g.dataDir, g.golden) })
+	}
+}
+
+func checkGoldenStream(t *testing.T, dataDir, path string) {
 	dir := t.TempDir()
-	snapSeq, lastSeq := copyGoldenDataDir(t, goldenDataDir, dir)
+	snapSeq, lastSeq := copyGoldenDataDir(t, dataDir, dir)
 	d := daemontest.Start(t, daemontest.Options{
 		Dir: dir,
 		Now: func() time.Time { return time.UnixMilli(1735693200000) }, // 2025-01-01T01:00:00Z
@@ -53,7 +64,6 @@ func TestGoldenEventStream(t *testing.T) {
 	readGoldenStream(t, d, snapSeq, lastSeq, &got)
 	readGoldenStream(t, d, 0, lastSeq, &got)
 
-	const path = "testdata/sse.v1.golden"
 	if d := golden.Compare(t, path, got.Bytes(), *update); d != "" {
 		t.Errorf("the event stream is no longer what %s holds:\n%s\nConsoles and scripts read this wire. If the change is meant, add the new stream as a new golden file beside the old one and say what changed.", path, d)
 	}

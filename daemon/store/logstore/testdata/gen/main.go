@@ -9,8 +9,9 @@
 // neither `go test ./...` nor any build runs it, and so that the log
 // store's own tests do not depend on the engine.
 //
-// The dir is a snapshot at seq 13 holding tasks in every state, a pending
-// result, a cached result, audit records and limits, then one segment whose
+// The dir is a snapshot at seq 21 holding tasks in every state (canceled
+// too), a pending result, a cached result, audit records, limits, the agent
+// registry and an A2A task with its kept result, then one segment whose
 // events cover every event type the log holds.
 package main
 
@@ -187,7 +188,7 @@ func (g *scenario) skipRecord(seq uint64) {
 	}
 	done := make(chan error, 1)
 	st.Append(mailbox.Event{Seq: seq, AtMs: g.clock.now().UnixMilli(), Type: mailbox.EventRecordSkipped,
-		Reason: "moved aside by 'mailroom log repair': seq 14 (log-00000000000000000014.jsonl, line 1) could not be replayed; the original record is line 1 of log-00000000000000000014.jsonl.broken; the operator's reason: written by the 1.4.0 bug"},
+		Reason: fmt.Sprintf("moved aside by 'mailroom log repair': seq %d (log-%020d.jsonl, line 1) could not be replayed; the original record is line 1 of log-%020d.jsonl.broken; the operator's reason: written by the 1.4.0 bug", seq, seq, seq)},
 		func(err error) { done <- err })
 	if err := <-done; err != nil {
 		log.Fatal(err)
@@ -223,47 +224,123 @@ func (g *scenario) run() {
 		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: l3, Message: "writer@local stopped responding"}}) // 11: result_pending
 	g.drain(planner, 1)      // 12: done
 	l4 := g.lease(writer, 4) // 13: in_flight
-	if out, err := g.eng.Compact(context.Background()); err != nil || out.Seq != 13 {
-		log.Fatalf("compact = %+v, %v, want a snapshot at seq 13", out, err)
+	// The registry, an A2A task delivered to its caller (its result kept),
+	// and a canceled task, all in the snapshot.
+	g.register(coder, coderCard)                                                                                                     // 14 agent_registered
+	g.register(writer, mailbox.AgentCard{Name: "Writer", Skills: []mailbox.AgentSkill{}})                                            // 15
+	g.send(a2aTask(10, reviewer, "a2a-msg-10", "ctx-1", msg10))                                                                      // 16
+	l10 := g.lease(reviewer, 10)                                                                                                     // 17
+	g.post(mailbox.Result{TaskID: taskID(10), Status: mailbox.StatusOK, Content: []mailbox.Content{text("approved")}, LeaseID: l10}) // 18
+	g.delivered(10)                                                                                                                  // 19 result_drained by the caller
+	g.send(mailbox.Task{ID: taskID(11), Sender: planner, Recipient: reviewer, IntentText: "review PR 8"})                            // 20
+	g.cancel(11, "superseded by PR 9")                                                                                               // 21 task_canceled: queued
+	if out, err := g.eng.Compact(context.Background()); err != nil || out.Seq != 21 {
+		log.Fatalf("compact = %+v, %v, want a snapshot at seq 21", out, err)
 	}
 	g.close()
 
 	// Phase 2, the segment after the snapshot: every event type.
-	g.skipRecord(14)
-	g.open(limitsB) // 15 limits_set
+	g.skipRecord(22)
+	g.open(limitsB) // 23 limits_set
 	g.send(mailbox.Task{ID: taskID(5), Sender: planner, Recipient: coder, IntentText: "fix the flaky test\nsee CI run #42 (café)",
 		TaskKind: kind("fix"), Parent: taskID(1), DeadlineMs: &deadline,
-		Idempotency: &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: "fix-42"}}) // 16 task_sent with every optional field
+		Idempotency: &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: "fix-42"}}) // 24 task_sent with every optional field
 	dup := review
 	dup.ID = taskID(6)
-	g.send(dup)            // 17 result_replayed from task 1
-	l2 = g.lease(coder, 2) // 18: attempt 2
+	g.send(dup)            // 25 result_replayed from task 1
+	l2 = g.lease(coder, 2) // 26: attempt 2
 	g.post(mailbox.Result{TaskID: taskID(2), Status: mailbox.StatusOK, LeaseID: l2, Content: []mailbox.Content{
 		text("changelog written"),
 		{Type: mailbox.ContentJSON, Value: json.RawMessage(`{"commit":"abc123","files":["CHANGELOG.md"],"lines":{"added":12,"removed":0},"draft":false,"note":null}`)},
-	}}) // 19 result_posted: text and json
-	l5 := g.lease(coder, 5) // 20
+	}}) // 27 result_posted: text and json
+	l5 := g.lease(coder, 5) // 28
 	g.repair(mailbox.RepairRequest{TaskID: taskID(5), Reason: "coder@local restarted",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l5, DuplicateRisk: mailbox.RiskIdempotent}}) // 21 task_requeued: idempotent
-	g.lease(coder, 5) // 22
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l5, DuplicateRisk: mailbox.RiskIdempotent}}) // 29 task_requeued: idempotent
+	g.lease(coder, 5) // 30
 	rep, err := g.eng.RetryStale(context.Background(), mailbox.RetryPolicy{Enabled: true, MinLeaseAgeMs: 1000, MaxAttempts: 5, MaxRequeues: 10, ScanLimit: 100})
 	if err != nil || len(rep.Requeued) != 1 || rep.Requeued[0].TaskID != taskID(5) {
 		log.Fatalf("retry-stale = %+v, %v, want task 5 requeued", rep, err)
-	} // 23 task_requeued: auto
-	l5 = g.lease(coder, 5) // 24: attempt 3
+	} // 31 task_requeued: auto
+	l5 = g.lease(coder, 5) // 32: attempt 3
 	g.repair(mailbox.RepairRequest{TaskID: taskID(5), Reason: "stuck on attempt 3",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: l5, Message: "gave up after three attempts"}}) // 25 task_force_errored
+		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: l5, Message: "gave up after three attempts"}}) // 33 task_force_errored
 	g.post(mailbox.Result{TaskID: taskID(4), Status: mailbox.StatusError, LeaseID: l4, Content: []mailbox.Content{},
-		ErrorMessage: "the README has no source language"}) // 26 result_posted: error
-	g.drain(planner, 3)                                                                                    // 27 result_drained
-	g.send(mailbox.Task{ID: taskID(7), Sender: planner, Recipient: writer, IntentText: "check the links"}) // 28
-	l7 := g.lease(writer, 7)                                                                               // 29
+		ErrorMessage: "the README has no source language"}) // 34 result_posted: error
+	g.drain(planner, 3)                                                                                    // 35 result_drained
+	g.send(mailbox.Task{ID: taskID(7), Sender: planner, Recipient: writer, IntentText: "check the links"}) // 36
+	l7 := g.lease(writer, 7)                                                                               // 37
 	g.repair(mailbox.RepairRequest{TaskID: taskID(7), Reason: "writer@local hung",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l7, DuplicateRisk: mailbox.RiskOperatorAccepted}}) // 30 task_requeued: operator_accepted
-	l7 = g.lease(writer, 7)                                                                                                                         // 31
-	g.post(mailbox.Result{TaskID: taskID(7), Status: mailbox.StatusPartial, LeaseID: l7, Content: []mailbox.Content{text("3 of 5 links checked")}}) // 32 result_posted: partial
-	g.send(mailbox.Task{ID: taskID(8), Sender: planner, Recipient: writer, IntentText: "tag the release"})                                          // 33
-	g.lease(writer, 8)                                                                                                                              // 34: in_flight at the end
-	g.send(mailbox.Task{ID: taskID(9), Sender: planner, Recipient: coder, IntentText: "bump the version"})                                          // 35: queued at the end
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l7, DuplicateRisk: mailbox.RiskOperatorAccepted}}) // 38 task_requeued: operator_accepted
+	l7 = g.lease(writer, 7)                                                                                                                         // 39
+	g.post(mailbox.Result{TaskID: taskID(7), Status: mailbox.StatusPartial, LeaseID: l7, Content: []mailbox.Content{text("3 of 5 links checked")}}) // 40 result_posted: partial
+	g.send(mailbox.Task{ID: taskID(8), Sender: planner, Recipient: writer, IntentText: "tag the release"})                                          // 41
+	g.lease(writer, 8)                                                                                                                              // 42: in_flight at the end
+	g.send(mailbox.Task{ID: taskID(9), Sender: planner, Recipient: coder, IntentText: "bump the version"})                                          // 43: queued at the end
+	g.register(writer, writerCard)                                                                                                                  // 44 agent_registered: replaces the card
+	g.register("scratch@local", mailbox.AgentCard{Name: "Scratch", Skills: []mailbox.AgentSkill{}})                                                 // 45
+	g.deregister("scratch@local")                                                                                                                   // 46 agent_deregistered
+	g.send(a2aTask(12, reviewer, "a2a-msg-12", "ctx-1", msg12))                                                                                     // 47
+	g.lease(reviewer, 12)                                                                                                                           // 48
+	g.cancel(12, "")                                                                                                                                // 49 task_canceled: in flight
+	g.send(a2aTask(13, reviewer, "a2a-msg-13", "ctx-2", msg13))                                                                                     // 50: queued at the end
 	g.close()
+}
+
+const reviewer = "reviewer@local"
+
+// The A2A messages of the golden A2A tasks: v0.3 (with kinds) and v1.0.
+const (
+	msg10 = `{"kind":"message","role":"user","messageId":"a2a-msg-10","parts":[{"kind":"text","text":"review PR 7"}]}`
+	msg12 = `{"role":"ROLE_USER","messageId":"a2a-msg-12","contextId":"ctx-1","parts":[{"text":"check the migration"},{"data":{"table":"tasks","rows":3}},{"url":"https://example.com/m.sql","mediaType":"application/sql","filename":"m.sql"}],"metadata":{"mailroom.sender":"caller@a2a"}}`
+	msg13 = `{"kind":"message","role":"user","messageId":"a2a-msg-13","parts":[{"kind":"data","data":{"q":1}}]}`
+)
+
+var (
+	coderCard = mailbox.AgentCard{Name: "Coder", Description: "writes and fixes Go", Version: "1.2.0",
+		Skills: []mailbox.AgentSkill{
+			{ID: "fix", Name: "Fix", Description: "fixes failing tests", Tags: []string{"go", "ci"}, Examples: []string{"fix the flaky test"}},
+			{ID: "review", Name: "Review", Description: "reviews a change", Tags: []string{}, Examples: []string{}},
+		},
+		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain", "application/json"}}
+	writerCard = mailbox.AgentCard{Name: "Writer", Description: "release notes and docs", Version: "2.0.0",
+		Skills: []mailbox.AgentSkill{{ID: "notes", Name: "Release notes", Description: "drafts release notes", Tags: []string{"docs"}, Examples: []string{}}}}
+)
+
+// a2aTask is a task as the A2A edge sends it: the caller's message kept.
+func a2aTask(n int, recipient, messageID, contextID, message string) mailbox.Task {
+	version := "0.3"
+	if !strings.Contains(message, `"kind"`) {
+		version = "1.0"
+	}
+	return mailbox.Task{ID: taskID(n), Sender: "caller@a2a", Recipient: recipient, IntentText: "sent through the A2A edge",
+		A2A: &mailbox.A2AOrigin{Version: version, MessageID: messageID, ContextID: contextID, Message: json.RawMessage(message)}}
+}
+
+func (g *scenario) register(agent string, card mailbox.AgentCard) {
+	if _, err := g.eng.RegisterAgent(g.operator, agent, card); err != nil {
+		log.Fatalf("register %s: %v", agent, err)
+	}
+}
+
+func (g *scenario) deregister(agent string) {
+	if err := g.eng.DeregisterAgent(g.operator, agent); err != nil {
+		log.Fatalf("deregister %s: %v", agent, err)
+	}
+}
+
+// caller is the A2A caller: it cancels and takes delivery of its tasks.
+func (g *scenario) caller() context.Context {
+	return mailbox.WithPrincipal(context.Background(), "caller@a2a")
+}
+
+func (g *scenario) cancel(n int, reason string) {
+	if _, err := g.eng.Cancel(g.caller(), taskID(n), reason); err != nil {
+		log.Fatalf("cancel %s: %v", taskID(n), err)
+	}
+}
+
+func (g *scenario) delivered(n int) {
+	if err := g.eng.Delivered(g.caller(), taskID(n)); err != nil {
+		log.Fatalf("delivered %s: %v", taskID(n), err)
+	}
 }
