@@ -1,0 +1,136 @@
+// @a2a-js/sdk 1.3.0 (the v1.0 wire) against a real daemon, every scenario
+// over JSON-RPC and over HTTP+JSON. SDK calls used, checked in
+// node_modules/a2a-v1/dist/client/index.d.ts and
+// multitransport-client-*.d.ts: ClientFactory (createFromUrl),
+// ClientFactoryOptions.createFrom, Client (sendMessage, sendMessageStream,
+// getTask, cancelTask, listTasks, resubscribeTask), TaskState and Role
+// from the package root, TaskNotFoundError and TaskNotCancelableError from
+// a2a-v1/errors.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { ClientFactory, ClientFactoryOptions } from 'a2a-v1/client';
+import { TaskState, Role } from 'a2a-v1';
+import { TaskNotFoundError, TaskNotCancelableError } from 'a2a-v1/errors';
+import { newAgent, lease, answer, work, withTimeout, collect } from './mailroom.mjs';
+
+async function client(base, transport, polling) {
+  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+    clientConfig: { polling },
+    preferredTransports: [transport],
+  }));
+  return factory.createFromUrl(base);
+}
+
+const message = (text, messageId = randomUUID(), contextId = '') => ({
+  tenant: '',
+  message: {
+    messageId, contextId, taskId: '', role: Role.ROLE_USER,
+    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
+    metadata: undefined, extensions: [], referenceTaskIds: [],
+  },
+  configuration: undefined,
+  metadata: undefined,
+});
+
+const textOf = (part) => (part?.content?.$case === 'text' ? part.content.value : undefined);
+
+for (const transport of ['JSONRPC', 'HTTP+JSON']) {
+  test(`v1.0 ${transport}: the card, a send, the worker, the completed task`, async () => {
+    const { agent, base } = await newAgent('js1-send');
+    const c = await client(base, transport, true);
+    assert.equal(c.protocolVersion, '1.0', 'the client picked a v1.0 interface');
+    const sent = await c.sendMessage(message('fix the flaky test'));
+    assert.ok(sent.id, 'a send answers a task');
+    assert.equal(sent.status.state, TaskState.TASK_STATE_SUBMITTED, 'a new task is submitted');
+    const held = await lease(agent);
+    assert.equal(held.task.id, sent.id, 'the worker leases the A2A task under the same id');
+    assert.equal(held.task.intent_text, 'fix the flaky test', 'the message text is the task intent');
+    assert.equal((await c.getTask({ tenant: '', id: sent.id })).status.state, TaskState.TASK_STATE_WORKING, 'a leased task is working');
+    assert.equal(await answer(held, 'ok', 'fixed'), 200, 'the worker posts its result');
+    const done = await c.getTask({ tenant: '', id: sent.id });
+    assert.equal(done.status.state, TaskState.TASK_STATE_COMPLETED, 'completed');
+    assert.equal(textOf(done.artifacts[0]?.parts[0]), 'fixed', 'the result is the artifact');
+  });
+
+  test(`v1.0 ${transport}: a blocking send waits for the worker`, async () => {
+    const { agent, base } = await newAgent('js1-block');
+    const c = await client(base, transport, false);
+    const worker = work(agent, 'ok', 'released');
+    const res = await withTimeout(c.sendMessage(message('tag a release')), 10000, 'blocking send');
+    await worker;
+    assert.equal(res.status.state, TaskState.TASK_STATE_COMPLETED, 'the answer is the finished task');
+    assert.equal(textOf(res.artifacts[0]?.parts[0]), 'released', 'with its artifact');
+  });
+
+  test(`v1.0 ${transport}: a stream shows the task, working, the artifact and completed`, async () => {
+    const { agent, base } = await newAgent('js1-stream');
+    const c = await client(base, transport, false);
+    const worker = work(agent, 'ok', 'streamed');
+    const events = await collect(c.sendMessageStream(message('stream me')), 'stream');
+    await worker;
+    const cases = events.map((e) => e.payload?.$case);
+    assert.equal(cases[0], 'task', `the stream starts with the task (${cases})`);
+    assert.equal(events[0].payload.value.status.state, TaskState.TASK_STATE_SUBMITTED, 'as sent');
+    assert.ok(events.some((e) => e.payload?.$case === 'statusUpdate' && e.payload.value.status.state === TaskState.TASK_STATE_WORKING), 'a working update');
+    assert.ok(events.some((e) => e.payload?.$case === 'artifactUpdate' && textOf(e.payload.value.artifact.parts[0]) === 'streamed'), 'the artifact update');
+    const last = events.at(-1).payload;
+    assert.equal(last.$case, 'statusUpdate', 'the stream ends on a status update');
+    assert.equal(last.value.status.state, TaskState.TASK_STATE_COMPLETED, 'completed');
+  });
+
+  test(`v1.0 ${transport}: a failing worker ends the stream failed`, async () => {
+    const { agent, base } = await newAgent('js1-fail');
+    const c = await client(base, transport, false);
+    const worker = work(agent, 'error', 'boom');
+    const events = await collect(c.sendMessageStream(message('break')), 'stream');
+    await worker;
+    const last = events.at(-1).payload;
+    assert.equal(last.value.status.state, TaskState.TASK_STATE_FAILED, 'failed');
+    assert.equal(textOf(last.value.status.message?.parts[0]), 'boom', 'the error is the status message');
+  });
+
+  test(`v1.0 ${transport}: cancel a queued and a leased task; a finished one cannot be`, async () => {
+    const { agent, base } = await newAgent('js1-cancel');
+    const c = await client(base, transport, true);
+    const queued = await c.sendMessage(message('never mind'));
+    assert.equal((await c.cancelTask({ tenant: '', id: queued.id, metadata: undefined })).status.state, TaskState.TASK_STATE_CANCELED, 'a queued task is canceled');
+    const inflight = await c.sendMessage(message('long job'));
+    const held = await lease(agent);
+    assert.equal((await c.cancelTask({ tenant: '', id: inflight.id, metadata: undefined })).status.state, TaskState.TASK_STATE_CANCELED, 'a leased task is canceled');
+    assert.equal(await answer(held, 'ok', 'too late'), 409, "the worker's late result is refused");
+    await assert.rejects(c.cancelTask({ tenant: '', id: inflight.id, metadata: undefined }), TaskNotCancelableError, 'a finished task cannot be canceled');
+  });
+
+  test(`v1.0 ${transport}: an unknown task is TaskNotFound`, async () => {
+    const { base } = await newAgent('js1-missing');
+    const c = await client(base, transport, true);
+    await assert.rejects(c.getTask({ tenant: '', id: randomUUID() }), TaskNotFoundError, 'get of an unknown task');
+  });
+
+  test(`v1.0 ${transport}: subscribe follows a submitted task to completed`, async () => {
+    const { agent, base } = await newAgent('js1-sub');
+    const c = await client(base, transport, true);
+    const sent = await c.sendMessage(message('watch me'));
+    const worker = work(agent, 'ok', 'watched');
+    const events = await collect(c.resubscribeTask({ tenant: '', id: sent.id }), 'subscribe');
+    await worker;
+    assert.equal(events.at(-1)?.payload?.value?.status?.state, TaskState.TASK_STATE_COMPLETED, 'the stream ends completed');
+  });
+
+  test(`v1.0 ${transport}: list the agent's tasks by context; a retried message is the same task`, async () => {
+    const { base } = await newAgent('js1-list');
+    const c = await client(base, transport, true);
+    const ctx = randomUUID();
+    const id = randomUUID();
+    const a = await c.sendMessage(message('first', id, ctx));
+    const b = await c.sendMessage(message('first', id, ctx));
+    assert.equal(b.id, a.id, 'a retried message is answered with its task');
+    await c.sendMessage(message('second', randomUUID(), ctx));
+    await c.sendMessage(message('elsewhere', randomUUID(), randomUUID()));
+    const list = await c.listTasks({ tenant: '', contextId: ctx, status: 0, pageToken: '' });
+    assert.equal(list.tasks.length, 2, 'two tasks in the context');
+    assert.ok(list.tasks.every((t) => t.contextId === ctx), 'all of the context');
+    assert.equal(list.totalSize, 2, 'totalSize counts them');
+  });
+}
