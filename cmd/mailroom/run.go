@@ -23,6 +23,8 @@ const (
 // own so commands run in-process.
 type env struct {
 	stdout, stderr io.Writer
+	// stdin is what a verb reads with "-" for a file; nil is os.Stdin.
+	stdin io.Reader
 	getenv         func(string) string
 	// screen is the terminal the console draws on; nil opens the real one.
 	screen tcell.Screen
@@ -50,6 +52,7 @@ func commands() []command {
 		{"bench", benchSummary, runBench},
 		{"retry-stale", retryStaleSummary, runRetryStale},
 		{"audit", auditSummary, runAudit},
+		{"agent", agentSummary, runAgent},
 		{"console", consoleSummary, runConsole},
 		{"demo", demoSummary, runDemo},
 		{"token", tokenSummary, runToken},
