@@ -24,8 +24,8 @@ const (
 type env struct {
 	stdout, stderr io.Writer
 	// stdin is what a verb reads with "-" for a file; nil is os.Stdin.
-	stdin io.Reader
-	getenv         func(string) string
+	stdin  io.Reader
+	getenv func(string) string
 	// screen is the terminal the console draws on; nil opens the real one.
 	screen tcell.Screen
 }
