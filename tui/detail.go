@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -113,6 +115,21 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	fmt.Fprintf(&b, "[::b]state[::-] %s   [::b]attempt[::-] %d   [::b]duplicate safety[::-] %s\n", r.State, r.Attempt, escapeTags(r.Task.DuplicateSafety()))
 	fmt.Fprintf(&b, "[::b]sender[::-] %s -> [::b]recipient[::-] %s   [::b]kind[::-] %s\n", escapeTags(r.Task.Sender), escapeTags(r.Task.Recipient), escapeTags(orDash(r.Task.Kind())))
 	fmt.Fprintf(&b, "[::b]intent[::-] %s\n", escapeTags(r.Task.IntentText))
+	if o := r.Task.A2A; o != nil {
+		renderA2A(&b, o)
+	}
+	if r.State == mailbox.TaskCanceled {
+		for i := len(r.History) - 1; i >= 0; i-- {
+			if h := r.History[i]; h.Type == mailbox.EventTaskCanceled {
+				fmt.Fprintf(&b, "[yellow]canceled[-] by %s at %s", escapeTags(orDash(h.Principal)), formatClock(h.AtMs))
+				if h.Reason != "" {
+					fmt.Fprintf(&b, ": %s", escapeTags(h.Reason))
+				}
+				b.WriteString("\n")
+				break
+			}
+		}
+	}
 	if r.LeaseID != "" {
 		fmt.Fprintf(&b, "[::b]lease[::-] %s held by %s since %s\n", r.LeaseID, escapeTags(r.LeasedTo), formatClock(r.LeasedAtMs))
 	}
@@ -177,6 +194,73 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	b.WriteString("\n[::b]Record[::-]\n")
 	b.WriteString(escapeTags(indentJSON(r)) + "\n")
 	return b.String()
+}
+
+// renderA2A writes what came through the A2A edge with a task: the
+// protocol generation, the message and context ids, and the message's
+// parts one a line (v0.3 parts carry a kind; v1.0 parts are text, data,
+// raw or url).
+func renderA2A(b *strings.Builder, o *mailbox.A2AOrigin) {
+	fmt.Fprintf(b, "[::b]a2a[::-] v%s message %s  [::b]context[::-] %s\n", escapeTags(o.Version), escapeTags(o.MessageID), escapeTags(o.ContextID))
+	var m struct {
+		Parts []map[string]json.RawMessage `json:"parts"`
+	}
+	if json.Unmarshal(o.Message, &m) != nil {
+		return
+	}
+	for i, p := range m.Parts {
+		label := "      "
+		if i == 0 {
+			label = "[::b]parts[::-] "
+		}
+		b.WriteString(label + escapeTags(partLine(p)) + "\n")
+	}
+}
+
+// partLine is one part of an A2A message on one line.
+func partLine(p map[string]json.RawMessage) string {
+	str := func(k string) string {
+		var s string
+		_ = json.Unmarshal(p[k], &s)
+		return s
+	}
+	compact := func(raw json.RawMessage) string {
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) != nil {
+			return string(raw)
+		}
+		return truncate(buf.String(), 120)
+	}
+	kind := str("kind")
+	switch {
+	case kind == "text" || (kind == "" && p["text"] != nil):
+		return "text: " + truncate(oneLine(str("text")), 200)
+	case kind == "data" || (kind == "" && p["data"] != nil):
+		return "data: " + compact(p["data"])
+	case kind == "file":
+		var f struct {
+			Name     string `json:"name"`
+			MimeType string `json:"mimeType"`
+			Bytes    string `json:"bytes"`
+			URI      string `json:"uri"`
+		}
+		_ = json.Unmarshal(p["file"], &f)
+		where := f.URI
+		if where == "" {
+			where = fmt.Sprintf("%d bytes inline", base64.StdEncoding.DecodedLen(len(f.Bytes)))
+		}
+		return fmt.Sprintf("file: %s (%s) %s", orDash(f.Name), orDash(f.MimeType), where)
+	case p["url"] != nil:
+		return fmt.Sprintf("file: %s (%s) %s", orDash(str("filename")), orDash(str("mediaType")), str("url"))
+	case p["raw"] != nil:
+		return fmt.Sprintf("file: %s (%s) %d bytes inline", orDash(str("filename")), orDash(str("mediaType")), base64.StdEncoding.DecodedLen(len(str("raw"))))
+	}
+	return "part: " + compact(mustJSON(p))
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }
 
 func indentJSON(v any) string {

@@ -114,18 +114,18 @@ func (m *model) applyLocked(ev mailbox.Event) {
 		}
 		m.open = make(map[string]*mailbox.Task, len(ev.Snapshot.Tasks))
 		for i := range ev.Snapshot.Tasks {
-			if tr := &ev.Snapshot.Tasks[i]; tr.State != mailbox.TaskDone {
+			if tr := &ev.Snapshot.Tasks[i]; tr.State != mailbox.TaskDone && tr.State != mailbox.TaskCanceled {
 				t := tr.Task // a copy: the snapshot's histories must not be kept alive
 				m.open[t.ID] = &t
 			}
 		}
 	case mailbox.EventTaskSent, mailbox.EventResultReplayed:
 		m.open[ev.Task.ID] = ev.Task
-	case mailbox.EventResultDrained:
+	case mailbox.EventResultDrained, mailbox.EventTaskCanceled:
 		delete(m.open, ev.TaskID)
 	}
 	switch ev.Type {
-	case mailbox.EventSnapshot, mailbox.EventTaskRequeued, mailbox.EventTaskForceErrored, mailbox.EventLimitsSet:
+	case mailbox.EventSnapshot, mailbox.EventTaskRequeued, mailbox.EventTaskForceErrored, mailbox.EventTaskCanceled, mailbox.EventLimitsSet:
 		m.auditVer++ // a limits_set may have trimmed the trail
 	}
 }
@@ -242,6 +242,7 @@ func (m *model) rows() *rows {
 		r.results[i].PendingResult = pending[i]
 		if t := m.open[pending[i].TaskID]; t != nil {
 			r.results[i].kind, r.results[i].intent, r.results[i].idempotent = t.Kind(), t.IntentText, t.Idempotent()
+			r.results[i].a2a = t.A2A != nil
 		}
 	}
 	return r

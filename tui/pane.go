@@ -128,7 +128,7 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 		if pastDue {
 			s.cells[5].Color = colorPastDue
 		}
-		text(6, oneLine(e.Task.IntentText))
+		text(6, intentCell(&e.Task))
 		text(7, e.Task.Sender)
 	case paneLeases:
 		e := &c.rows.leases[i]
@@ -152,7 +152,7 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 		d, pastDue := formatDeadline(e.Task.DeadlineMs, now)
 		text(4, d)
 		text(5, mailbox.ShortID(e.LeaseID))
-		text(6, oneLine(e.Task.IntentText))
+		text(6, intentCell(&e.Task))
 		text(7, e.Task.Sender)
 		for col := range cols {
 			s.cells[col].Color = color
@@ -182,7 +182,11 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 		text(1, mailbox.ShortID(r.TaskID))
 		text(2, r.Recipient)
 		text(3, formatAge(msAge(now, r.PostedAtMs)))
-		text(4, oneLine(r.ErrorMessage))
+		msg := oneLine(r.ErrorMessage)
+		if r.a2a {
+			msg = a2aMarker + msg
+		}
+		text(4, msg)
 		text(5, r.Sender)
 	case paneAudit:
 		c.fillAudit(s, i)
@@ -207,6 +211,19 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 	}
 }
 
+// a2aMarker starts the text of a task (or result) that came through the
+// A2A edge: its caller is an A2A client, not a mailbox agent.
+const a2aMarker = "(a2a) "
+
+// intentCell is a task's intent as the panes show it, marked when the task
+// came through the A2A edge.
+func intentCell(t *mailbox.Task) string {
+	if t.A2A != nil {
+		return a2aMarker + oneLine(t.IntentText)
+	}
+	return oneLine(t.IntentText)
+}
+
 // goneStatus is the Agents pane's status of an agent that is probably gone.
 const goneStatus = "probably gone"
 
@@ -218,6 +235,17 @@ func agentCells(a *agentRow, st staleness) [9]string {
 	}
 	if a.LastSeenMs != 0 {
 		seen = formatAge(msAge(st.nowMs, a.LastSeenMs)) + " ago"
+	}
+	if a.Card != nil {
+		// A registered agent: the daemon serves it as an A2A server.
+		ids := make([]string, len(a.Card.Skills))
+		for i, sk := range a.Card.Skills {
+			ids[i] = sk.ID
+		}
+		note = "A2A " + strconv.Quote(a.Card.Name)
+		if len(ids) > 0 {
+			note += " skills " + strings.Join(ids, ",")
+		}
 	}
 	if st.gone(a) {
 		status, seen = goneStatus, staleMarker+seen

@@ -78,6 +78,8 @@ type resultRow struct {
 	mailbox.PendingResult
 	kind, intent string
 	idempotent   bool
+	// a2a: the task came through the A2A edge.
+	a2a bool
 }
 
 func (r *rows) len(p paneID) int {
