@@ -1,0 +1,136 @@
+package a2a_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// How mailbox tasks read as A2A tasks, beyond what the SDK tests cover.
+
+type a2aTask struct {
+	ID        string `json:"id"`
+	ContextID string `json:"contextId"`
+	Status    struct {
+		State   string `json:"state"`
+		Message *struct {
+			Parts []map[string]any `json:"parts"`
+		} `json:"message"`
+	} `json:"status"`
+	Artifacts []struct {
+		Parts []map[string]any `json:"parts"`
+	} `json:"artifacts"`
+	History  []json.RawMessage `json:"history"`
+	Metadata map[string]any    `json:"metadata"`
+}
+
+// call03 makes a v0.3 JSON-RPC call and decodes the task it answers.
+func call03(t *testing.T, base, method, params string) a2aTask {
+	t.Helper()
+	r := post(t, base, nil, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`)
+	var rep rpcReply
+	var task a2aTask
+	if r.status != 200 || json.Unmarshal(r.body, &rep) != nil || rep.Error != nil || json.Unmarshal(rep.Result, &task) != nil {
+		t.Fatalf("%s: %d %s", method, r.status, r.body)
+	}
+	return task
+}
+
+func msg03(id, parts, extra string) string {
+	return `{"message":{"kind":"message","role":"user","messageId":"` + id + `","parts":` + parts + extra + `},"configuration":{"blocking":false}}`
+}
+
+func TestProjectionOfResultsAndRequeues(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+
+	// The whole message reaches the worker; json content becomes data
+	// parts, a value that is no object wrapped; partial is completed with
+	// metadata saying so.
+	sent := call03(t, base, "message/send", msg03("p1", `[{"kind":"text","text":"line one"},{"kind":"text","text":"line two"},{"kind":"data","data":{"ticket":42}}]`, ``))
+	task, lease := it.lease("coder@local")
+	if task.IntentText != "line one\nline two" || task.A2A == nil || !strings.Contains(string(task.A2A.Message), `"ticket":42`) || task.A2A.ContextID != sent.ContextID {
+		t.Fatalf("the worker leased %+v", task)
+	}
+	if err := it.native.PostResult(it.ctx, mailbox.Result{TaskID: task.ID, LeaseID: lease.LeaseID, Status: mailbox.StatusPartial,
+		Content: []mailbox.Content{{Type: mailbox.ContentJSON, Value: json.RawMessage(`{"files":3}`)}, {Type: mailbox.ContentJSON, Value: json.RawMessage(`[1,2]`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := call03(t, base, "tasks/get", `{"id":"`+sent.ID+`","historyLength":0}`)
+	if got.Status.State != "completed" || got.Metadata["mailroom"].(map[string]any)["status"] != "partial" {
+		t.Fatalf("a partial result reads %+v", got)
+	}
+	parts := got.Artifacts[0].Parts
+	if len(parts) != 2 || parts[0]["kind"] != "data" || parts[0]["data"].(map[string]any)["files"] != float64(3) || parts[1]["data"].(map[string]any)["value"] == nil {
+		t.Fatalf("json content as data parts: %+v", parts)
+	}
+	if len(got.History) != 0 {
+		t.Fatalf("historyLength 0 still gave %d messages", len(got.History))
+	}
+	if got := call03(t, base, "tasks/get", `{"id":"`+sent.ID+`"}`); len(got.History) != 1 || !strings.Contains(string(got.History[0]), `"taskId":"`+sent.ID+`"`) {
+		t.Fatalf("history %s, want the original message with its task id", got.History)
+	}
+
+	// A requeue is submitted again, the status message naming who and why,
+	// on a stream as on a get.
+	sent = call03(t, base, "message/send", msg03("p2", `[{"kind":"text","text":"again"}]`, ``))
+	task, lease = it.lease("coder@local")
+	if _, err := it.native.Repair(it.ctx, mailbox.RepairRequest{TaskID: task.ID, Reason: "worker restarted",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: lease.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted}}); err != nil {
+		t.Fatal(err)
+	}
+	got = call03(t, base, "tasks/get", `{"id":"`+sent.ID+`"}`)
+	if got.Status.State != "submitted" || got.Status.Message == nil || !strings.Contains(got.Status.Message.Parts[0]["text"].(string), "worker restarted") {
+		t.Fatalf("a requeued task reads %+v", got)
+	}
+}
+
+func TestIdempotencyMetadataAndSender(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	meta := `,"metadata":{"mailroom.sender":"planner@local","mailroom":{"idempotent":true,"idempotency_key":"build-7"}}`
+	first := call03(t, base, "message/send", msg03("i1", `[{"kind":"text","text":"build 7"}]`, meta))
+	// Another message id, same key: the mailbox's idempotency answers it
+	// with the live twin.
+	second := call03(t, base, "message/send", msg03("i2", `[{"kind":"text","text":"build 7"}]`, meta))
+	if second.ID != first.ID {
+		t.Fatalf("an idempotent duplicate made task %s beside %s", second.ID, first.ID)
+	}
+	q, err := it.native.Queue(it.ctx, mailbox.QueueFilter{})
+	if err != nil || len(q.Tasks) != 1 {
+		t.Fatalf("queue %+v %v", q.Tasks, err)
+	}
+	got := q.Tasks[0].Task
+	if got.Sender != "planner@local" || !got.Idempotent() || got.Idempotency.Key != "build-7" {
+		t.Fatalf("the task %+v: want sent by planner@local, idempotent under build-7", got)
+	}
+	// A sender that is no agent id is not trusted: anonymous@a2a.
+	call03(t, base, "message/send", msg03("i3", `[{"kind":"text","text":"who"}]`, `,"metadata":{"mailroom.sender":"Not An Agent"}`))
+	q, _ = it.native.Queue(it.ctx, mailbox.QueueFilter{})
+	if q.Tasks[1].Task.Sender != "anonymous@a2a" {
+		t.Fatalf("sender %q, want anonymous@a2a", q.Tasks[1].Task.Sender)
+	}
+}
+
+// A blocking send whose task does not finish in a2a_blocking_timeout is
+// answered with the task as it stands.
+func TestBlockingSendAnswersAtTheBound(t *testing.T) {
+	it := newInterop(t, daemontest.Options{Config: func(c *config.Config) { c.A2ABlockingTimeout = 200 * time.Millisecond }})
+	base := it.register("coder@local")
+	r := post(t, base, map[string]string{"A2A-Version": "1.0"}, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":"b1","parts":[{"text":"nobody will answer"}]}}}`)
+	var rep rpcReply
+	var res struct {
+		Task a2aTask `json:"task"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &rep) != nil || rep.Error != nil || json.Unmarshal(rep.Result, &res) != nil {
+		t.Fatalf("blocking send: %d %s", r.status, r.body)
+	}
+	if res.Task.Status.State != "TASK_STATE_SUBMITTED" {
+		t.Fatalf("after the bound the task is %+v, want it submitted as it stands", res.Task)
+	}
+}
