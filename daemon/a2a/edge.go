@@ -50,18 +50,34 @@ type Options struct {
 	WriteTimeout time.Duration
 }
 
+// Feed is what the edge follows tasks with, unguarded: the engine itself.
+type Feed interface {
+	Status() mailbox.Status
+	Task(ctx context.Context, id string) (mailbox.TaskRecord, error)
+	// SubscribeBuffered subscribes as mailbox.Service.Subscribe does,
+	// with a buffer of its own.
+	SubscribeBuffered(ctx context.Context, after *uint64, buffer int) (mailbox.Subscription, error)
+}
+
+// followBuffer is how far one followed task's subscription may fall
+// behind the log before it is cut off and resumes from its position: a
+// follower reads every event to find its task's, and a console-sized
+// buffer (a megabyte) for each blocking send would cost more than the
+// rare reconnect.
+var followBuffer = 256
+
 // Edge is the A2A server of every registered agent.
 type Edge struct {
 	svc  mailbox.Service // guarded: every caller's request goes here
-	feed mailbox.Service // unguarded: only to follow a task the caller may read
+	feed Feed            // unguarded: only to follow a task the caller may read
 	opts Options
 	log  *slog.Logger
 }
 
-// New returns the edge over svc (the guarded service) and feed (the same
-// service without the guard, used only to follow the events of a task the
+// New returns the edge over svc (the guarded service) and feed (the
+// engine without the guard, used only to follow the events of a task the
 // guard has already let the caller read).
-func New(svc, feed mailbox.Service, opts Options) *Edge {
+func New(svc mailbox.Service, feed Feed, opts Options) *Edge {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -36,7 +36,7 @@ func (e *Edge) follow(ctx context.Context, id string, after *uint64, initial boo
 		// after the read is on the subscription.
 		pos = e.feed.Status().LastSeq
 	}
-	sub, err := e.feed.Subscribe(ctx, &pos)
+	sub, err := e.feed.SubscribeBuffered(ctx, &pos, followBuffer)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (e *Edge) follow(ctx context.Context, id string, after *uint64, initial boo
 				if errors.Is(sub.Err(), mailbox.ErrSlowSubscriber) {
 					// Catch up from the log where the buffer overflowed.
 					sub.Close()
-					if sub, err = e.feed.Subscribe(ctx, &pos); err != nil {
+					if sub, err = e.feed.SubscribeBuffered(ctx, &pos, followBuffer); err != nil {
 						return err
 					}
 					continue

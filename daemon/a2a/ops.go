@@ -100,7 +100,9 @@ func (e *Edge) read(ctx context.Context, id string) (mailbox.TaskRecord, error) 
 	return e.readWith(ctx, e.svc, id)
 }
 
-func (e *Edge) readWith(ctx context.Context, svc mailbox.Service, id string) (mailbox.TaskRecord, error) {
+func (e *Edge) readWith(ctx context.Context, svc interface {
+	Task(context.Context, string) (mailbox.TaskRecord, error)
+}, id string) (mailbox.TaskRecord, error) {
 	cid, err := uuid.Parse(id)
 	if err != nil || len(id) != 36 {
 		return mailbox.TaskRecord{}, taskNotFound(id)

@@ -2,11 +2,16 @@ package a2a_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/a2a"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -132,5 +137,70 @@ func TestBlockingSendAnswersAtTheBound(t *testing.T) {
 	}
 	if res.Task.Status.State != "TASK_STATE_SUBMITTED" {
 		t.Fatalf("after the bound the task is %+v, want it submitted as it stands", res.Task)
+	}
+}
+
+// A follower cut off for falling behind (a tiny buffer, a flood of other
+// tasks' events) resumes from where it was, and its stream still shows
+// every change of its task.
+func TestAFollowerCutOffResumes(t *testing.T) {
+	defer a2a.SetFollowBuffer(a2a.SetFollowBuffer(2))
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	req, err := http.NewRequestWithContext(t.Context(), "POST", base, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"message/stream","params":{"message":{"kind":"message","role":"user","messageId":"f1","parts":[{"kind":"text","text":"follow me"}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Many writers at once: group commit settles their events in bursts,
+	// faster than a follower with a buffer of two takes them.
+	flood := func() {
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Go(func() {
+				for i := range 20 {
+					if _, err := it.native.Send(it.ctx, mailbox.Task{Sender: "planner@local", Recipient: "other@local", IntentText: "noise " + strconv.Itoa(w*100+i)}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	flood()
+	task, lease := it.lease("coder@local")
+	flood()
+	it.answer(task, lease, mailbox.StatusOK, "followed")
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, line := range strings.Split(string(body), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Result struct {
+				Kind   string `json:"kind"`
+				Status struct {
+					State string `json:"state"`
+				} `json:"status"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("event %s: %v", data, err)
+		}
+		states = append(states, ev.Result.Kind+":"+ev.Result.Status.State)
+	}
+	if want := "task:submitted status-update:working artifact-update: status-update:completed"; strings.Join(states, " ") != want {
+		t.Fatalf("stream of a follower that fell behind: %v, want %s", states, want)
 	}
 }

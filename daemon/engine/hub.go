@@ -170,14 +170,24 @@ func (s *subscription) Close() { s.cancel() }
 // never reached, or one too far behind, starts from a snapshot; otherwise it
 // is replayed the events it missed from the log.
 func (e *Engine) Subscribe(ctx context.Context, after *uint64) (mailbox.Subscription, error) {
+	return e.SubscribeBuffered(ctx, after, e.opts.SubscriberBuffer)
+}
+
+// SubscribeBuffered is Subscribe with a buffer of its own: how many events
+// the subscriber may fall behind before it is cut off (at least 2). The
+// A2A edge follows one task per subscription and reconnects from its
+// position when cut off, so it takes a small one rather than the
+// consoles' megabyte.
+func (e *Engine) SubscribeBuffered(ctx context.Context, after *uint64, buffer int) (mailbox.Subscription, error) {
 	if e.closed.Load() {
 		return nil, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down")
 	}
+	buffer = max(buffer, 2)
 	ctx, cancel := context.WithCancel(ctx)
-	// The two buffers together hold SubscriberBuffer events: how far a
-	// subscriber may fall behind before it is cut off.
-	ready := min(subscriberOut, e.opts.SubscriberBuffer/2)
-	s := &subscription{live: make(chan mailbox.Event, e.opts.SubscriberBuffer-ready), out: make(chan mailbox.Event, ready), cancel: cancel,
+	// The two buffers together hold buffer events: how far a subscriber
+	// may fall behind before it is cut off.
+	ready := min(subscriberOut, buffer/2)
+	s := &subscription{live: make(chan mailbox.Event, buffer-ready), out: make(chan mailbox.Event, ready), cancel: cancel,
 		agentsIn: make(chan mailbox.AgentsUpdate, 1), agentsOut: make(chan mailbox.AgentsUpdate, 1)}
 
 	e.durableMu.RLock()
