@@ -23,23 +23,24 @@ const (
 // AgentSkill is one thing a registered agent can do, as its A2A card
 // lists it.
 type AgentSkill struct {
-	ID          string   `json:"id"`
-	Name        string   `json:"name"`
-	Description string   `json:"description"`
-	Tags        []string `json:"tags"`
-	Examples    []string `json:"examples"`
+	ID          string   `json:"id" yaml:"id"`
+	Name        string   `json:"name" yaml:"name"`
+	Description string   `json:"description" yaml:"description"`
+	Tags        []string `json:"tags" yaml:"tags"`
+	Examples    []string `json:"examples" yaml:"examples"`
 }
 
 // AgentCard is what an operator registers for an agent: the parts of its
 // A2A Agent Card that describe the agent. The daemon adds the rest (URLs,
-// interfaces, capabilities, security) when it serves the card.
+// interfaces, capabilities, security) when it serves the card. The yaml
+// names are those of a card file (mailroom agent register --card).
 type AgentCard struct {
-	Name               string       `json:"name"`
-	Description        string       `json:"description"`
-	Version            string       `json:"version"`
-	Skills             []AgentSkill `json:"skills"`
-	DefaultInputModes  []string     `json:"default_input_modes"`
-	DefaultOutputModes []string     `json:"default_output_modes"`
+	Name               string       `json:"name" yaml:"name"`
+	Description        string       `json:"description" yaml:"description"`
+	Version            string       `json:"version" yaml:"version"`
+	Skills             []AgentSkill `json:"skills" yaml:"skills"`
+	DefaultInputModes  []string     `json:"default_input_modes" yaml:"default_input_modes"`
+	DefaultOutputModes []string     `json:"default_output_modes" yaml:"default_output_modes"`
 }
 
 // HasSkill reports whether the card lists a skill with id.

@@ -26,25 +26,6 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 
 const agentRegisterSummary = "register (or replace) an agent's A2A card; the daemon serves it at /agents/AGENT/"
 
-// cardFile is a card as an operator writes it, in YAML or JSON: the
-// fields of mailbox.AgentCard, snake_case.
-type cardFile struct {
-	Name               string       `yaml:"name"`
-	Description        string       `yaml:"description"`
-	Version            string       `yaml:"version"`
-	Skills             []skillEntry `yaml:"skills"`
-	DefaultInputModes  []string     `yaml:"default_input_modes"`
-	DefaultOutputModes []string     `yaml:"default_output_modes"`
-}
-
-type skillEntry struct {
-	ID          string   `yaml:"id"`
-	Name        string   `yaml:"name"`
-	Description string   `yaml:"description"`
-	Tags        []string `yaml:"tags"`
-	Examples    []string `yaml:"examples"`
-}
-
 func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "agent register",
@@ -128,17 +109,12 @@ func readCard(e *env, path string) (mailbox.AgentCard, error) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	var f cardFile
-	if err := dec.Decode(&f); err != nil {
+	var card mailbox.AgentCard
+	if err := dec.Decode(&card); err != nil {
 		if errors.Is(err, io.EOF) {
 			return mailbox.AgentCard{}, usagef("--card %s: the file is empty, expected a card with at least name", path)
 		}
 		return mailbox.AgentCard{}, usagef("--card %s: %v (expected name, description, version, skills, default_input_modes, default_output_modes)", path, strings.TrimPrefix(err.Error(), "yaml: "))
-	}
-	card := mailbox.AgentCard{Name: f.Name, Description: f.Description, Version: f.Version,
-		DefaultInputModes: f.DefaultInputModes, DefaultOutputModes: f.DefaultOutputModes}
-	for _, s := range f.Skills {
-		card.Skills = append(card.Skills, mailbox.AgentSkill{ID: s.ID, Name: s.Name, Description: s.Description, Tags: s.Tags, Examples: s.Examples})
 	}
 	return card, nil
 }

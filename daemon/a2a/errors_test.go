@@ -323,23 +323,11 @@ func TestStreamEndsOnAnErrorAtShutdown(t *testing.T) {
 	for _, rest := range []bool{false, true} {
 		it := newInterop(t, daemontest.Options{})
 		base := it.register("coder@local")
-		var req *http.Request
-		var err error
+		var resp *http.Response
 		if rest {
-			req, err = http.NewRequestWithContext(t.Context(), "POST", base+"message:stream", strings.NewReader(`{"message":{"role":"ROLE_USER","messageId":"s","parts":[{"text":"hi"}]}}`))
+			resp = openStream(t, base+"message:stream", `{"message":{"role":"ROLE_USER","messageId":"s","parts":[{"text":"hi"}]}}`)
 		} else {
-			req, err = http.NewRequestWithContext(t.Context(), "POST", base, strings.NewReader(`{"jsonrpc":"2.0","id":"s1","method":"message/stream","params":{"message":{"kind":"message","role":"user","messageId":"s","parts":[{"kind":"text","text":"hi"}]}}}`))
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
-			t.Fatalf("stream: %d %s", resp.StatusCode, ct)
+			resp = openStream(t, base, `{"jsonrpc":"2.0","id":"s1","method":"message/stream","params":{"message":{"kind":"message","role":"user","messageId":"s","parts":[{"kind":"text","text":"hi"}]}}}`)
 		}
 		buf := make([]byte, 64<<10)
 		n, _ := resp.Body.Read(buf) // the task as sent
@@ -358,4 +346,22 @@ func TestStreamEndsOnAnErrorAtShutdown(t *testing.T) {
 			t.Errorf("JSON-RPC stream ended with %q, want an error under id s1 saying the daemon shuts down", tail)
 		}
 	}
+}
+
+// openStream posts body to url and requires an event stream back.
+func openStream(t *testing.T, url, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("stream: %d %s", resp.StatusCode, ct)
+	}
+	return resp
 }

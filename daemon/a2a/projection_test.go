@@ -3,7 +3,6 @@ package a2a_test
 import (
 	"encoding/json"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,15 +146,7 @@ func TestAFollowerCutOffResumes(t *testing.T) {
 	defer a2a.SetFollowBuffer(a2a.SetFollowBuffer(2))
 	it := newInterop(t, daemontest.Options{})
 	base := it.register("coder@local")
-	req, err := http.NewRequestWithContext(t.Context(), "POST", base, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"message/stream","params":{"message":{"kind":"message","role":"user","messageId":"f1","parts":[{"kind":"text","text":"follow me"}]}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := openStream(t, base, `{"jsonrpc":"2.0","id":9,"method":"message/stream","params":{"message":{"kind":"message","role":"user","messageId":"f1","parts":[{"kind":"text","text":"follow me"}]}}}`)
 	defer resp.Body.Close()
 	// Many writers at once: group commit settles their events in bursts,
 	// faster than a follower with a buffer of two takes them.
