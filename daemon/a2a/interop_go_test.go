@@ -102,6 +102,43 @@ func (it *interop) answer(task *mailbox.Task, lease *mailbox.Lease, status, text
 	}
 }
 
+// worker leases the next task for agent and answers it, in the background;
+// the func it returns waits for it and fails the test if it failed. Every
+// test waits for its worker before it ends, so no call of it outlives the
+// test's context.
+func (it *interop) worker(agent, status, text string) (wait func()) {
+	errc := make(chan error, 1)
+	go func() {
+		errc <- func() error {
+			for {
+				task, lease, err := it.native.Lease(it.ctx, agent)
+				if err != nil {
+					return err
+				}
+				if task == nil {
+					select {
+					case <-it.ctx.Done():
+						return it.ctx.Err()
+					case <-time.After(10 * time.Millisecond):
+					}
+					continue
+				}
+				r := mailbox.Result{TaskID: task.ID, Status: status, LeaseID: lease.LeaseID, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: text}}}
+				if status == mailbox.StatusError {
+					r.ErrorMessage, r.Content = text, nil
+				}
+				return it.native.PostResult(it.ctx, r)
+			}
+		}()
+	}()
+	return func() {
+		it.t.Helper()
+		if err := <-errc; err != nil {
+			it.t.Fatalf("the worker for %s: %v", agent, err)
+		}
+	}
+}
+
 func textMessage(text string) *a2apkg.MessageSendParams {
 	return &a2apkg.MessageSendParams{Message: a2apkg.NewMessage(a2apkg.MessageRoleUser, a2apkg.TextPart{Text: text})}
 }
@@ -161,14 +198,9 @@ func TestA2AGoClientBlockingSendWaitsForTheWorker(t *testing.T) {
 	it := newInterop(t, daemontest.Options{})
 	base := it.register("coder@local")
 	c, _ := it.a2aClient(base, a2aclient.Config{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		task, lease := it.lease("coder@local")
-		it.answer(task, lease, mailbox.StatusError, "the repository is gone")
-	}()
+	wait := it.worker("coder@local", mailbox.StatusError, "the repository is gone")
 	res, err := c.SendMessage(it.ctx, textMessage("tag a release"))
-	<-done
+	wait()
 	if err != nil {
 		t.Fatalf("blocking SendMessage: %v", err)
 	}
@@ -185,10 +217,7 @@ func TestA2AGoClientStreamsToCompletion(t *testing.T) {
 	it := newInterop(t, daemontest.Options{})
 	base := it.register("coder@local")
 	c, _ := it.a2aClient(base, a2aclient.Config{})
-	go func() {
-		task, lease := it.lease("coder@local")
-		it.answer(task, lease, mailbox.StatusOK, "streamed")
-	}()
+	wait := it.worker("coder@local", mailbox.StatusOK, "streamed")
 	var events []a2apkg.Event
 	for ev, err := range c.SendStreamingMessage(it.ctx, textMessage("stream me")) {
 		if err != nil {
@@ -196,6 +225,7 @@ func TestA2AGoClientStreamsToCompletion(t *testing.T) {
 		}
 		events = append(events, ev)
 	}
+	wait()
 	if len(events) < 3 {
 		t.Fatalf("stream events %#v, want task, working, artifact, completed", events)
 	}
@@ -308,10 +338,7 @@ func TestA2AGoClientResubscribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := res.(*a2apkg.Task)
-	go func() {
-		task, lease := it.lease("coder@local")
-		it.answer(task, lease, mailbox.StatusOK, "watched")
-	}()
+	wait := it.worker("coder@local", mailbox.StatusOK, "watched")
 	var last a2apkg.Event
 	n := 0
 	for ev, err := range c.ResubscribeToTask(it.ctx, &a2apkg.TaskIDParams{ID: sent.ID}) {
@@ -320,6 +347,7 @@ func TestA2AGoClientResubscribe(t *testing.T) {
 		}
 		last, n = ev, n+1
 	}
+	wait()
 	st, ok := last.(*a2apkg.TaskStatusUpdateEvent)
 	if !ok || !st.Final || st.Status.State != a2apkg.TaskStateCompleted {
 		t.Fatalf("resubscribe ended on %#v after %d events, want a final completed status", last, n)
