@@ -146,6 +146,30 @@ type QueueEntry struct {
 	QueuedAtMs int64  `json:"queued_at_ms"`
 }
 
+// LeasedTask is one task of a lease of several, with its lease.
+type LeasedTask struct {
+	Task  Task  `json:"task"`
+	Lease Lease `json:"lease"`
+}
+
+// Long-poll bounds: a lease or drain of several takes at most MaxBatch,
+// and waits at most MaxWaitMs for something to arrive.
+const (
+	MaxBatch  = 100
+	MaxWaitMs = 20000
+)
+
+// ValidateBatch checks a lease's or drain's max and wait.
+func ValidateBatch(n int, waitMs int64) error {
+	if n < 1 || n > MaxBatch {
+		return Invalidf("max", "max: got %d, expected 1 to %d", n, MaxBatch)
+	}
+	if waitMs < 0 || waitMs > MaxWaitMs {
+		return Invalidf("wait_ms", "wait_ms: got %d, expected 0 to %d (20 s)", waitMs, MaxWaitMs)
+	}
+	return nil
+}
+
 // Lease is what a recipient holds while it works on a task.
 type Lease struct {
 	LeaseID    string `json:"lease_id"`

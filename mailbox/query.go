@@ -24,6 +24,16 @@ func (s *State) Task(id string) (TaskRecord, bool) {
 	return t.copyRecord(), true
 }
 
+// Parties returns a remembered task's sender and recipient, without
+// copying its record.
+func (s *State) Parties(id string) (sender, recipient string, ok bool) {
+	t, ok := s.tasks[id]
+	if !ok {
+		return "", "", false
+	}
+	return t.Task.Sender, t.Task.Recipient, true
+}
+
 // PendingResult returns the pending result of a task, if any.
 func (s *State) PendingResult(taskID string) (PendingResult, bool) {
 	r, ok := s.results[taskID]

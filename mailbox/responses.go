@@ -24,6 +24,10 @@ const (
 	// /a2a/agents/{agent}.
 	KindAgentRegistered   = "a2a_agent_registered"
 	KindAgentDeregistered = "a2a_agent_deregistered"
+	// KindTasksLeased and KindResultsDrained answer a lease or drain given
+	// max: a list, possibly empty.
+	KindTasksLeased    = "a2a_tasks_leased"
+	KindResultsDrained = "a2a_results_drained"
 )
 
 // AgentRegisteredResponse answers PUT /a2a/agents/{agent}.
@@ -50,6 +54,18 @@ type TaskOptResponse struct {
 	Kind  string `json:"kind"`
 	Task  *Task  `json:"task"`
 	Lease *Lease `json:"lease"`
+}
+
+// TasksLeasedResponse answers POST /a2a/tasks/next?max=N.
+type TasksLeasedResponse struct {
+	Kind   string       `json:"kind"`
+	Leases []LeasedTask `json:"leases"`
+}
+
+// ResultsDrainedResponse answers POST /a2a/results/next?max=N.
+type ResultsDrainedResponse struct {
+	Kind    string          `json:"kind"`
+	Results []PendingResult `json:"results"`
 }
 
 // TasksResponse lists queued tasks.

@@ -1,6 +1,9 @@
 package mailbox
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Service is the mailbox as the HTTP API and in-process callers use it. The
 // daemon's engine implements it.
@@ -11,10 +14,19 @@ type Service interface {
 	// Lease leases the oldest task queued for recipient ("" = any recipient).
 	// Both results are nil when nothing is queued.
 	Lease(ctx context.Context, recipient string) (*Task, *Lease, error)
+	// LeaseN leases up to n tasks queued for recipient ("" = any), oldest
+	// first. When none is queued it waits up to wait for one to be sent or
+	// requeued, behind the callers already waiting for the same recipient;
+	// it answers what it has (possibly nothing) when the wait ends or the
+	// daemon shuts down, and takes nothing once ctx has ended.
+	LeaseN(ctx context.Context, recipient string, n int, wait time.Duration) ([]LeasedTask, error)
 	PostResult(ctx context.Context, r Result) error
 	// Drain takes the oldest result pending for sender ("" = any sender);
 	// nil when none is pending.
 	Drain(ctx context.Context, sender string) (*PendingResult, error)
+	// DrainN drains up to n results pending for sender ("" = any), waiting
+	// for one as LeaseN waits for a task.
+	DrainN(ctx context.Context, sender string, n int, wait time.Duration) ([]PendingResult, error)
 	RecentTasks(ctx context.Context, limit int) ([]Task, error)
 	RecentResults(ctx context.Context, limit int) ([]PendingResult, error)
 	Queue(ctx context.Context, f QueueFilter) (QueueView, error)

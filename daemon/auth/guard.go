@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"time"
 
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -47,6 +48,16 @@ func (g guard) Lease(ctx context.Context, recipient string) (*mailbox.Task, *mai
 	return g.next.Lease(ctx, recipient)
 }
 
+func (g guard) LeaseN(ctx context.Context, recipient string, n int, wait time.Duration) ([]mailbox.LeasedTask, error) {
+	if recipient == "" || mailbox.ValidateAgentID("recipient", recipient) == nil {
+		var err error
+		if recipient, err = IdentityFrom(ctx).LeaseScope(recipient); err != nil {
+			return nil, err
+		}
+	}
+	return g.next.LeaseN(ctx, recipient, n, wait)
+}
+
 func (g guard) PostResult(ctx context.Context, r mailbox.Result) error {
 	id := IdentityFrom(ctx)
 	if id.Can(CapRespondPrefix + "*") {
@@ -73,6 +84,16 @@ func (g guard) Drain(ctx context.Context, sender string) (*mailbox.PendingResult
 		}
 	}
 	return g.next.Drain(ctx, sender)
+}
+
+func (g guard) DrainN(ctx context.Context, sender string, n int, wait time.Duration) ([]mailbox.PendingResult, error) {
+	if sender == "" || mailbox.ValidateAgentID("sender", sender) == nil {
+		var err error
+		if sender, err = IdentityFrom(ctx).DrainScope(sender); err != nil {
+			return nil, err
+		}
+	}
+	return g.next.DrainN(ctx, sender, n, wait)
 }
 
 func (g guard) RecentTasks(ctx context.Context, limit int) ([]mailbox.Task, error) {

@@ -23,49 +23,88 @@ type decision func(s *mailbox.State, nowMs int64) (ev mailbox.Event, ok bool, er
 // the lock right after the decided state applied the event (to read derived
 // facts such as the leased task). ok is false when fn found nothing to do.
 func (e *Engine) decide(fn decision, after func(s *mailbox.State, ev mailbox.Event)) (ev mailbox.Event, ok bool, err error) {
+	evs, err := e.decideN(1, fn, after)
+	if err != nil || len(evs) == 0 {
+		return mailbox.Event{}, false, err
+	}
+	return evs[0], true, nil
+}
+
+// decideN is decide for up to n changes made one after the other under
+// one lock, as a lease of several tasks is: fn runs until it has nothing
+// more to do (or refuses, which ends the run without error when something
+// was decided before it), and every event is waited for together, so they
+// share a sync.
+func (e *Engine) decideN(n int, fn decision, after func(s *mailbox.State, ev mailbox.Event)) ([]mailbox.Event, error) {
 	if e.closed.Load() {
-		return mailbox.Event{}, false, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down; retry against the restarted daemon")
+		return nil, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down; retry against the restarted daemon")
 	}
 	if err := e.failed.Load(); err != nil {
-		return mailbox.Event{}, false, err
+		return nil, err
 	}
 	e.mu.Lock()
 	if e.broken.Load() {
 		if err := e.recoverLocked(); err != nil {
 			e.mu.Unlock()
-			return mailbox.Event{}, false, err
+			return nil, err
 		}
 	}
-	ev, ok, err = fn(e.decided, e.opts.Now().UnixMilli())
-	if err != nil || !ok {
-		e.mu.Unlock()
-		return mailbox.Event{}, ok, err
+	var evs []mailbox.Event
+	var dones []chan error
+	for len(evs) < n {
+		ev, ok, err := fn(e.decided, e.opts.Now().UnixMilli())
+		if err != nil && len(evs) == 0 {
+			e.mu.Unlock()
+			return nil, err
+		}
+		if err != nil || !ok {
+			break
+		}
+		ev.Seq = e.decided.Seq + 1
+		if ev.Encoded, err = json.Marshal(ev); err != nil {
+			e.mu.Unlock()
+			return nil, e.bug(fmt.Errorf("decided event %d (%s) does not encode: %w", ev.Seq, ev.Type, err))
+		}
+		if err := e.decided.Apply(ev); err != nil {
+			e.mu.Unlock()
+			return nil, e.bug(fmt.Errorf("decided event does not apply: %w", err))
+		}
+		if after != nil {
+			after(e.decided, ev)
+		}
+		e.wakeFor(e.decided, ev)
+		done := make(chan error, 1)
+		e.pending.Add(1)
+		e.st.Append(ev, func(err error) {
+			e.settle(ev, err)
+			e.pending.Done()
+			done <- err
+		})
+		evs = append(evs, ev)
+		dones = append(dones, done)
 	}
-	ev.Seq = e.decided.Seq + 1
-	if ev.Encoded, err = json.Marshal(ev); err != nil {
-		e.mu.Unlock()
-		return mailbox.Event{}, false, e.bug(fmt.Errorf("decided event %d (%s) does not encode: %w", ev.Seq, ev.Type, err))
-	}
-	if err := e.decided.Apply(ev); err != nil {
-		e.mu.Unlock()
-		return mailbox.Event{}, false, e.bug(fmt.Errorf("decided event does not apply: %w", err))
-	}
-	if after != nil {
-		after(e.decided, ev)
-	}
-	done := make(chan error, 1)
-	e.pending.Add(1)
-	e.st.Append(ev, func(err error) {
-		e.settle(ev, err)
-		e.pending.Done()
-		done <- err
-	})
 	e.mu.Unlock()
-	if err := <-done; err != nil {
-		return mailbox.Event{}, false, e.writeFailure("nothing was changed", err)
+	// The store completes events in seq order and fails every one after a
+	// failed write, so what is durable is the prefix before the first
+	// failure: the caller is told of those, and of the failure only when
+	// nothing was made.
+	made := len(evs)
+	var failed error
+	for i, done := range dones {
+		if err := <-done; err != nil && failed == nil {
+			failed, made = err, i
+		}
 	}
-	e.maybeCompact()
-	return ev, true, nil
+	if failed != nil && made == 0 {
+		return nil, e.writeFailure("nothing was changed", failed)
+	}
+	if failed != nil {
+		e.log.Error("the mailbox log could not be written; the changes before the failure stand", "made", made, "of", len(evs), "err", failed)
+	}
+	if made > 0 {
+		e.maybeCompact()
+	}
+	return evs[:made], nil
 }
 
 // settle runs on the store's writer goroutine, once per event, in seq

@@ -132,6 +132,7 @@ type Engine struct {
 	durable   *mailbox.State
 
 	hub        *hub
+	waiting    *waiters
 	presence   *presence
 	stopAgents chan struct{} // closed by Close; nil when nothing pushes the listing
 	agentsDone chan struct{}
@@ -162,7 +163,7 @@ func Open(st store.Store, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replaying the mailbox log: %w", err)
 	}
-	e := &Engine{opts: opts, log: opts.Logger, st: st, durable: durable, hub: newHub(), presence: newPresence()}
+	e := &Engine{opts: opts, log: opts.Logger, st: st, durable: durable, hub: newHub(), waiting: newWaiters(), presence: newPresence()}
 	e.decided = durable.Clone()
 	c := durable.Counts()
 	opts.Logger.Info("mailbox replayed", "seq", durable.Seq, "events", replayed, "queued", c.Queued, "in_flight", c.InFlight, "results_pending", c.ResultsPending)

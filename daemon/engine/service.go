@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/mailroom/mailroom/daemon/store"
 	"github.com/mailroom/mailroom/internal/metrics"
@@ -44,30 +45,85 @@ func (e *Engine) Send(ctx context.Context, t mailbox.Task) (mailbox.TaskQueuedRe
 // leasing on another's behalf without naming a recipient. The caller is
 // seen as the recipient it asked for, else as the lease holder.
 func (e *Engine) Lease(ctx context.Context, recipient string) (*mailbox.Task, *mailbox.Lease, error) {
+	got, err := e.LeaseN(ctx, recipient, 1, 0)
+	if err != nil || len(got) == 0 {
+		return nil, nil, err
+	}
+	return &got[0].Task, &got[0].Lease, nil
+}
+
+// LeaseN leases up to n tasks for recipient, waiting up to wait for one
+// when none is queued (see mailbox.Service).
+func (e *Engine) LeaseN(ctx context.Context, recipient string, n int, wait time.Duration) ([]mailbox.LeasedTask, error) {
 	if recipient != "" {
 		if err := mailbox.ValidateAgentID("recipient", recipient); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
+	}
+	if err := mailbox.ValidateBatch(n, wait.Milliseconds()); err != nil {
+		return nil, err
 	}
 	leasedTo := recipient
 	if leasedTo == "" {
 		leasedTo = mailbox.PrincipalFrom(ctx)
 	}
-	var task mailbox.Task
-	var lease mailbox.Lease
-	leaseID := e.opts.NewID()
-	ev, found, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
-		ev, ok := s.DecideLease(recipient, leasedTo, leaseID, now)
-		return ev, ok, nil
-	}, func(s *mailbox.State, ev mailbox.Event) { task, lease = s.LeaseOf(ev) })
-	if found {
-		leasedTo = ev.LeasedTo
+	var got []mailbox.LeasedTask
+	holder := leasedTo
+	try := func() (bool, error) {
+		got = got[:0]
+		evs, err := e.decideN(n, func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
+			ev, ok := s.DecideLease(recipient, leasedTo, e.opts.NewID(), now)
+			return ev, ok, nil
+		}, func(s *mailbox.State, ev mailbox.Event) {
+			task, lease := s.LeaseOf(ev)
+			got = append(got, mailbox.LeasedTask{Task: task, Lease: lease})
+			holder = ev.LeasedTo
+		})
+		got = got[:len(evs)] // only what was made durable
+		return len(got) > 0, err
 	}
-	e.seen(leasedTo)
-	if err != nil || !found {
-		return nil, nil, err
+	err := e.poll(ctx, waitKey{waitLease, recipient}, wait, try)
+	e.seen(holder)
+	return got, err
+}
+
+// poll runs try once, and when it finds nothing and wait allows, queues
+// behind the callers already waiting under k and runs it again each time
+// it is woken at the head of the queue, until it finds something, the
+// wait ends (nothing, no error), the engine shuts down (nothing, no
+// error) or ctx ends (its error; nothing is taken after that).
+func (e *Engine) poll(ctx context.Context, k waitKey, wait time.Duration, try func() (bool, error)) error {
+	if wait <= 0 {
+		_, err := try()
+		return err
 	}
-	return &task, &lease, nil
+	wt, head, ok := e.waiting.join(k)
+	if !ok {
+		return nil
+	}
+	defer e.waiting.leave(k, wt)
+	if head {
+		wakeUp(wt) // first in line: look at once
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-wt.ch:
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if found, err := try(); found || err != nil {
+				return err
+			}
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.waiting.closed:
+			return nil
+		}
+	}
 }
 
 // must adapts a Decide function that either refuses or returns an event.
@@ -95,6 +151,16 @@ func (e *Engine) PostResult(ctx context.Context, r mailbox.Result) error {
 
 // Drain takes the oldest result pending for sender ("" = any).
 func (e *Engine) Drain(ctx context.Context, sender string) (*mailbox.PendingResult, error) {
+	got, err := e.DrainN(ctx, sender, 1, 0)
+	if err != nil || len(got) == 0 {
+		return nil, err
+	}
+	return &got[0], nil
+}
+
+// DrainN drains up to n results for sender, waiting up to wait for one
+// when none is pending (see mailbox.Service).
+func (e *Engine) DrainN(ctx context.Context, sender string, n int, wait time.Duration) ([]mailbox.PendingResult, error) {
 	if sender != "" {
 		if err := mailbox.ValidateAgentID("sender", sender); err != nil {
 			return nil, err
@@ -103,16 +169,23 @@ func (e *Engine) Drain(ctx context.Context, sender string) (*mailbox.PendingResu
 	} else {
 		e.seen(mailbox.PrincipalFrom(ctx))
 	}
-	var res mailbox.PendingResult
-	_, found, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
-		ev, r, ok := s.DecideDrain(sender, now)
-		res = r
-		return ev, ok, nil
-	}, nil)
-	if err != nil || !found {
+	if err := mailbox.ValidateBatch(n, wait.Milliseconds()); err != nil {
 		return nil, err
 	}
-	return &res, nil
+	var got []mailbox.PendingResult
+	try := func() (bool, error) {
+		got = got[:0]
+		evs, err := e.decideN(n, func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
+			ev, r, ok := s.DecideDrain(sender, now)
+			if ok {
+				got = append(got, r)
+			}
+			return ev, ok, nil
+		}, nil)
+		got = got[:len(evs)] // only what was made durable
+		return len(got) > 0, err
+	}
+	return got, e.poll(ctx, waitKey{waitDrain, sender}, wait, try)
 }
 
 // Repair requeues or force-errors an in-flight lease on an operator's word.
@@ -251,12 +324,16 @@ func (e *Engine) WriteMetrics(w *metrics.Writer) {
 	w.Gauge("mailroom_tasks_known", "Tasks the state remembers, finished ones included.", float64(st.Known))
 	w.Gauge("mailroom_last_seq", "Sequence number of the last durable event.", float64(st.LastSeq))
 	w.Gauge("mailroom_sse_subscribers", "Event-stream subscribers connected now.", float64(st.Subscribers))
+	w.Gauge("mailroom_long_polls_waiting", "Leases and drains waiting for work to arrive (wait_ms).", float64(e.waiting.count()))
 	w.Counter("mailroom_sse_subscribers_cut_total", "Subscribers disconnected for falling behind.", float64(st.SubscribersCut))
 }
 
-// EndSubscriptions ends every live subscription (a shutdown starts here,
-// since an event stream never ends by itself).
-func (e *Engine) EndSubscriptions() { e.hub.closeAll() }
+// EndSubscriptions ends every live subscription and answers every long
+// poll (a shutdown starts here, since neither ends by itself soon).
+func (e *Engine) EndSubscriptions() {
+	e.waiting.shutdown()
+	e.hub.closeAll()
+}
 
 // Close ends every subscription and closes the store, which syncs what was
 // appended. Requests still deciding get their answers first.
@@ -268,6 +345,7 @@ func (e *Engine) Close() error {
 		close(e.stopAgents)
 		<-e.agentsDone
 	}
+	e.waiting.shutdown()
 	e.hub.closeAll()
 	e.mu.Lock()
 	defer e.mu.Unlock()

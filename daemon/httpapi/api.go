@@ -81,10 +81,10 @@ const (
 // bodiless lists the routes that read no body, with where their parameters
 // belong instead.
 var bodiless = map[string]string{
-	RouteLeaseTaskGet:  "give the recipient in the query, as in ?recipient=coder@local",
-	RouteLeaseTask:     "give the recipient in the query, as in ?recipient=coder@local",
-	RouteDrainGet:      "give the sender in the query, as in ?sender=planner@local",
-	RouteDrain:         "give the sender in the query, as in ?sender=planner@local",
+	RouteLeaseTaskGet:  "give the recipient in the query, as in ?recipient=coder@local&max=10&wait_ms=20000",
+	RouteLeaseTask:     "give the recipient in the query, as in ?recipient=coder@local&max=10&wait_ms=20000",
+	RouteDrainGet:      "give the sender in the query, as in ?sender=planner@local&max=10&wait_ms=20000",
+	RouteDrain:         "give the sender in the query, as in ?sender=planner@local&max=10&wait_ms=20000",
 	RouteRecentTasks:   "give limit in the query",
 	RouteRecentResults: "give limit in the query",
 	RouteQueue:         "give its filters in the query",

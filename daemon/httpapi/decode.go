@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mailroom/mailroom/internal/strictjson"
@@ -197,6 +198,30 @@ func (p params) millis(name string) (*int64, error) {
 		return nil, mailbox.Invalidf(name, "%s: got %q, expected milliseconds from 0 to %d (100 years)", name, v, mailbox.MaxDurationMs)
 	}
 	return &n, nil
+}
+
+// batch reads a long poll's max and wait_ms: max (1 when absent, and
+// given says whether it was) and the wait (0 when absent). The service
+// checks their ranges.
+func (p params) batch() (n int, given bool, wait time.Duration, err error) {
+	n = 1
+	if v, ok := p.get("max"); ok {
+		if n, err = strconv.Atoi(v); err != nil {
+			return 0, false, 0, mailbox.Invalidf("max", "max: got %q, expected an integer from 1 to %d", v, mailbox.MaxBatch)
+		}
+		given = true
+	}
+	if v, ok := p.get("wait_ms"); ok {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, false, 0, mailbox.Invalidf("wait_ms", "wait_ms: got %q, expected milliseconds from 0 to %d (20 s)", v, mailbox.MaxWaitMs)
+		}
+		if ms < 0 || ms > mailbox.MaxWaitMs {
+			return 0, false, 0, mailbox.Invalidf("wait_ms", "wait_ms: got %d, expected 0 to %d (20 s)", ms, mailbox.MaxWaitMs)
+		}
+		wait = time.Duration(ms) * time.Millisecond
+	}
+	return n, given, wait, nil
 }
 
 // noBody refuses a request body on a route that reads none, so that a

@@ -29,8 +29,10 @@ func (a *api) sendTask(w http.ResponseWriter, r *http.Request) error {
 
 // leaseTask serves GET and POST alike. The recipient travels in the query
 // so both methods read the same; a body is refused (see bodiless).
+// With max it leases up to max tasks and answers a list; with wait_ms it
+// waits that long for a task when none is queued (a long poll).
 func (a *api) leaseTask(w http.ResponseWriter, r *http.Request) error {
-	p, err := parseParams(r, "recipient")
+	p, err := parseParams(r, "recipient", "max", "wait_ms")
 	if err != nil {
 		return err
 	}
@@ -38,11 +40,23 @@ func (a *api) leaseTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	task, lease, err := a.svc.Lease(r.Context(), recipient)
+	n, list, wait, err := p.batch()
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, mailbox.TaskOptResponse{Kind: mailbox.KindTaskOpt, Task: task, Lease: lease})
+	got, err := a.svc.LeaseN(r.Context(), recipient, n, wait)
+	if err != nil {
+		return err
+	}
+	if list {
+		writeJSON(w, http.StatusOK, mailbox.TasksLeasedResponse{Kind: mailbox.KindTasksLeased, Leases: nonNil(got)})
+		return nil
+	}
+	out := mailbox.TaskOptResponse{Kind: mailbox.KindTaskOpt}
+	if len(got) > 0 {
+		out.Task, out.Lease = &got[0].Task, &got[0].Lease
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -82,8 +96,9 @@ func (a *api) postResult(w http.ResponseWriter, r *http.Request) error {
 }
 
 // drainResult serves GET and POST alike, like leaseTask.
+// drainResult drains as leaseTask leases: max for a list, wait_ms to wait.
 func (a *api) drainResult(w http.ResponseWriter, r *http.Request) error {
-	p, err := parseParams(r, "sender")
+	p, err := parseParams(r, "sender", "max", "wait_ms")
 	if err != nil {
 		return err
 	}
@@ -91,11 +106,23 @@ func (a *api) drainResult(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.svc.Drain(r.Context(), sender)
+	n, list, wait, err := p.batch()
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, mailbox.ResultOptResponse{Kind: mailbox.KindResultOpt, Result: res})
+	got, err := a.svc.DrainN(r.Context(), sender, n, wait)
+	if err != nil {
+		return err
+	}
+	if list {
+		writeJSON(w, http.StatusOK, mailbox.ResultsDrainedResponse{Kind: mailbox.KindResultsDrained, Results: nonNil(got)})
+		return nil
+	}
+	out := mailbox.ResultOptResponse{Kind: mailbox.KindResultOpt}
+	if len(got) > 0 {
+		out.Result = &got[0]
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
