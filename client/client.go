@@ -148,9 +148,15 @@ func (c *Client) url(path string, q url.Values) string {
 // decodes it into out (unless out is nil). Daemon errors come back as
 // *mailbox.Error.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any, kind string) error {
-	if c.timeout > 0 {
+	return c.doWithin(ctx, c.timeout, method, path, q, in, out, kind)
+}
+
+// doWithin is do bounded by timeout instead of the client's (0: none): a
+// long poll's is the client's plus the wait it asked for.
+func (c *Client) doWithin(ctx context.Context, timeout time.Duration, method, path string, q url.Values, in, out any, kind string) error {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	var body io.Reader

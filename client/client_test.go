@@ -357,3 +357,38 @@ func TestStatusCountsTheMailbox(t *testing.T) {
 		t.Fatalf("status = %+v, %v; want 2 queued, 1 in flight, last seq 4", st, err)
 	}
 }
+
+// A long poll through the client: it waits past its own timeout for as
+// long as it asked, and is answered by a task sent meanwhile.
+func TestLeaseNWaitsForASend(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	c, err := client.New(d.URL(), client.WithTimeout(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []mailbox.LeasedTask, 1)
+	errc := make(chan error, 1)
+	go func() {
+		l, err := c.LeaseN(t.Context(), "coder@local", 3, 5*time.Second)
+		got <- l
+		errc <- err
+	}()
+	for d.Metric(t, "mailroom_long_polls_waiting") != 1 {
+		time.Sleep(2 * time.Millisecond)
+	}
+	// Past the client's own timeout: the wait is added to it.
+	time.Sleep(100 * time.Millisecond)
+	res, err := c.Send(t.Context(), mailbox.Task{Sender: "planner@local", Recipient: "coder@local", IntentText: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("LeaseN: %v", err)
+	}
+	if l := <-got; len(l) != 1 || l[0].Task.ID != res.TaskID {
+		t.Fatalf("LeaseN got %+v, want the task sent while it waited", l)
+	}
+	if r, err := c.DrainN(t.Context(), "planner@local", 5, 0); err != nil || len(r) != 0 {
+		t.Fatalf("DrainN with nothing pending: %+v, %v", r, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -28,6 +29,44 @@ func (c *Client) Lease(ctx context.Context, recipient string) (*mailbox.Task, *m
 		return nil, nil, err
 	}
 	return out.Task, out.Lease, nil
+}
+
+// LeaseN leases up to n tasks for recipient ("" = any), oldest first;
+// when none is queued it waits up to wait (at most 20 s) for one, and
+// answers what it got, possibly nothing. The request's timeout is the
+// client's plus wait.
+func (c *Client) LeaseN(ctx context.Context, recipient string, n int, wait time.Duration) ([]mailbox.LeasedTask, error) {
+	var out mailbox.TasksLeasedResponse
+	err := c.doWithin(ctx, c.pollTimeout(wait), http.MethodPost, "/a2a/tasks/next", batchQuery("recipient", recipient, n, wait), nil, &out, mailbox.KindTasksLeased)
+	return out.Leases, err
+}
+
+// DrainN drains up to n results for sender ("" = any), waiting as LeaseN
+// does.
+func (c *Client) DrainN(ctx context.Context, sender string, n int, wait time.Duration) ([]mailbox.PendingResult, error) {
+	var out mailbox.ResultsDrainedResponse
+	err := c.doWithin(ctx, c.pollTimeout(wait), http.MethodPost, "/a2a/results/next", batchQuery("sender", sender, n, wait), nil, &out, mailbox.KindResultsDrained)
+	return out.Results, err
+}
+
+// pollTimeout bounds a long poll: the client's timeout plus the wait.
+func (c *Client) pollTimeout(wait time.Duration) time.Duration {
+	if c.timeout <= 0 {
+		return 0
+	}
+	return c.timeout + wait
+}
+
+func batchQuery(name, agent string, n int, wait time.Duration) url.Values {
+	q := agentQuery(name, agent)
+	if q == nil {
+		q = url.Values{}
+	}
+	q.Set("max", strconv.Itoa(n))
+	if wait > 0 {
+		q.Set("wait_ms", strconv.FormatInt(wait.Milliseconds(), 10))
+	}
+	return q
 }
 
 // PostResult posts the result of a leased task.

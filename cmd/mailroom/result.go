@@ -124,12 +124,14 @@ func runResultNext(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "result next",
 		summary: resultNextSummary,
-		usage:   "--sender AGENT [flags]",
-		example: "mailroom result next --sender planner@local --json",
+		usage:   "--sender AGENT [--max N] [--wait D] [flags]",
+		example: "mailroom result next --sender planner@local --json\nmailroom result next --sender planner@local --max 10 --wait 20s",
 	})
 	cf := addClientFlags(fs, e)
 	sender := fs.String("sender", "", "agent whose results to drain (required)")
-	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON (result is null when none is pending)")
+	max := fs.Int("max", 0, fmt.Sprintf("drain up to this many results (1 to %d) and print them all", mailbox.MaxBatch))
+	wait := fs.Duration("wait", 0, "when no result is pending, wait up to this long (at most 20s) for one")
+	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON (result is null when none is pending; with --max, a list)")
 	if _, err := parseExact(fs, args); err != nil {
 		return err
 	}
@@ -139,14 +141,41 @@ func runResultNext(ctx context.Context, e *env, args []string) error {
 	if strings.TrimSpace(*sender) == "" {
 		return usagef("--sender: got %q, expected an agent id such as planner@local", *sender)
 	}
+	n, err := batchFlags(fs, *max, *wait)
+	if err != nil {
+		return err
+	}
+	cf.timeout = pollTimeout(cf.timeout, *wait)
 	c, ctx, cancel, err := cf.connect(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	res, err := c.Drain(ctx, *sender)
+	results, err := c.DrainN(ctx, *sender, n, *wait)
 	if err != nil {
 		return err
+	}
+	if given(fs, "max") {
+		if results == nil {
+			results = []mailbox.PendingResult{}
+		}
+		if *asJSON {
+			return writeJSON(e.stdout, mailbox.ResultsDrainedResponse{Kind: mailbox.KindResultsDrained, Results: results})
+		}
+		if len(results) == 0 {
+			fmt.Fprintf(e.stdout, "no result pending for %s\n", *sender)
+		}
+		for i, r := range results {
+			if i > 0 {
+				fmt.Fprintln(e.stdout)
+			}
+			printResult(e.stdout, r)
+		}
+		return nil
+	}
+	var res *mailbox.PendingResult
+	if len(results) > 0 {
+		res = &results[0]
 	}
 	if *asJSON {
 		return writeJSON(e.stdout, mailbox.ResultOptResponse{Kind: mailbox.KindResultOpt, Result: res})

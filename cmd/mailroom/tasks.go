@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -102,12 +103,14 @@ func runLease(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "lease",
 		summary: leaseSummary,
-		usage:   "--recipient AGENT [flags]",
-		example: "mailroom lease --recipient coder@local",
+		usage:   "--recipient AGENT [--max N] [--wait D] [flags]",
+		example: "mailroom lease --recipient coder@local\nmailroom lease --recipient coder@local --max 10 --wait 20s   # up to 10 tasks; wait up to 20 s for one when none is queued",
 	})
 	cf := addClientFlags(fs, e)
 	recipient := fs.String("recipient", "", "agent whose queue to lease from (required)")
-	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON (task and lease are null when nothing is queued)")
+	max := fs.Int("max", 0, fmt.Sprintf("lease up to this many tasks (1 to %d) and print them all", mailbox.MaxBatch))
+	wait := fs.Duration("wait", 0, "when nothing is queued, wait up to this long (at most 20s) for a task")
+	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON (task and lease are null when nothing is queued; with --max, a list)")
 	if _, err := parseExact(fs, args); err != nil {
 		return err
 	}
@@ -117,14 +120,40 @@ func runLease(ctx context.Context, e *env, args []string) error {
 	if strings.TrimSpace(*recipient) == "" {
 		return usagef("--recipient: got %q, expected an agent id such as coder@local", *recipient)
 	}
+	n, err := batchFlags(fs, *max, *wait)
+	if err != nil {
+		return err
+	}
+	cf.timeout = pollTimeout(cf.timeout, *wait)
 	c, ctx, cancel, err := cf.connect(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	task, lease, err := c.Lease(ctx, *recipient)
+	leases, err := c.LeaseN(ctx, *recipient, n, *wait)
 	if err != nil {
 		return err
+	}
+	if given(fs, "max") {
+		if *asJSON {
+			return writeJSON(e.stdout, mailbox.TasksLeasedResponse{Kind: mailbox.KindTasksLeased, Leases: nonNilLeases(leases)})
+		}
+		if len(leases) == 0 {
+			fmt.Fprintf(e.stdout, "nothing queued for %s\n", *recipient)
+		}
+		for i, l := range leases {
+			if i > 0 {
+				fmt.Fprintln(e.stdout)
+			}
+			printTask(e.stdout, l.Task, time.Now())
+			fmt.Fprintf(e.stdout, "lease      %s\nattempt    %d\n", l.Lease.LeaseID, l.Lease.Attempt)
+		}
+		return nil
+	}
+	var task *mailbox.Task
+	var lease *mailbox.Lease
+	if len(leases) > 0 {
+		task, lease = &leases[0].Task, &leases[0].Lease
 	}
 	if *asJSON {
 		return writeJSON(e.stdout, mailbox.TaskOptResponse{Kind: mailbox.KindTaskOpt, Task: task, Lease: lease})
@@ -140,4 +169,42 @@ func runLease(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "attempt    %d\n", lease.Attempt)
 	}
 	return nil
+}
+
+// batchFlags checks a long poll's --max and --wait and returns how many to
+// take (1 without --max).
+func batchFlags(fs *verbFlags, max int, wait time.Duration) (int, error) {
+	n := 1
+	if given(fs, "max") {
+		if max < 1 || max > mailbox.MaxBatch {
+			return 0, usagef("--max: got %d, expected 1 to %d", max, mailbox.MaxBatch)
+		}
+		n = max
+	}
+	if wait < 0 || wait > time.Duration(mailbox.MaxWaitMs)*time.Millisecond {
+		return 0, usagef("--wait: got %s, expected 0 to 20s", wait)
+	}
+	return n, nil
+}
+
+// pollTimeout is --timeout for a long poll: the wait comes on top.
+func pollTimeout(timeout, wait time.Duration) time.Duration {
+	if timeout <= 0 {
+		return 0
+	}
+	return timeout + wait
+}
+
+// given reports whether flag name was on the command line.
+func given(fs *verbFlags, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
+func nonNilLeases(l []mailbox.LeasedTask) []mailbox.LeasedTask {
+	if l == nil {
+		return []mailbox.LeasedTask{}
+	}
+	return l
 }

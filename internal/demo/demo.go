@@ -43,7 +43,9 @@ type Options struct {
 	CrashRate float64
 	// WorkMin and WorkMax bound how long a task takes (default 300ms-3s).
 	WorkMin, WorkMax time.Duration
-	// Poll is how long an idle agent waits before asking again (default 400ms).
+	// Poll is how long an agent waits before trying again after an error,
+	// and the A2A caller between reads of its task (default 400ms); idle
+	// workers long-poll instead.
 	Poll time.Duration
 	// DrainEvery is how often the planner collects its results (default
 	// 4s): long enough that the Results pane has something to show.
@@ -200,19 +202,25 @@ func drain(ctx context.Context, a *agent) {
 	}
 }
 
-// work is one worker: lease, take a while, answer; sometimes crash.
+// longPoll is how long an idle worker's lease waits for a task: a
+// waiting worker costs the daemon nothing, and gets a task the moment it
+// is sent.
+const longPoll = 10 * time.Second
+
+// work is one worker: lease (waiting for work when there is none), take a
+// while, answer; sometimes crash.
 func work(ctx context.Context, a *agent) {
 	for ctx.Err() == nil {
-		task, lease, err := a.c.Lease(ctx, a.name)
+		leases, err := a.c.LeaseN(ctx, a.name, 1, longPoll)
 		if err != nil {
 			a.trouble(ctx, "leasing", err)
 			wait(ctx, a.jitter(a.opts.Poll))
 			continue
 		}
-		if task == nil {
-			wait(ctx, a.jitter(a.opts.Poll))
+		if len(leases) == 0 {
 			continue
 		}
+		task, lease := &leases[0].Task, &leases[0].Lease
 		span := a.opts.WorkMax - a.opts.WorkMin
 		took := a.opts.WorkMin + time.Duration(a.rng.Int64N(int64(span)+1))
 		if !wait(ctx, took) {
