@@ -39,6 +39,12 @@ type Event struct {
 	Seq  uint64 `json:"seq"`
 	AtMs int64  `json:"at_ms"`
 	Type string `json:"type"`
+	// Unit, on the first event of several appended together (the items a
+	// batch request accepted), is how many there are: they are durable
+	// together or not at all, and recovery cuts a unit the disk holds only
+	// part of. It must stay right after type: the log finds it there
+	// without decoding the event.
+	Unit int `json:"unit,omitempty"`
 
 	// task_sent
 	Task *Task `json:"task,omitempty"`

@@ -46,6 +46,16 @@ type Store interface {
 	// nothing is written.
 	Append(ev mailbox.Event, done func(error))
 
+	// AppendUnit appends evs, consecutive seqs, as one unit: they are
+	// written together and made durable together, and after a crash the
+	// store holds all of them or none (Load cuts a unit it holds only part
+	// of, as it cuts a torn record). With more than one event the first
+	// must carry Unit = len(evs) and the rest none. done is called once:
+	// nil when every event is durable, or the error that means none will
+	// be; an event the store refuses refuses the whole unit, and nothing
+	// of it is written. Otherwise it behaves as Append.
+	AppendUnit(evs []mailbox.Event, done func(error))
+
 	// Reset lets appends through again after a failed write. The next append
 	// carries LastSeq()+1. It returns an error while the store still cannot
 	// write.

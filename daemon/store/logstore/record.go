@@ -125,6 +125,31 @@ func cutUint(b []byte) (uint64, []byte, bool) {
 	return v, b[n:], true
 }
 
+// unitOf returns the size of the unit an event's body begins ("unit", right
+// after "type", as mailbox.Event encodes it), or 0 when it begins none.
+// Recovery reads it for every record without decoding the event.
+func unitOf(body []byte) int {
+	const typeKey = `"type":"`
+	i := bytes.Index(body, []byte(typeKey))
+	if i < 0 {
+		return 0
+	}
+	rest := body[i+len(typeKey):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return 0
+	}
+	rest, ok := bytes.CutPrefix(rest[j+1:], []byte(`,"unit":`))
+	if !ok {
+		return 0
+	}
+	n, _, ok := cutUint(rest)
+	if !ok || n > math.MaxInt32 {
+		return 0
+	}
+	return int(n)
+}
+
 // decodeEvent decodes a record body logged at seq. Replay spends most of a
 // restart here, so it uses goccy/go-json, which decodes these lines about
 // twice as fast as encoding/json; FuzzDecodeMatchesStdlib holds it to the

@@ -233,6 +233,12 @@ func damageError(path string, d *damage) error {
 
 // scanSegment checks every line of g, filling in how far it is intact and
 // its index. It returns the first damaged line, if any, and the file size.
+//
+// Events appended as one unit (a batch request's) were written by one
+// write and synced together, and none was acknowledged before all were
+// durable; the first carries the unit's size. A unit cut short at the end
+// of the file is torn as a whole: the damage is placed at its first line,
+// so no part of an unacknowledged unit is ever read back.
 func scanSegment(g *segment) (*damage, int64, error) {
 	f, err := os.Open(g.path)
 	if err != nil {
@@ -246,18 +252,38 @@ func scanSegment(g *segment) (*damage, int64, error) {
 	end := fi.Size()
 	g.next, g.size, g.index = g.start, 0, nil
 	r := newLineReader(f, 0, end, 1)
+	// The unit being read: where it starts, as g stood there, and how many
+	// of its events are still to come.
+	var unit struct {
+		line           int
+		off, size      int64
+		next           uint64
+		index, n, left int
+	}
+	// cutUnit rewinds g to the start of the unit in progress, if any, and
+	// says so; else it returns d as it is.
+	cutUnit := func(d *damage) *damage {
+		if unit.left == 0 || !d.torn {
+			return d
+		}
+		g.next, g.size, g.index = unit.next, unit.size, g.index[:unit.index]
+		return &damage{unit.line, unit.off, fmt.Errorf("a unit of %d events written together was cut short after %d (%v); none of them was acknowledged", unit.n, unit.n-unit.left, d.reason), true}
+	}
 	for {
 		l, err := r.next()
 		if err == io.EOF {
+			if unit.left > 0 {
+				return cutUnit(&damage{0, end, errors.New("the file ends"), true}), end, nil
+			}
 			return nil, end, nil
 		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("reading %s: %w", g.path, err)
 		}
 		if !l.terminated {
-			return &damage{l.num, l.off, errors.New("the line has no newline: it was cut short"), true}, end, nil
+			return cutUnit(&damage{l.num, l.off, errors.New("the line has no newline: it was cut short"), true}), end, nil
 		}
-		seq, _, err := parseRecord(l.b, keyEvent)
+		seq, body, err := parseRecord(l.b, keyEvent)
 		if err != nil {
 			torn := l.end() == end
 			if torn && holdsWholeRecordAfterDamage(l.b) {
@@ -267,12 +293,18 @@ func scanSegment(g *segment) (*damage, int64, error) {
 				torn = false
 				err = fmt.Errorf("%w; a whole record follows the damage, so this is not a torn write", err)
 			}
-			return &damage{l.num, l.off, err, torn}, end, nil
+			return cutUnit(&damage{l.num, l.off, err, torn}), end, nil
 		}
 		if seq != g.next {
 			// An interrupted write cannot produce a whole, checksummed
 			// record with the wrong seq, so this is never cut off.
 			return &damage{l.num, l.off, fmt.Errorf("it holds seq %d where seq %d was expected", seq, g.next), false}, end, nil
+		}
+		if unit.left > 0 {
+			unit.left--
+		} else if n := unitOf(body); n > 1 {
+			unit.line, unit.off, unit.size, unit.next, unit.index = l.num, l.off, g.size, g.next, len(g.index)
+			unit.n, unit.left = n, n-1
 		}
 		g.noteRecord(seq, l.off)
 		g.next++

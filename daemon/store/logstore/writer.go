@@ -17,6 +17,9 @@ type item struct {
 	done func(error)
 	err  error // set when the event was refused: done gets it, nothing is written
 	ctl  func()
+	// cont marks an event that continues the unit of the item before it:
+	// a batch never ends before it.
+	cont bool
 }
 
 // Append hands ev to the writer and returns without waiting for I/O. done is
@@ -58,6 +61,70 @@ func (s *Store) Append(ev mailbox.Event, done func(error)) {
 	}
 	if now == nil {
 		s.queue = append(s.queue, it)
+		s.wake.Signal()
+	}
+	s.mu.Unlock()
+	if now != nil {
+		done(now)
+	}
+}
+
+// AppendUnit appends evs as one unit (see store.Store): their items are
+// queued together, under one lock, so no control step falls between them,
+// and the writer never splits them across two writes.
+func (s *Store) AppendUnit(evs []mailbox.Event, done func(error)) {
+	if done == nil {
+		done = func(error) {}
+	}
+	if len(evs) == 0 {
+		done(nil)
+		return
+	}
+	items := make([]item, len(evs))
+	var refused error
+	for i, ev := range evs {
+		line, err := encodeEvent(ev)
+		want := 0
+		if i == 0 && len(evs) > 1 {
+			want = len(evs)
+		}
+		switch {
+		case err != nil && refused == nil:
+			refused = fmt.Errorf("event %d (%s) cannot be logged: %w", ev.Seq, ev.Type, err)
+		case ev.Unit != want && refused == nil:
+			refused = fmt.Errorf("event %d (%s) refused: it is event %d of a unit of %d and says unit %d, expected %d", ev.Seq, ev.Type, i+1, len(evs), ev.Unit, want)
+		}
+		items[i] = item{seq: ev.Seq, line: line, done: func(error) {}, cont: i > 0}
+	}
+	items[len(items)-1].done = done
+
+	s.mu.Lock()
+	var now error
+	switch {
+	case s.closed:
+		now = store.ErrClosed
+	case s.failed != nil:
+		now = s.failed
+	case refused == nil && evs[0].Seq != s.nextSeq:
+		refused = fmt.Errorf("event %d (%s) refused: the log in %s expects seq %d next", evs[0].Seq, evs[0].Type, s.dir, s.nextSeq)
+	}
+	if refused == nil {
+		for i, ev := range evs {
+			if ev.Seq != evs[0].Seq+uint64(i) {
+				refused = fmt.Errorf("event %d (%s) refused: the events of a unit must have consecutive seqs", ev.Seq, ev.Type)
+				break
+			}
+		}
+	}
+	if now == nil {
+		if refused != nil {
+			// One item stands for the refused unit: done gets the
+			// refusal, nothing is written, the seq stays expected.
+			s.queue = append(s.queue, item{seq: evs[0].Seq, done: done, err: refused})
+		} else {
+			s.nextSeq += uint64(len(evs))
+			s.queue = append(s.queue, items...)
+		}
 		s.wake.Signal()
 	}
 	s.mu.Unlock()
@@ -118,7 +185,7 @@ func (s *Store) take() (batch []item, last bool) {
 			break
 		}
 		if it.err == nil {
-			if writes == s.maxBatch {
+			if writes >= s.maxBatch && !it.cont {
 				break
 			}
 			writes++

@@ -65,6 +65,8 @@ var suite = []struct {
 	{"ClosedStoreRefuses", testClosedStoreRefuses},
 	{"ReopenContinuesTheLog", testReopenContinues},
 	{"Stats", testStats},
+	{"UnitsRoundTrip", testUnitsRoundTrip},
+	{"ARefusedUnitWritesNothing", testRefusedUnit},
 }
 
 // waitLimit bounds every wait for the store, so that a lost callback fails
