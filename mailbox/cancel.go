@@ -1,8 +1,10 @@
 package mailbox
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
+	"unicode/utf8"
 )
 
 // A2AOrigin marks a task that came through the A2A edge: the message as
@@ -39,6 +41,15 @@ func normalizeA2A(o *A2AOrigin) error {
 	if len(o.Message) == 0 || !json.Valid(o.Message) || o.Message[0] != '{' {
 		return Invalidf("a2a.message", "a2a.message: expected the A2A message as a JSON object")
 	}
+	// Kept in the form the log writes it (compact, HTML-escaped as
+	// encoding/json escapes a raw value), so it reads byte for byte the
+	// same before a restart and after.
+	var compact, canonical bytes.Buffer
+	if err := json.Compact(&compact, o.Message); err != nil {
+		return Invalidf("a2a.message", "a2a.message: %v", err)
+	}
+	json.HTMLEscape(&canonical, compact.Bytes())
+	o.Message = canonical.Bytes()
 	return nil
 }
 
@@ -68,6 +79,9 @@ func (s *State) DecideCancel(taskID, principal, reason string, nowMs int64) (Eve
 	}
 	if len(reason) > MaxReasonBytes {
 		return Event{}, Invalidf("reason", "reason: got %d bytes, expected at most %d", len(reason), MaxReasonBytes)
+	}
+	if !utf8.ValidString(reason) {
+		return Event{}, Invalidf("reason", "reason: got invalid UTF-8, expected text")
 	}
 	return Event{AtMs: nowMs, Type: EventTaskCanceled, TaskID: t.Task.ID, LeaseID: t.LeaseID, LeasedTo: t.LeasedTo, Attempt: t.Attempt, Principal: principal, Reason: reason}, nil
 }

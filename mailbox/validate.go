@@ -173,9 +173,11 @@ func NormalizeTask(t Task) (Task, error) {
 		}
 	}
 	if t.A2A != nil {
-		if err := normalizeA2A(t.A2A); err != nil {
+		a := *t.A2A // the caller's origin stays as it was
+		if err := normalizeA2A(&a); err != nil {
 			return t, err
 		}
+		t.A2A = &a
 	}
 	return t, nil
 }
