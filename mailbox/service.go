@@ -14,6 +14,11 @@ type Service interface {
 	// Lease leases the oldest task queued for recipient ("" = any recipient).
 	// Both results are nil when nothing is queued.
 	Lease(ctx context.Context, recipient string) (*Task, *Lease, error)
+	// SendBatch sends each task as Send would, answering each in its place;
+	// the tasks accepted are durable together or not at all.
+	SendBatch(ctx context.Context, tasks []Task) ([]BatchItem, error)
+	// PostResults posts each result as PostResult would, in the same way.
+	PostResults(ctx context.Context, results []Result) ([]BatchItem, error)
 	// LeaseN leases up to n tasks queued for recipient ("" = any), oldest
 	// first. When none is queued it waits up to wait for one to be sent or
 	// requeued, behind the callers already waiting for the same recipient;

@@ -255,3 +255,81 @@ func (g guard) AgentTasks(ctx context.Context, q mailbox.AgentTasksQuery) (mailb
 	}
 	return g.next.AgentTasks(ctx, q)
 }
+
+// SendBatch holds every task to the policy Send holds one to: a task the
+// caller may not send is refused in its place (403, naming the
+// capability), and the others go on. A malformed task goes on to be
+// refused by next, so bad input is still reported before missing rights.
+func (g guard) SendBatch(ctx context.Context, tasks []mailbox.Task) ([]mailbox.BatchItem, error) {
+	id := IdentityFrom(ctx)
+	return g.items("tasks", len(tasks), func(i int) error {
+		t := tasks[i]
+		if mailbox.ValidateAgentID("sender", t.Sender) != nil || mailbox.ValidateAgentID("recipient", t.Recipient) != nil {
+			return nil
+		}
+		return id.CheckSend(t)
+	}, func(keep []int) ([]mailbox.BatchItem, error) {
+		sub := make([]mailbox.Task, len(keep))
+		for k, i := range keep {
+			sub[k] = tasks[i]
+		}
+		return g.next.SendBatch(ctx, sub)
+	})
+}
+
+// PostResults holds every result to the policy PostResult holds one to.
+func (g guard) PostResults(ctx context.Context, results []mailbox.Result) ([]mailbox.BatchItem, error) {
+	id := IdentityFrom(ctx)
+	return g.items("results", len(results), func(i int) error {
+		if id.Can(CapRespondPrefix + "*") {
+			return nil
+		}
+		taskID, err := mailbox.CanonicalUUID("task_id", results[i].TaskID)
+		if err != nil {
+			return nil
+		}
+		rec, err := g.next.Task(ctx, taskID)
+		if err != nil {
+			return nil
+		}
+		return id.CheckRespond(rec.Task.Sender)
+	}, func(keep []int) ([]mailbox.BatchItem, error) {
+		sub := make([]mailbox.Result, len(keep))
+		for k, i := range keep {
+			sub[k] = results[i]
+		}
+		return g.next.PostResults(ctx, sub)
+	})
+}
+
+// items checks each of n items with check, sends the ones it lets
+// through to next in one call, and answers every item in its place.
+func (g guard) items(list string, n int, check func(i int) error, next func(keep []int) ([]mailbox.BatchItem, error)) ([]mailbox.BatchItem, error) {
+	out := make([]mailbox.BatchItem, n)
+	var keep []int
+	for i := range n {
+		if err := check(i); err != nil {
+			out[i] = mailbox.Refused(list, i, err)
+			continue
+		}
+		keep = append(keep, i)
+	}
+	if len(keep) == 0 {
+		return out, nil
+	}
+	got, err := next(keep)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range keep {
+		b := got[k]
+		if !b.OK() {
+			// next numbered the items it saw; say where the item is in
+			// the caller's request.
+			b = mailbox.Renumber(list, b, k, i)
+		}
+		b.Index = i
+		out[i] = b
+	}
+	return out, nil
+}

@@ -54,6 +54,8 @@ type Options struct {
 // the request counter in /metrics and what an Authorizer is told.
 const (
 	RouteSendTask      = "POST /a2a/tasks"
+	RouteSendBatch     = "POST /a2a/tasks/batch"
+	RoutePostResults   = "POST /a2a/results/batch"
 	RouteLeaseTaskGet  = "GET /a2a/tasks/next"
 	RouteLeaseTask     = "POST /a2a/tasks/next"
 	RouteRecentTasks   = "GET /a2a/tasks/recent"
@@ -128,6 +130,8 @@ func New(svc mailbox.Service, opts Options) http.Handler {
 	}
 	a := &api{svc: svc, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
 	a.handle(RouteSendTask, a.sendTask)
+	a.handle(RouteSendBatch, a.sendBatch)
+	a.handle(RoutePostResults, a.postResults)
 	a.handle(RouteLeaseTaskGet, a.leaseTask)
 	a.handle(RouteLeaseTask, a.leaseTask)
 	a.handle(RouteRecentTasks, a.recentTasks)

@@ -46,6 +46,14 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, what string) erro
 	if off, ok := firstInvalidUTF8(body); !ok {
 		return mailbox.Errorf(mailbox.CodeInvalid, "request body: invalid UTF-8 at byte offset %d, expected UTF-8 JSON", off)
 	}
+	return decodeJSON(body, v, what)
+}
+
+// decodeJSON decodes one JSON object, read and checked for UTF-8 already,
+// into v: strictly, refusing what decodeBody says it refuses. A batch's
+// items are decoded one by one with it, so one bad item refuses only
+// itself.
+func decodeJSON(body []byte, v any, what string) error {
 	// encoding/json keeps the last of two equal keys, takes "Sender" as
 	// sender and decodes values far deeper than any stored copy can be read
 	// back; strictjson refuses all three, naming the field. Bytes that are

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/mailroom/mailroom/daemon/auth"
@@ -274,4 +275,114 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// batchBody is a batch request: its items are decoded one by one, so a
+// malformed item is refused in its place and the others still go.
+type batchBody struct {
+	Tasks   []json.RawMessage `json:"tasks,omitempty"`
+	Results []json.RawMessage `json:"results,omitempty"`
+}
+
+// readBatch decodes a batch request's list (list is "tasks" or "results")
+// and checks its size.
+func readBatch(w http.ResponseWriter, r *http.Request, list, what string) ([]json.RawMessage, error) {
+	var b batchBody
+	if err := decodeBody(w, r, &b, "a batch: {\""+list+"\": [...]}"); err != nil {
+		return nil, err
+	}
+	items := b.Tasks
+	other := b.Results != nil
+	if list == "results" {
+		items, other = b.Results, b.Tasks != nil
+	}
+	switch {
+	case other:
+		return nil, mailbox.Invalidf(list, "request body: this route takes %q, a list of %s", list, what)
+	case items == nil:
+		return nil, mailbox.Invalidf(list, "%s: missing, expected a list of 1 to %d %s", list, mailbox.MaxBatch, what)
+	case len(items) == 0 || len(items) > mailbox.MaxBatch:
+		return nil, mailbox.Invalidf(list, "%s: got %d items, expected 1 to %d", list, len(items), mailbox.MaxBatch)
+	}
+	return items, nil
+}
+
+// sendBatch queues each task of the batch, answering each in its place.
+func (a *api) sendBatch(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	raw, err := readBatch(w, r, "tasks", "tasks")
+	if err != nil {
+		return err
+	}
+	out := make([]mailbox.BatchItem, len(raw))
+	var tasks []mailbox.Task
+	var at []int
+	for i, b := range raw {
+		var t mailbox.Task
+		err := decodeJSON(b, &t, "a task")
+		if err == nil && t.A2A != nil {
+			err = mailbox.Invalidf("a2a", "a2a: set only by the A2A edge; omit the field")
+		}
+		if err != nil {
+			out[i] = mailbox.Refused("tasks", i, err)
+			continue
+		}
+		tasks, at = append(tasks, t), append(at, i)
+	}
+	if err := a.batchInto(out, at, func() ([]mailbox.BatchItem, error) { return a.svc.SendBatch(r.Context(), tasks) }, "tasks"); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.BatchResponse{Kind: mailbox.KindTasksBatch, Items: out})
+	return nil
+}
+
+// postResults posts each result of the batch, answering each in its place.
+func (a *api) postResults(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	raw, err := readBatch(w, r, "results", "results")
+	if err != nil {
+		return err
+	}
+	out := make([]mailbox.BatchItem, len(raw))
+	var results []mailbox.Result
+	var at []int
+	for i, b := range raw {
+		var res mailbox.Result
+		if err := decodeJSON(b, &res, "a result"); err != nil {
+			out[i] = mailbox.Refused("results", i, err)
+			continue
+		}
+		results, at = append(results, res), append(at, i)
+	}
+	if err := a.batchInto(out, at, func() ([]mailbox.BatchItem, error) { return a.svc.PostResults(r.Context(), results) }, "results"); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.BatchResponse{Kind: mailbox.KindResultsBatch, Items: out})
+	return nil
+}
+
+// batchInto calls the service with the items that decoded (at their
+// places at) and puts its answers in out, numbered as the request numbered
+// them.
+func (a *api) batchInto(out []mailbox.BatchItem, at []int, call func() ([]mailbox.BatchItem, error), list string) error {
+	if len(at) == 0 {
+		return nil
+	}
+	got, err := call()
+	if err != nil {
+		return err
+	}
+	for k, i := range at {
+		b := got[k]
+		if !b.OK() {
+			b = mailbox.Renumber(list, b, k, i)
+		}
+		b.Index = i
+		out[i] = b
+	}
+	return nil
 }
