@@ -61,6 +61,13 @@ const TaskCanceled = "canceled"
 // in-flight task on principal's word; a task already finished is a
 // conflict naming its state.
 func (s *State) DecideCancel(taskID, principal, reason string, nowMs int64) (Event, error) {
+	// Bad input is refused before the task's state is looked at.
+	if len(reason) > MaxReasonBytes {
+		return Event{}, Invalidf("reason", "reason: got %d bytes, expected at most %d", len(reason), MaxReasonBytes)
+	}
+	if !utf8.ValidString(reason) {
+		return Event{}, Invalidf("reason", "reason: got invalid UTF-8, expected text")
+	}
 	t, ok := s.tasks[taskID]
 	if !ok {
 		return Event{}, &Error{Code: CodeNotFound, Message: "task_id: task " + taskID + " was never sent through this daemon (or finished long ago and was forgotten)",
@@ -76,12 +83,6 @@ func (s *State) DecideCancel(taskID, principal, reason string, nowMs int64) (Eve
 		}[t.State]
 		return Event{}, &Error{Code: CodeConflict, Message: "cannot cancel task " + taskID + ": " + why + "; only a queued or in-flight task can be canceled",
 			Details: &ErrorDetails{TaskState: t.State, Attempt: t.Attempt}}
-	}
-	if len(reason) > MaxReasonBytes {
-		return Event{}, Invalidf("reason", "reason: got %d bytes, expected at most %d", len(reason), MaxReasonBytes)
-	}
-	if !utf8.ValidString(reason) {
-		return Event{}, Invalidf("reason", "reason: got invalid UTF-8, expected text")
 	}
 	return Event{AtMs: nowMs, Type: EventTaskCanceled, TaskID: t.Task.ID, LeaseID: t.LeaseID, LeasedTo: t.LeasedTo, Attempt: t.Attempt, Principal: principal, Reason: reason}, nil
 }
@@ -134,6 +135,10 @@ func (s *State) DecideDelivered(taskID, principal string, nowMs int64) (Event, b
 		return Event{}, false
 	}
 	t := s.tasks[taskID]
+	if t == nil || t.Task.A2A == nil {
+		// A native task's result is its sender's to drain.
+		return Event{}, false
+	}
 	return Event{AtMs: nowMs, Type: EventResultDrained, TaskID: taskID, Attempt: t.Attempt, Principal: principal}, true
 }
 

@@ -192,16 +192,22 @@ func (g guard) Subscribe(ctx context.Context, after *uint64) (mailbox.Subscripti
 // Status carries no caller: /healthz is open to every caller by design.
 func (g guard) Status() mailbox.Status { return g.next.Status() }
 
+// RegisterAgent needs a2a.register; a malformed agent id or card goes on to
+// be refused by next first, as everywhere.
 func (g guard) RegisterAgent(ctx context.Context, agent string, card mailbox.AgentCard) (mailbox.RegisteredAgent, error) {
-	if err := IdentityFrom(ctx).CheckRegister(); err != nil {
-		return mailbox.RegisteredAgent{}, err
+	if _, err := mailbox.NormalizeCard(card); err == nil && mailbox.ValidateAgentID("agent", agent) == nil {
+		if err := IdentityFrom(ctx).CheckRegister(); err != nil {
+			return mailbox.RegisteredAgent{}, err
+		}
 	}
 	return g.next.RegisterAgent(ctx, agent, card)
 }
 
 func (g guard) DeregisterAgent(ctx context.Context, agent string) error {
-	if err := IdentityFrom(ctx).CheckRegister(); err != nil {
-		return err
+	if mailbox.ValidateAgentID("agent", agent) == nil {
+		if err := IdentityFrom(ctx).CheckRegister(); err != nil {
+			return err
+		}
 	}
 	return g.next.DeregisterAgent(ctx, agent)
 }
