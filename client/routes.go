@@ -20,6 +20,27 @@ func (c *Client) Send(ctx context.Context, t mailbox.Task) (mailbox.TaskQueuedRe
 	return out, err
 }
 
+// SendBatch sends up to 100 tasks in one request: each is answered in its
+// place, queued (with its id) or refused (an error item naming its index
+// and field); the ones queued are durable together.
+func (c *Client) SendBatch(ctx context.Context, tasks []mailbox.Task) ([]mailbox.BatchItem, error) {
+	var out mailbox.BatchResponse
+	err := c.do(ctx, http.MethodPost, "/a2a/tasks/batch", nil, struct {
+		Tasks []mailbox.Task `json:"tasks"`
+	}{tasks}, &out, mailbox.KindTasksBatch)
+	return out.Items, err
+}
+
+// PostResults posts up to 100 results in one request, answered as
+// SendBatch answers tasks.
+func (c *Client) PostResults(ctx context.Context, results []mailbox.Result) ([]mailbox.BatchItem, error) {
+	var out mailbox.BatchResponse
+	err := c.do(ctx, http.MethodPost, "/a2a/results/batch", nil, struct {
+		Results []mailbox.Result `json:"results"`
+	}{results}, &out, mailbox.KindResultsBatch)
+	return out.Items, err
+}
+
 // Lease leases the oldest task queued for recipient ("" = any recipient).
 // Both results are nil when nothing is queued. It uses POST so that no proxy
 // or retrying library ever replays a lease.

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -16,8 +20,8 @@ func runSend(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "send",
 		summary: sendSummary,
-		usage:   "--from AGENT --to AGENT --intent TEXT [flags]",
-		example: "mailroom send --from planner@local --to coder@local --intent 'fix the flaky test' --kind code --deadline 30m",
+		usage:   "--from AGENT --to AGENT --intent TEXT [flags]\n  mailroom send --file TASKS.jsonl [flags]",
+		example: "mailroom send --from planner@local --to coder@local --intent 'fix the flaky test' --kind code --deadline 30m\nmailroom send --file tasks.jsonl    # one task object a line (as POST /a2a/tasks takes it), sent 100 a request; - reads stdin",
 	})
 	cf := addClientFlags(fs, e)
 	from := fs.String("from", "", "sending agent, which later drains the result (required)")
@@ -29,9 +33,18 @@ func runSend(ctx context.Context, e *env, args []string) error {
 	key := fs.String("idempotency-key", "", "key identifying the work, for de-duplication and safe requeue")
 	idempotent := fs.Bool("idempotent", false, "the task is safe to run twice (needs --idempotency-key)")
 	id := fs.String("id", "", "task id (a UUID); the daemon picks one when absent")
-	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
+	file := fs.String("file", "", "send the tasks in this file, one JSON task a line (- for stdin), in batches of 100; prints one line a task")
+	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON (with --file, one answer a line)")
 	if _, err := parseExact(fs, args); err != nil {
 		return err
+	}
+	if *file != "" {
+		for _, name := range []string{"from", "to", "intent", "kind", "parent", "deadline", "idempotency-key", "idempotent", "id"} {
+			if given(fs, name) {
+				return usagef("--%s: the tasks of --file say everything about themselves; give one or the other", name)
+			}
+		}
+		return sendFile(ctx, e, cf, *file, *asJSON)
 	}
 	if err := required(fs, "from", "to", "intent"); err != nil {
 		return err
@@ -207,4 +220,119 @@ func nonNilLeases(l []mailbox.LeasedTask) []mailbox.LeasedTask {
 		return []mailbox.LeasedTask{}
 	}
 	return l
+}
+
+// sendFile sends the tasks of a JSON-lines file (or stdin) in batches and
+// prints one line a task, in file order: its id, or why it was refused.
+// It fails (exit 1) when any task was refused.
+func sendFile(ctx context.Context, e *env, cf *clientFlags, path string, asJSON bool) error {
+	var in io.Reader
+	if path == "-" {
+		in = e.stdin
+		if in == nil {
+			in = os.Stdin
+		}
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return usagef("--file: %v", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	c, ctx, cancel, err := cf.connect(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), mailbox.MaxBodyBytes)
+	// pending is one line waiting for its answer: a task to send, or the
+	// refusal it met already (answers are printed in file order).
+	type pending struct {
+		line    int
+		task    mailbox.Task
+		refusal *mailbox.BatchItem
+	}
+	var batch []pending
+	refused, line := 0, 0
+	report := func(line int, it mailbox.BatchItem) error {
+		if !it.OK() {
+			refused++
+		}
+		if asJSON {
+			it.Index = line
+			return writeJSON(e.stdout, it)
+		}
+		if it.OK() {
+			fmt.Fprintln(e.stdout, it.TaskID)
+		} else {
+			fmt.Fprintf(e.stdout, "error: line %d: %s\n", line, it.Message)
+		}
+		return nil
+	}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		var tasks []mailbox.Task
+		for _, p := range batch {
+			if p.refusal == nil {
+				tasks = append(tasks, p.task)
+			}
+		}
+		var items []mailbox.BatchItem
+		if len(tasks) > 0 {
+			var err error
+			if items, err = c.SendBatch(ctx, tasks); err != nil {
+				return fmt.Errorf("sending lines %d to %d: %w (the lines before them were sent)", batch[0].line, batch[len(batch)-1].line, err)
+			}
+		}
+		k := 0
+		for _, p := range batch {
+			it := mailbox.BatchItem{}
+			if p.refusal != nil {
+				it = *p.refusal
+			} else {
+				it = items[k]
+				it.Message = strings.Replace(it.Message, fmt.Sprintf("tasks[%d]", k), "task", 1)
+				k++
+			}
+			if err := report(p.line, it); err != nil {
+				return err
+			}
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		var t mailbox.Task
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		p := pending{line: line}
+		if err := dec.Decode(&t); err != nil {
+			p.refusal = &mailbox.BatchItem{Kind: mailbox.KindError, Code: mailbox.CodeInvalid, Message: "not a task: " + strings.TrimPrefix(err.Error(), "json: ")}
+		}
+		p.task = t
+		if batch = append(batch, p); len(batch) == mailbox.MaxBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading %s at line %d: %w", path, line+1, err)
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if refused > 0 {
+		return fmt.Errorf("%d of the tasks were refused (their lines say why); the others were sent", refused)
+	}
+	return nil
 }
