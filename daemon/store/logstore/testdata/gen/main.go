@@ -283,7 +283,42 @@ func (g *scenario) run() {
 	g.lease(reviewer, 12)                                                                                                                           // 48
 	g.cancel(12, "")                                                                                                                                // 49 task_canceled: in flight
 	g.send(a2aTask(13, reviewer, "a2a-msg-13", "ctx-2", msg13))                                                                                     // 50: queued at the end
+	// A batch: three tasks sent as one unit (the first event says so), and
+	// two results posted as one unit.
+	g.sendBatch(
+		mailbox.Task{ID: taskID(14), Sender: planner, Recipient: writer, IntentText: "batch one"},
+		mailbox.Task{ID: taskID(15), Sender: planner, Recipient: writer, IntentText: "batch two"},
+		mailbox.Task{ID: taskID(16), Sender: planner, Recipient: writer, IntentText: "batch three"}) // 51-53 task_sent, unit 3
+	l14 := g.lease(writer, 14) // 54
+	l15 := g.lease(writer, 15) // 55
+	g.postResults(
+		mailbox.Result{TaskID: taskID(14), Status: mailbox.StatusOK, LeaseID: l14, Content: []mailbox.Content{text("one")}},
+		mailbox.Result{TaskID: taskID(15), Status: mailbox.StatusOK, LeaseID: l15, Content: []mailbox.Content{text("two")}}) // 56-57 result_posted, unit 2
 	g.close()
+}
+
+func (g *scenario) sendBatch(tasks ...mailbox.Task) {
+	items, err := g.eng.SendBatch(context.Background(), tasks)
+	if err != nil {
+		log.Fatalf("send batch: %v", err)
+	}
+	for _, it := range items {
+		if !it.OK() {
+			log.Fatalf("send batch: %+v", it)
+		}
+	}
+}
+
+func (g *scenario) postResults(results ...mailbox.Result) {
+	items, err := g.eng.PostResults(context.Background(), results)
+	if err != nil {
+		log.Fatalf("post results: %v", err)
+	}
+	for _, it := range items {
+		if !it.OK() {
+			log.Fatalf("post results: %+v", it)
+		}
+	}
 }
 
 const reviewer = "reviewer@local"
