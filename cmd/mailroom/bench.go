@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/internal/bench"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 const benchSummary = "measure a daemon with sender/recipient pairs running full durable cycles"
@@ -20,7 +21,7 @@ const benchSummary = "measure a daemon with sender/recipient pairs running full 
 // object whose keys are those of bench.Report:
 //
 //	kind ("mailroom_bench"), target, embedded, pairs, duration_s, elapsed_s,
-//	payload_bytes, rate_limit, pipeline, data_fs ("" with --addr),
+//	payload_bytes, rate_limit, pipeline, batch, wait_ms, data_fs ("" with --addr),
 //	volatile_log, warnings [string], cycles, cycles_per_s, requests,
 //	requests_per_s, latency {send, lease, result, drain, cycle: {count,
 //	p50_ms, p90_ms, p99_ms, max_ms}}, errors {"step: kind": n},
@@ -35,10 +36,11 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "bench",
 		summary: benchSummary,
-		usage:   "[--addr URL | --embedded [--dir DIR]] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K] [--rate R] [--pipeline] [--json]",
+		usage:   "[--addr URL | --embedded [--dir DIR]] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K] [--rate R] [--pipeline | --batch B [--wait D]] [--json]",
 		example: "mailroom bench --embedded --pairs 16 --duration 10s\n" +
 			"mailroom bench --embedded --dir /var/lib   # measure the disk the mailbox will live on\n" +
-			"mailroom bench --embedded --fanout 200 --rate 500 --json   # 200 consoles at 2,000 events/s",
+			"mailroom bench --embedded --fanout 200 --rate 500 --json   # 200 consoles at 2,000 events/s\n" +
+			"mailroom bench --embedded --batch 32 --wait 1s   # 32 tasks a request; leases and drains long-poll",
 	})
 	addr := e.getenv("MAILROOM_ADDR")
 	if addr == "" {
@@ -54,6 +56,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fanout := fs.Int("fanout", 0, "event-stream subscribers (like consoles) connected during the run")
 	rate := fs.Float64("rate", 0, "start at most this many cycles per second in all (0: as fast as the daemon answers); a cycle is 4 events")
 	pipeline := fs.Bool("pipeline", false, "let each pair send its next task while the previous cycle is still in flight (at most two cycles per pair)")
+	batch := fs.Int("batch", 1, "tasks per request: each pair sends B tasks in one request, leases and drains up to B a request and posts B results in one (cycles counted per task; the cycle latency is a round's)")
+	wait := fs.Duration("wait", 0, "with --batch: how long leases and drains long-poll for work not there yet (at most 20s)")
 	asJSON := fs.Bool("json", false, "print one JSON object with every figure")
 	if _, err := parseExact(fs, args); err != nil {
 		return err
@@ -77,12 +81,20 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return usagef("--fanout: got %d, expected 0 or more", *fanout)
 	case *rate < 0:
 		return usagef("--rate: got %g, expected 0 (unlimited) or more", *rate)
+	case *batch < 1 || *batch > mailbox.MaxBatch:
+		return usagef("--batch: got %d, expected 1 to %d", *batch, mailbox.MaxBatch)
+	case *batch > 1 && *pipeline:
+		return usagef("--batch and --pipeline: choose one; a batched round already keeps many cycles in flight")
+	case *wait < 0 || *wait > 20*time.Second:
+		return usagef("--wait: got %s, expected 0 to 20s", *wait)
+	case set["wait"] && *batch == 1:
+		return usagef("--wait: only batched rounds (--batch 2 or more) long-poll")
 	}
 	if *token == "" {
 		*token = e.getenv("MAILROOM_TOKEN")
 	}
 	opts := bench.Options{Embedded: *embedded, Dir: *dir, Token: *token, Pairs: *pairs, Duration: *duration,
-		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Pipeline: *pipeline, Progress: e.stderr}
+		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Pipeline: *pipeline, Batch: *batch, Wait: *wait, Progress: e.stderr}
 	if !*embedded {
 		opts.Addr = addr
 	}
@@ -112,6 +124,12 @@ func printBench(w io.Writer, r bench.Report) {
 	}
 	if r.Pipeline {
 		fmt.Fprint(w, ", pipelined (two cycles per pair)")
+	}
+	if r.Batch > 1 {
+		fmt.Fprintf(w, ", %d tasks per request (cycle latency is a round's)", r.Batch)
+		if r.WaitMs > 0 {
+			fmt.Fprintf(w, ", long polls of %dms", r.WaitMs)
+		}
 	}
 	fmt.Fprintln(w)
 	for _, warning := range r.Warnings {

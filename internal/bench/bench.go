@@ -24,6 +24,7 @@ import (
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // Defaults for the zero Options.
@@ -63,6 +64,14 @@ type Options struct {
 	// sends the next task while the previous one is being worked on or
 	// drained. Off, each pair runs one cycle at a time.
 	Pipeline bool
+	// Batch, above 1, runs rounds instead of cycles: each pair sends Batch
+	// tasks in one request, leases and drains up to Batch a request, and
+	// posts Batch results in one request; cycles are counted per task and
+	// the cycle latency is the round's.
+	Batch int
+	// Wait is how long a batched round's leases and drains long-poll when
+	// nothing is there yet.
+	Wait time.Duration
 	// Fanout connects this many event-stream subscribers for the run.
 	Fanout int
 	// Progress, when set, gets one line a second while the load runs.
@@ -97,6 +106,12 @@ func (o *Options) fill() error {
 		return fmt.Errorf("bench: rate: got %g, expected 0 (unlimited) or more", o.Rate)
 	case o.Fanout < 0:
 		return fmt.Errorf("bench: fanout: got %d, expected 0 or more", o.Fanout)
+	case o.Batch < 0 || o.Batch > mailbox.MaxBatch:
+		return fmt.Errorf("bench: batch: got %d, expected 1 to %d", o.Batch, mailbox.MaxBatch)
+	case o.Batch > 1 && o.Pipeline:
+		return errors.New("bench: batch and pipeline: choose one (a round already keeps many cycles in flight)")
+	case o.Wait < 0 || o.Wait > time.Duration(mailbox.MaxWaitMs)*time.Millisecond:
+		return fmt.Errorf("bench: wait: got %s, expected 0 to 20s", o.Wait)
 	}
 	return nil
 }
@@ -113,6 +128,10 @@ type Report struct {
 	PayloadBytes int     `json:"payload_bytes"`
 	RateLimit    float64 `json:"rate_limit"` // cycles/s cap, 0 = none
 	Pipeline     bool    `json:"pipeline"`   // pairs kept a second cycle in flight
+	// Batch is the tasks per request of a batched run (1: one task per
+	// request); Latency.Cycle is then a round's. WaitMs is its long poll.
+	Batch  int   `json:"batch"`
+	WaitMs int64 `json:"wait_ms"`
 	// DataFS is the filesystem the embedded daemon's log was on, such as
 	// "ext4" or "tmpfs"; "" for a daemon at an address.
 	DataFS string `json:"data_fs"`
@@ -218,7 +237,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	rep := Report{
 		Kind: ReportKind, Target: target, Embedded: opts.Embedded, Pairs: opts.Pairs,
 		DurationS: opts.Duration.Seconds(), ElapsedS: res.elapsed.Seconds(),
-		PayloadBytes: opts.PayloadBytes, RateLimit: opts.Rate, Pipeline: opts.Pipeline,
+		PayloadBytes: opts.PayloadBytes, RateLimit: opts.Rate, Pipeline: opts.Pipeline, Batch: max(opts.Batch, 1), WaitMs: opts.Wait.Milliseconds(),
 		DataFS: dataFS, VolatileLog: volatileLog, Warnings: warnings,
 		Cycles: res.cycles, Requests: res.requests,
 		Latency: StepLatency{Send: res.send.summarize(), Lease: res.lease.summarize(),

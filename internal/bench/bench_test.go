@@ -100,6 +100,9 @@ func TestOptionsRefused(t *testing.T) {
 		{Embedded: true, Fanout: -1},
 		{Embedded: true, Rate: -1},
 		{Addr: "127.0.0.1:1", Dir: "/tmp"},
+		{Embedded: true, Batch: 101},
+		{Embedded: true, Batch: 4, Pipeline: true},
+		{Embedded: true, Wait: 21 * time.Second},
 	} {
 		if _, err := Run(t.Context(), o); err == nil {
 			t.Errorf("Run(%+v) = nil error, want a refusal", o)
@@ -328,4 +331,37 @@ func BenchmarkEmbedded(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A batched run counts every task of a round as a cycle, each daemon event
+// is accounted for, and leftovers of an earlier run are healed as in
+// single cycles.
+func TestRunBatched(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	c, err := client.New(d.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A task left queued for the first pair's recipient.
+	if _, err := c.Send(t.Context(), mailbox.Task{Sender: "bench-s-0@local", Recipient: "bench-r-0@local", IntentText: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(t.Context(), Options{Addr: "http://" + d.Addr(), Pairs: 2, Cycles: 6, Batch: 4, Wait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Batch != 4 || rep.WaitMs != 200 || rep.Cycles == 0 || rep.Cycles%4 != 0 {
+		t.Fatalf("report: batch %d wait %d cycles %d; want cycles counted per task of whole rounds", rep.Batch, rep.WaitMs, rep.Cycles)
+	}
+	if rep.Errors["lease: stale"] != 1 || rep.Errors["drain: stale"] != 1 || rep.ErrorsTotal != 2 {
+		t.Errorf("errors %v: want the leftover healed (one stale lease, its error result one stale drain)", rep.Errors)
+	}
+	// Four events a task, and the leftover's three.
+	if want := rep.Cycles*4 + 3; rep.Daemon.EventsAppended != want {
+		t.Errorf("the daemon appended %d events for %d cycles, want %d", rep.Daemon.EventsAppended, rep.Cycles, want)
+	}
+	view, err := c.Queue(t.Context(), mailbox.QueueFilter{})
+	if err != nil || len(view.Tasks) != 0 || len(view.Results) != 0 {
+		t.Errorf("after the run: %d tasks, %d results (%v); want the mailbox empty", len(view.Tasks), len(view.Results), err)
+	}
 }

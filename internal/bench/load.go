@@ -74,6 +74,12 @@ func runLoad(ctx context.Context, c *client.Client, opts Options) loadResult {
 				p.runPipelined(ctx, more)
 				return
 			}
+			if opts.Batch > 1 {
+				for more() {
+					p.round(ctx, opts.Batch, opts.Wait)
+				}
+				return
+			}
 			for more() {
 				p.cycle(ctx)
 			}
