@@ -69,6 +69,9 @@ type Config struct {
 	// A2ABlockingTimeout bounds how long a blocking A2A send waits for its
 	// task to finish before answering with the task as it stands.
 	A2ABlockingTimeout time.Duration `yaml:"a2a_blocking_timeout"`
+	// BatchMax bounds the items of a batch request and the max of a lease
+	// or drain of several.
+	BatchMax int `yaml:"batch_max"`
 }
 
 // The defaults that belong to no other package. The rest are defined once
@@ -120,6 +123,7 @@ func DefaultFor(getenv func(string) string) Config {
 		ResultCacheAge:        time.Duration(mailbox.DefaultResultCacheAgeMs) * time.Millisecond,
 		AuditMax:              mailbox.DefaultAuditMax,
 		A2ABlockingTimeout:    DefaultA2ABlockingTimeout,
+		BatchMax:              mailbox.DefaultBatchMax,
 	}
 }
 

@@ -151,6 +151,7 @@ result_cache_max: 0
 result_cache_age: 1h
 audit_max: 50
 a2a_blocking_timeout: 45s
+batch_max: 250
 `, func(c Config) bool {
 			return reflect.DeepEqual(c, Config{Addr: "127.0.0.1:0", DataDir: "/var/lib/mailroom", LogLevel: "debug", LogFormat: "json",
 				CompactFactor: 2.5, CompactMinBytes: 512 << 10, RetainDone: 7, SSEHeartbeat: time.Minute, SSEBuffer: 16,
@@ -161,7 +162,7 @@ a2a_blocking_timeout: 45s
 				},
 				RetryStaleInterval: 30 * time.Second, RetryStaleMinLeaseAge: 2 * time.Minute, RetryStaleMaxAttempts: 5,
 				RetryStaleMaxRequeues: 0, RetryStaleScanLimit: 10000, ResultCacheMax: 0, ResultCacheAge: time.Hour, AuditMax: 50,
-				A2ABlockingTimeout: 45 * time.Second})
+				A2ABlockingTimeout: 45 * time.Second, BatchMax: 250})
 		}},
 		{"quoted duration", `sse_heartbeat: "5s"`, func(c Config) bool { return c.SSEHeartbeat == 5*time.Second }},
 	}

@@ -57,6 +57,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		{positive("result_cache_age", &c.ResultCacheAge), "forget a finished idempotent task's result for duplicates after this long" + aDuration},
 		{&count{"audit_max", &c.AuditMax, 1, math.MaxInt}, "repair records kept for the audit list (the log keeps all)"},
 		{positive("a2a_blocking_timeout", &c.A2ABlockingTimeout), "a blocking A2A send answers with the task as it stands after this long" + aDuration},
+		{&count{"batch_max", &c.BatchMax, 1, mailbox.MaxBatch}, "most items in a batch request, and most tasks (results) one lease (drain) takes"},
 	} {
 		fs.Var(k.v, flagName(k.v.name()), k.usage+" (env "+envName(k.v.name())+")")
 	}

@@ -137,7 +137,7 @@ func Open(cfg config.Config, logger *slog.Logger, opts ...Option) (*Daemon, erro
 			return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 		}
 	}
-	apiOpts := httpapi.Options{Logger: logger, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout,
+	apiOpts := httpapi.Options{Logger: logger, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout, BatchMax: cfg.BatchMax,
 		Metrics: []metrics.Source{eng, st}}
 	if authn.Enabled() {
 		apiOpts.Authorizer = httpapi.TokenAuthorizer(authn)

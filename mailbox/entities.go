@@ -152,14 +152,18 @@ type LeasedTask struct {
 	Lease Lease `json:"lease"`
 }
 
-// Long-poll bounds: a lease or drain of several takes at most MaxBatch,
-// and waits at most MaxWaitMs for something to arrive.
+// Batch and long-poll bounds. A batch request, or a lease or drain of
+// several, holds at most the daemon's batch_max items (DefaultBatchMax
+// unless configured, never more than MaxBatch); a long poll waits at most
+// MaxWaitMs for something to arrive.
 const (
-	MaxBatch  = 100
-	MaxWaitMs = 20000
+	DefaultBatchMax = 100
+	MaxBatch        = 1000
+	MaxWaitMs       = 20000
 )
 
-// ValidateBatch checks a lease's or drain's max and wait.
+// ValidateBatch checks a lease's or drain's max (against the ceiling; the
+// HTTP layer holds it to batch_max) and wait.
 func ValidateBatch(n int, waitMs int64) error {
 	if n < 1 || n > MaxBatch {
 		return Invalidf("max", "max: got %d, expected 1 to %d", n, MaxBatch)

@@ -35,12 +35,16 @@ func TestLeaseAndDrainSeveralWithWait(t *testing.T) {
 	if len(drained.Results) != 2 {
 		t.Fatalf("result next --max 10: %+v", drained.Results)
 	}
+	// The daemon holds --max to its batch_max.
+	if o := cli(t, addr, "lease", "--recipient", "coder@local", "--max", "101"); o.code != exitFailure || !strings.Contains(o.stderr, "batch_max") {
+		t.Errorf("lease --max 101 against the default batch_max: exit %d, stderr %q", o.code, o.stderr)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"lease", "--recipient", "coder@local", "--max", "0"}, "--max: got 0"},
-		{[]string{"lease", "--recipient", "coder@local", "--max", "101"}, "1 to 100"},
+		{[]string{"lease", "--recipient", "coder@local", "--max", "1001"}, "1 to 1000"},
 		{[]string{"lease", "--recipient", "coder@local", "--wait", "30s"}, "--wait: got 30s"},
 		{[]string{"result", "next", "--sender", "planner@local", "--wait", "-1s"}, "--wait"},
 	} {

@@ -319,7 +319,7 @@ func sendFile(ctx context.Context, e *env, cf *clientFlags, path string, asJSON 
 			p.refusal = &mailbox.BatchItem{Kind: mailbox.KindError, Code: mailbox.CodeInvalid, Message: "not a task: " + strings.TrimPrefix(err.Error(), "json: ")}
 		}
 		p.task = t
-		if batch = append(batch, p); len(batch) == mailbox.MaxBatch {
+		if batch = append(batch, p); len(batch) == mailbox.DefaultBatchMax {
 			if err := flush(); err != nil {
 				return err
 			}

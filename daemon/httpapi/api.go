@@ -48,6 +48,9 @@ type Options struct {
 	// Authorizer, when set, is asked about every routed request; nil allows
 	// everything.
 	Authorizer Authorizer
+	// BatchMax bounds a batch request's items and a lease's or drain's
+	// max (default mailbox.DefaultBatchMax).
+	BatchMax int
 }
 
 // Route patterns (Go 1.22 ServeMux syntax). They are also the route label of
@@ -127,6 +130,9 @@ func New(svc mailbox.Service, opts Options) http.Handler {
 	}
 	if opts.FlushDelay == 0 {
 		opts.FlushDelay = DefaultFlushDelay
+	}
+	if opts.BatchMax <= 0 {
+		opts.BatchMax = mailbox.DefaultBatchMax
 	}
 	a := &api{svc: svc, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
 	a.handle(RouteSendTask, a.sendTask)

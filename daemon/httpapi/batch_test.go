@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
@@ -157,7 +158,7 @@ func TestPostResultsAnswersEachItem(t *testing.T) {
 
 func TestBatchRefusals(t *testing.T) {
 	d := daemontest.Start(t, daemontest.Options{})
-	many := strings.Repeat(`{"sender":"a@x","recipient":"b@x","intent_text":"x"},`, mailbox.MaxBatch+1)
+	many := strings.Repeat(`{"sender":"a@x","recipient":"b@x","intent_text":"x"},`, mailbox.DefaultBatchMax+1)
 	for _, c := range []struct {
 		path, body, field, want string
 	}{
@@ -206,5 +207,22 @@ func TestBatchItemsMeetThePolicy(t *testing.T) {
 	}
 	if it := out.Items[3]; it.Code != mailbox.CodeInvalid {
 		t.Errorf("a malformed item is a 400 before any right is looked at: %+v", it)
+	}
+}
+
+// batch_max bounds a batch's items and a lease's max, naming itself.
+func TestBatchMaxIsConfigured(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{Config: func(c *config.Config) { c.BatchMax = 2 }})
+	three := `{"tasks":[{"sender":"a@x","recipient":"b@x","intent_text":"1"},{"sender":"a@x","recipient":"b@x","intent_text":"2"},{"sender":"a@x","recipient":"b@x","intent_text":"3"}]}`
+	r := request(t, d, "POST", "/a2a/tasks/batch", "application/json", three, nil)
+	if e := errorBody(t, r); r.status != 400 || !strings.Contains(e.Message, "got 3 items, expected 1 to 2 (the daemon's batch_max)") {
+		t.Fatalf("three items under batch_max 2: %d %s", r.status, r.body)
+	}
+	r = request(t, d, "POST", "/a2a/tasks/next?recipient=b@x&max=3", "", "", nil)
+	if e := errorBody(t, r); r.status != 400 || e.Details == nil || e.Details.Field != "max" || !strings.Contains(e.Message, "1 to 2") {
+		t.Fatalf("max=3 under batch_max 2: %d %s", r.status, r.body)
+	}
+	if status, out, r := batch(t, d, "/a2a/tasks/batch", `{"tasks":[{"sender":"a@x","recipient":"b@x","intent_text":"1"},{"sender":"a@x","recipient":"b@x","intent_text":"2"}]}`, nil); status != 200 || len(out.Items) != 2 {
+		t.Fatalf("two items under batch_max 2: %d %s", status, r.body)
 	}
 }

@@ -211,11 +211,11 @@ func (p params) millis(name string) (*int64, error) {
 // batch reads a long poll's max and wait_ms: max (1 when absent, and
 // given says whether it was) and the wait (0 when absent). The service
 // checks their ranges.
-func (p params) batch() (n int, given bool, wait time.Duration, err error) {
+func (p params) batch(most int) (n int, given bool, wait time.Duration, err error) {
 	n = 1
 	if v, ok := p.get("max"); ok {
-		if n, err = strconv.Atoi(v); err != nil {
-			return 0, false, 0, mailbox.Invalidf("max", "max: got %q, expected an integer from 1 to %d", v, mailbox.MaxBatch)
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > most {
+			return 0, false, 0, mailbox.Invalidf("max", "max: got %q, expected an integer from 1 to %d (the daemon's batch_max)", v, most)
 		}
 		given = true
 	}

@@ -41,7 +41,7 @@ func (a *api) leaseTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, list, wait, err := p.batch()
+	n, list, wait, err := p.batch(a.opts.BatchMax)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (a *api) drainResult(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, list, wait, err := p.batch()
+	n, list, wait, err := p.batch(a.opts.BatchMax)
 	if err != nil {
 		return err
 	}
@@ -286,7 +286,7 @@ type batchBody struct {
 
 // readBatch decodes a batch request's list (list is "tasks" or "results")
 // and checks its size.
-func readBatch(w http.ResponseWriter, r *http.Request, list, what string) ([]json.RawMessage, error) {
+func readBatch(w http.ResponseWriter, r *http.Request, list, what string, most int) ([]json.RawMessage, error) {
 	var b batchBody
 	if err := decodeBody(w, r, &b, "a batch: {\""+list+"\": [...]}"); err != nil {
 		return nil, err
@@ -300,9 +300,9 @@ func readBatch(w http.ResponseWriter, r *http.Request, list, what string) ([]jso
 	case other:
 		return nil, mailbox.Invalidf(list, "request body: this route takes %q, a list of %s", list, what)
 	case items == nil:
-		return nil, mailbox.Invalidf(list, "%s: missing, expected a list of 1 to %d %s", list, mailbox.MaxBatch, what)
-	case len(items) == 0 || len(items) > mailbox.MaxBatch:
-		return nil, mailbox.Invalidf(list, "%s: got %d items, expected 1 to %d", list, len(items), mailbox.MaxBatch)
+		return nil, mailbox.Invalidf(list, "%s: missing, expected a list of 1 to %d %s", list, most, what)
+	case len(items) == 0 || len(items) > most:
+		return nil, mailbox.Invalidf(list, "%s: got %d items, expected 1 to %d (the daemon's batch_max)", list, len(items), most)
 	}
 	return items, nil
 }
@@ -312,7 +312,7 @@ func (a *api) sendBatch(w http.ResponseWriter, r *http.Request) error {
 	if _, err := parseParams(r); err != nil {
 		return err
 	}
-	raw, err := readBatch(w, r, "tasks", "tasks")
+	raw, err := readBatch(w, r, "tasks", "tasks", a.opts.BatchMax)
 	if err != nil {
 		return err
 	}
@@ -343,7 +343,7 @@ func (a *api) postResults(w http.ResponseWriter, r *http.Request) error {
 	if _, err := parseParams(r); err != nil {
 		return err
 	}
-	raw, err := readBatch(w, r, "results", "results")
+	raw, err := readBatch(w, r, "results", "results", a.opts.BatchMax)
 	if err != nil {
 		return err
 	}

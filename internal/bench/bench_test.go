@@ -100,7 +100,7 @@ func TestOptionsRefused(t *testing.T) {
 		{Embedded: true, Fanout: -1},
 		{Embedded: true, Rate: -1},
 		{Addr: "127.0.0.1:1", Dir: "/tmp"},
-		{Embedded: true, Batch: 101},
+		{Embedded: true, Batch: 1001},
 		{Embedded: true, Batch: 4, Pipeline: true},
 		{Embedded: true, Wait: 21 * time.Second},
 	} {
