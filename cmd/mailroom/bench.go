@@ -31,7 +31,8 @@ const benchSummary = "measure a daemon with sender/recipient pairs running full 
 //	p90_ms, p99_ms, max_ms}, events_per_s, complete, final_seq, missed,
 //	repeated, reconnects, received_min, received_max, per_subscriber
 //	[{snapshot_seq, last_seq, received, missed, repeated, reconnects,
-//	snapshots}]}
+//	snapshots}]}, long_poll (null without --idle-workers) {workers, wait_ms,
+//	idle_requests_per_s, idle_s, sends, delay {count, p50_ms, ...}, lost}
 func runBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "bench",
@@ -58,6 +59,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	pipeline := fs.Bool("pipeline", false, "let each pair send its next task while the previous cycle is still in flight (at most two cycles per pair)")
 	batch := fs.Int("batch", 1, "tasks per request: each pair sends B tasks in one request, leases and drains up to B a request and posts B results in one (cycles counted per task; the cycle latency is a round's)")
 	wait := fs.Duration("wait", 0, "with --batch: how long leases and drains long-poll for work not there yet (at most 20s)")
+	idle := fs.Int("idle-workers", 0, "measure long polls instead: K workers wait on empty queues (for --wait, default 20s); reports their requests/s while idle and the delay from a send to a waiting worker's lease")
 	asJSON := fs.Bool("json", false, "print one JSON object with every figure")
 	if _, err := parseExact(fs, args); err != nil {
 		return err
@@ -87,14 +89,18 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return usagef("--batch and --pipeline: choose one; a batched round already keeps many cycles in flight")
 	case *wait < 0 || *wait > 20*time.Second:
 		return usagef("--wait: got %s, expected 0 to 20s", *wait)
-	case set["wait"] && *batch == 1:
-		return usagef("--wait: only batched rounds (--batch 2 or more) long-poll")
+	case set["wait"] && *batch == 1 && *idle == 0:
+		return usagef("--wait: only batched rounds (--batch 2 or more) and --idle-workers long-poll")
+	case *idle < 0:
+		return usagef("--idle-workers: got %d, expected 0 or more", *idle)
+	case *idle > 0 && (*batch > 1 || *pipeline || *fanout > 0):
+		return usagef("--idle-workers measures long polls alone; drop --batch, --pipeline and --fanout")
 	}
 	if *token == "" {
 		*token = e.getenv("MAILROOM_TOKEN")
 	}
 	opts := bench.Options{Embedded: *embedded, Dir: *dir, Token: *token, Pairs: *pairs, Duration: *duration,
-		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Pipeline: *pipeline, Batch: *batch, Wait: *wait, Progress: e.stderr}
+		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Pipeline: *pipeline, Batch: *batch, Wait: *wait, IdleWorkers: *idle, Progress: e.stderr}
 	if !*embedded {
 		opts.Addr = addr
 	}
@@ -110,6 +116,13 @@ func runBench(ctx context.Context, e *env, args []string) error {
 }
 
 func printBench(w io.Writer, r bench.Report) {
+	if lp := r.LongPoll; lp != nil {
+		fmt.Fprintf(w, "mailroom bench: long polls, %d idle workers waiting %dms each\n", lp.Workers, lp.WaitMs)
+		fmt.Fprintf(w, "idle      %10.2f requests/s from all the workers over %.1fs\n", lp.IdleRequestsPerS, lp.IdleS)
+		fmt.Fprintf(w, "delay     send to a waiting worker's lease: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms over %d sends (%d lost)\n",
+			lp.Delay.P50, lp.Delay.P90, lp.Delay.P99, lp.Delay.Max, lp.Sends, lp.Lost)
+		return
+	}
 	target := "daemon at " + r.Target
 	if r.Embedded {
 		target = "embedded daemon"

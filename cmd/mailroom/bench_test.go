@@ -50,7 +50,7 @@ func TestBenchEmbeddedJSON(t *testing.T) {
 		t.Errorf("stdout holds more than one JSON value:\n%s", o.stdout)
 	}
 	wantTop := []string{"batch", "cycles", "cycles_per_s", "daemon", "data_fs", "duration_s", "elapsed_s", "embedded", "errors", "errors_total",
-		"fanout", "kind", "latency", "pairs", "payload_bytes", "pipeline", "rate_limit", "requests", "requests_per_s", "target", "volatile_log", "wait_ms", "warnings"}
+		"fanout", "kind", "latency", "long_poll", "pairs", "payload_bytes", "pipeline", "rate_limit", "requests", "requests_per_s", "target", "volatile_log", "wait_ms", "warnings"}
 	if got := keys(rep); !slices.Equal(got, wantTop) {
 		t.Errorf("keys = %v, want %v", got, wantTop)
 	}

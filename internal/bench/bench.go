@@ -72,6 +72,11 @@ type Options struct {
 	// Wait is how long a batched round's leases and drains long-poll when
 	// nothing is there yet.
 	Wait time.Duration
+	// IdleWorkers, above 0, measures long polls instead of cycles: this
+	// many workers long-poll (for Wait, default 20s) on empty queues for
+	// half the duration, then tasks are sent one at a time to random
+	// waiting workers (see LongPollReport).
+	IdleWorkers int
 	// Fanout connects this many event-stream subscribers for the run.
 	Fanout int
 	// Progress, when set, gets one line a second while the load runs.
@@ -110,6 +115,8 @@ func (o *Options) fill() error {
 		return fmt.Errorf("bench: batch: got %d, expected 1 to %d", o.Batch, mailbox.MaxBatch)
 	case o.Batch > 1 && o.Pipeline:
 		return errors.New("bench: batch and pipeline: choose one (a round already keeps many cycles in flight)")
+	case o.IdleWorkers < 0:
+		return fmt.Errorf("bench: idle workers: got %d, expected 0 or more", o.IdleWorkers)
 	case o.Wait < 0 || o.Wait > time.Duration(mailbox.MaxWaitMs)*time.Millisecond:
 		return fmt.Errorf("bench: wait: got %s, expected 0 to 20s", o.Wait)
 	}
@@ -154,6 +161,8 @@ type Report struct {
 	ErrorsTotal uint64            `json:"errors_total"`
 	Daemon      DaemonFigures     `json:"daemon"`
 	Fanout      *FanoutReport     `json:"fanout"` // null without --fanout
+	// LongPoll is the long-poll run of --idle-workers (null otherwise).
+	LongPoll *LongPollReport `json:"long_poll"`
 }
 
 // StepLatency is one Latency per step of a cycle and for the whole cycle.
@@ -202,7 +211,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	// of 2 idle connections per host would make most requests dial anew.
 	hc := &http.Client{Transport: &http.Transport{
 		MaxIdleConns:        0,
-		MaxIdleConnsPerHost: opts.Pairs + opts.Fanout + 4,
+		MaxIdleConnsPerHost: opts.Pairs + opts.Fanout + opts.IdleWorkers + 4,
 		IdleConnTimeout:     90 * time.Second,
 	}}
 	defer hc.CloseIdleConnections()
@@ -225,6 +234,16 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	before, err := scrapeMetrics(ctx, c)
 	if err != nil {
 		return Report{}, err
+	}
+	if opts.IdleWorkers > 0 {
+		lp := runLongPoll(ctx, c, opts)
+		after, err := scrapeMetrics(context.WithoutCancel(ctx), c)
+		if err != nil {
+			return Report{}, err
+		}
+		return Report{Kind: ReportKind, Target: target, Embedded: opts.Embedded, DurationS: opts.Duration.Seconds(),
+			DataFS: dataFS, VolatileLog: volatileLog, Warnings: warnings, Errors: map[string]uint64{},
+			Daemon: daemonDelta(before, after), WaitMs: lp.WaitMs, Batch: 1, LongPoll: &lp}, nil
 	}
 	res := runLoad(ctx, c, opts)
 	// The answers the load got were sent after their events were durable,

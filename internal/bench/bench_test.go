@@ -365,3 +365,25 @@ func TestRunBatched(t *testing.T) {
 		t.Errorf("after the run: %d tasks, %d results (%v); want the mailbox empty", len(view.Tasks), len(view.Results), err)
 	}
 }
+
+// Idle long-polling workers make no requests while they wait, and a task
+// sent to one is leased by it.
+func TestRunLongPoll(t *testing.T) {
+	rep, err := Run(t.Context(), Options{Embedded: true, IdleWorkers: 10, Wait: 5 * time.Second, Duration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := rep.LongPoll
+	if lp == nil || lp.Workers != 10 || lp.WaitMs != 5000 {
+		t.Fatalf("long-poll report %+v", lp)
+	}
+	if lp.IdleRequestsPerS != 0 {
+		t.Errorf("idle workers made %.2f requests/s while waiting, want none before their wait ends", lp.IdleRequestsPerS)
+	}
+	if lp.Sends == 0 || lp.Lost != 0 || lp.Delay.Count != lp.Sends {
+		t.Errorf("sends %d lost %d delays %d: want every send leased by its waiting worker", lp.Sends, lp.Lost, lp.Delay.Count)
+	}
+	if rep.Daemon.EventsAppended != uint64(2*lp.Sends) {
+		t.Errorf("the daemon appended %d events for %d sends, want a send and a lease each", rep.Daemon.EventsAppended, lp.Sends)
+	}
+}
