@@ -189,15 +189,19 @@ func (c *Client) doWithin(ctx context.Context, timeout time.Duration, method, pa
 		return c.transportError(ctx, err)
 	}
 	// Every answer names its kind; checking it catches an address that
-	// points at something other than a mailroom daemon.
-	var k struct {
-		Kind string `json:"kind"`
-	}
-	if err := json.Unmarshal(raw, &k); err != nil {
-		return fmt.Errorf("%s %s: decoding the daemon's answer: %w", method, path, err)
-	}
-	if k.Kind != kind {
-		return fmt.Errorf("%s %s: the daemon answered kind %q, expected %q (is %s a mailroom daemon?)", method, path, k.Kind, kind, c.addr)
+	// points at something other than a mailroom daemon. The daemon writes
+	// it first, so the common case is a look at the answer's first bytes,
+	// not a second decoding of the whole answer.
+	if !hasKind(raw, kind) {
+		var k struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal(raw, &k); err != nil {
+			return fmt.Errorf("%s %s: decoding the daemon's answer: %w", method, path, err)
+		}
+		if k.Kind != kind {
+			return fmt.Errorf("%s %s: the daemon answered kind %q, expected %q (is %s a mailroom daemon?)", method, path, k.Kind, kind, c.addr)
+		}
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
@@ -205,6 +209,14 @@ func (c *Client) doWithin(ctx context.Context, timeout time.Duration, method, pa
 		}
 	}
 	return nil
+}
+
+// hasKind reports whether raw begins {"kind":"<kind>", as the daemon
+// writes every answer.
+func hasKind(raw []byte, kind string) bool {
+	const prefix = `{"kind":"`
+	return len(raw) > len(prefix)+len(kind) && string(raw[:len(prefix)]) == prefix &&
+		string(raw[len(prefix):len(prefix)+len(kind)]) == kind && raw[len(prefix)+len(kind)] == '"'
 }
 
 func (c *Client) authorize(req *http.Request) {

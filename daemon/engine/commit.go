@@ -23,11 +23,50 @@ type decision func(s *mailbox.State, nowMs int64) (ev mailbox.Event, ok bool, er
 // the lock right after the decided state applied the event (to read derived
 // facts such as the leased task). ok is false when fn found nothing to do.
 func (e *Engine) decide(fn decision, after func(s *mailbox.State, ev mailbox.Event)) (ev mailbox.Event, ok bool, err error) {
-	evs, err := e.decideN(1, fn, after)
-	if err != nil || len(evs) == 0 {
+	if e.closed.Load() {
+		return mailbox.Event{}, false, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down; retry against the restarted daemon")
+	}
+	if err := e.failed.Load(); err != nil {
 		return mailbox.Event{}, false, err
 	}
-	return evs[0], true, nil
+	e.mu.Lock()
+	if e.broken.Load() {
+		if err := e.recoverLocked(); err != nil {
+			e.mu.Unlock()
+			return mailbox.Event{}, false, err
+		}
+	}
+	ev, ok, err = fn(e.decided, e.opts.Now().UnixMilli())
+	if err != nil || !ok {
+		e.mu.Unlock()
+		return mailbox.Event{}, ok, err
+	}
+	ev.Seq = e.decided.Seq + 1
+	if ev.Encoded, err = json.Marshal(ev); err != nil {
+		e.mu.Unlock()
+		return mailbox.Event{}, false, e.bug(fmt.Errorf("decided event %d (%s) does not encode: %w", ev.Seq, ev.Type, err))
+	}
+	if err := e.decided.Apply(ev); err != nil {
+		e.mu.Unlock()
+		return mailbox.Event{}, false, e.bug(fmt.Errorf("decided event does not apply: %w", err))
+	}
+	if after != nil {
+		after(e.decided, ev)
+	}
+	e.wakeFor(e.decided, ev)
+	done := make(chan error, 1)
+	e.pending.Add(1)
+	e.st.Append(ev, func(err error) {
+		e.settle(ev, err)
+		e.pending.Done()
+		done <- err
+	})
+	e.mu.Unlock()
+	if err := <-done; err != nil {
+		return mailbox.Event{}, false, e.writeFailure("nothing was changed", err)
+	}
+	e.maybeCompact()
+	return ev, true, nil
 }
 
 // decideN is decide for up to n changes made one after the other under
@@ -36,6 +75,14 @@ func (e *Engine) decide(fn decision, after func(s *mailbox.State, ev mailbox.Eve
 // was decided before it), and every event is waited for together, so they
 // share a sync.
 func (e *Engine) decideN(n int, fn decision, after func(s *mailbox.State, ev mailbox.Event)) ([]mailbox.Event, error) {
+	if n == 1 {
+		// The common case, without the slices.
+		ev, ok, err := e.decide(fn, after)
+		if err != nil || !ok {
+			return nil, err
+		}
+		return []mailbox.Event{ev}, nil
+	}
 	if e.closed.Load() {
 		return nil, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down; retry against the restarted daemon")
 	}

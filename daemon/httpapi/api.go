@@ -244,14 +244,21 @@ func (a *api) fail(w *statusWriter, r *http.Request, route string, err error) {
 // writeJSON writes v as the response body. Our wire types always encode; a
 // write error means the client has gone, and there is nobody left to tell.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	// Shared header values: net/http only reads them, and Set would make
+	// a new slice for each on every answer.
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	h["Content-Type"] = jsonContentType
+	h["Cache-Control"] = noStore
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
+
+var (
+	jsonContentType = []string{"application/json"}
+	noStore         = []string{"no-store"}
+)
 
 // statusWriter remembers the status written, for the request counter and
 // for fail. Unwrap lets http.ResponseController reach the connection (Flush,
