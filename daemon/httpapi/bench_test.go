@@ -136,3 +136,72 @@ func cycle(ctx context.Context, c *client.Client, planner, worker string) error 
 	}
 	return nil
 }
+
+// BenchmarkBatchedRound measures batched rounds over HTTP: 16 pairs, each
+// sending 32 tasks in one request, leasing them 32 a request, posting
+// their 32 results in one request and draining them 32 a request. One op
+// is one task's full cycle.
+//
+//	go test -run '^$' -bench 'BatchedRound|CycleFloor' -benchtime 3s ./daemon/httpapi
+func BenchmarkBatchedRound(b *testing.B) {
+	const pairs, batch = 16, 32
+	d := daemontest.Start(b, daemontest.Options{})
+	c, err := client.New(d.Addr(), client.WithHTTPClient(&http.Client{
+		Transport: &http.Transport{MaxIdleConnsPerHost: pairs}}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var n, done atomic.Int64
+	rounds := (b.N + batch - 1) / batch
+	var next atomic.Int64
+	b.SetParallelism((pairs + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		p := n.Add(1)
+		planner, worker := fmt.Sprintf("planner%d@bench", p), fmt.Sprintf("worker%d@bench", p)
+		for pb.Next() {
+			if next.Add(1) > int64(rounds) {
+				continue
+			}
+			if err := round(ctx, c, planner, worker, batch); err != nil {
+				b.Error(err)
+				return
+			}
+			done.Add(batch)
+		}
+	})
+	b.ReportMetric(float64(done.Load())/time.Since(start).Seconds(), "cycles/s")
+}
+
+func round(ctx context.Context, c *client.Client, planner, worker string, batch int) error {
+	tasks := make([]mailbox.Task, batch)
+	for i := range tasks {
+		tasks[i] = mailbox.Task{Sender: planner, Recipient: worker, IntentText: "benchmark"}
+	}
+	if _, err := c.SendBatch(ctx, tasks); err != nil {
+		return err
+	}
+	var results []mailbox.Result
+	for len(results) < batch {
+		got, err := c.LeaseN(ctx, worker, batch-len(results), time.Second)
+		if err != nil {
+			return err
+		}
+		for _, l := range got {
+			results = append(results, mailbox.Result{TaskID: l.Task.ID, LeaseID: l.Lease.LeaseID, Status: mailbox.StatusOK, Content: []mailbox.Content{}})
+		}
+	}
+	if _, err := c.PostResults(ctx, results); err != nil {
+		return err
+	}
+	for drained := 0; drained < batch; {
+		got, err := c.DrainN(ctx, planner, batch-drained, time.Second)
+		if err != nil {
+			return err
+		}
+		drained += len(got)
+	}
+	return nil
+}
