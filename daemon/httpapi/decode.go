@@ -43,7 +43,8 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, what string) erro
 	}
 	// encoding/json would quietly turn invalid UTF-8 into U+FFFD, storing
 	// text the client never sent.
-	if off, ok := firstInvalidUTF8(body); !ok {
+	if !utf8.Valid(body) {
+		off, _ := firstInvalidUTF8(body)
 		return mailbox.Errorf(mailbox.CodeInvalid, "request body: invalid UTF-8 at byte offset %d, expected UTF-8 JSON", off)
 	}
 	return decodeJSON(body, v, what)
@@ -73,6 +74,8 @@ func decodeJSON(body []byte, v any, what string) error {
 	return nil
 }
 
+// firstInvalidUTF8 finds where b stops being UTF-8; decodeBody asks only
+// after utf8.Valid, much the faster, has said it does.
 func firstInvalidUTF8(b []byte) (int, bool) {
 	for i := 0; i < len(b); {
 		r, n := utf8.DecodeRune(b[i:])
