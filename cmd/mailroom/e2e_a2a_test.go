@@ -124,8 +124,7 @@ func TestFaultA2AKill9(t *testing.T) {
 	}
 
 	// Senders keep sending through the edge while the daemon is killed.
-	var mu sync.Mutex
-	var acked []string
+	var acked acks
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for w := 0; w < 4; w++ {
@@ -151,21 +150,11 @@ func TestFaultA2AKill9(t *testing.T) {
 				if err != nil || rep.Result.ID == "" {
 					return
 				}
-				mu.Lock()
-				acked = append(acked, rep.Result.ID)
-				mu.Unlock()
+				acked.add(rep.Result.ID)
 			}
 		})
 	}
-	for {
-		mu.Lock()
-		n := len(acked)
-		mu.Unlock()
-		if n >= 100 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	acked.waitFor(100)
 	p.kill9(t)
 	close(stop)
 	wg.Wait()
@@ -176,7 +165,7 @@ func TestFaultA2AKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range acked {
+	for _, id := range acked.list() {
 		r, err := a2aCall(ctx, base(p.addr), nil, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"`+id+`"}}`)
 		if err != nil {
 			t.Fatal(err)
@@ -195,7 +184,7 @@ func TestFaultA2AKill9(t *testing.T) {
 			t.Fatalf("acknowledged task %s after kill -9: %+v %s %v", id, rep.Result, rep.Error, err)
 		}
 	}
-	t.Logf("%d acknowledged sends survived kill -9", len(acked))
+	t.Logf("%d acknowledged sends survived kill -9", len(acked.list()))
 
 	// The stream resumes where it was cut: the lease survived, the worker
 	// answers, and the resumed stream shows the rest and ends.

@@ -22,10 +22,8 @@ func TestFaultBatchesKill9(t *testing.T) {
 	defer cancel()
 	const size = 10
 	var (
-		mu    sync.Mutex
-		acked []string
-		sent  []string
-		wg    sync.WaitGroup
+		acked, sent acks
+		wg          sync.WaitGroup
 	)
 	stop := make(chan struct{})
 	for w := range 4 {
@@ -46,9 +44,7 @@ func TestFaultBatchesKill9(t *testing.T) {
 				for k := range tasks {
 					tasks[k] = mailbox.Task{Sender: "planner@local", Recipient: "coder@local", IntentText: fmt.Sprintf("%s item %d", tag, k)}
 				}
-				mu.Lock()
-				sent = append(sent, tag)
-				mu.Unlock()
+				sent.add(tag)
 				items, err := c.SendBatch(ctx, tasks)
 				if err != nil {
 					return // the daemon is gone
@@ -59,21 +55,11 @@ func TestFaultBatchesKill9(t *testing.T) {
 						return
 					}
 				}
-				mu.Lock()
-				acked = append(acked, tag)
-				mu.Unlock()
+				acked.add(tag)
 			}
 		})
 	}
-	for {
-		mu.Lock()
-		n := len(acked)
-		mu.Unlock()
-		if n >= 40 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	acked.waitFor(40)
 	p.kill9(t)
 	close(stop)
 	wg.Wait()
@@ -92,15 +78,41 @@ func TestFaultBatchesKill9(t *testing.T) {
 		tag, _, _ := strings.Cut(e.Task.IntentText, " item ")
 		count[tag]++
 	}
-	for _, tag := range acked {
+	for _, tag := range acked.list() {
 		if count[tag] != size {
 			t.Errorf("acknowledged batch %s has %d of its %d tasks after kill -9", tag, count[tag], size)
 		}
 	}
-	for _, tag := range sent {
+	for _, tag := range sent.list() {
 		if n := count[tag]; n != 0 && n != size {
 			t.Errorf("batch %s is half there after kill -9: %d of %d tasks", tag, n, size)
 		}
 	}
-	t.Logf("%d batches acknowledged, %d sent; all whole after kill -9", len(acked), len(sent))
+	t.Logf("%d batches acknowledged, %d sent; all whole after kill -9", len(acked.list()), len(sent.list()))
+}
+
+// acks collects, from several writers, what they sent or what the daemon
+// acknowledged.
+type acks struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (a *acks) add(id string) {
+	a.mu.Lock()
+	a.ids = append(a.ids, id)
+	a.mu.Unlock()
+}
+
+func (a *acks) list() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.ids...)
+}
+
+// waitFor returns once n are in.
+func (a *acks) waitFor(n int) {
+	for len(a.list()) < n {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
