@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 
 	"github.com/mailroom/mailroom/mailbox"
@@ -54,7 +55,7 @@ func (e *Engine) decide(fn decision, after func(s *mailbox.State, ev mailbox.Eve
 		after(e.decided, ev)
 	}
 	e.wakeFor(e.decided, ev)
-	done := make(chan error, 1)
+	done := doneChans.Get().(chan error)
 	e.pending.Add(1)
 	e.st.Append(ev, func(err error) {
 		e.settle(ev, err)
@@ -62,12 +63,18 @@ func (e *Engine) decide(fn decision, after func(s *mailbox.State, ev mailbox.Eve
 		done <- err
 	})
 	e.mu.Unlock()
-	if err := <-done; err != nil {
+	err = <-done
+	doneChans.Put(done) // empty again: the store calls done once
+	if err != nil {
 		return mailbox.Event{}, false, e.writeFailure("nothing was changed", err)
 	}
 	e.maybeCompact()
 	return ev, true, nil
 }
+
+// doneChans are the channels decide waits on, reused: each gets exactly one
+// value, which decide takes before putting it back.
+var doneChans = sync.Pool{New: func() any { return make(chan error, 1) }}
 
 // decideN is decide for up to n changes made one after the other under
 // one lock, as a lease of several tasks is: fn runs until it has nothing

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/mailroom/mailroom/internal/metrics"
@@ -193,8 +194,13 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // mapping and the request counter.
 func (a *api) adapt(route string, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
-		defer func() { a.reqs.add(route, sw.code()) }()
+		sw := statusWriters.Get().(*statusWriter)
+		*sw = statusWriter{ResponseWriter: w}
+		defer func() {
+			a.reqs.add(route, sw.code())
+			*sw = statusWriter{} // drop the request's writer before the next one takes it
+			statusWriters.Put(sw)
+		}()
 		if az := a.opts.Authorizer; az != nil {
 			ctx, err := az.Authorize(r, route)
 			if ctx != nil {
@@ -259,6 +265,10 @@ var (
 	jsonContentType = []string{"application/json"}
 	noStore         = []string{"no-store"}
 )
+
+// statusWriters are reused from request to request: a handler never keeps
+// its writer past its return.
+var statusWriters = sync.Pool{New: func() any { return new(statusWriter) }}
 
 // statusWriter remembers the status written, for the request counter and
 // for fail. Unwrap lets http.ResponseController reach the connection (Flush,
