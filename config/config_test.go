@@ -417,3 +417,27 @@ func TestReadmeConfigExample(t *testing.T) {
 		t.Errorf("README's example config: %v\n%s", err, example)
 	}
 }
+
+// An unknown MAILROOM_* variable is refused, naming it and the closest
+// known one: a typo would otherwise be ignored, and the daemon would run
+// on a default the operator did not mean.
+func TestCheckEnvRefusesUnknownVariables(t *testing.T) {
+	if err := CheckEnv([]string{"HOME=/root", "MAILROOM_ADDR=127.0.0.1:0", "MAILROOM_DATA_DIR=/x", "MAILROOM_TOKEN=t", "MAILROOM_TEST_PG=postgres://", "MAILROOM_A2A_BLOCKING_TIMEOUT=5s", "MAILROOMX=1"}); err != nil {
+		t.Fatalf("known variables refused: %v", err)
+	}
+	for _, c := range []struct {
+		kv, want string
+	}{
+		{"MAILROOM_DATA_DRI=/var/lib/mailroom", "did you mean MAILROOM_DATA_DIR?"},
+		{"MAILROOM_ADRR=0.0.0.0:1", "did you mean MAILROOM_ADDR?"},
+		{"MAILROOM_data_dir=/x", "did you mean MAILROOM_DATA_DIR?"},
+		{"MAILROOM_TOKENS=secret", "config file only"},
+		{"MAILROOM_=1", "no such setting"},
+	} {
+		err := CheckEnv([]string{"HOME=/root", c.kv})
+		name, _, _ := strings.Cut(c.kv, "=")
+		if err == nil || !strings.Contains(err.Error(), "environment variable "+name+":") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("CheckEnv(%s) = %v, want a refusal naming %s and saying %q", c.kv, err, name, c.want)
+		}
+	}
+}

@@ -106,6 +106,80 @@ func ApplyEnv(cfg *Config, getenv func(string) string) error {
 	return nil
 }
 
+// otherEnv are the MAILROOM_* variables that are no key: the CLI's token
+// (the daemon's tokens come from its file only), and the tests' PostgreSQL.
+var otherEnv = map[string]bool{"MAILROOM_TOKEN": true, "MAILROOM_TEST_PG": true}
+
+// CheckEnv refuses a MAILROOM_* variable in environ (as os.Environ lists
+// it) that names no key: a typo such as MAILROOM_DATA_DRI would otherwise
+// be ignored, and the daemon would run on its default data dir while its
+// operator believes otherwise. The error names the variable and the
+// closest known one.
+func CheckEnv(environ []string) error {
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		key, ok := strings.CutPrefix(name, "MAILROOM_")
+		if !ok || otherEnv[name] {
+			continue
+		}
+		switch k := strings.ToLower(key); {
+		case k == "tokens":
+			return fmt.Errorf("environment variable %s: tokens are set in the config file only (a secret in the environment ends up in process listings); remove it", name)
+		case isKey(k) && envName(k) == name:
+			continue
+		}
+		return fmt.Errorf("environment variable %s: no such setting; did you mean %s? Known: %s", name, closestEnv(name), strings.Join(envNames(), ", "))
+	}
+	return nil
+}
+
+func envNames() []string {
+	var out []string
+	for _, k := range keyNames() {
+		if k != "tokens" {
+			out = append(out, envName(k))
+		}
+	}
+	return append(out, "MAILROOM_TOKEN (the CLI's)")
+}
+
+// closestEnv is the known variable nearest to name by edit distance.
+func closestEnv(name string) string {
+	best, bestD := "", -1
+	for _, k := range keyNames() {
+		if k == "tokens" {
+			continue
+		}
+		if d := editDistance(name, envName(k)); bestD < 0 || d < bestD {
+			best, bestD = envName(k), d
+		}
+	}
+	if d := editDistance(name, "MAILROOM_TOKEN"); d < bestD {
+		best = "MAILROOM_TOKEN"
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
 // ApplyFlags sets in cfg every key given on cmdline, whose key flags
 // AddFlags bound to given. The flags were parsed, and checked, once: into
 // given, as the command line came; copying them over the file and the

@@ -29,6 +29,11 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	if _, err := parseExact(fs, args); err != nil {
 		return err
 	}
+	if e.environ != nil {
+		if err := config.CheckEnv(e.environ()); err != nil {
+			return &usageError{msg: err.Error()}
+		}
+	}
 	cfg, err := loadDaemonConfig(*configPath, given, fs.FlagSet, e.getenv)
 	if err != nil {
 		return err

@@ -62,7 +62,14 @@ func cli(t *testing.T, addr string, args ...string) outcome {
 func cliEnv(t *testing.T, vars map[string]string, args ...string) outcome {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), args, &stdout, &stderr, func(k string) string { return vars[k] })
+	environ := func() []string {
+		var out []string
+		for k, v := range vars {
+			out = append(out, k+"="+v)
+		}
+		return out
+	}
+	code := runEnv(t.Context(), &env{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return vars[k] }, environ: environ}, args)
 	return outcome{code, stdout.String(), stderr.String()}
 }
 

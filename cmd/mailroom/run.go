@@ -26,6 +26,9 @@ type env struct {
 	// stdin is what a verb reads with "-" for a file; nil is os.Stdin.
 	stdin  io.Reader
 	getenv func(string) string
+	// environ lists the environment as os.Environ does, for the checks
+	// that need every variable (unknown MAILROOM_* names); nil skips them.
+	environ func() []string
 	// screen is the terminal the console draws on; nil opens the real one.
 	screen tcell.Screen
 }

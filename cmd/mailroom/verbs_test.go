@@ -195,3 +195,12 @@ func TestCompactSaysWhyTheDataDirGrew(t *testing.T) {
 		t.Errorf("compact that shrank = %q, want %q", b.String(), want)
 	}
 }
+
+// The daemon will not start with a MAILROOM_* variable that names no
+// setting: the typo is named, with the variable meant.
+func TestDaemonRefusesAnUnknownVariable(t *testing.T) {
+	o := cliEnv(t, map[string]string{"MAILROOM_DATA_DRI": t.TempDir()}, "daemon", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir())
+	if o.code != exitUsage || !strings.Contains(o.stderr, "MAILROOM_DATA_DRI") || !strings.Contains(o.stderr, "did you mean MAILROOM_DATA_DIR?") {
+		t.Fatalf("daemon with MAILROOM_DATA_DRI set: exit %d, stderr %q", o.code, o.stderr)
+	}
+}
