@@ -64,6 +64,20 @@ type BatchResponse struct {
 	Items []BatchItem `json:"items"`
 }
 
+// Place puts got, the answers a layer gave for the items at the indexes at
+// of a request (in that order), into out at those places, numbered as the
+// request numbers them.
+func Place(list string, out []BatchItem, at []int, got []BatchItem) {
+	for k, i := range at {
+		b := got[k]
+		if !b.OK() {
+			b = Renumber(list, b, k, i)
+		}
+		b.Index = i
+		out[i] = b
+	}
+}
+
 // Renumber moves a refusal of item k of a list to item i: a layer that
 // passed on only some items of a request says where the item is in the
 // request.

@@ -327,15 +327,7 @@ func (g guard) items(list string, n int, check func(i int) error, next func(keep
 	if err != nil {
 		return nil, err
 	}
-	for k, i := range keep {
-		b := got[k]
-		if !b.OK() {
-			// next numbered the items it saw; say where the item is in
-			// the caller's request.
-			b = mailbox.Renumber(list, b, k, i)
-		}
-		b.Index = i
-		out[i] = b
-	}
+	// next numbered the items it saw; say where each is in the request.
+	mailbox.Place(list, out, keep, got)
 	return out, nil
 }

@@ -376,13 +376,6 @@ func (a *api) batchInto(out []mailbox.BatchItem, at []int, call func() ([]mailbo
 	if err != nil {
 		return err
 	}
-	for k, i := range at {
-		b := got[k]
-		if !b.OK() {
-			b = mailbox.Renumber(list, b, k, i)
-		}
-		b.Index = i
-		out[i] = b
-	}
+	mailbox.Place(list, out, at, got)
 	return nil
 }
