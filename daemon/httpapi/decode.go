@@ -30,7 +30,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, what string) erro
 			return mailbox.Invalidf("Content-Type", "Content-Type: got %q, expected application/json (in UTF-8)", ct)
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mailbox.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, mailbox.MaxBodyBytes), r.ContentLength)
 	if err != nil {
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return &mailbox.Error{Code: mailbox.CodeTooLarge,
@@ -72,6 +72,18 @@ func decodeJSON(body []byte, v any, what string) error {
 		return mailbox.Errorf(mailbox.CodeInvalid, "request body: unexpected data after the JSON object at byte offset %d; send exactly one object (%s)", dec.InputOffset(), what)
 	}
 	return nil
+}
+
+// readAll reads r whole, into a buffer sized by the request's
+// Content-Length when it gives one within the body limit, rather than
+// growing one from 512 bytes.
+func readAll(r io.Reader, length int64) ([]byte, error) {
+	if length <= 0 || length > mailbox.MaxBodyBytes {
+		return io.ReadAll(r)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, length+1)) // +1: ReadFrom reads until EOF
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
 }
 
 // firstInvalidUTF8 finds where b stops being UTF-8; decodeBody asks only

@@ -71,8 +71,14 @@ func CheckValue(data []byte, path string, maxValueDepth int) error {
 }
 
 func check(data []byte, t reflect.Type, path string, maxValueDepth int) error {
-	var buf [32]seg
-	c := checker{data: data, maxValue: maxValueDepth, path: buf[:0]}
+	// The path's backing array outlives no walk (errors copy it into a
+	// string), so it is reused: a batch walks a hundred bodies a request.
+	bp := pathBufs.Get().(*[]seg)
+	c := checker{data: data, maxValue: maxValueDepth, path: (*bp)[:0]}
+	defer func() {
+		*bp = c.path[:0]
+		pathBufs.Put(bp)
+	}()
 	if path != "" {
 		c.path = append(c.path, seg{key: []byte(path)})
 	}
@@ -85,6 +91,11 @@ func check(data []byte, t reflect.Type, path string, maxValueDepth int) error {
 	}
 	return nil
 }
+
+var pathBufs = sync.Pool{New: func() any {
+	b := make([]seg, 0, 32)
+	return &b
+}}
 
 // seg is one step of a path: an object key, or an array index when key is nil.
 type seg struct {
