@@ -46,8 +46,8 @@ func (e *Engine) decideUnit(items []item) ([]itemOutcome, error) {
 		}
 	}
 	now := e.opts.Now().UnixMilli()
-	var evs []mailbox.Event
-	var at []int // the item of each event
+	evs := make([]mailbox.Event, 0, len(items))
+	at := make([]int, 0, len(items)) // the item of each event
 	for i, it := range items {
 		if it.refused != nil {
 			out[i].err = it.refused

@@ -103,8 +103,8 @@ func (e *Engine) decideN(n int, fn decision, after func(s *mailbox.State, ev mai
 			return nil, err
 		}
 	}
-	var evs []mailbox.Event
-	var dones []chan error
+	evs := make([]mailbox.Event, 0, min(n, 16))
+	dones := make([]chan error, 0, min(n, 16))
 	for len(evs) < n {
 		ev, ok, err := fn(e.decided, e.opts.Now().UnixMilli())
 		if err != nil && len(evs) == 0 {
