@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -78,7 +81,7 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	defer cancel()
 	reg, err := c.RegisterAgent(ctx, agent, card)
 	if err != nil {
-		return err
+		return cardRefusal(err, *cardPath)
 	}
 	if *asJSON {
 		return writeJSON(e.stdout, mailbox.AgentRegisteredResponse{Kind: mailbox.KindAgentRegistered, Agent: reg})
@@ -114,9 +117,82 @@ func readCard(e *env, path string) (mailbox.AgentCard, error) {
 		if errors.Is(err, io.EOF) {
 			return mailbox.AgentCard{}, usagef("--card %s: the file is empty, expected a card with at least name", path)
 		}
-		return mailbox.AgentCard{}, usagef("--card %s: %v (expected name, description, version, skills, default_input_modes, default_output_modes)", path, strings.TrimPrefix(err.Error(), "yaml: "))
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			// Say which key is unknown and which ones there are, in the
+			// file's words rather than the Go type's.
+			return mailbox.AgentCard{}, usagef("--card %s: %s", path, strings.Join(cardKeyErrors(te.Errors), "; "))
+		}
+		return mailbox.AgentCard{}, usagef("--card %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	return card, nil
+}
+
+// unknownKey is yaml.v3's words for a key KnownFields refuses.
+var unknownKey = regexp.MustCompile(`^(line \d+: )field (.+) not found in type mailbox\.(AgentCard|AgentSkill)$`)
+
+// cardTypes names the Go types yaml.v3 mentions as what a card file holds.
+var cardTypes = strings.NewReplacer(
+	"into []mailbox.AgentSkill", "into skills, expected a list of skills (each id, name, description, tags, examples)",
+	"into mailbox.AgentSkill", "into a skill, expected id, name, description, tags, examples",
+	"into mailbox.AgentCard", "into a card, expected name, description, version, skills, default_input_modes, default_output_modes",
+	"into []string", "into a list",
+)
+
+func cardKeyErrors(errs []string) []string {
+	out := make([]string, len(errs))
+	for i, msg := range errs {
+		m := unknownKey.FindStringSubmatch(msg)
+		switch {
+		case m == nil:
+			out[i] = cardTypes.Replace(msg)
+		case m[3] == "AgentSkill":
+			out[i] = fmt.Sprintf("%sunknown key %q in a skill, expected id, name, description, tags, examples", m[1], m[2])
+		default:
+			out[i] = fmt.Sprintf("%sunknown key %q, expected name, description, version, skills, default_input_modes, default_output_modes", m[1], m[2])
+		}
+	}
+	return out
+}
+
+// skillIndex is a skill's place in the daemon's field names, skills[1].
+var skillIndex = regexp.MustCompile(`skills\[(\d+)\]`)
+
+// cardRefusal turns the daemon's refusal of a card value into a usage error
+// naming where the user typed it: the card file (whose keys are the
+// daemon's field names), or the flag, --skill #2 for skills[1].
+func cardRefusal(err error, cardPath string) error {
+	var me *mailbox.Error
+	if !errors.As(err, &me) || me.Code != mailbox.CodeInvalid || me.Details == nil || me.Details.Field == "" {
+		return err
+	}
+	if cardPath != "" {
+		return usagef("--card %s: %s", cardPath, me.Message)
+	}
+	field := me.Details.Field
+	msg, _ := strings.CutPrefix(me.Message, field+": ")
+	var arg string
+	switch {
+	case field == "name" || field == "description" || field == "version":
+		arg = "--" + field
+	case field == "skills":
+		arg = "--skill"
+	default:
+		m := skillIndex.FindStringSubmatchIndex(field)
+		if m == nil || m[0] != 0 {
+			return err
+		}
+		i, _ := strconv.Atoi(field[m[2]:m[3]])
+		arg = fmt.Sprintf("--skill #%d", i+1)
+		if rest := strings.TrimPrefix(field[m[1]:], "."); rest != "" {
+			arg += " (" + rest + ")"
+		}
+	}
+	msg = skillIndex.ReplaceAllStringFunc(msg, func(s string) string {
+		i, _ := strconv.Atoi(s[len("skills[") : len(s)-1])
+		return fmt.Sprintf("--skill #%d", i+1)
+	})
+	return usagef("%s: %s", arg, msg)
 }
 
 const agentListSummary = "list the registered agents: name, skills, queue and leases"
@@ -176,17 +252,8 @@ func runAgentList(ctx context.Context, e *env, args []string) error {
 	for _, a := range shown {
 		name, skills, registered := "-", "-", "-"
 		if a.Card != nil {
-			name = a.Card.Name
-			ids := make([]string, len(a.Card.Skills))
-			for i, s := range a.Card.Skills {
-				ids[i] = s.ID
-			}
-			if skills = strings.Join(ids, ","); skills == "" {
-				skills = "-"
-			}
-			if len(skills) > 40 {
-				skills = skills[:37] + "..."
-			}
+			name = truncate(a.Card.Name, 30)
+			skills = skillList(a.Card.Skills, 40)
 			registered = age(now, a.RegisteredAtMs) + " ago"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", a.Agent, name, skills, registered, a.Queued, a.InFlight)
@@ -209,12 +276,22 @@ func runAgentDeregister(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := mailbox.ValidateAgentID("AGENT", pos[0]); err != nil {
+		return usagef("%s", errorText(err))
+	}
 	c, ctx, cancel, err := cf.connect(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer cancel()
 	if err := c.DeregisterAgent(ctx, pos[0]); err != nil {
+		// The daemon names its field, agent; the user typed AGENT.
+		var me *mailbox.Error
+		if errors.As(err, &me) && me.Details != nil && me.Details.Field == "agent" {
+			renamed := *me
+			renamed.Message = "AGENT: " + strings.TrimPrefix(me.Message, "agent: ")
+			return &renamed
+		}
 		return err
 	}
 	if *asJSON {
@@ -222,6 +299,32 @@ func runAgentDeregister(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "deregistered %s: its A2A server is gone; its tasks stay in the mailbox\n", pos[0])
 	return nil
+}
+
+// skillList is a card's skill ids for a table cell of at most width
+// characters: whole ids, and how many more did not fit.
+func skillList(skills []mailbox.AgentSkill, width int) string {
+	if len(skills) == 0 {
+		return "-"
+	}
+	var b strings.Builder
+	for i, s := range skills {
+		more := ""
+		if rest := len(skills) - i - 1; rest > 0 {
+			more = fmt.Sprintf(" +%d more", rest)
+		}
+		if i == 0 {
+			// The first id is always shown, cut short if it must be.
+			b.WriteString(truncate(s.ID, width-len(more)))
+			continue
+		}
+		id := truncate(s.ID, width)
+		if utf8.RuneCountInString(b.String()+","+id+more) > width {
+			return fmt.Sprintf("%s +%d more", b.String(), len(skills)-i)
+		}
+		b.WriteString("," + id)
+	}
+	return b.String()
 }
 
 func plural(n int) string {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/auth"
@@ -75,13 +76,14 @@ default_output_modes: [text/plain, application/json]
 		t.Errorf("deregister printed %q", out)
 	}
 	o := cli(t, addr, "agent", "deregister", "writer@local")
-	if o.code != exitFailure || !strings.Contains(o.stderr, "writer@local is not registered") || !strings.Contains(o.stderr, "mailroom agent register writer@local") {
+	if o.code != exitFailure || !strings.Contains(o.stderr, "mailroom agent deregister: AGENT: writer@local is not registered") || !strings.Contains(o.stderr, "mailroom agent register writer@local") {
 		t.Errorf("deregistering twice: exit %d, stderr %q", o.code, o.stderr)
 	}
 }
 
 func TestAgentRegisterRefusals(t *testing.T) {
 	addr := startDaemon(t)
+	nameless := writeCard(t, "description: nameless\n")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -93,16 +95,27 @@ func TestAgentRegisterRefusals(t *testing.T) {
 		{"no name", []string{"agent", "register", "coder@local"}, exitUsage, "--name or --card"},
 		{"both", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: X\n"), "--name", "Y"}, exitUsage, "not both"},
 		{"bad skill", []string{"agent", "register", "coder@local", "--name", "X", "--skill", "justanid"}, exitUsage, "ID:NAME:DESCRIPTION"},
-		{"unknown field", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: X\nurl: http://x\n")}, exitUsage, "field url not found"},
+		{"unknown field", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: X\nurl: http://x\n")}, exitUsage, `line 2: unknown key "url", expected name, description, version, skills`},
+		{"unknown skill field", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: X\nskills:\n  - id: a\n    name: A\n    tag: [x]\n")}, exitUsage, `line 5: unknown key "tag" in a skill, expected id, name, description, tags, examples`},
+		{"wrong type", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: X\nskills: fix\n")}, exitUsage, "line 2: cannot unmarshal !!str `fix` into skills, expected a list of skills"},
+		{"not YAML", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: [X\n")}, exitUsage, "--card "},
 		{"empty file", []string{"agent", "register", "coder@local", "--card", writeCard(t, "")}, exitUsage, "empty"},
 		{"missing file", []string{"agent", "register", "coder@local", "--card", filepath.Join(t.TempDir(), "nope.yaml")}, exitUsage, "no such file"},
-		{"no card name", []string{"agent", "register", "coder@local", "--card", writeCard(t, "description: nameless\n")}, exitFailure, "name: got \"\""},
-		{"skill without id", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: X\nskills:\n  - name: Y\n")}, exitFailure, "skills[0].id"},
+		// The daemon refuses these values; the card file is where they were typed.
+		{"no card name", []string{"agent", "register", "coder@local", "--card", nameless}, exitUsage, "mailroom agent register: --card " + nameless + ": name: got \"\""},
+		{"skill without id", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: X\nskills:\n  - name: Y\n")}, exitUsage, "skills[0].id: got \"\""},
+		// ... and these the flags they were typed into.
+		{"blank name", []string{"agent", "register", "coder@local", "--name", " "}, exitUsage, "mailroom agent register: --name: got \" \", expected the agent's display name"},
+		{"long description", []string{"agent", "register", "coder@local", "--name", "X", "--description", strings.Repeat("d", 5000)}, exitUsage, "--description: got 5000 bytes"},
+		{"same skill twice", []string{"agent", "register", "coder@local", "--name", "X", "--skill", "a:A:", "--skill", "a:B:"}, exitUsage, "--skill #2 (id): got \"a\", which --skill #1 already has"},
+		{"blank skill id", []string{"agent", "register", "coder@local", "--name", "X", "--skill", " :A:"}, exitUsage, "--skill #1 (id): got \" \""},
+		{"deregister capitals", []string{"agent", "deregister", "Coder@local"}, exitUsage, "AGENT: got \"Coder@local\", expected lowercase"},
+		{"deregister nothing", []string{"agent", "deregister"}, exitUsage, "missing AGENT"},
 		{"--all with --skill", []string{"agent", "list", "--all", "--skill", "x"}, exitUsage, "--all"},
 		{"unknown sub-verb", []string{"agent", "frob"}, exitUsage, "register or list or deregister"},
 	} {
 		o := cli(t, addr, tc.args...)
-		if o.code != tc.code || !strings.Contains(o.stderr, tc.want) {
+		if o.code != tc.code || !strings.Contains(o.stderr, tc.want) || o.stdout != "" {
 			t.Errorf("%s: mailroom %s: exit %d, stderr %q; want exit %d naming %q", tc.name, strings.Join(tc.args, " "), o.code, o.stderr, tc.code, tc.want)
 		}
 	}
@@ -124,9 +137,98 @@ func TestAgentRegisterNeedsTheCapability(t *testing.T) {
 	if o.code != exitFailure || !strings.Contains(o.stderr, "a2a.register") {
 		t.Fatalf("register with a2a.read only: exit %d, stderr %q; want a refusal naming a2a.register", o.code, o.stderr)
 	}
+	if o.stdout != "" || !strings.HasPrefix(o.stderr, "mailroom agent register: ") {
+		t.Errorf("register with a2a.read only: stdout %q, stderr %q; want the refusal printed as other verbs print it", o.stdout, o.stderr)
+	}
 	o = cliEnv(t, map[string]string{"MAILROOM_ADDR": addr, "MAILROOM_TOKEN": "tok-reg"}, "agent", "register", "coder@local", "--name", "Coder", "--json")
 	var reg mailbox.AgentRegisteredResponse
 	if o.code != 0 || json.Unmarshal([]byte(o.stdout), &reg) != nil || reg.Agent.Principal != "registrar" {
 		t.Fatalf("register with a2a.register: exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)
+	}
+	o = cliEnv(t, map[string]string{"MAILROOM_ADDR": addr, "MAILROOM_TOKEN": "tok-read"}, "agent", "deregister", "coder@local")
+	if o.code != exitFailure || !strings.Contains(o.stderr, "mailroom agent deregister: ") || !strings.Contains(o.stderr, "a2a.register") {
+		t.Errorf("deregister with a2a.read only: exit %d, stderr %q; want a refusal naming a2a.register", o.code, o.stderr)
+	}
+	// Listing needs only a2a.read and shows the card registered above.
+	o = cliEnv(t, map[string]string{"MAILROOM_ADDR": addr, "MAILROOM_TOKEN": "tok-read"}, "agent", "list")
+	if o.code != 0 || !strings.Contains(o.stdout, "coder@local") {
+		t.Errorf("agent list with a2a.read: exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)
+	}
+}
+
+// TestAgentRegisterFromStdin reads a JSON card from stdin with --card -.
+func TestAgentRegisterFromStdin(t *testing.T) {
+	addr := startDaemon(t)
+	var stdout, stderr strings.Builder
+	e := &env{stdout: &stdout, stderr: &stderr, stdin: strings.NewReader(`{"name": "Coder", "skills": [{"id": "fix", "name": "Fix", "description": "fixes: tests"}]}`),
+		getenv: func(k string) string { return map[string]string{"MAILROOM_ADDR": addr}[k] }}
+	if code := runEnv(t.Context(), e, []string{"agent", "register", "coder@local", "--card", "-"}); code != 0 {
+		t.Fatalf("register --card - with a JSON card: exit %d, stderr %q", code, stderr.String())
+	}
+	wantContains(t, "register --card -", stdout.String(), "registered coder@local (Coder, 1 skill)\n", "A2A base URL: http://"+addr+"/agents/coder@local/\n",
+		"Agent Card:   http://"+addr+"/agents/coder@local/.well-known/agent-card.json\n")
+	var listed mailbox.AgentsResponse
+	mustJSON(t, addr, &listed, "agent", "list", "--skill", "fix", "--json")
+	if len(listed.Agents) != 1 || listed.Agents[0].Card.Skills[0].Description != "fixes: tests" {
+		t.Fatalf("agent list --skill fix --json: %+v", listed.Agents)
+	}
+	if out := mustCLI(t, addr, "agent", "list", "--skill", "nope"); !strings.Contains(out, `no registered agent has skill "nope"`) {
+		t.Errorf("agent list --skill nope printed %q", out)
+	}
+}
+
+func TestAgentHelp(t *testing.T) {
+	o := cliEnv(t, nil, "agent", "--help")
+	if o.code != 0 {
+		t.Fatalf("mailroom agent --help: exit %d, stderr %q", o.code, o.stderr)
+	}
+	wantContains(t, "mailroom agent --help", o.stdout, "mailroom agent register", "mailroom agent list", "mailroom agent deregister", "Example:\n  mailroom agent ")
+	for _, tt := range []struct {
+		sub   string
+		flags []string
+	}{
+		{"register", []string{"-card", "-name", "-description", "-version", "-skill", "-json", "default_input_modes"}},
+		{"list", []string{"-skill", "-all", "-json"}},
+		{"deregister", []string{"-json"}},
+	} {
+		name := "mailroom agent " + tt.sub + " --help"
+		o := cliEnv(t, nil, "agent", tt.sub, "--help")
+		if o.code != 0 {
+			t.Errorf("%s: exit %d, stderr %q", name, o.code, o.stderr)
+			continue
+		}
+		wantContains(t, name, o.stdout, append(tt.flags, "Usage:", "Example:\n  mailroom agent "+tt.sub, "Flags:", "-addr", "-token", "-timeout")...)
+	}
+}
+
+func TestSkillList(t *testing.T) {
+	skills := func(ids ...string) []mailbox.AgentSkill {
+		out := make([]mailbox.AgentSkill, len(ids))
+		for i, id := range ids {
+			out[i] = mailbox.AgentSkill{ID: id}
+		}
+		return out
+	}
+	long := strings.Repeat("é", 50)
+	for _, tt := range []struct {
+		skills []mailbox.AgentSkill
+		want   string
+	}{
+		{nil, "-"},
+		{skills("fix"), "fix"},
+		{skills("fix", "review"), "fix,review"},
+		{skills("skill-one", "skill-two", "skill-three", "skill-four", "skill-five"), "skill-one,skill-two,skill-three +2 more"},
+		{skills(long), strings.Repeat("é", 39) + "…"},
+		{skills(long, "b"), strings.Repeat("é", 31) + "…,b"},
+		{skills(long, long), strings.Repeat("é", 31) + "… +1 more"},
+		{skills("a", long, "c"), "a +2 more"},
+	} {
+		got := skillList(tt.skills, 40)
+		if got != tt.want {
+			t.Errorf("skillList(%d skills) = %q, want %q", len(tt.skills), got, tt.want)
+		}
+		if n := utf8.RuneCountInString(got); n > 40 {
+			t.Errorf("skillList(%d skills) = %q, %d characters, want at most 40", len(tt.skills), got, n)
+		}
 	}
 }
