@@ -99,6 +99,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if *token == "" {
 		*token = e.getenv("MAILROOM_TOKEN")
 	}
+	if *embedded {
+		tuneGC(e.getenv)
+	}
 	opts := bench.Options{Embedded: *embedded, Dir: *dir, Token: *token, Pairs: *pairs, Duration: *duration,
 		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Pipeline: *pipeline, Batch: *batch, Wait: *wait, IdleWorkers: *idle, Progress: e.stderr}
 	if !*embedded {

@@ -39,6 +39,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	logger := newLogger(e.stderr, cfg)
+	tuneGC(e.getenv)
 	d, err := daemon.Open(cfg, logger)
 	if err != nil {
 		return err

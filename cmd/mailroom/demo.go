@@ -55,6 +55,7 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 	// and the agents write to a file instead.
 	logger := slog.New(slog.NewTextHandler(ws.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := config.DefaultFor(e.getenv)
+	tuneGC(e.getenv)
 	// No tokens: the demo listens on loopback only, and its agents and
 	// console send none.
 	cfg.DataDir, cfg.Addr = ws.dataDir, "127.0.0.1:0"
