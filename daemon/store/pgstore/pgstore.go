@@ -1,0 +1,413 @@
+// Package pgstore is a store.Store kept in PostgreSQL, so that the
+// mailbox outlives the machine a daemon runs on (../shared/design/
+// postgres-ha.md, design (a)).
+//
+// One instance leads: it holds a session advisory lock on its writer
+// connection and the epoch in the one-row leader table, and it alone
+// appends, with the engine's in-memory decide and group commit as on the
+// local log. Each batch is one statement that reads the leader row FOR
+// SHARE with the epoch it took over with and checks that the table's head
+// is the one it expects, so a leader that lost its lease (a crash, a pause
+// past idle_session_timeout, a partition) can never append again: its
+// statement writes nothing. The writer session pings while idle, so an
+// instance that is alive keeps the lock.
+//
+// Today an instance that does not lead waits in Open, campaigning, and
+// takes over when the leader goes (a hot standby); serving reads and
+// streams while following is the next step.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mailroom/mailroom/daemon/store"
+)
+
+// Defaults for Options.
+const (
+	DefaultSessionTimeout   = 5 * time.Second
+	DefaultCampaignInterval = 250 * time.Millisecond
+	// DefaultMaxBatch bounds the events of one append statement.
+	DefaultMaxBatch = 1024
+	// pageSize is how many events one read of the table returns.
+	pageSize = 10000
+	// deleteChunk is how many compacted events one DELETE removes.
+	deleteChunk = 10000
+)
+
+// Options configure Open.
+type Options struct {
+	// URL is a PostgreSQL connection string (postgres://... or key=value).
+	// It never appears in errors or logs with its password.
+	URL string
+	// Schema holds the tables; DefaultSchema when empty.
+	Schema string
+	// Holder names this instance in the leader table and in its writer
+	// session's application_name; host:pid:random when empty.
+	Holder string
+	// Advertise is where other instances reach this one (advertise_url).
+	Advertise string
+	// SessionTimeout is the writer session's idle_session_timeout: a leader
+	// paused or cut off this long loses the lock. At least 1s; 0 means
+	// DefaultSessionTimeout.
+	SessionTimeout time.Duration
+	// CampaignInterval is how often an instance that does not lead tries
+	// to take over; 0 means DefaultCampaignInterval.
+	CampaignInterval time.Duration
+	// MaxBatch bounds the events of one append statement; 0 means
+	// DefaultMaxBatch.
+	MaxBatch int
+	// Logger receives takeovers, lost sessions and failed writes; nil
+	// discards them.
+	Logger *slog.Logger
+	// OnWait, when set, is called once if Open has to wait for another
+	// instance to give up the lease, with that instance's holder and
+	// advertised URL.
+	OnWait func(holder, advertise string)
+}
+
+// Store is a store.Store in a PostgreSQL schema.
+type Store struct {
+	o        Options
+	log      *slog.Logger
+	q        string // the quoted schema
+	appName  string
+	connCfg  *pgx.ConnConfig
+	pool     *pgxpool.Pool
+	maxBatch int
+	appendQ  string
+	snapQ    string
+
+	// The writer goroutine owns conn and epoch.
+	conn  *pgx.Conn
+	epoch int64
+
+	// mu guards the append queue and what Append decides on.
+	mu      sync.Mutex
+	wake    chan struct{}
+	queue   []item
+	nextSeq uint64
+	failed  error
+	closed  bool
+
+	// statMu guards the shape of the log as readers see it, and figures.
+	statMu    sync.RWMutex
+	lastSeq   uint64
+	snapSeq   uint64
+	logBytes  int64
+	snapBytes int64
+	counts    struct{ eventsAppended, batches, writeErrors, compactions uint64 }
+	commitSec float64
+
+	compactMu  sync.Mutex
+	background sync.WaitGroup
+	writerDone chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
+	stop       context.CancelFunc // ends a wait in Open or a settlement on Close
+	stopCtx    context.Context
+}
+
+type item struct {
+	seq  uint64
+	atMs int64
+	typ  string
+	body []byte
+	done func(error)
+	err  error
+	ctl  func()
+	cont bool
+}
+
+// Redact returns a connection string fit for a log line or an error: a
+// URL's password, and a key=value string's password=..., replaced by xxxxx.
+func Redact(conn string) string {
+	if u, err := url.Parse(conn); err == nil && u.Scheme != "" {
+		return u.Redacted()
+	}
+	fields := strings.Fields(conn)
+	for i, f := range fields {
+		if k, _, ok := strings.Cut(f, "="); ok && strings.TrimSpace(k) == "password" {
+			fields[i] = "password=xxxxx"
+		}
+	}
+	return strings.Join(fields, " ")
+}
+
+// scrub removes conn's password from msg, wherever a library put it.
+func scrub(msg, conn string) string {
+	if u, err := url.Parse(conn); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	for _, f := range strings.Fields(conn) {
+		if k, v, ok := strings.Cut(f, "="); ok && k == "password" && v != "" {
+			msg = strings.ReplaceAll(msg, v, "xxxxx")
+		}
+	}
+	return msg
+}
+
+// Open connects, migrates the schema (refusing one newer than this
+// binary), and waits until this instance leads: it campaigns every
+// CampaignInterval until the lock is free or ctx ends. Then it takes over
+// (the epoch goes up by one, waiting for any append of the old term to
+// finish) and is ready for Load.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if o.Schema == "" {
+		o.Schema = DefaultSchema
+	}
+	if err := ValidateSchema(o.Schema); err != nil {
+		return nil, err
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.SessionTimeout < time.Second {
+		return nil, fmt.Errorf("postgres_session_timeout: got %v, expected at least 1s (a shorter one fails over a busy leader)", o.SessionTimeout)
+	}
+	if o.CampaignInterval <= 0 {
+		o.CampaignInterval = DefaultCampaignInterval
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.Holder == "" {
+		host, _ := os.Hostname()
+		o.Holder = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgx.ParseConfig(o.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres_url: got %s, expected a postgres:// URL or key=value connection string: %s", Redact(o.URL), scrub(errors.Unwrap(err).Error(), o.URL))
+	}
+	s := &Store{
+		o: o, log: logger, q: pgx.Identifier{o.Schema}.Sanitize(),
+		appName:  fmt.Sprintf("mailroom-writer:%08x:%s", uint32(lockKey(o.Schema)), o.Holder),
+		connCfg:  cfg,
+		maxBatch: o.MaxBatch,
+		wake:     make(chan struct{}, 1),
+	}
+	if len(s.appName) > 63 {
+		s.appName = s.appName[:63]
+	}
+	s.appendQ = strings.ReplaceAll(appendSQL, "{{s}}", s.q)
+	s.snapQ = strings.ReplaceAll(snapshotSQL, "{{s}}", s.q)
+	s.stopCtx, s.stop = context.WithCancel(context.Background())
+
+	poolCfg, err := pgxpool.ParseConfig(o.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres_url: %s", scrub(err.Error(), o.URL))
+	}
+	poolCfg.MaxConns = 2
+	poolCfg.ConnConfig.RuntimeParams["application_name"] = "mailroom-reader:" + o.Holder
+	if s.pool, err = pgxpool.NewWithConfig(ctx, poolCfg); err != nil {
+		return nil, s.connErr("opening the read pool", err)
+	}
+	if err := s.connect(ctx); err != nil {
+		s.pool.Close()
+		return nil, err
+	}
+	if _, err := migrate(ctx, s.conn, o.Schema); err != nil {
+		s.abandon()
+		return nil, s.connErr("migrating", err)
+	}
+	if err := s.campaign(ctx); err != nil {
+		s.abandon()
+		return nil, err
+	}
+	if err := s.readShape(ctx); err != nil {
+		s.abandon()
+		return nil, s.connErr("reading the log's head", err)
+	}
+	s.nextSeq = s.lastSeq + 1
+	s.writerDone = make(chan struct{})
+	go s.run()
+	return s, nil
+}
+
+// connErr wraps a database error with what was being done, without the
+// connection string's password.
+func (s *Store) connErr(doing string, err error) error {
+	return fmt.Errorf("postgres store (schema %s): %s: %s", s.o.Schema, doing, scrub(err.Error(), s.o.URL))
+}
+
+// abandon closes what Open opened after a failure.
+func (s *Store) abandon() {
+	if s.conn != nil {
+		s.conn.Close(context.Background())
+	}
+	s.pool.Close()
+}
+
+// connect opens the writer session: idle_session_timeout makes a paused
+// or cut-off leader lose the lock; keepalives find a dead peer.
+func (s *Store) connect(ctx context.Context) error {
+	cfg := s.connCfg.Copy()
+	cfg.RuntimeParams["application_name"] = s.appName
+	cfg.RuntimeParams["idle_session_timeout"] = strconv.FormatInt(s.o.SessionTimeout.Milliseconds(), 10)
+	cfg.RuntimeParams["tcp_keepalives_idle"] = "5"
+	cfg.RuntimeParams["tcp_keepalives_interval"] = "2"
+	cfg.RuntimeParams["tcp_keepalives_count"] = "3"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return s.connErr("connecting the writer session", err)
+	}
+	s.conn = conn
+	return nil
+}
+
+// campaign waits until this instance holds the lease, then takes over.
+func (s *Store) campaign(ctx context.Context) error {
+	told := false
+	for {
+		var got bool
+		if err := s.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, int32(lockClass), lockKey(s.o.Schema)).Scan(&got); err != nil {
+			return s.connErr("campaigning for the lease", err)
+		}
+		if got {
+			return s.takeOver(ctx)
+		}
+		if !told {
+			told = true
+			var holder, advertise string
+			_ = s.conn.QueryRow(ctx, `SELECT holder, advertise FROM `+s.q+`.leader WHERE id = 1`).Scan(&holder, &advertise)
+			s.log.Info("another instance leads; waiting to take over", "schema", s.o.Schema, "leader", holder, "leader_url", advertise)
+			if s.o.OnWait != nil {
+				s.o.OnWait(holder, advertise)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("postgres store (schema %s): waiting for the lease: %w", s.o.Schema, ctx.Err())
+		case <-time.After(s.o.CampaignInterval):
+		}
+	}
+}
+
+// takeOver bumps the epoch. The UPDATE waits for an old leader's append in
+// flight (it holds the row FOR SHARE); if that takes longer than 10s the
+// old backend is stuck (a half-sent message, a sync standby that does not
+// answer), and it is terminated.
+func (s *Store) takeOver(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		_, err := s.conn.Exec(ctx, `SET lock_timeout = '10s'`)
+		if err == nil {
+			err = s.conn.QueryRow(ctx, `UPDATE `+s.q+`.leader SET epoch = epoch + 1, holder = $1, advertise = $2, elected_at = now() WHERE id = 1 RETURNING epoch`,
+				s.o.Holder, s.o.Advertise).Scan(&s.epoch)
+		}
+		if err == nil {
+			_, err = s.conn.Exec(ctx, `RESET lock_timeout`)
+		}
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "55P03" && attempt < 3 {
+			s.log.Warn("an old leader's append is stuck; terminating its session", "schema", s.o.Schema)
+			prefix := fmt.Sprintf("mailroom-writer:%08x:%%", uint32(lockKey(s.o.Schema)))
+			if _, terr := s.conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			   WHERE datname = current_database() AND application_name LIKE $1 AND pid <> pg_backend_pid()`, prefix); terr != nil {
+				return s.connErr("terminating a stuck old leader", terr)
+			}
+			continue
+		}
+		if err != nil {
+			return s.connErr("taking over the lease", err)
+		}
+		s.log.Info("leading", "schema", s.o.Schema, "epoch", s.epoch, "holder", s.o.Holder)
+		return nil
+	}
+}
+
+// readShape reads the head, the snapshot and the log's size.
+func (s *Store) readShape(ctx context.Context) error {
+	var snapSeq, snapBytes, head, logBytes int64
+	err := s.conn.QueryRow(ctx, `SELECT
+	    coalesce((SELECT seq FROM `+s.q+`.snapshots ORDER BY seq DESC LIMIT 1), 0),
+	    coalesce((SELECT octet_length(body) FROM `+s.q+`.snapshots ORDER BY seq DESC LIMIT 1), 0),
+	    coalesce((SELECT max(seq) FROM `+s.q+`.events), 0)`).Scan(&snapSeq, &snapBytes, &head)
+	if err != nil {
+		return err
+	}
+	if err := s.conn.QueryRow(ctx, `SELECT coalesce(sum(octet_length(body)), 0) FROM `+s.q+`.events WHERE seq > $1`, snapSeq).Scan(&logBytes); err != nil {
+		return err
+	}
+	s.statMu.Lock()
+	defer s.statMu.Unlock()
+	s.snapSeq, s.snapBytes, s.logBytes = uint64(snapSeq), snapBytes, logBytes
+	s.lastSeq = uint64(max(head, snapSeq))
+	return nil
+}
+
+// Epoch is the term this instance took over with.
+func (s *Store) Epoch() int64 { return s.epoch }
+
+// Schema is the schema the store lives in.
+func (s *Store) Schema() string { return s.o.Schema }
+
+// LastSeq is the seq of the last durable event (or of the snapshot).
+func (s *Store) LastSeq() uint64 {
+	s.statMu.RLock()
+	defer s.statMu.RUnlock()
+	return s.lastSeq
+}
+
+// Stats reports the store's figures. LogBytes counts event bodies after
+// the snapshot; SnapshotBytes the snapshot's body.
+func (s *Store) Stats() store.Stats {
+	s.statMu.RLock()
+	defer s.statMu.RUnlock()
+	return store.Stats{
+		LastSeq: s.lastSeq, LogBytes: s.logBytes, SnapshotBytes: s.snapBytes,
+		EventsAppended: s.counts.eventsAppended, Batches: s.counts.batches,
+		WriteErrors: s.counts.writeErrors, Compactions: s.counts.compactions,
+	}
+}
+
+// CommitSeconds is the total time spent in append statements and their
+// count, for the sync histogram's place in metrics.
+func (s *Store) CommitSeconds() (total float64, commits uint64) {
+	s.statMu.RLock()
+	defer s.statMu.RUnlock()
+	return s.commitSec, s.counts.batches
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close writes everything appended so far, answers every pending done,
+// gives up the lease and closes the connections.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		// A settlement waiting for PostgreSQL gives up: nobody is left
+		// to answer.
+		s.stop()
+		s.signal()
+		<-s.writerDone
+		s.background.Wait()
+		s.pool.Close()
+	})
+	return s.closeErr
+}

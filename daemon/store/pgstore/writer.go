@@ -1,0 +1,525 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// appendSQL writes one batch as one statement, one round trip, one
+// commit: fenced by the epoch (a takeover's UPDATE waits for the FOR SHARE
+// lock; after a committed takeover the fence finds no row) and by the
+// head (the table's newest seq, or the snapshot's when compaction left no
+// event, must be the one this writer expects). A fenced batch writes
+// nothing and returns no row.
+//
+// $1 epoch, $2 head before the batch, $3 snapshot seq, $4..$7 the events.
+const appendSQL = `WITH fence AS (
+  SELECT epoch FROM {{s}}.leader WHERE id = 1 AND epoch = $1 FOR SHARE
+), ok AS (
+  SELECT f.epoch FROM fence f
+  WHERE coalesce((SELECT max(seq) FROM {{s}}.events), $3) = $2
+), ins AS (
+  INSERT INTO {{s}}.events (seq, epoch, at_ms, type, body)
+  SELECT u.seq, ok.epoch, u.at_ms, u.type, u.body
+  FROM ok, unnest($4::bigint[], $5::bigint[], $6::text[], $7::bytea[]) AS u(seq, at_ms, type, body)
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM ins) FROM ok`
+
+// ErrNotLeader is passed to done (and returned by Reset and Compact) when
+// this instance no longer holds the lease: nothing was written.
+var ErrNotLeader = errors.New("this instance no longer leads: another took over the PostgreSQL log")
+
+// Append hands ev to the writer and returns without waiting; see
+// store.Store. An event whose body replay could not read back is refused
+// like one with the wrong seq, without failing the store.
+func (s *Store) Append(ev mailbox.Event, done func(error)) {
+	if done == nil {
+		done = func(error) {}
+	}
+	body, encErr := store.EventBody(ev)
+	it := item{seq: ev.Seq, atMs: ev.AtMs, typ: ev.Type, body: body, done: done}
+	s.mu.Lock()
+	var now error
+	switch {
+	case s.closed:
+		now = store.ErrClosed
+	case s.failed != nil:
+		now = s.failed
+	case encErr != nil:
+		it.err = fmt.Errorf("event %d (%s) cannot be logged: %w", ev.Seq, ev.Type, encErr)
+	case ev.Seq != s.nextSeq:
+		it.err = fmt.Errorf("event %d (%s) refused: the log in schema %s expects seq %d next", ev.Seq, ev.Type, s.o.Schema, s.nextSeq)
+	default:
+		s.nextSeq++
+	}
+	if now == nil {
+		s.queue = append(s.queue, it)
+	}
+	s.mu.Unlock()
+	if now != nil {
+		done(now)
+		return
+	}
+	s.signal()
+}
+
+// AppendUnit appends evs as one unit: their items are queued together and
+// never split across two statements, and a statement commits all or none.
+func (s *Store) AppendUnit(evs []mailbox.Event, done func(error)) {
+	if done == nil {
+		done = func(error) {}
+	}
+	if len(evs) == 0 {
+		done(nil)
+		return
+	}
+	items := make([]item, len(evs))
+	var refused error
+	for i, ev := range evs {
+		body, err := store.EventBody(ev)
+		want := 0
+		if i == 0 && len(evs) > 1 {
+			want = len(evs)
+		}
+		switch {
+		case err != nil && refused == nil:
+			refused = fmt.Errorf("event %d (%s) cannot be logged: %w", ev.Seq, ev.Type, err)
+		case ev.Unit != want && refused == nil:
+			refused = fmt.Errorf("event %d (%s) refused: it is event %d of a unit of %d and says unit %d, expected %d", ev.Seq, ev.Type, i+1, len(evs), ev.Unit, want)
+		case ev.Seq != evs[0].Seq+uint64(i) && refused == nil:
+			refused = fmt.Errorf("event %d (%s) refused: the events of a unit must have consecutive seqs", ev.Seq, ev.Type)
+		}
+		items[i] = item{seq: ev.Seq, atMs: ev.AtMs, typ: ev.Type, body: body, done: func(error) {}, cont: i > 0}
+	}
+	items[len(items)-1].done = done
+
+	s.mu.Lock()
+	var now error
+	switch {
+	case s.closed:
+		now = store.ErrClosed
+	case s.failed != nil:
+		now = s.failed
+	case refused == nil && evs[0].Seq != s.nextSeq:
+		refused = fmt.Errorf("event %d (%s) refused: the log in schema %s expects seq %d next", evs[0].Seq, evs[0].Type, s.o.Schema, s.nextSeq)
+	}
+	if now == nil {
+		if refused != nil {
+			s.queue = append(s.queue, item{seq: evs[0].Seq, done: done, err: refused})
+		} else {
+			s.nextSeq += uint64(len(evs))
+			s.queue = append(s.queue, items...)
+		}
+	}
+	s.mu.Unlock()
+	if now != nil {
+		done(now)
+		return
+	}
+	s.signal()
+}
+
+func (s *Store) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// control queues fn for the writer; false when the store is closed.
+func (s *Store) control(fn func()) bool {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	s.queue = append(s.queue, item{ctl: fn})
+	s.mu.Unlock()
+	s.signal()
+	return true
+}
+
+// pingEvery keeps the writer session busy enough that idle_session_timeout
+// only ends it when this process stops answering.
+func (s *Store) pingEvery() time.Duration {
+	return min(time.Second, s.o.SessionTimeout/4)
+}
+
+// run is the writer goroutine: the only user of the writer session.
+func (s *Store) run() {
+	defer close(s.writerDone)
+	for {
+		batch, last := s.take()
+		switch {
+		case len(batch) == 1 && batch[0].ctl != nil:
+			batch[0].ctl()
+		case len(batch) > 0:
+			s.commit(batch)
+		case last:
+			s.finish()
+			return
+		default:
+			select {
+			case <-s.wake:
+			case <-time.After(s.pingEvery()):
+				s.keepAlive()
+			}
+		}
+		clear(batch)
+	}
+}
+
+// take returns the next batch without waiting: one control step, or the
+// queued events up to the next control step, at most maxBatch written.
+func (s *Store) take() (batch []item, last bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, writes := 0, 0
+	for n < len(s.queue) {
+		it := &s.queue[n]
+		if it.ctl != nil {
+			if n == 0 {
+				n = 1
+			}
+			break
+		}
+		if it.err == nil {
+			if writes >= s.maxBatch && !it.cont {
+				break
+			}
+			writes++
+		}
+		n++
+	}
+	batch = s.queue[:n:n]
+	s.queue = s.queue[n:]
+	return batch, s.closed && len(s.queue) == 0
+}
+
+// keepAlive pings the idle writer session. A session found dead lost the
+// lock with it: the store fails until Reset takes the lease back.
+func (s *Store) keepAlive() {
+	s.mu.Lock()
+	failed := s.failed
+	s.mu.Unlock()
+	if failed != nil || s.conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.SessionTimeout)
+	defer cancel()
+	if _, err := s.conn.Exec(ctx, `SELECT 1`); err != nil {
+		s.log.Error("the writer session to PostgreSQL is lost, and the lease with it; appends are refused until it is taken back", "schema", s.o.Schema, "err", scrub(err.Error(), s.o.URL))
+		s.conn.Close(context.Background())
+		s.conn = nil
+		s.setFailed(fmt.Errorf("postgres store (schema %s): the writer session was lost: %s", s.o.Schema, scrub(err.Error(), s.o.URL)))
+	}
+}
+
+// commit writes the batch's accepted events with one statement and
+// answers every event in queue order.
+func (s *Store) commit(batch []item) {
+	n := 0
+	for i := range batch {
+		if batch[i].err == nil {
+			n++
+		}
+	}
+	if n == 0 {
+		answer(batch, nil)
+		return
+	}
+	seqs, atMs, types, bodies := make([]int64, 0, n), make([]int64, 0, n), make([]string, 0, n), make([][]byte, 0, n)
+	var bytes int64
+	for i := range batch {
+		if it := &batch[i]; it.err == nil {
+			seqs, atMs, types, bodies = append(seqs, int64(it.seq)), append(atMs, it.atMs), append(types, it.typ), append(bodies, it.body)
+			bytes += int64(len(it.body))
+		}
+	}
+	s.statMu.RLock()
+	head, snap := s.lastSeq, s.snapSeq
+	s.statMu.RUnlock()
+
+	if s.conn == nil {
+		s.fail(batch, fmt.Errorf("postgres store (schema %s): no writer session", s.o.Schema))
+		return
+	}
+	start := time.Now()
+	// Never cancelled: a cancelled statement closes the connection and
+	// would turn a commit into an ambiguous one.
+	var written int64
+	err := s.conn.QueryRow(context.Background(), s.appendQ, s.epoch, int64(head), int64(snap), seqs, atMs, types, bodies).Scan(&written)
+	took := time.Since(start)
+	var pe *pgconn.PgError
+	switch {
+	case err == nil && written == int64(n):
+	case err == nil:
+		s.fail(batch, fmt.Errorf("postgres store (schema %s): appending seq %d..%d wrote %d of %d events", s.o.Schema, seqs[0], seqs[n-1], written, n))
+		return
+	case errors.Is(err, pgx.ErrNoRows):
+		// Fenced: another instance took over, or wrote past our head.
+		s.fail(batch, fmt.Errorf("postgres store (schema %s): appending seq %d..%d: %w (epoch %d is no longer current, or the log moved past seq %d)", s.o.Schema, seqs[0], seqs[n-1], ErrNotLeader, s.epoch, head))
+		return
+	case errors.As(err, &pe) && pe.Severity == "ERROR":
+		// The server refused the statement: it rolled back, nothing was
+		// written. (A FATAL error ends the session, and with a
+		// synchronous standby the commit may already be local: that is
+		// settled below like a broken connection.)
+		s.fail(batch, s.connErr(fmt.Sprintf("appending seq %d..%d", seqs[0], seqs[n-1]), err))
+		return
+	default:
+		// The connection broke: the batch may or may not have committed.
+		if !s.settle(batch, seqs[0], seqs[n-1], err) {
+			return
+		}
+	}
+	s.statMu.Lock()
+	s.lastSeq = uint64(seqs[n-1])
+	s.logBytes += bytes
+	s.counts.eventsAppended += uint64(n)
+	s.counts.batches++
+	s.commitSec += took.Seconds()
+	s.statMu.Unlock()
+	answer(batch, nil)
+}
+
+// settle finds out whether a batch whose commit outcome is unknown was
+// written, before anyone is told: it takes the lease back on a new session
+// (the takeover waits for or ends the old backend, so no statement of the
+// old term can commit after it) and counts the batch's rows of the old
+// epoch. True when they are all there: the caller answers nil. Otherwise
+// the batch and everything queued behind it are refused, and the store
+// fails until Reset.
+func (s *Store) settle(batch []item, first, last int64, cause error) bool {
+	old := s.epoch
+	s.log.Warn("the writer session broke during an append; settling its outcome from the table", "schema", s.o.Schema, "first_seq", first, "last_seq", last, "err", scrub(cause.Error(), s.o.URL))
+	oldPID := uint32(0)
+	if s.conn != nil {
+		oldPID = s.conn.PgConn().PID()
+		s.conn.Close(context.Background())
+		s.conn = nil
+	}
+	for {
+		if s.stopCtx.Err() != nil {
+			s.fail(batch, fmt.Errorf("postgres store (schema %s): closed while the outcome of seq %d..%d was unknown (it may be in the log; it is there after a restart if it was written)", s.o.Schema, first, last))
+			return false
+		}
+		leads, count, err := s.countAfterTakeover(old, oldPID, first, last)
+		if err != nil {
+			s.log.Warn("settling an append: not settled yet", "schema", s.o.Schema, "err", err)
+			select {
+			case <-s.stopCtx.Done():
+			case <-time.After(s.o.CampaignInterval):
+			}
+			continue
+		}
+		switch count {
+		case last - first + 1:
+			s.log.Info("the append was written after all", "schema", s.o.Schema, "first_seq", first, "last_seq", last)
+			if !leads {
+				// Durable, but what was decided on top of it can no
+				// longer be written here.
+				s.setFailed(fmt.Errorf("postgres store (schema %s): %w", s.o.Schema, ErrNotLeader))
+			}
+			return true
+		case 0:
+			s.fail(batch, fmt.Errorf("postgres store (schema %s): appending seq %d..%d: the connection broke and the table shows it was not written: %s", s.o.Schema, first, last, scrub(cause.Error(), s.o.URL)))
+			return false
+		default:
+			s.fail(batch, fmt.Errorf("postgres store (schema %s): appending seq %d..%d: the table holds %d of its events: a statement is not atomic; stop every instance and check the database", s.o.Schema, first, last, count))
+			return false
+		}
+	}
+}
+
+// countAfterTakeover counts the rows of seq first..last written in epoch
+// old, once no statement of that epoch can still commit: this instance
+// took the lease back (its takeover waited for the old statement), or
+// another instance's takeover has committed. Until then it ends the old
+// backend (ours, by its pid) so that the lock it holds is let go.
+func (s *Store) countAfterTakeover(old int64, oldPID uint32, first, last int64) (leads bool, count int64, err error) {
+	ctx, cancel := context.WithTimeout(s.stopCtx, 30*time.Second)
+	defer cancel()
+	err = s.regain(ctx)
+	switch {
+	case err == nil:
+		leads = true
+	case errors.Is(err, ErrNotLeader) && s.conn != nil:
+		var epoch int64
+		if err := s.conn.QueryRow(ctx, `SELECT epoch FROM `+s.q+`.leader WHERE id = 1`).Scan(&epoch); err != nil {
+			return false, 0, s.connErr("reading the leader row", err)
+		}
+		if epoch == old {
+			// Nobody took over yet: our old backend may still hold the
+			// lock, and its statement may still commit.
+			if oldPID != 0 {
+				_, _ = s.conn.Exec(ctx, `SELECT pg_terminate_backend($1)`, int32(oldPID))
+			}
+			return false, 0, fmt.Errorf("postgres store (schema %s): waiting for the old session (pid %d) to end", s.o.Schema, oldPID)
+		}
+	default:
+		return false, 0, err
+	}
+	err = s.conn.QueryRow(ctx, `SELECT count(*) FROM `+s.q+`.events WHERE seq BETWEEN $1 AND $2 AND epoch = $3`, first, last, old).Scan(&count)
+	if err != nil {
+		return false, 0, s.connErr("counting the unsettled append", err)
+	}
+	return leads, count, nil
+}
+
+// regain opens a new writer session and takes the lease back. It fails
+// with ErrNotLeader when another instance holds it.
+func (s *Store) regain(ctx context.Context) error {
+	if s.conn == nil {
+		if err := s.connect(ctx); err != nil {
+			return err
+		}
+	}
+	var got bool
+	if err := s.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, int32(lockClass), lockKey(s.o.Schema)).Scan(&got); err != nil {
+		s.conn.Close(context.Background())
+		s.conn = nil
+		return s.connErr("taking the lease back", err)
+	}
+	if !got {
+		return fmt.Errorf("postgres store (schema %s): %w (the lease is held by another session)", s.o.Schema, ErrNotLeader)
+	}
+	if err := s.takeOver(ctx); err != nil {
+		s.conn.Close(context.Background())
+		s.conn = nil
+		return err
+	}
+	return nil
+}
+
+func (s *Store) setFailed(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed == nil {
+		s.failed = err
+	}
+	for i := range s.queue {
+		if s.queue[i].ctl == nil && s.queue[i].err == nil {
+			s.queue[i].err = s.failed
+		}
+	}
+}
+
+// fail refuses the batch and everything queued, and every append until
+// Reset: the engine decided them on top of the failed ones.
+func (s *Store) fail(batch []item, err error) {
+	s.log.Error("PostgreSQL append failed; appends are refused until Reset", "schema", s.o.Schema, "err", err)
+	s.setFailed(err)
+	s.statMu.Lock()
+	s.counts.writeErrors++
+	s.statMu.Unlock()
+	answer(batch, err)
+}
+
+func answer(batch []item, err error) {
+	for i := range batch {
+		if e := batch[i].err; e != nil {
+			batch[i].done(e)
+		} else {
+			batch[i].done(err)
+		}
+	}
+}
+
+// Reset lets appends through again after a failure, once the writer
+// session works, this instance leads, and the table's head is the last
+// seq it knows: otherwise another instance wrote meanwhile and this one
+// must restart to follow (the error says so).
+func (s *Store) Reset() error {
+	reply := make(chan error, 1)
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return store.ErrClosed
+	case s.failed == nil:
+		s.mu.Unlock()
+		return nil
+	}
+	s.queue = append(s.queue, item{ctl: func() { reply <- s.reset() }})
+	s.mu.Unlock()
+	s.signal()
+	return <-reply
+}
+
+func (s *Store) reset() error {
+	s.mu.Lock()
+	failed := s.failed
+	s.mu.Unlock()
+	if failed == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(s.stopCtx, 30*time.Second)
+	defer cancel()
+	still := func(err error) error {
+		return fmt.Errorf("%w (still failing since: %v)", err, failed)
+	}
+	if s.conn != nil {
+		if _, err := s.conn.Exec(ctx, `SELECT 1`); err != nil {
+			s.conn.Close(context.Background())
+			s.conn = nil
+		}
+	}
+	if s.conn == nil {
+		if err := s.regain(ctx); err != nil {
+			return still(err)
+		}
+	} else {
+		// The session lived: is the epoch still ours?
+		var epoch int64
+		if err := s.conn.QueryRow(ctx, `SELECT epoch FROM `+s.q+`.leader WHERE id = 1`).Scan(&epoch); err != nil {
+			return still(s.connErr("reading the leader row", err))
+		}
+		if epoch != s.epoch {
+			return still(fmt.Errorf("postgres store (schema %s): %w (epoch %d took over from %d)", s.o.Schema, ErrNotLeader, epoch, s.epoch))
+		}
+	}
+	var head int64
+	s.statMu.RLock()
+	last, snap := s.lastSeq, s.snapSeq
+	s.statMu.RUnlock()
+	if err := s.conn.QueryRow(ctx, `SELECT coalesce((SELECT max(seq) FROM `+s.q+`.events), $1)`, int64(snap)).Scan(&head); err != nil {
+		return still(s.connErr("reading the log's head", err))
+	}
+	if uint64(head) != last {
+		return still(fmt.Errorf("postgres store (schema %s): the log's head is seq %d, but this instance last wrote %d: another instance wrote meanwhile; restart this one to read its events", s.o.Schema, head, last))
+	}
+	s.mu.Lock()
+	s.failed = nil
+	s.nextSeq = last + 1
+	s.mu.Unlock()
+	s.log.Info("PostgreSQL appends resume after Reset", "schema", s.o.Schema, "epoch", s.epoch, "next_seq", last+1)
+	return nil
+}
+
+// finish runs when the writer stops: everything was answered. The lease
+// is given up at once, so another instance need not wait for the session
+// to time out.
+func (s *Store) finish() {
+	if s.conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.conn.Exec(ctx, `SELECT pg_advisory_unlock($1, $2)`, int32(lockClass), lockKey(s.o.Schema)); err != nil {
+		s.log.Warn("giving up the lease failed; another instance takes over when the session ends", "schema", s.o.Schema, "err", scrub(err.Error(), s.o.URL))
+	}
+	if err := s.conn.Close(ctx); err != nil {
+		s.closeErr = s.connErr("closing the writer session", err)
+	}
+	s.conn = nil
+}
