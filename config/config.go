@@ -4,6 +4,7 @@
 package config
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/httpapi"
+	"github.com/mailroom/mailroom/daemon/store/pgstore"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -72,12 +74,36 @@ type Config struct {
 	// BatchMax bounds the items of a batch request and the max of a lease
 	// or drain of several.
 	BatchMax int `yaml:"batch_max"`
+	// Store is where the mailbox lives: "log" (files in DataDir, the
+	// default) or "postgres" (a schema shared by every instance that
+	// names it).
+	Store string `yaml:"store"`
+	// PostgresURL reaches the database with store: postgres. Its password
+	// never appears in logs, errors or Value.
+	PostgresURL string `yaml:"postgres_url"`
+	// PostgresSchema holds the tables; instances on one schema share one
+	// mailbox.
+	PostgresSchema string `yaml:"postgres_schema"`
+	// AdvertiseURL is where other instances reach this one; empty means
+	// http:// and the listen address.
+	AdvertiseURL string `yaml:"advertise_url"`
+	// PostgresSessionTimeout ends the leader's database session when its
+	// process stops answering this long (a pause, a partition), which
+	// lets another instance take over.
+	PostgresSessionTimeout time.Duration `yaml:"postgres_session_timeout"`
+	// PostgresCampaignInterval is how often an instance that does not
+	// lead tries to.
+	PostgresCampaignInterval time.Duration `yaml:"postgres_campaign_interval"`
 }
 
 // The defaults that belong to no other package. The rest are defined once
 // by the package that uses them (mailbox, engine, httpapi), and DefaultFor
 // refers to them.
 const (
+	// StoreLog and StorePostgres are the values of store.
+	StoreLog      = "log"
+	StorePostgres = "postgres"
+
 	// DefaultAddr is where the daemon listens, and so where the CLI looks
 	// for it, unless told otherwise.
 	DefaultAddr            = "127.0.0.1:7717"
@@ -124,6 +150,11 @@ func DefaultFor(getenv func(string) string) Config {
 		AuditMax:              mailbox.DefaultAuditMax,
 		A2ABlockingTimeout:    DefaultA2ABlockingTimeout,
 		BatchMax:              mailbox.DefaultBatchMax,
+
+		Store:                    StoreLog,
+		PostgresSchema:           pgstore.DefaultSchema,
+		PostgresSessionTimeout:   pgstore.DefaultSessionTimeout,
+		PostgresCampaignInterval: pgstore.DefaultCampaignInterval,
 	}
 }
 
@@ -175,6 +206,9 @@ func (c Config) Validate() error {
 	}
 	// Checked here, not per key: a file may name addr before tokens, and
 	// flags and the environment override one key at a time.
+	if c.Store == StorePostgres && c.PostgresURL == "" {
+		return fmt.Errorf("postgres_url: empty, expected a PostgreSQL URL such as postgres://mailroom@db:5432/mailroom (store is postgres)")
+	}
 	return checkExposure(c)
 }
 

@@ -90,6 +90,13 @@ func TestValidateNamesKeyValueAndExpectation(t *testing.T) {
 		{"negative cache max", func(c *Config) { c.ResultCacheMax = -1 }, []string{"result_cache_max", `"-1"`}},
 		{"zero cache age", func(c *Config) { c.ResultCacheAge = 0 }, []string{"result_cache_age", "positive"}},
 		{"zero audit max", func(c *Config) { c.AuditMax = 0 }, []string{"audit_max", `"0"`, "at least 1"}},
+		{"bad store", func(c *Config) { c.Store = "sqlite" }, []string{"store", `"sqlite"`, `"log", "postgres"`}},
+		{"postgres without a url", func(c *Config) { c.Store = "postgres" }, []string{"postgres_url", "empty", "store is postgres"}},
+		{"bad postgres url", func(c *Config) { c.PostgresURL = "mysql://root:hunter2@db/x" }, []string{"postgres_url", `"mysql://root:xxxxx@db/x"`, "postgres://"}},
+		{"bad schema", func(c *Config) { c.PostgresSchema = "Mail-Room" }, []string{"postgres_schema", `"Mail-Room"`, "lowercase identifier"}},
+		{"bad advertise url", func(c *Config) { c.AdvertiseURL = "10.0.0.5:7717" }, []string{"advertise_url", `"10.0.0.5:7717"`, "http://"}},
+		{"session timeout too short", func(c *Config) { c.PostgresSessionTimeout = 500 * time.Millisecond }, []string{"postgres_session_timeout", `"500ms"`, "at least 1s"}},
+		{"campaign interval too short", func(c *Config) { c.PostgresCampaignInterval = time.Millisecond }, []string{"postgres_campaign_interval", `"1ms"`, "at least 10ms"}},
 		{"bad token", func(c *Config) { c.Tokens = []auth.Token{{Principal: "p", SHA256: "xyz", Caps: []string{"a2a.read"}}} },
 			[]string{"tokens[0].sha256", "64 hex digits"}},
 	}
@@ -106,6 +113,23 @@ func TestValidateNamesKeyValueAndExpectation(t *testing.T) {
 				t.Errorf("%s: Validate() = %q, want it to contain %q", tt.name, err, w)
 			}
 		}
+	}
+}
+
+func TestThePostgresPasswordIsNeverShown(t *testing.T) {
+	c := base()
+	c.Store, c.PostgresURL = "postgres", "postgres://mr:hunter2@db:5432/mail"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := Value(c, "postgres_url"); v != "postgres://mr:xxxxx@db:5432/mail" {
+		t.Errorf("Value(postgres_url) = %q, want the password hidden", v)
+	}
+	if err := Set(&c, "postgres_url", "pg://mr:hunter2@db"); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("Set(postgres_url, a bad URL) = %v, want a refusal without the password", err)
+	}
+	if c.PostgresURL != "postgres://mr:hunter2@db:5432/mail" {
+		t.Errorf("a refused Set changed postgres_url to %q", c.PostgresURL)
 	}
 }
 
@@ -152,6 +176,12 @@ result_cache_age: 1h
 audit_max: 50
 a2a_blocking_timeout: 45s
 batch_max: 250
+store: postgres
+postgres_url: postgres://mr:pw@db:5432/mail
+postgres_schema: team_a
+advertise_url: http://10.0.0.5:7717
+postgres_session_timeout: 3s
+postgres_campaign_interval: 100ms
 `, func(c Config) bool {
 			return reflect.DeepEqual(c, Config{Addr: "127.0.0.1:0", DataDir: "/var/lib/mailroom", LogLevel: "debug", LogFormat: "json",
 				CompactFactor: 2.5, CompactMinBytes: 512 << 10, RetainDone: 7, SSEHeartbeat: time.Minute, SSEBuffer: 16,
@@ -162,7 +192,9 @@ batch_max: 250
 				},
 				RetryStaleInterval: 30 * time.Second, RetryStaleMinLeaseAge: 2 * time.Minute, RetryStaleMaxAttempts: 5,
 				RetryStaleMaxRequeues: 0, RetryStaleScanLimit: 10000, ResultCacheMax: 0, ResultCacheAge: time.Hour, AuditMax: 50,
-				A2ABlockingTimeout: 45 * time.Second, BatchMax: 250})
+				A2ABlockingTimeout: 45 * time.Second, BatchMax: 250,
+				Store: "postgres", PostgresURL: "postgres://mr:pw@db:5432/mail", PostgresSchema: "team_a", AdvertiseURL: "http://10.0.0.5:7717",
+				PostgresSessionTimeout: 3 * time.Second, PostgresCampaignInterval: 100 * time.Millisecond})
 		}},
 		{"quoted duration", `sse_heartbeat: "5s"`, func(c Config) bool { return c.SSEHeartbeat == 5*time.Second }},
 	}

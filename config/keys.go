@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mailroom/mailroom/daemon/store/pgstore"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -58,6 +60,17 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		{&count{"audit_max", &c.AuditMax, 1, math.MaxInt}, "repair records kept for the audit list (the log keeps all)"},
 		{positive("a2a_blocking_timeout", &c.A2ABlockingTimeout), "a blocking A2A send answers with the task as it stands after this long" + aDuration},
 		{&count{"batch_max", &c.BatchMax, 1, mailbox.MaxBatch}, "most items in a batch request, and most tasks (results) one lease (drain) takes"},
+		{oneOf("store", &c.Store, StoreLog, StorePostgres), "where the mailbox lives: log (files in data_dir) or postgres (a schema several instances share)"},
+		{&connString{"postgres_url", &c.PostgresURL}, "with store postgres: the database, postgres://user:password@host:5432/db (the password is never shown)"},
+		{&text{"postgres_schema", &c.PostgresSchema, func(s string) bool { return pgstore.ValidateSchema(s) == nil },
+			"a lowercase identifier (a-z, 0-9, _; not starting with a digit; at most 63 bytes)"},
+			"with store postgres: the schema holding the tables; instances on one schema share one mailbox"},
+		{&text{"advertise_url", &c.AdvertiseURL, validAdvertise, "an http:// or https:// URL with a host, such as http://10.0.0.5:7717, or empty"},
+			"where other instances reach this one (default: http:// and the listen address)"},
+		{&duration{"postgres_session_timeout", &c.PostgresSessionTimeout, time.Second, "a Go duration of at least 1s such as 5s"},
+			"with store postgres: a leader that stops answering this long loses the lead to another instance" + aDuration},
+		{&duration{"postgres_campaign_interval", &c.PostgresCampaignInterval, 10 * time.Millisecond, "a Go duration of at least 10ms such as 250ms"},
+			"with store postgres: how often an instance that does not lead tries to" + aDuration},
 	} {
 		fs.Var(k.v, flagName(k.v.name()), k.usage+" (env "+envName(k.v.name())+")")
 	}
@@ -84,6 +97,8 @@ func Value(cfg Config, name string) (string, bool) {
 		return "", false
 	case name == "tokens":
 		return fmt.Sprintf("%d token(s)", len(cfg.Tokens)), true
+	case name == "postgres_url":
+		return pgstore.Redact(cfg.PostgresURL), true
 	}
 	return cfg.keys().Lookup(flagName(name)).Value.String(), true
 }
@@ -272,6 +287,34 @@ func (v *text) Set(s string) error {
 	}
 	*v.p = s
 	return nil
+}
+
+// connString is postgres_url: empty, a postgres:// (postgresql://) URL or
+// a key=value connection string. A refusal shows it without its password.
+type connString struct {
+	key
+	p *string
+}
+
+func (v *connString) String() string { return show(v.p, func(s string) string { return s }) }
+
+func (v *connString) Set(s string) error {
+	ok := s == "" || strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") ||
+		(strings.Contains(s, "=") && !strings.Contains(s, "://"))
+	if !ok {
+		return fmt.Errorf("%s: got %q, expected a postgres:// URL (postgres://user:password@host:5432/db) or a key=value connection string", v.key, pgstore.Redact(s))
+	}
+	*v.p = s
+	return nil
+}
+
+// validAdvertise accepts "" or an http(s) URL with a host.
+func validAdvertise(s string) bool {
+	if s == "" {
+		return true
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
 }
 
 // count is a whole number from min to max (math.MaxInt: no upper bound).

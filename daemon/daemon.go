@@ -18,7 +18,9 @@ import (
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/httpapi"
+	"github.com/mailroom/mailroom/daemon/store"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
+	"github.com/mailroom/mailroom/daemon/store/pgstore"
 	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -80,6 +82,12 @@ func WithRetryStaleTicks(ticks TickSource) Option { return func(o *options) { o.
 // Open opens the data directory, replays the log and binds the listener, so
 // Addr is known before anything is served. Nothing is served until Run.
 func Open(cfg config.Config, logger *slog.Logger, opts ...Option) (*Daemon, error) {
+	return OpenContext(context.Background(), cfg, logger, opts...)
+}
+
+// OpenContext is Open, which stops waiting when ctx ends: with store
+// postgres, an instance waits in Open until it leads.
+func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, opts ...Option) (*Daemon, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -101,17 +109,17 @@ func Open(cfg config.Config, logger *slog.Logger, opts ...Option) (*Daemon, erro
 		closeLn()
 		return nil, err
 	}
-	st, err := logstore.Open(cfg.DataDir, logstore.Options{Logger: logger})
+	if cfg.Store == config.StorePostgres && o.ln == nil {
+		// Bound first, so the address other instances are told (the
+		// default advertise_url) has the real port.
+		if o.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+		}
+	}
+	st, err := openStore(ctx, cfg, logger, o.ln)
 	if err != nil {
 		closeLn()
-		return nil, fmt.Errorf("opening the mailbox log in %s: %w", cfg.DataDir, err)
-	}
-	// A mailbox on tmpfs acknowledges writes that a reboot takes back. That
-	// is fine for a demo or a benchmark of the CPU, and a disaster when
-	// somebody meant a real disk, so say it where operators look.
-	if fs, volatile, err := logstore.Filesystem(cfg.DataDir); err == nil && volatile {
-		logger.Warn("the data dir is on "+fs+", kept in memory only: every acknowledged event is lost when the machine restarts",
-			"data_dir", cfg.DataDir, "filesystem", fs)
+		return nil, err
 	}
 	eng, err := engine.Open(st, engine.Options{
 		Logger:              logger,
@@ -165,6 +173,58 @@ func Open(cfg config.Config, logger *slog.Logger, opts ...Option) (*Daemon, erro
 		srv: &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
 	d.srv.ConnState = d.trackConn
 	return d, nil
+}
+
+// mailboxStore is what the daemon needs of a store: the engine's contract
+// and its figures for /metrics.
+type mailboxStore interface {
+	store.Store
+	metrics.Source
+}
+
+// openStore opens the store cfg names and logs which one the instance
+// runs on, so an operator who meant the shared database sees at once when
+// it runs on a local log instead.
+func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Listener) (mailboxStore, error) {
+	if cfg.Store != config.StorePostgres {
+		st, err := logstore.Open(cfg.DataDir, logstore.Options{Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("opening the mailbox log in %s: %w", cfg.DataDir, err)
+		}
+		logger.Info("mailbox store: the local log", "store", config.StoreLog, "data_dir", cfg.DataDir)
+		// A mailbox on tmpfs acknowledges writes that a reboot takes
+		// back. That is fine for a demo or a benchmark of the CPU, and
+		// a disaster when somebody meant a real disk, so say it where
+		// operators look.
+		if fs, volatile, err := logstore.Filesystem(cfg.DataDir); err == nil && volatile {
+			logger.Warn("the data dir is on "+fs+", kept in memory only: every acknowledged event is lost when the machine restarts",
+				"data_dir", cfg.DataDir, "filesystem", fs)
+		}
+		return st, nil
+	}
+	advertise := cfg.AdvertiseURL
+	if advertise == "" {
+		addr := cfg.Addr
+		if ln != nil {
+			addr = ln.Addr().String()
+		}
+		advertise = "http://" + addr
+	}
+	logger.Info("mailbox store: PostgreSQL; waiting to lead", "store", config.StorePostgres,
+		"postgres_url", pgstore.Redact(cfg.PostgresURL), "schema", cfg.PostgresSchema, "advertise_url", advertise)
+	st, err := pgstore.Open(ctx, pgstore.Options{
+		URL: cfg.PostgresURL, Schema: cfg.PostgresSchema, Advertise: advertise, Logger: logger,
+		SessionTimeout: cfg.PostgresSessionTimeout, CampaignInterval: cfg.PostgresCampaignInterval,
+		OnWait: func(holder, leader string) {
+			logger.Info("another instance leads this schema; standing by to take over when it goes",
+				"schema", cfg.PostgresSchema, "leader", holder, "leader_url", leader)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("mailbox store: PostgreSQL, leading", "store", config.StorePostgres, "schema", cfg.PostgresSchema, "epoch", st.Epoch())
+	return st, nil
 }
 
 // replayGCPercent is the collector's target while the log replays: 400

@@ -40,7 +40,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	}
 	logger := newLogger(e.stderr, cfg)
 	tuneGC(e.getenv)
-	d, err := daemon.Open(cfg, logger)
+	d, err := daemon.OpenContext(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}

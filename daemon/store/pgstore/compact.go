@@ -87,7 +87,7 @@ func (s *Store) insertSnapshot(snapshot func() *mailbox.Snapshot) (mailbox.Compa
 		return mailbox.CompactOutcome{}, fmt.Errorf("compacting the log in schema %s: no writer session", s.o.Schema)
 	}
 	var one int
-	if err := s.conn.QueryRow(context.Background(), s.snapQ, s.epoch, int64(snap.Seq), snap.AtMs, body).Scan(&one); err != nil {
+	if err := s.conn.QueryRow(context.Background(), s.snapQ, s.epoch.Load(), int64(snap.Seq), snap.AtMs, body).Scan(&one); err != nil {
 		s.statMu.Lock()
 		s.counts.writeErrors++
 		s.statMu.Unlock()

@@ -257,7 +257,7 @@ func (s *Store) commit(batch []item) {
 	// Never cancelled: a cancelled statement closes the connection and
 	// would turn a commit into an ambiguous one.
 	var written int64
-	err := s.conn.QueryRow(context.Background(), s.appendQ, s.epoch, int64(head), int64(snap), seqs, atMs, types, bodies).Scan(&written)
+	err := s.conn.QueryRow(context.Background(), s.appendQ, s.epoch.Load(), int64(head), int64(snap), seqs, atMs, types, bodies).Scan(&written)
 	took := time.Since(start)
 	var pe *pgconn.PgError
 	switch {
@@ -267,7 +267,7 @@ func (s *Store) commit(batch []item) {
 		return
 	case errors.Is(err, pgx.ErrNoRows):
 		// Fenced: another instance took over, or wrote past our head.
-		s.fail(batch, fmt.Errorf("postgres store (schema %s): appending seq %d..%d: %w (epoch %d is no longer current, or the log moved past seq %d)", s.o.Schema, seqs[0], seqs[n-1], ErrNotLeader, s.epoch, head))
+		s.fail(batch, fmt.Errorf("postgres store (schema %s): appending seq %d..%d: %w (epoch %d is no longer current, or the log moved past seq %d)", s.o.Schema, seqs[0], seqs[n-1], ErrNotLeader, s.epoch.Load(), head))
 		return
 	case errors.As(err, &pe) && pe.Severity == "ERROR":
 		// The server refused the statement: it rolled back, nothing was
@@ -287,8 +287,8 @@ func (s *Store) commit(batch []item) {
 	s.logBytes += bytes
 	s.counts.eventsAppended += uint64(n)
 	s.counts.batches++
-	s.commitSec += took.Seconds()
 	s.statMu.Unlock()
+	s.commits.Observe(took.Seconds())
 	answer(batch, nil)
 }
 
@@ -300,7 +300,7 @@ func (s *Store) commit(batch []item) {
 // the batch and everything queued behind it are refused, and the store
 // fails until Reset.
 func (s *Store) settle(batch []item, first, last int64, cause error) bool {
-	old := s.epoch
+	old := s.epoch.Load()
 	s.log.Warn("the writer session broke during an append; settling its outcome from the table", "schema", s.o.Schema, "first_seq", first, "last_seq", last, "err", scrub(cause.Error(), s.o.URL))
 	oldPID := uint32(0)
 	if s.conn != nil {
@@ -484,8 +484,8 @@ func (s *Store) reset() error {
 		if err := s.conn.QueryRow(ctx, `SELECT epoch FROM `+s.q+`.leader WHERE id = 1`).Scan(&epoch); err != nil {
 			return still(s.connErr("reading the leader row", err))
 		}
-		if epoch != s.epoch {
-			return still(fmt.Errorf("postgres store (schema %s): %w (epoch %d took over from %d)", s.o.Schema, ErrNotLeader, epoch, s.epoch))
+		if epoch != s.epoch.Load() {
+			return still(fmt.Errorf("postgres store (schema %s): %w (epoch %d took over from %d)", s.o.Schema, ErrNotLeader, epoch, s.epoch.Load()))
 		}
 	}
 	var head int64
@@ -502,7 +502,7 @@ func (s *Store) reset() error {
 	s.failed = nil
 	s.nextSeq = last + 1
 	s.mu.Unlock()
-	s.log.Info("PostgreSQL appends resume after Reset", "schema", s.o.Schema, "epoch", s.epoch, "next_seq", last+1)
+	s.log.Info("PostgreSQL appends resume after Reset", "schema", s.o.Schema, "epoch", s.epoch.Load(), "next_seq", last+1)
 	return nil
 }
 
