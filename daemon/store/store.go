@@ -108,3 +108,35 @@ type Stats struct {
 	WriteErrors    uint64
 	Compactions    uint64
 }
+
+// ErrNotLeader is passed to done (and returned by Reset and Compact) by a
+// shared store whose instance does not lead: nothing was written.
+var ErrNotLeader = errors.New("this instance does not lead: another instance writes the shared log")
+
+// Role is an instance's part in a shared store.
+type Role struct {
+	// Leader is true while this instance alone appends.
+	Leader bool
+	// Epoch is the newest term this instance has seen.
+	Epoch int64
+	// Holder names the leading instance, LeaderURL is where it is reached
+	// (its advertise_url); both empty while nobody leads.
+	Holder    string
+	LeaderURL string
+}
+
+// Shared is a store several daemons use at once. Exactly one instance
+// leads at a time; only its Append writes, and the others are refused
+// with ErrNotLeader.
+type Shared interface {
+	Store
+	// Follow starts following after Load: apply gets, on one goroutine, in
+	// seq order and once each, every durable event after seq after that
+	// this instance did not append itself; role gets every change of
+	// role, Leader only once apply has seen every event before the first
+	// this instance may append. Both run on the store's writer goroutine
+	// and must be quick, like done.
+	Follow(after uint64, apply func(mailbox.Event) error, role func(Role))
+	// Role is this instance's role now.
+	Role() Role
+}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/mailroom/mailroom/daemon/store"
 	"github.com/mailroom/mailroom/internal/metrics"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // Defaults for Options.
@@ -80,6 +81,12 @@ type Options struct {
 	// instance to give up the lease, with that instance's holder and
 	// advertised URL.
 	OnWait func(holder, advertise string)
+	// Follow makes the store shared (store.Shared): Open returns at once
+	// without leading, and once Follow is called the instance follows the
+	// log and campaigns; a leader that fails steps down and follows again.
+	// Without it Open waits until it leads, and a failure is kept until
+	// Reset takes the lease back (a sole instance).
+	Follow bool
 }
 
 // Store is a store.Store in a PostgreSQL schema.
@@ -94,9 +101,19 @@ type Store struct {
 	appendQ  string
 	snapQ    string
 
-	// The writer goroutine owns conn and epoch.
-	conn  *pgx.Conn
-	epoch atomic.Int64
+	// The writer goroutine owns conn, following and listening.
+	conn      *pgx.Conn
+	epoch     atomic.Int64
+	shared    bool
+	following bool
+	listening bool
+	channel   string // the schema's NOTIFY channel
+	role      atomic.Pointer[store.Role]
+	knownHead atomic.Uint64 // the newest seq a notification announced
+
+	// apply and roleFn are set by Follow (under mu).
+	apply  func(mailbox.Event) error
+	roleFn func(store.Role)
 
 	// mu guards the append queue and what Append decides on.
 	mu      sync.Mutex
@@ -212,7 +229,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if len(s.appName) > 63 {
 		s.appName = s.appName[:63]
 	}
-	s.appendQ = strings.ReplaceAll(appendSQL, "{{s}}", s.q)
+	s.channel = fmt.Sprintf("mailroom_%08x", uint32(lockKey(o.Schema)))
+	s.shared = o.Follow
+	s.appendQ = strings.ReplaceAll(strings.ReplaceAll(appendSQL, "{{s}}", s.q), "{{channel}}", s.channel)
 	s.snapQ = strings.ReplaceAll(snapshotSQL, "{{s}}", s.q)
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 
@@ -233,15 +252,26 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		s.abandon()
 		return nil, s.connErr("migrating", err)
 	}
-	if err := s.campaign(ctx); err != nil {
-		s.abandon()
-		return nil, err
+	if !s.shared {
+		if err := s.campaign(ctx); err != nil {
+			s.abandon()
+			return nil, err
+		}
 	}
 	if err := s.readShape(ctx); err != nil {
 		s.abandon()
 		return nil, s.connErr("reading the log's head", err)
 	}
 	s.nextSeq = s.lastSeq + 1
+	s.setRole(store.Role{Leader: !s.shared, Epoch: s.epoch.Load(), Holder: o.Holder, LeaderURL: o.Advertise})
+	if s.shared {
+		// Following until the writer wins a campaign.
+		s.following = true
+		s.failed = s.notLeader()
+		var r store.Role
+		_ = s.conn.QueryRow(ctx, `SELECT epoch, holder, advertise FROM `+s.q+`.leader WHERE id = 1`).Scan(&r.Epoch, &r.Holder, &r.LeaderURL)
+		s.setRole(r)
+	}
 	s.writerDone = make(chan struct{})
 	go s.run()
 	return s, nil
@@ -363,6 +393,40 @@ func (s *Store) readShape(ctx context.Context) error {
 // Epoch is the term this instance took over with.
 func (s *Store) Epoch() int64 { return s.epoch.Load() }
 
+// Role is this instance's role now (store.Shared).
+func (s *Store) Role() store.Role { return *s.role.Load() }
+
+// Behind is how many events the newest notification announced that this
+// instance has not applied yet (0 for a leader).
+func (s *Store) Behind() uint64 {
+	if h, last := s.knownHead.Load(), s.LastSeq(); h > last {
+		return h - last
+	}
+	return 0
+}
+
+func (s *Store) setRole(r store.Role) {
+	old := s.role.Swap(&r)
+	if old == nil || *old == r {
+		return
+	}
+	s.mu.Lock()
+	fn := s.roleFn
+	s.mu.Unlock()
+	if fn != nil {
+		fn(r)
+	}
+}
+
+// notLeader is the refusal while following, naming the leader.
+func (s *Store) notLeader() error {
+	r := s.role.Load()
+	if r == nil || r.LeaderURL == "" {
+		return fmt.Errorf("postgres store (schema %s): %w (no instance leads right now)", s.o.Schema, store.ErrNotLeader)
+	}
+	return fmt.Errorf("postgres store (schema %s): %w (%s at %s leads, epoch %d)", s.o.Schema, store.ErrNotLeader, r.Holder, r.LeaderURL, r.Epoch)
+}
+
 // Schema is the schema the store lives in.
 func (s *Store) Schema() string { return s.o.Schema }
 
@@ -401,7 +465,14 @@ func (s *Store) WriteMetrics(w *metrics.Writer) {
 	w.Counter("mailroom_compactions_total", "Log compactions since start.", float64(st.Compactions))
 	w.Gauge("mailroom_log_bytes", "Bytes of event bodies after the latest snapshot.", float64(st.LogBytes))
 	w.Gauge("mailroom_snapshot_bytes", "Size of the latest snapshot.", float64(st.SnapshotBytes))
-	w.Gauge("mailroom_store_epoch", "The term this instance took the lead with (PostgreSQL store).", float64(s.epoch.Load()))
+	r := s.Role()
+	w.Gauge("mailroom_store_epoch", "The newest term this instance has seen (PostgreSQL store).", float64(r.Epoch))
+	leader := 0.0
+	if r.Leader {
+		leader = 1
+	}
+	w.Gauge("mailroom_store_leader", "1 while this instance leads the shared log, else 0 (PostgreSQL store).", leader)
+	w.Gauge("mailroom_store_behind_events", "Events the newest notification announced that this instance has not applied (PostgreSQL store).", float64(s.Behind()))
 }
 
 func (s *Store) isClosed() bool {

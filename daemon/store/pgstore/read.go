@@ -125,10 +125,15 @@ func (s *Store) EventsSince(after uint64, limit int) ([]mailbox.Event, error) {
 	})
 	var gap *gapError
 	if errors.As(err, &gap) {
-		// A compaction that began after the check above deleted them.
-		s.statMu.RLock()
-		snap = s.snapSeq
-		s.statMu.RUnlock()
+		// A compaction deleted them: one that began after the check above,
+		// or, on a follower, one the leader ran.
+		var newest int64
+		if qerr := s.pool.QueryRow(context.Background(), `SELECT coalesce(max(seq), 0) FROM `+s.q+`.snapshots`).Scan(&newest); qerr == nil {
+			s.statMu.Lock()
+			s.snapSeq = max(s.snapSeq, uint64(newest))
+			snap = s.snapSeq
+			s.statMu.Unlock()
+		}
 		if after < snap {
 			return nil, store.ErrCompacted
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,11 +33,11 @@ const appendSQL = `WITH fence AS (
   FROM ok, unnest($4::bigint[], $5::bigint[], $6::text[], $7::bytea[]) AS u(seq, at_ms, type, body)
   RETURNING 1
 )
-SELECT (SELECT count(*) FROM ins) FROM ok`
+SELECT (SELECT count(*) FROM ins), pg_notify('{{channel}}', $8::text) FROM ok`
 
-// ErrNotLeader is passed to done (and returned by Reset and Compact) when
-// this instance no longer holds the lease: nothing was written.
-var ErrNotLeader = errors.New("this instance no longer leads: another took over the PostgreSQL log")
+// ErrNotLeader is store.ErrNotLeader: this instance does not hold the
+// lease, and nothing was written.
+var ErrNotLeader = store.ErrNotLeader
 
 // Append hands ev to the writer and returns without waiting; see
 // store.Store. An event whose body replay could not read back is refused
@@ -167,6 +168,10 @@ func (s *Store) run() {
 		case last:
 			s.finish()
 			return
+		case s.following:
+			if s.followStep() {
+				return
+			}
 		default:
 			select {
 			case <-s.wake:
@@ -221,6 +226,7 @@ func (s *Store) keepAlive() {
 		s.conn.Close(context.Background())
 		s.conn = nil
 		s.setFailed(fmt.Errorf("postgres store (schema %s): the writer session was lost: %s", s.o.Schema, scrub(err.Error(), s.o.URL)))
+		s.stepDown()
 	}
 }
 
@@ -257,7 +263,9 @@ func (s *Store) commit(batch []item) {
 	// Never cancelled: a cancelled statement closes the connection and
 	// would turn a commit into an ambiguous one.
 	var written int64
-	err := s.conn.QueryRow(context.Background(), s.appendQ, s.epoch.Load(), int64(head), int64(snap), seqs, atMs, types, bodies).Scan(&written)
+	var notified string
+	err := s.conn.QueryRow(context.Background(), s.appendQ, s.epoch.Load(), int64(head), int64(snap), seqs, atMs, types, bodies,
+		strconv.FormatInt(seqs[n-1], 10)).Scan(&written, &notified)
 	took := time.Since(start)
 	var pe *pgconn.PgError
 	switch {
@@ -329,6 +337,7 @@ func (s *Store) settle(batch []item, first, last int64, cause error) bool {
 				// Durable, but what was decided on top of it can no
 				// longer be written here.
 				s.setFailed(fmt.Errorf("postgres store (schema %s): %w", s.o.Schema, ErrNotLeader))
+				s.stepDown()
 			}
 			return true
 		case 0:
@@ -398,6 +407,7 @@ func (s *Store) regain(ctx context.Context) error {
 		s.conn = nil
 		return err
 	}
+	s.setRole(store.Role{Leader: true, Epoch: s.epoch.Load(), Holder: s.o.Holder, LeaderURL: s.o.Advertise})
 	return nil
 }
 
@@ -423,6 +433,7 @@ func (s *Store) fail(batch []item, err error) {
 	s.counts.writeErrors++
 	s.statMu.Unlock()
 	answer(batch, err)
+	s.stepDown()
 }
 
 func answer(batch []item, err error) {
@@ -449,6 +460,11 @@ func (s *Store) Reset() error {
 	case s.failed == nil:
 		s.mu.Unlock()
 		return nil
+	case s.shared:
+		// A shared store that failed has stepped down: it appends again
+		// only by winning a campaign, which the writer runs by itself.
+		s.mu.Unlock()
+		return s.notLeader()
 	}
 	s.queue = append(s.queue, item{ctl: func() { reply <- s.reset() }})
 	s.mu.Unlock()
@@ -515,8 +531,10 @@ func (s *Store) finish() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := s.conn.Exec(ctx, `SELECT pg_advisory_unlock($1, $2)`, int32(lockClass), lockKey(s.o.Schema)); err != nil {
-		s.log.Warn("giving up the lease failed; another instance takes over when the session ends", "schema", s.o.Schema, "err", scrub(err.Error(), s.o.URL))
+	if !s.following {
+		if _, err := s.conn.Exec(ctx, `SELECT pg_advisory_unlock($1, $2), pg_notify($3, 'resigned')`, int32(lockClass), lockKey(s.o.Schema), s.channel); err != nil {
+			s.log.Warn("giving up the lease failed; another instance takes over when the session ends", "schema", s.o.Schema, "err", scrub(err.Error(), s.o.URL))
+		}
 	}
 	if err := s.conn.Close(ctx); err != nil {
 		s.closeErr = s.connErr("closing the writer session", err)

@@ -1,0 +1,204 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// Follow starts following the shared log after seq after (store.Shared):
+// the writer goroutine reads every event written since, passes it to
+// apply, and campaigns; when it wins it reads to the head, reports
+// Leader, and appends from then on.
+func (s *Store) Follow(after uint64, apply func(mailbox.Event) error, role func(store.Role)) {
+	s.statMu.Lock()
+	s.lastSeq = after
+	s.statMu.Unlock()
+	s.mu.Lock()
+	s.apply, s.roleFn = apply, role
+	s.nextSeq = after + 1
+	s.mu.Unlock()
+	if role != nil {
+		role(s.Role())
+	}
+	s.signal()
+}
+
+// stepDown turns a shared store's failed leader into a follower: it gives
+// up the lock (if its session still lives), so another instance (or this
+// one, later) takes over, and reads the log from what it last knew.
+func (s *Store) stepDown() {
+	if !s.shared || s.following {
+		return
+	}
+	s.following, s.listening = true, false
+	if s.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, err := s.conn.Exec(ctx, `SELECT pg_advisory_unlock($1, $2)`, int32(lockClass), lockKey(s.o.Schema)); err != nil {
+			s.conn.Close(context.Background())
+			s.conn = nil
+		}
+		cancel()
+	}
+	s.log.Warn("stepped down: following the shared log", "schema", s.o.Schema, "epoch", s.epoch.Load(), "seq", s.LastSeq())
+	s.setRole(store.Role{Epoch: s.epoch.Load()})
+}
+
+// followStep is one turn of a follower's writer goroutine: run what is
+// queued (control steps; appends are refused), read what is new, try to
+// lead, then wait for a notification or the campaign interval. It returns
+// true when the store is closed and done.
+func (s *Store) followStep() (stop bool) {
+	s.mu.Lock()
+	apply := s.apply
+	s.mu.Unlock()
+	if apply == nil {
+		// Follow has not been called yet: Load may still be running.
+		select {
+		case <-s.wake:
+		case <-time.After(s.o.CampaignInterval):
+		}
+		return false
+	}
+	ctx, cancel := context.WithTimeout(s.stopCtx, 30*time.Second)
+	defer cancel()
+	if err := s.followOnce(ctx, apply); err != nil {
+		if s.stopCtx.Err() == nil {
+			s.log.Warn("following the shared log", "schema", s.o.Schema, "err", scrub(err.Error(), s.o.URL))
+		}
+		select {
+		case <-s.stopCtx.Done():
+		case <-s.wake:
+		case <-time.After(s.o.CampaignInterval):
+		}
+	}
+	return false
+}
+
+func (s *Store) followOnce(ctx context.Context, apply func(mailbox.Event) error) error {
+	if s.conn == nil {
+		if err := s.connect(ctx); err != nil {
+			return err
+		}
+		s.listening = false
+	}
+	if !s.listening {
+		if _, err := s.conn.Exec(ctx, `LISTEN `+s.channel); err != nil {
+			s.dropConn()
+			return s.connErr("listening for new events", err)
+		}
+		s.listening = true
+	}
+	if err := s.tail(ctx, apply); err != nil {
+		return err
+	}
+	var got bool
+	if err := s.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, int32(lockClass), lockKey(s.o.Schema)).Scan(&got); err != nil {
+		s.dropConn()
+		return s.connErr("campaigning", err)
+	}
+	if got {
+		return s.lead(ctx, apply)
+	}
+	var r store.Role
+	if err := s.conn.QueryRow(ctx, `SELECT epoch, holder, advertise FROM `+s.q+`.leader WHERE id = 1`).Scan(&r.Epoch, &r.Holder, &r.LeaderURL); err != nil {
+		s.dropConn()
+		return s.connErr("reading the leader row", err)
+	}
+	s.setRole(r)
+	// Wait for the leader's next batch (or a resignation), at most one
+	// campaign interval; a wake (Close, a control step) waits that long
+	// at worst.
+	wctx, wcancel := context.WithTimeout(s.stopCtx, s.o.CampaignInterval)
+	n, err := s.conn.WaitForNotification(wctx)
+	wcancel()
+	switch {
+	case err == nil:
+		if head, perr := strconv.ParseUint(n.Payload, 10, 64); perr == nil && head > s.knownHead.Load() {
+			s.knownHead.Store(head)
+		}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	default:
+		s.dropConn()
+		return s.connErr("waiting for new events", err)
+	}
+	return nil
+}
+
+// lead runs once this follower holds the lock: it takes over (the epoch
+// goes up, waiting for the old leader's last statement), reads every event
+// up to the head, and only then lets appends through.
+func (s *Store) lead(ctx context.Context, apply func(mailbox.Event) error) error {
+	if err := s.takeOver(ctx); err != nil {
+		s.dropConn()
+		return err
+	}
+	if err := s.tail(ctx, apply); err != nil {
+		s.dropConn()
+		return err
+	}
+	if err := s.readShape(ctx); err != nil {
+		s.dropConn()
+		return s.connErr("reading the log's head", err)
+	}
+	if _, err := s.conn.Exec(ctx, `UNLISTEN *`); err != nil {
+		s.dropConn()
+		return s.connErr("leaving the notification channel", err)
+	}
+	s.listening = false
+	last := s.LastSeq()
+	s.mu.Lock()
+	s.failed = nil
+	s.nextSeq = last + 1
+	s.mu.Unlock()
+	s.following = false
+	s.knownHead.Store(last)
+	s.log.Info("leading the shared log", "schema", s.o.Schema, "epoch", s.epoch.Load(), "seq", last)
+	s.setRole(store.Role{Leader: true, Epoch: s.epoch.Load(), Holder: s.o.Holder, LeaderURL: s.o.Advertise})
+	return nil
+}
+
+// tail applies every event after the last one this instance knows, page by
+// page.
+func (s *Store) tail(ctx context.Context, apply func(mailbox.Event) error) error {
+	for {
+		after := s.LastSeq()
+		n := 0
+		err := s.page(ctx, s.pool, after, pageSize, func(ev mailbox.Event) error {
+			if err := apply(ev); err != nil {
+				return fmt.Errorf("applying event %d (%s): %w", ev.Seq, ev.Type, err)
+			}
+			n++
+			s.statMu.Lock()
+			s.lastSeq = ev.Seq
+			s.statMu.Unlock()
+			return nil
+		})
+		var gap *gapError
+		if errors.As(err, &gap) {
+			return fmt.Errorf("%w: a compaction removed events this instance had not read; restart it to load the new snapshot", err)
+		}
+		if err != nil {
+			return err
+		}
+		if n < pageSize {
+			if h := s.LastSeq(); h > s.knownHead.Load() {
+				s.knownHead.Store(h)
+			}
+			return nil
+		}
+	}
+}
+
+func (s *Store) dropConn() {
+	if s.conn != nil {
+		s.conn.Close(context.Background())
+		s.conn = nil
+	}
+	s.listening = false
+}
