@@ -147,6 +147,17 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	}
 	apiOpts := httpapi.Options{Logger: logger, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout, BatchMax: cfg.BatchMax,
 		Metrics: []metrics.Source{eng, st}}
+	if ps, ok := st.(*pgstore.Store); ok {
+		self := ps.Advertise()
+		apiOpts.Store = func() *httpapi.StoreStatus {
+			r := ps.Role()
+			role := "follower"
+			if r.Leader {
+				role = "leader"
+			}
+			return &httpapi.StoreStatus{Kind: config.StorePostgres, Role: role, Epoch: r.Epoch, Leader: r.Holder, LeaderURL: r.LeaderURL, Self: self, Behind: ps.Behind()}
+		}
+	}
 	if authn.Enabled() {
 		apiOpts.Authorizer = httpapi.TokenAuthorizer(authn)
 		logger.Info("bearer tokens required", "tokens", len(cfg.Tokens))
@@ -165,12 +176,16 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	root := http.NewServeMux()
 	root.Handle(a2a.Prefix, a2a.New(guarded, eng, edgeOpts))
 	root.Handle("/", httpapi.New(guarded, apiOpts))
+	var handler http.Handler = root
+	if cfg.Store == config.StorePostgres {
+		handler = newForwarder(root, eng, logger)
+	}
 	ticks := o.ticks
 	if ticks == nil {
 		ticks = tickerSource
 	}
 	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: make(chan struct{}), fresh: map[net.Conn]struct{}{},
-		srv: &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
+		srv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
 	d.srv.ConnState = d.trackConn
 	return d, nil
 }
@@ -210,20 +225,18 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, ln n
 		}
 		advertise = "http://" + addr
 	}
-	logger.Info("mailbox store: PostgreSQL; waiting to lead", "store", config.StorePostgres,
-		"postgres_url", pgstore.Redact(cfg.PostgresURL), "schema", cfg.PostgresSchema, "advertise_url", advertise)
 	st, err := pgstore.Open(ctx, pgstore.Options{
 		URL: cfg.PostgresURL, Schema: cfg.PostgresSchema, Advertise: advertise, Logger: logger,
 		SessionTimeout: cfg.PostgresSessionTimeout, CampaignInterval: cfg.PostgresCampaignInterval,
-		OnWait: func(holder, leader string) {
-			logger.Info("another instance leads this schema; standing by to take over when it goes",
-				"schema", cfg.PostgresSchema, "leader", holder, "leader_url", leader)
-		},
+		Follow: true,
 	})
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("mailbox store: PostgreSQL, leading", "store", config.StorePostgres, "schema", cfg.PostgresSchema, "epoch", st.Epoch())
+	r := st.Role()
+	logger.Info("mailbox store: PostgreSQL (shared; this instance follows until it wins the lead)", "store", config.StorePostgres,
+		"postgres_url", pgstore.Redact(cfg.PostgresURL), "schema", cfg.PostgresSchema, "advertise_url", advertise,
+		"leader", r.Holder, "leader_url", r.LeaderURL, "epoch", r.Epoch)
 	return st, nil
 }
 
@@ -359,6 +372,10 @@ func (d *Daemon) scheduleRetryStale(ticks <-chan time.Time) {
 		case <-d.stopScan:
 			return
 		case <-ticks:
+		}
+		if !d.engine.Leading() {
+			// Only the instance that leads a shared mailbox scans.
+			continue
 		}
 		ctx := mailbox.WithPrincipal(context.Background(), engine.RetryStalePrincipal)
 		rep, err := d.engine.RetryStale(ctx, p)

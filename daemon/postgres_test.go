@@ -2,7 +2,7 @@ package daemon_test
 
 import (
 	"context"
-	"net"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,110 +10,123 @@ import (
 
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/config"
-	"github.com/mailroom/mailroom/daemon"
 	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/daemon/httpapi"
 	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
 	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// TestPostgresStoreKeepsLeasesAndHandsOver runs the daemon on the
-// PostgreSQL store: a lease survives a restart, and a second instance on
-// the same schema stands by while the first leads, then takes over with
-// the mailbox as the first left it.
-func TestPostgresStoreKeepsLeasesAndHandsOver(t *testing.T) {
+// health reads an instance's /healthz.
+func health(t *testing.T, base string) httpapi.HealthResponse {
+	t.Helper()
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h httpapi.HealthResponse
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// waitRole waits until the instance at base reports role.
+func waitRole(t *testing.T, base, role string) httpapi.HealthResponse {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		h := health(t, base)
+		if h.Store != nil && h.Store.Role == role {
+			return h
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never became %s: %+v", base, role, h.Store)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestTwoInstancesShareOnePostgresMailbox runs two daemons on one schema:
+// the second follows, serves reads, forwards writes to the leader and
+// answers them only once it has applied them; when the leader stops, the
+// follower leads with every lease as it was.
+func TestTwoInstancesShareOnePostgresMailbox(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
 	onPG := func(c *config.Config) {
 		c.Store, c.PostgresURL, c.PostgresSchema = config.StorePostgres, url, schema
+		c.PostgresCampaignInterval = 20 * time.Millisecond
 	}
 	logs := &testlog.Buffer{}
 	a := daemontest.Start(t, daemontest.Options{Config: onPG, Logger: logs.Logger()})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ca, err := client.New(a.Addr())
-	if err != nil {
-		t.Fatal(err)
+	ha := waitRole(t, a.URL(), "leader")
+	if ha.Store.Self != a.URL() || ha.Store.LeaderURL != a.URL() {
+		t.Errorf("a's health: %+v, want it to lead at %s", ha.Store, a.URL())
 	}
-	q, err := ca.Send(ctx, mailbox.Task{Sender: "planner@pg", Recipient: "worker@pg", IntentText: "survive"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, lease, err := ca.Lease(ctx, "worker@pg")
-	if err != nil || task == nil || task.ID != q.TaskID {
-		t.Fatalf("Lease = %v, %v, %v", task, lease, err)
-	}
-	if !strings.Contains(logs.String(), "mailbox store: PostgreSQL, leading") || !strings.Contains(logs.String(), "schema="+schema) {
+	if !strings.Contains(logs.String(), "mailbox store: PostgreSQL") || !strings.Contains(logs.String(), "schema="+schema) {
 		t.Errorf("the daemon did not log which store it runs on:\n%s", logs.String())
 	}
-
-	a.Restart()
-	snap := a.State(t)
-	if got := findTask(snap, q.TaskID); got == nil || got.State != mailbox.TaskInFlight || got.LeaseID != lease.LeaseID {
-		t.Fatalf("after a restart the task is %+v, want in flight under lease %s", got, lease.LeaseID)
-	}
-	if a.Metric(t, "mailroom_store_epoch") < 2 {
-		t.Errorf("mailroom_store_epoch = %v after a restart, want at least 2", a.Metric(t, "mailroom_store_epoch"))
+	b := daemontest.Start(t, daemontest.Options{Config: onPG})
+	hb := waitRole(t, b.URL(), "follower")
+	if hb.Store.LeaderURL != a.URL() {
+		t.Errorf("b's health names the leader %q, want %s", hb.Store.LeaderURL, a.URL())
 	}
 
-	// A second instance on the schema waits in Open while a leads.
-	cfg := config.DefaultFor(func(string) string { return "" })
-	onPG(&cfg)
-	cfg.Addr, cfg.DataDir = "127.0.0.1:0", t.TempDir()
-	bLogs := &testlog.Buffer{}
-	type opened struct {
-		d   *daemon.Daemon
-		err error
-	}
-	bOpen := make(chan opened, 1)
-	go func() {
-		d, err := daemon.OpenContext(ctx, cfg, bLogs.Logger())
-		bOpen <- opened{d, err}
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(bLogs.String(), "standing by to take over") {
-		if time.Now().After(deadline) {
-			t.Fatalf("b neither stood by nor opened:\n%s", bLogs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	select {
-	case o := <-bOpen:
-		t.Fatalf("b opened while a leads: %v", o.err)
-	case <-time.After(500 * time.Millisecond):
-	}
-	a.Stop()
-	o := <-bOpen
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- o.d.Run(runCtx) }()
-	defer func() {
-		stop()
-		if err := <-ran; err != nil {
-			t.Errorf("b's Run: %v", err)
-		}
-	}()
-	snapB, _ := daemontest.ReadSnapshot(t, "http://"+o.d.Addr())
-	if got := findTask(snapB, q.TaskID); got == nil || got.State != mailbox.TaskInFlight || got.LeaseID != lease.LeaseID {
-		t.Fatalf("b sees the task as %+v, want in flight under lease %s", got, lease.LeaseID)
-	}
-	// b's advertised address is the one it listens on.
-	if _, port, _ := net.SplitHostPort(o.d.Addr()); port == "0" {
-		t.Errorf("b listens on %s", o.d.Addr())
-	}
-	cb, err := client.New(o.d.Addr(), client.WithHTTPClient(&http.Client{Timeout: 10 * time.Second}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cb, err := client.New(b.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A write through the follower reaches the leader, and a read from
+	// the follower right after sees it.
+	q, err := cb.Send(ctx, mailbox.Task{Sender: "planner@pg", Recipient: "worker@pg", IntentText: "through b"})
+	if err != nil {
+		t.Fatalf("send through the follower: %v", err)
+	}
+	view, err := cb.Queue(ctx, mailbox.QueueFilter{})
+	if err != nil || len(view.Tasks) != 1 || view.Tasks[0].Task.ID != q.TaskID {
+		t.Fatalf("the follower's queue right after its forwarded send: %+v, %v", view.Tasks, err)
+	}
+	task, lease, err := cb.Lease(ctx, "worker@pg")
+	if err != nil || task == nil || task.ID != q.TaskID {
+		t.Fatalf("lease through the follower = %v, %v, %v", task, lease, err)
+	}
+	if got := findTask(a.State(t), q.TaskID); got == nil || got.LeaseID != lease.LeaseID {
+		t.Fatalf("the leader holds %+v, want the lease taken through the follower", got)
+	}
+
+	// The leader goes; the follower takes over with the lease as it was.
+	a.Stop()
+	waitRole(t, b.URL(), "leader")
+	if got := findTask(b.State(t), q.TaskID); got == nil || got.State != mailbox.TaskInFlight || got.LeaseID != lease.LeaseID {
+		t.Fatalf("after the takeover the task is %+v, want in flight under lease %s", got, lease.LeaseID)
+	}
 	if err := cb.PostResult(ctx, mailbox.Result{TaskID: q.TaskID, LeaseID: lease.LeaseID, Status: mailbox.StatusOK, Content: []mailbox.Content{}}); err != nil {
-		t.Fatalf("posting the result through b: %v", err)
+		t.Fatalf("posting the result to the new leader: %v", err)
 	}
 	r, err := cb.Drain(ctx, "planner@pg")
 	if err != nil || r == nil || r.TaskID != q.TaskID {
-		t.Fatalf("Drain through b = %v, %v", r, err)
+		t.Fatalf("Drain from the new leader = %v, %v", r, err)
+	}
+
+	// a comes back as a follower of b, with everything b wrote.
+	a.Restart()
+	h := waitRole(t, a.URL(), "follower")
+	if h.Store.LeaderURL != b.URL() {
+		t.Errorf("a follows %q, want %s", h.Store.LeaderURL, b.URL())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for health(t, a.URL()).LastSeq < health(t, b.URL()).LastSeq {
+		if time.Now().After(deadline) {
+			t.Fatal("a never caught up with b")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := findTask(a.State(t), q.TaskID); got == nil || got.State != mailbox.TaskDone {
+		t.Errorf("a sees the task as %+v, want done", got)
 	}
 }
 

@@ -39,11 +39,9 @@ func (e *Engine) decideUnit(items []item) ([]itemOutcome, error) {
 	}
 	out := make([]itemOutcome, len(items))
 	e.mu.Lock()
-	if e.broken.Load() {
-		if err := e.recoverLocked(); err != nil {
-			e.mu.Unlock()
-			return nil, err
-		}
+	if err := e.readyLocked(); err != nil {
+		e.mu.Unlock()
+		return nil, err
 	}
 	now := e.opts.Now().UnixMilli()
 	evs := make([]mailbox.Event, 0, len(items))

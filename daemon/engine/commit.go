@@ -31,11 +31,9 @@ func (e *Engine) decide(fn decision, after func(s *mailbox.State, ev mailbox.Eve
 		return mailbox.Event{}, false, err
 	}
 	e.mu.Lock()
-	if e.broken.Load() {
-		if err := e.recoverLocked(); err != nil {
-			e.mu.Unlock()
-			return mailbox.Event{}, false, err
-		}
+	if err := e.readyLocked(); err != nil {
+		e.mu.Unlock()
+		return mailbox.Event{}, false, err
 	}
 	ev, ok, err = fn(e.decided, e.opts.Now().UnixMilli())
 	if err != nil || !ok {
@@ -97,11 +95,9 @@ func (e *Engine) decideN(n int, fn decision, after func(s *mailbox.State, ev mai
 		return nil, err
 	}
 	e.mu.Lock()
-	if e.broken.Load() {
-		if err := e.recoverLocked(); err != nil {
-			e.mu.Unlock()
-			return nil, err
-		}
+	if err := e.readyLocked(); err != nil {
+		e.mu.Unlock()
+		return nil, err
 	}
 	evs := make([]mailbox.Event, 0, min(n, 16))
 	dones := make([]chan error, 0, min(n, 16))

@@ -4,6 +4,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -139,6 +140,14 @@ type Engine struct {
 	compacting atomic.Bool
 	sinceCheck atomic.Uint64
 	closed     atomic.Bool
+
+	// On a shared store (several daemons on one log), only the instance
+	// that leads decides; the others apply what the leader wrote.
+	shared  store.Shared
+	leading atomic.Bool
+	rebuild atomic.Bool // decided must be rebuilt from durable before the next decision
+	opened  atomic.Bool
+	role    atomic.Pointer[store.Role]
 }
 
 var _ mailbox.Service = (*Engine)(nil)
@@ -167,14 +176,125 @@ func Open(st store.Store, opts Options) (*Engine, error) {
 	e.decided = durable.Clone()
 	c := durable.Counts()
 	opts.Logger.Info("mailbox replayed", "seq", durable.Seq, "events", replayed, "queued", c.Queued, "in_flight", c.InFlight, "results_pending", c.ResultsPending)
-	if err := e.setLimits(opts.limits()); err != nil {
-		return nil, err
+	e.role.Store(&store.Role{Leader: true})
+	if sh, ok := st.(store.Shared); ok {
+		e.shared = sh
+		// Follow reports the role at once: a sole instance leads now, one
+		// of several may later.
+		sh.Follow(durable.Seq, e.applyFollowed, e.roleChanged)
+	} else {
+		e.leading.Store(true)
 	}
+	if e.leading.Load() {
+		if err := e.setLimits(opts.limits()); err != nil {
+			return nil, err
+		}
+	}
+	e.opened.Store(true)
 	if opts.AgentsInterval > 0 {
 		e.stopAgents, e.agentsDone = make(chan struct{}), make(chan struct{})
 		go e.pushAgents(opts.AgentsInterval, e.stopAgents, e.agentsDone)
 	}
 	return e, nil
+}
+
+// applyFollowed applies an event another instance wrote to the shared
+// log, as settle does for this instance's own.
+func (e *Engine) applyFollowed(ev mailbox.Event) error {
+	e.durableMu.Lock()
+	defer e.durableMu.Unlock()
+	if err := e.durable.Apply(ev); err != nil {
+		return e.bug(fmt.Errorf("the durable state refused event %d (%s) from the shared log: %w", ev.Seq, ev.Type, err))
+	}
+	e.hub.publish(ev)
+	e.presence.settled(ev)
+	return nil
+}
+
+// roleChanged runs on the store's writer goroutine when this instance
+// starts or stops leading the shared log. It takes no lock the decision
+// path holds: the next decision rebuilds the decided state from the
+// durable one, which holds every event up to the head by now.
+func (e *Engine) roleChanged(r store.Role) {
+	e.role.Store(&r)
+	switch {
+	case r.Leader && !e.leading.Load():
+		e.rebuild.Store(true)
+		e.leading.Store(true)
+		e.log.Info("this instance leads the shared mailbox", "epoch", r.Epoch, "seq", e.DurableSeq())
+		if e.opened.Load() && !e.closed.Load() {
+			go func() {
+				if err := e.setLimits(e.opts.limits()); err != nil && !e.closed.Load() {
+					e.log.Error("recording the configured limits after taking the lead", "err", err)
+				}
+			}()
+		}
+	case !r.Leader && e.leading.Load():
+		e.leading.Store(false)
+		e.log.Warn("this instance no longer leads the shared mailbox; it follows", "epoch", r.Epoch, "leader", r.Holder, "leader_url", r.LeaderURL)
+	}
+}
+
+// Leading reports whether this instance decides (always, on a store of
+// its own).
+func (e *Engine) Leading() bool { return e.leading.Load() }
+
+// Role is this instance's part in a shared store (Leader on a store of its
+// own).
+func (e *Engine) Role() store.Role { return *e.role.Load() }
+
+// DurableSeq is the seq of the last event in the durable state.
+func (e *Engine) DurableSeq() uint64 {
+	e.durableMu.RLock()
+	defer e.durableMu.RUnlock()
+	return e.durable.Seq
+}
+
+// WaitDurable waits until the durable state reaches seq or ctx ends, and
+// reports whether it did: a follower answers a write it forwarded only
+// once it has applied it (read-your-writes).
+func (e *Engine) WaitDurable(ctx context.Context, seq uint64) bool {
+	for {
+		if e.DurableSeq() >= seq {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// notLeader refuses a decision on an instance that does not lead.
+func (e *Engine) notLeader() error {
+	r := e.Role()
+	if r.LeaderURL == "" {
+		return mailbox.Errorf(mailbox.CodeUnavailable, "this instance does not lead the shared mailbox and no instance leads right now (an election is under way); retry in a moment")
+	}
+	return mailbox.Errorf(mailbox.CodeUnavailable, "this instance does not lead the shared mailbox; %s at %s does (writes sent to any instance are forwarded to it)", r.Holder, r.LeaderURL)
+}
+
+// readyLocked is the decision path's check, under mu: this instance
+// leads, and its decided state is the durable one plus what it decided.
+func (e *Engine) readyLocked() error {
+	if !e.leading.Load() {
+		return e.notLeader()
+	}
+	if e.rebuild.Load() {
+		// Everything this instance appended in its last term was answered
+		// when it stepped down.
+		e.pending.Wait()
+		e.durableMu.RLock()
+		e.decided = e.durable.Clone()
+		e.durableMu.RUnlock()
+		e.broken.Store(false)
+		e.rebuild.Store(false)
+	}
+	if e.broken.Load() {
+		return e.recoverLocked()
+	}
+	return nil
 }
 
 // setLimits appends the limits_set event that puts l in force, unless it is

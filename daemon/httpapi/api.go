@@ -52,6 +52,9 @@ type Options struct {
 	// BatchMax bounds a batch request's items and a lease's or drain's
 	// max (default mailbox.DefaultBatchMax).
 	BatchMax int
+	// Store, when set, says which shared store this instance is part of
+	// and its role there, for /healthz.
+	Store func() *StoreStatus
 }
 
 // Route patterns (Go 1.22 ServeMux syntax). They are also the route label of

@@ -257,6 +257,26 @@ type HealthResponse struct {
 	Status  string `json:"status"`
 	LastSeq uint64 `json:"last_seq"`
 	mailbox.Counts
+	// Store is this instance's part in a shared store (PostgreSQL);
+	// absent on a local log.
+	Store *StoreStatus `json:"store,omitempty"`
+}
+
+// StoreStatus is an instance's role in a shared store.
+type StoreStatus struct {
+	Kind string `json:"kind"` // postgres
+	// Role is leader or follower.
+	Role string `json:"role"`
+	// Epoch is the newest term this instance has seen.
+	Epoch int64 `json:"epoch"`
+	// Leader and LeaderURL name the leading instance (empty during an
+	// election); Self is this instance's advertise URL.
+	Leader    string `json:"leader,omitempty"`
+	LeaderURL string `json:"leader_url,omitempty"`
+	Self      string `json:"self,omitempty"`
+	// Behind is how many events announced by the leader this instance has
+	// not applied yet.
+	Behind uint64 `json:"behind"`
 }
 
 func (a *api) health(w http.ResponseWriter, r *http.Request) error {
@@ -264,7 +284,11 @@ func (a *api) health(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	st := a.svc.Status()
-	writeJSON(w, http.StatusOK, HealthResponse{Kind: mailbox.KindHealth, Status: "ok", LastSeq: st.LastSeq, Counts: st.Counts})
+	resp := HealthResponse{Kind: mailbox.KindHealth, Status: "ok", LastSeq: st.LastSeq, Counts: st.Counts}
+	if a.opts.Store != nil {
+		resp.Store = a.opts.Store()
+	}
+	writeJSON(w, http.StatusOK, resp)
 	return nil
 }
 

@@ -427,6 +427,9 @@ func (s *Store) notLeader() error {
 	return fmt.Errorf("postgres store (schema %s): %w (%s at %s leads, epoch %d)", s.o.Schema, store.ErrNotLeader, r.Holder, r.LeaderURL, r.Epoch)
 }
 
+// Advertise is where other instances reach this one.
+func (s *Store) Advertise() string { return s.o.Advertise }
+
 // Schema is the schema the store lives in.
 func (s *Store) Schema() string { return s.o.Schema }
 

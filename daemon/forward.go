@@ -1,0 +1,167 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mailroom/mailroom/daemon/engine"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// The headers instances of one shared mailbox tell each other with.
+const (
+	// HeaderForwardedBy marks a write a follower forwarded; the instance
+	// that gets it never forwards it again.
+	HeaderForwardedBy = "Mailroom-Forwarded-By"
+	// HeaderLeader is the leader's advertise URL, on every write it answers.
+	HeaderLeader = "Mailroom-Leader"
+	// HeaderSeq is the leader's last durable seq when it answered a write:
+	// a follower answers only once it has applied that far.
+	HeaderSeq = "Mailroom-Seq"
+)
+
+// readYourWrites bounds how long a follower waits to have applied a write
+// it forwarded before answering anyway.
+const readYourWrites = 2 * time.Second
+
+// forwarder sits in front of an instance of a shared mailbox. Reads (GET)
+// are served here, from this instance's state; writes go to the leader: on
+// the leader they are served and stamped with the seq they reached, on a
+// follower they are proxied to the leader, and the answer is held until
+// this instance has applied that seq, so a client that writes through any
+// instance and then reads from it sees its write.
+type forwarder struct {
+	next http.Handler
+	eng  *engine.Engine
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	proxies map[string]*httputil.ReverseProxy
+}
+
+func newForwarder(next http.Handler, eng *engine.Engine, log *slog.Logger) *forwarder {
+	return &forwarder{next: next, eng: eng, log: log, proxies: map[string]*httputil.ReverseProxy{}}
+}
+
+func isRead(r *http.Request) bool {
+	return r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions
+}
+
+func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isRead(r) {
+		f.next.ServeHTTP(w, r)
+		return
+	}
+	role := f.eng.Role()
+	if role.Leader {
+		f.next.ServeHTTP(&stamped{ResponseWriter: w, eng: f.eng, leader: role.LeaderURL}, r)
+		return
+	}
+	if by := r.Header.Get(HeaderForwardedBy); by != "" {
+		// The lead moved between the follower's look and ours.
+		unavailable(w, "this instance was sent a write forwarded by "+by+" but does not lead the shared mailbox (the lead just moved); retry")
+		return
+	}
+	if role.LeaderURL == "" {
+		w.Header().Set("Retry-After", "1")
+		unavailable(w, "no instance leads the shared mailbox right now (an election is under way); retry in a moment")
+		return
+	}
+	p, err := f.proxy(role.LeaderURL)
+	if err != nil {
+		unavailable(w, "the leader's address "+role.LeaderURL+" cannot be used: "+err.Error())
+		return
+	}
+	r.Header.Set(HeaderForwardedBy, r.Host)
+	p.ServeHTTP(w, r)
+}
+
+// proxy returns the reverse proxy to the leader at base.
+func (f *forwarder) proxy(base string) (*httputil.ReverseProxy, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.proxies[base]; ok {
+		return p, nil
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, err
+	}
+	p := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.Out.Host = pr.In.Host
+		},
+		// Streams (an A2A message/stream) go through as they come.
+		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			seq, err := strconv.ParseUint(resp.Header.Get(HeaderSeq), 10, 64)
+			if err != nil {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(resp.Request.Context(), readYourWrites)
+			defer cancel()
+			if !f.eng.WaitDurable(ctx, seq) {
+				f.log.Warn("answering a forwarded write before this instance applied it", "seq", seq, "applied", f.eng.DurableSeq())
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// Nothing says whether the leader acted on it: the same as a
+			// daemon that died before answering.
+			f.log.Warn("forwarding a write to the leader failed", "leader", base, "path", r.URL.Path, "err", err)
+			unavailable(w, "the write could not be forwarded to the leader at "+base+" or its answer was lost ("+err.Error()+"); whether it took effect is unknown: check, then retry")
+		},
+	}
+	f.proxies[base] = p
+	return p, nil
+}
+
+// unavailable answers 503 in the one error shape.
+func unavailable(w http.ResponseWriter, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_ = json.NewEncoder(w).Encode(mailbox.ErrorBody(mailbox.Errorf(mailbox.CodeUnavailable, "%s", msg)))
+}
+
+// stamped adds the leader's headers to a write's answer.
+type stamped struct {
+	http.ResponseWriter
+	eng    *engine.Engine
+	leader string
+	done   bool
+}
+
+func (s *stamped) stamp() {
+	if s.done {
+		return
+	}
+	s.done = true
+	h := s.ResponseWriter.Header()
+	h.Set(HeaderSeq, strconv.FormatUint(s.eng.DurableSeq(), 10))
+	if s.leader != "" {
+		h.Set(HeaderLeader, s.leader)
+	}
+}
+
+func (s *stamped) WriteHeader(code int) {
+	s.stamp()
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *stamped) Write(p []byte) (int, error) {
+	s.stamp()
+	return s.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection (Flush, write
+// deadlines) for streams.
+func (s *stamped) Unwrap() http.ResponseWriter { return s.ResponseWriter }
