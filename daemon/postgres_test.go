@@ -1,9 +1,12 @@
 package daemon_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,4 +140,67 @@ func findTask(snap *mailbox.Snapshot, id string) *mailbox.TaskRecord {
 		}
 	}
 	return nil
+}
+
+// TestAStreamResumesFromAnIdAnotherInstanceGaveOut: a console that moves
+// from an instance that is ahead to one that is behind gives an id the
+// second has not reached yet; it waits for it and continues, with no
+// snapshot and no gap.
+func TestAStreamResumesFromAnIdAnotherInstanceGaveOut(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url, t.Name())
+	onPG := func(c *config.Config) {
+		c.Store, c.PostgresURL, c.PostgresSchema = config.StorePostgres, url, schema
+		c.PostgresCampaignInterval = 20 * time.Millisecond
+	}
+	a := daemontest.Start(t, daemontest.Options{Config: onPG})
+	waitRole(t, a.URL(), "leader")
+	b := daemontest.Start(t, daemontest.Options{Config: onPG})
+	waitRole(t, b.URL(), "follower")
+	head := health(t, a.URL()).LastSeq
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// The id is 3 past what anyone has written: b holds the stream open
+	// until the events arrive.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.URL()+"/a2a/events", nil)
+	req.Header.Set("Last-Event-ID", strconv.FormatUint(head+3, 10))
+	type opened struct {
+		resp *http.Response
+		err  error
+	}
+	got := make(chan opened, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		got <- opened{resp, err}
+	}()
+	ca, err := client.New(a.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if _, err := ca.Send(ctx, mailbox.Task{Sender: "planner@pg", Recipient: "worker@pg", IntentText: fmt.Sprint("n", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := <-got
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	defer o.resp.Body.Close()
+	sc := bufio.NewScanner(o.resp.Body)
+	var ids []uint64
+	for len(ids) < 3 && sc.Scan() {
+		line := sc.Text()
+		if line == "event: snapshot" {
+			t.Fatal("the stream began with a snapshot instead of waiting for the id")
+		}
+		if id, ok := strings.CutPrefix(line, "id: "); ok {
+			n, _ := strconv.ParseUint(id, 10, 64)
+			ids = append(ids, n)
+		}
+	}
+	if want := []uint64{head + 4, head + 5, head + 6}; fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("the resumed stream's ids are %v, want %v", ids, want)
+	}
 }

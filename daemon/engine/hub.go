@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mailroom/mailroom/daemon/store"
 	"github.com/mailroom/mailroom/mailbox"
@@ -183,6 +184,16 @@ func (e *Engine) SubscribeBuffered(ctx context.Context, after *uint64, buffer in
 		return nil, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down")
 	}
 	buffer = max(buffer, 2)
+	if e.shared != nil && after != nil && *after > e.DurableSeq() {
+		// On a shared log an id this instance has not reached yet was
+		// given out by an instance ahead of it: wait for it briefly rather
+		// than send a snapshot.
+		wctx, wcancel := context.WithTimeout(ctx, catchUpWait)
+		if !e.WaitDurable(wctx, *after) && ctx.Err() == nil {
+			e.log.Warn("a subscriber resumes from an id this instance has not reached; it gets a snapshot", "last_event_id", *after, "seq", e.DurableSeq())
+		}
+		wcancel()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	// The two buffers together hold buffer events: how far a subscriber
 	// may fall behind before it is cut off.
@@ -206,6 +217,10 @@ func (e *Engine) SubscribeBuffered(ctx context.Context, after *uint64, buffer in
 	go e.pump(ctx, s, snap, from, base)
 	return s, nil
 }
+
+// catchUpWait bounds how long a subscription on a shared log waits for
+// this instance to reach the id it resumes from.
+const catchUpWait = 2 * time.Second
 
 // pump delivers a subscriber's catch-up (snapshot or replay) and then its
 // live events, dropping live events the catch-up already covered.

@@ -91,6 +91,9 @@ func (s *Store) page(ctx context.Context, q querier, after uint64, limit int, fn
 		if err != nil {
 			return fmt.Errorf("postgres store (schema %s): event %d does not decode: %w", s.o.Schema, seq, err)
 		}
+		// The leader's bytes: every instance streams an event exactly as
+		// the leader encoded it.
+		ev.Encoded = body
 		if err := fn(ev); err != nil {
 			return err
 		}
