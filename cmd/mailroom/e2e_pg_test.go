@@ -11,8 +11,11 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/daemon/daemontest"
@@ -326,6 +329,103 @@ func TestPostgresInstancesStreamTheSameEvents(t *testing.T) {
 				t.Fatalf("resumed on %s after id %d: event %d is id %d, want id %d with the same bytes", p.addr, ref[at].id, j, ev.id, want.id)
 			}
 		}
+	}
+	for _, p := range procs {
+		p.stop(t)
+	}
+}
+
+// TestPostgresAPausedLeaderNeverAppendsAgain stops the leader with SIGSTOP
+// for longer than postgres_session_timeout: PostgreSQL ends its session,
+// another instance leads and writes go on through the others. After
+// SIGCONT the old leader finds itself fenced: it forwards or refuses, and
+// no event of its epoch follows the takeover.
+func TestPostgresAPausedLeaderNeverAppendsAgain(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url, t.Name())
+	pg := []string{"--store", "postgres", "--postgres-url", url, "--postgres-schema", schema,
+		"--postgres-campaign-interval", "50ms", "--postgres-session-timeout", "1s"}
+	var procs []*proc
+	for range 3 {
+		procs = append(procs, startProc(t, t.TempDir(), pg...))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 60s", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	var old *proc
+	waitFor("a leader", func() bool { old = leaderOf(procs); return old != nil })
+	h, err := healthOf(old.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldEpoch := h.Store.Epoch
+	send := func(p *proc, what string) error {
+		c, err := client.New(p.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+		defer scancel()
+		_, err = c.Send(sctx, mailbox.Task{Sender: "planner@pg", Recipient: "worker@pg", IntentText: what})
+		return err
+	}
+	for i := range 10 {
+		if err := send(procs[i%3], fmt.Sprint("before ", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var others []*proc
+	for _, p := range procs {
+		if p != old {
+			others = append(others, p)
+		}
+	}
+	var next *proc
+	waitFor("a new leader while the old one is stopped", func() bool { next = leaderOf(others); return next != nil })
+	for i := range 10 {
+		if err := send(others[i%2], fmt.Sprint("while stopped ", i)); err != nil {
+			t.Fatalf("a write through the others while the leader is stopped: %v", err)
+		}
+	}
+
+	if err := old.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// Writes through every instance, the woken one included: it either
+	// forwards them to the new leader or refuses them, never writes them.
+	for i := range 30 {
+		_ = send(procs[i%3], fmt.Sprint("after ", i))
+	}
+	waitFor("the old leader to follow", func() bool {
+		h, err := healthOf(old.addr)
+		return err == nil && h.Store != nil && h.Store.Role == "follower"
+	})
+	after := int64(0)
+	ctxq, cq := context.WithTimeout(ctx, 10*time.Second)
+	defer cq()
+	conn, err := pgx.Connect(ctxq, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctxq, `SELECT count(*) FROM `+schema+`.events WHERE epoch = $1 AND seq > (SELECT min(seq) FROM `+schema+`.events WHERE epoch > $1)`, oldEpoch).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if after != 0 {
+		t.Fatalf("%d events of the paused leader's epoch %d follow the takeover", after, oldEpoch)
 	}
 	for _, p := range procs {
 		p.stop(t)
