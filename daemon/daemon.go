@@ -176,15 +176,16 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	root := http.NewServeMux()
 	root.Handle(a2a.Prefix, a2a.New(guarded, eng, edgeOpts))
 	root.Handle("/", httpapi.New(guarded, apiOpts))
+	stopScan := make(chan struct{})
 	var handler http.Handler = root
 	if cfg.Store == config.StorePostgres {
-		handler = newForwarder(root, eng, logger)
+		handler = newForwarder(root, eng, logger, stopScan)
 	}
 	ticks := o.ticks
 	if ticks == nil {
 		ticks = tickerSource
 	}
-	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: make(chan struct{}), fresh: map[net.Conn]struct{}{},
+	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: stopScan, fresh: map[net.Conn]struct{}{},
 		srv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
 	d.srv.ConnState = d.trackConn
 	return d, nil

@@ -44,10 +44,56 @@ type forwarder struct {
 
 	mu      sync.Mutex
 	proxies map[string]*httputil.ReverseProxy
+	// to is the leader the writes in flight were forwarded to; gone ends
+	// them when the lead moves: a leader that lost the lead (paused, cut
+	// off) may hold them forever, and can no longer commit them.
+	to   string
+	gone context.CancelFunc
+	lctx context.Context
 }
 
-func newForwarder(next http.Handler, eng *engine.Engine, log *slog.Logger) *forwarder {
-	return &forwarder{next: next, eng: eng, log: log, proxies: map[string]*httputil.ReverseProxy{}}
+// roleWatch is how often the forwarder looks for a moved lead.
+const roleWatch = 20 * time.Millisecond
+
+func newForwarder(next http.Handler, eng *engine.Engine, log *slog.Logger, stop <-chan struct{}) *forwarder {
+	f := &forwarder{next: next, eng: eng, log: log, proxies: map[string]*httputil.ReverseProxy{}}
+	go f.watch(stop)
+	return f
+}
+
+// watch ends the forwarded writes in flight when the lead moves.
+func (f *forwarder) watch(stop <-chan struct{}) {
+	t := time.NewTicker(roleWatch)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		r := f.eng.Role()
+		f.mu.Lock()
+		if f.gone != nil && (r.Leader || r.LeaderURL != f.to) {
+			f.log.Warn("the lead moved: ending the writes in flight to the old leader (their outcome is unknown to their clients)", "old_leader", f.to, "leader", r.LeaderURL)
+			f.gone()
+			f.gone, f.lctx, f.to = nil, nil, ""
+		}
+		f.mu.Unlock()
+	}
+}
+
+// leaderContext is the context writes forwarded to leader run under.
+func (f *forwarder) leaderContext(leader string) context.Context {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone == nil || f.to != leader {
+		if f.gone != nil {
+			f.gone()
+		}
+		f.lctx, f.gone = context.WithCancel(context.Background())
+		f.to = leader
+	}
+	return f.lctx
 }
 
 func isRead(r *http.Request) bool {
@@ -80,7 +126,10 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Header.Set(HeaderForwardedBy, r.Host)
-	p.ServeHTTP(w, r)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(f.leaderContext(role.LeaderURL), cancel)()
+	p.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // proxy returns the reverse proxy to the leader at base.

@@ -79,10 +79,10 @@ func TestTwoConsolesOnTwoInstancesRepairTheSameLease(t *testing.T) {
 	won, refused := 0, 0
 	for i, r := range consoles {
 		f := r.scr.waitFor(t, "the repair's outcome", func(f frame) bool {
-			return f.contains("requeued "+short(id)) || f.contains("Lease changed")
+			return f.contains("requeued "+short(id)+" (attempt 1)") || f.contains("Lease changed")
 		})
 		switch {
-		case f.contains("requeued " + short(id)):
+		case f.contains("requeued " + short(id) + " (attempt 1)"):
 			won++
 		default:
 			refused++

@@ -396,7 +396,16 @@ func TestPostgresAPausedLeaderNeverAppendsAgain(t *testing.T) {
 	var next *proc
 	waitFor("a new leader while the old one is stopped", func() bool { next = leaderOf(others); return next != nil })
 	for i := range 10 {
-		if err := send(others[i%2], fmt.Sprint("while stopped ", i)); err != nil {
+		// A follower that still forwarded to the stopped leader ends that
+		// write with a 503 once it sees the new one; a client retries.
+		var err error
+		for range 20 {
+			if err = send(others[i%2], fmt.Sprint("while stopped ", i)); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil {
 			t.Fatalf("a write through the others while the leader is stopped: %v", err)
 		}
 	}
