@@ -241,10 +241,11 @@ func (c *Client) Health(ctx context.Context) error {
 func (c *Client) Status(ctx context.Context) (mailbox.Status, error) {
 	var out struct {
 		mailbox.Counts
-		LastSeq uint64 `json:"last_seq"`
+		LastSeq uint64             `json:"last_seq"`
+		Store   *mailbox.StoreRole `json:"store"`
 	}
 	err := c.do(ctx, http.MethodGet, "/healthz", nil, nil, &out, mailbox.KindHealth)
-	return mailbox.Status{Counts: out.Counts, LastSeq: out.LastSeq}, err
+	return mailbox.Status{Counts: out.Counts, LastSeq: out.LastSeq, Store: out.Store}, err
 }
 
 // Metrics returns the daemon's metrics in the Prometheus text format.

@@ -77,6 +77,26 @@ type Service interface {
 type Status struct {
 	Counts
 	LastSeq uint64
+	// Store is the instance's part in a shared store; nil on a local log.
+	Store *StoreRole
+}
+
+// StoreRole is an instance's role in a shared store (PostgreSQL), as
+// GET /healthz reports it.
+type StoreRole struct {
+	Kind string `json:"kind"` // postgres
+	// Role is leader or follower.
+	Role string `json:"role"`
+	// Epoch is the newest term this instance has seen.
+	Epoch int64 `json:"epoch"`
+	// Leader and LeaderURL name the leading instance (empty during an
+	// election); Self is this instance's advertise URL.
+	Leader    string `json:"leader,omitempty"`
+	LeaderURL string `json:"leader_url,omitempty"`
+	Self      string `json:"self,omitempty"`
+	// Behind is how many events announced by the leader this instance has
+	// not applied yet.
+	Behind uint64 `json:"behind"`
 }
 
 // Subscription is a live feed of committed events.

@@ -110,6 +110,9 @@ type Console struct {
 	// who is the daemon's whoami answer; nil until it answers. whoErr is
 	// its refusal of the token.
 	who    *mailbox.WhoAmI
+	// role is the instance's part in a shared mailbox (nil on a daemon
+	// with a local log, or before it answered).
+	role *mailbox.StoreRole
 	whoErr error
 	// lastReason and lastMessage are offered again by the next dialog.
 	lastReason, lastMessage string
@@ -218,6 +221,9 @@ func (c *Console) Run(ctx context.Context) error {
 	}()
 	c.bg.spawn(func() { c.drawLoop(ctx) })
 	c.bg.spawn(func() { c.askWhoAmI(ctx) })
+	if sr, ok := c.backend.(statusReader); ok {
+		c.bg.spawn(func() { c.watchRole(ctx, sr) })
+	}
 	c.bg.spawn(func() { c.readAgents(ctx) })
 
 	// Stop the application only after every goroutine that queues updates
@@ -376,6 +382,36 @@ func (c *Console) askWhoAmI(ctx context.Context) {
 			retry.Stop()
 		}
 		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// statusReader is a backend that says, through /healthz, which instance of
+// a shared mailbox the console is on (client.Client does).
+type statusReader interface {
+	Status(ctx context.Context) (mailbox.Status, error)
+}
+
+// roleEvery is how often the console asks which instance leads.
+const roleEvery = 2 * time.Second
+
+// watchRole keeps the header's "leader" or "follower of ..." current: an
+// operator in an incident must see when the instance they are on stops
+// leading.
+func (c *Console) watchRole(ctx context.Context, sr statusReader) {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, repairTimeout)
+		st, err := sr.Status(rctx)
+		cancel()
+		if err == nil {
+			c.app.QueueUpdateDraw(func() { c.role = st.Store })
+		}
+		t := time.NewTimer(roleEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
 	}
 }
 

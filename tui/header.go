@@ -98,6 +98,20 @@ func (c *Console) headerText(width int) string {
 		short = who
 	}
 	top = append(top, segment{prio: 100, variants: []string{"[::b]mailroom[::-] " + addr + who, addr + who, addr + short}})
+	if r := c.role; r != nil {
+		switch {
+		case r.Role == "leader":
+			top = append(top, segment{prio: 85, variants: []string{fmt.Sprintf("[green]leader[-] (epoch %d)", r.Epoch), "[green]leader[-]"}})
+		case r.LeaderURL == "":
+			top = append(top, segment{prio: 85, variants: []string{"[yellow]follower, no leader (election)[-]", "[yellow]no leader[-]"}})
+		default:
+			behind := ""
+			if r.Behind > 0 {
+				behind = fmt.Sprintf(", %s behind", commas(int(r.Behind)))
+			}
+			top = append(top, segment{prio: 85, variants: []string{"follower of " + escapeTags(r.LeaderURL) + behind, "follower"}})
+		}
+	}
 	switch {
 	case !st.connSeen:
 		top = append(top, segment{prio: 90, variants: []string{"[yellow]connecting[-]"}})

@@ -58,6 +58,13 @@ func TestTwoConsolesOnTwoInstancesRepairTheSameLease(t *testing.T) {
 	_, lease := api.lease("worker-a@local")
 
 	consoles := []*running{runConsole(t, ca, Options{Addr: a.URL()}), runConsole(t, cb, Options{Addr: b.URL()})}
+	// Each header says which instance the console is on and its part.
+	if f := consoles[0].scr.waitForText(t, "leader (epoch"); !strings.Contains(f.lines[0], a.URL()) {
+		t.Errorf("console 0's header: %q, want it on %s, leading", f.lines[0], a.URL())
+	}
+	if f := consoles[1].scr.waitForText(t, "follower of "+a.URL()); !strings.Contains(f.lines[0], b.URL()) {
+		t.Errorf("console 1's header: %q, want it on %s, following %s", f.lines[0], b.URL(), a.URL())
+	}
 	for _, r := range consoles {
 		r.scr.waitForText(t, "rebuild the search index")
 		f := openRequeue(t, r, id)
@@ -79,16 +86,27 @@ func TestTwoConsolesOnTwoInstancesRepairTheSameLease(t *testing.T) {
 	won, refused := 0, 0
 	for i, r := range consoles {
 		f := r.scr.waitFor(t, "the repair's outcome", func(f frame) bool {
-			return f.contains("requeued "+short(id)+" (attempt 1)") || f.contains("Lease changed")
+			return f.contains("requeued "+short(id)+" (attempt 1)") || f.contains("Lease changed") || f.contains("The lease changed while this dialog was open")
 		})
 		switch {
 		case f.contains("requeued " + short(id) + " (attempt 1)"):
 			won++
-		default:
+		case f.contains("Lease changed"):
+			// The daemon refused the repair: the lease it was guarded by
+			// was gone.
 			refused++
 			for _, want := range []string{short(lease.LeaseID), "Nothing was changed", "queued"} {
 				if !f.contains(want) {
 					t.Errorf("console %d's conflict lacks %q:\n%s", i, want, f)
+				}
+			}
+		default:
+			// The winner's requeue reached this console's stream before
+			// its keys did: the dialog says so and offers no confirm.
+			refused++
+			for _, want := range []string{short(lease.LeaseID), "now: no lease"} {
+				if !f.contains(want) {
+					t.Errorf("console %d's dialog lacks %q:\n%s", i, want, f)
 				}
 			}
 		}

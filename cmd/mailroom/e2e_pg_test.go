@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -264,6 +265,22 @@ func TestPostgresInstancesStreamTheSameEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	from := base.LastSeq
+	// mailroom status says which instance answered and its part.
+	leader := leaderOf(procs)
+	for _, p := range procs {
+		out := mustCLI(t, p.addr, "status")
+		want := "this instance (http://" + p.addr + ") follows http://" + leader.addr
+		if p == leader {
+			want = "this instance (http://" + p.addr + ") leads, epoch"
+		}
+		if first, _, _ := strings.Cut(out, "\n"); !strings.Contains(first, want) {
+			t.Errorf("mailroom status on %s begins %q, want it to say %q", p.addr, first, want)
+		}
+		var rep statusReport
+		if err := json.Unmarshal([]byte(mustCLI(t, p.addr, "status", "--json")), &rep); err != nil || rep.Store == nil || (rep.Store.Role == "leader") != (p == leader) {
+			t.Errorf("mailroom status --json on %s: store %+v, %v", p.addr, rep.Store, err)
+		}
+	}
 	streams := make([]*http.Response, len(procs))
 	for i, p := range procs {
 		streams[i] = stream(t, ctx, p.addr, from)

@@ -25,6 +25,9 @@ type statusReport struct {
 	Counts           statusCounts            `json:"counts"`
 	Tasks            []mailbox.QueueEntry    `json:"tasks"`
 	Results          []mailbox.PendingResult `json:"results"`
+	// Store is the instance's part in a shared mailbox; absent on a
+	// daemon with a local log.
+	Store *mailbox.StoreRole `json:"store,omitempty"`
 }
 
 // statusCounts are the mailbox's totals, whatever the filters and -n keep
@@ -77,7 +80,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cancel()
-	counts, err := countAll(ctx, c, *staleAfter)
+	counts, role, err := countAll(ctx, c, *staleAfter)
 	if err != nil {
 		return err
 	}
@@ -87,7 +90,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	rep := statusReport{Kind: mailbox.KindStatus, Limit: *limit, MinLeaseAgeMs: minAge.v, DeadlineWithinMs: deadlineWithin.v,
-		Counts: counts, Tasks: view.Tasks, Results: view.Results}
+		Counts: counts, Tasks: view.Tasks, Results: view.Results, Store: role}
 	if *state != "" {
 		rep.StateFilter = state
 	}
@@ -132,25 +135,39 @@ func leasesFirst(ctx context.Context, c *client.Client, f mailbox.QueueFilter) (
 
 // countAll asks the daemon for its totals, and counts the leases held
 // longer than staleAfter by its clock.
-func countAll(ctx context.Context, c *client.Client, staleAfter time.Duration) (statusCounts, error) {
+func countAll(ctx context.Context, c *client.Client, staleAfter time.Duration) (statusCounts, *mailbox.StoreRole, error) {
 	total, err := c.Status(ctx)
 	if err != nil {
-		return statusCounts{}, err
+		return statusCounts{}, nil, err
 	}
 	counts := statusCounts{Queued: total.Queued, InFlight: total.InFlight, ResultsPending: total.ResultsPending, StaleAfterMs: staleAfter.Milliseconds()}
 	if total.InFlight == 0 {
-		return counts, nil
+		return counts, total.Store, nil
 	}
 	stale, err := c.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskInFlight, MinLeaseAgeMs: &counts.StaleAfterMs, Limit: mailbox.MaxLimit})
 	if err != nil {
-		return statusCounts{}, err
+		return statusCounts{}, nil, err
 	}
 	counts.Stale, counts.StaleCapped = len(stale.Tasks), len(stale.Tasks) == mailbox.MaxLimit
-	return counts, nil
+	return counts, total.Store, nil
+}
+
+// roleLine says which instance of a shared mailbox answered and its part.
+func roleLine(r *mailbox.StoreRole) string {
+	switch {
+	case r.Role == "leader":
+		return fmt.Sprintf("shared mailbox (%s): this instance (%s) leads, epoch %d", r.Kind, r.Self, r.Epoch)
+	case r.LeaderURL == "":
+		return fmt.Sprintf("shared mailbox (%s): this instance (%s) follows; no instance leads right now (an election is under way), epoch %d", r.Kind, r.Self, r.Epoch)
+	}
+	return fmt.Sprintf("shared mailbox (%s): this instance (%s) follows %s (%s), epoch %d, %d events behind", r.Kind, r.Self, r.LeaderURL, r.Leader, r.Epoch, r.Behind)
 }
 
 // printStatus writes the totals, what of them is listed, and the lists.
 func printStatus(w io.Writer, rep statusReport, now time.Time) {
+	if rep.Store != nil {
+		fmt.Fprintln(w, roleLine(rep.Store))
+	}
 	n := rep.Counts
 	stale := fmt.Sprint(n.Stale)
 	if n.StaleCapped {

@@ -263,21 +263,7 @@ type HealthResponse struct {
 }
 
 // StoreStatus is an instance's role in a shared store.
-type StoreStatus struct {
-	Kind string `json:"kind"` // postgres
-	// Role is leader or follower.
-	Role string `json:"role"`
-	// Epoch is the newest term this instance has seen.
-	Epoch int64 `json:"epoch"`
-	// Leader and LeaderURL name the leading instance (empty during an
-	// election); Self is this instance's advertise URL.
-	Leader    string `json:"leader,omitempty"`
-	LeaderURL string `json:"leader_url,omitempty"`
-	Self      string `json:"self,omitempty"`
-	// Behind is how many events announced by the leader this instance has
-	// not applied yet.
-	Behind uint64 `json:"behind"`
-}
+type StoreStatus = mailbox.StoreRole
 
 func (a *api) health(w http.ResponseWriter, r *http.Request) error {
 	if _, err := parseParams(r); err != nil {
