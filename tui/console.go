@@ -109,10 +109,10 @@ type Console struct {
 	pageFlash *tview.TextView
 	// who is the daemon's whoami answer; nil until it answers. whoErr is
 	// its refusal of the token.
-	who    *mailbox.WhoAmI
+	who *mailbox.WhoAmI
 	// role is the instance's part in a shared mailbox (nil on a daemon
 	// with a local log, or before it answered).
-	role *mailbox.StoreRole
+	role   *mailbox.StoreRole
 	whoErr error
 	// lastReason and lastMessage are offered again by the next dialog.
 	lastReason, lastMessage string
