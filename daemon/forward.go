@@ -143,7 +143,12 @@ func (f *forwarder) proxy(base string) (*httputil.ReverseProxy, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every client of this instance may be writing at once: keep a
+	// connection to the leader for each rather than Go's default of two.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 256
 	p := &httputil.ReverseProxy{
+		Transport: tr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
 			pr.Out.Host = pr.In.Host

@@ -178,6 +178,7 @@ func (e *Engine) settle(ev mailbox.Event, err error) {
 	}
 	e.hub.publish(ev)
 	e.presence.settled(ev)
+	e.wakeSeqWaiters()
 }
 
 // bug fails the engine: from now on every write is refused with a message

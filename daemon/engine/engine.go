@@ -148,6 +148,10 @@ type Engine struct {
 	rebuild atomic.Bool // decided must be rebuilt from durable before the next decision
 	opened  atomic.Bool
 	role    atomic.Pointer[store.Role]
+	// seqWaiters counts WaitDurable calls; while there are any, each
+	// applied event closes advanced (and replaces it) to wake them.
+	seqWaiters atomic.Int32
+	advanced   atomic.Pointer[chan struct{}]
 }
 
 var _ mailbox.Service = (*Engine)(nil)
@@ -208,7 +212,19 @@ func (e *Engine) applyFollowed(ev mailbox.Event) error {
 	}
 	e.hub.publish(ev)
 	e.presence.settled(ev)
+	e.wakeSeqWaiters()
 	return nil
+}
+
+// wakeSeqWaiters wakes WaitDurable calls after the durable state moved.
+func (e *Engine) wakeSeqWaiters() {
+	if e.seqWaiters.Load() == 0 {
+		return
+	}
+	next := make(chan struct{})
+	if old := e.advanced.Swap(&next); old != nil {
+		close(*old)
+	}
 }
 
 // roleChanged runs on the store's writer goroutine when this instance
@@ -254,14 +270,27 @@ func (e *Engine) DurableSeq() uint64 {
 // reports whether it did: a follower answers a write it forwarded only
 // once it has applied it (read-your-writes).
 func (e *Engine) WaitDurable(ctx context.Context, seq uint64) bool {
+	e.seqWaiters.Add(1)
+	defer e.seqWaiters.Add(-1)
 	for {
+		// Take the channel before looking at the seq: an event applied in
+		// between closes it.
+		ch := e.advanced.Load()
+		if ch == nil {
+			c := make(chan struct{})
+			if e.advanced.CompareAndSwap(nil, &c) {
+				ch = &c
+			} else {
+				ch = e.advanced.Load()
+			}
+		}
 		if e.DurableSeq() >= seq {
 			return true
 		}
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(time.Millisecond):
+		case <-*ch:
 		}
 	}
 }

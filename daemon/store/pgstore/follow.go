@@ -97,30 +97,43 @@ func (s *Store) followOnce(ctx context.Context, apply func(mailbox.Event) error)
 	if err := s.tail(ctx, apply); err != nil {
 		return err
 	}
-	var got bool
-	if err := s.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, int32(lockClass), lockKey(s.o.Schema)).Scan(&got); err != nil {
-		s.dropConn()
-		return s.connErr("campaigning", err)
+	// Campaign (and look at the leader row) every campaign interval, or
+	// at once when the leader resigned; in between, a notification only
+	// means "read": a follower answers a forwarded write once it has read
+	// it, so reading must not wait behind two more round trips.
+	if s.campaignNow || time.Since(s.lastCampaign) >= s.o.CampaignInterval {
+		s.campaignNow, s.lastCampaign = false, time.Now()
+		var got bool
+		if err := s.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, int32(lockClass), lockKey(s.o.Schema)).Scan(&got); err != nil {
+			s.dropConn()
+			return s.connErr("campaigning", err)
+		}
+		if got {
+			return s.lead(ctx, apply)
+		}
+		var r store.Role
+		if err := s.conn.QueryRow(ctx, `SELECT epoch, holder, advertise FROM `+s.q+`.leader WHERE id = 1`).Scan(&r.Epoch, &r.Holder, &r.LeaderURL); err != nil {
+			s.dropConn()
+			return s.connErr("reading the leader row", err)
+		}
+		s.setRole(r)
 	}
-	if got {
-		return s.lead(ctx, apply)
-	}
-	var r store.Role
-	if err := s.conn.QueryRow(ctx, `SELECT epoch, holder, advertise FROM `+s.q+`.leader WHERE id = 1`).Scan(&r.Epoch, &r.Holder, &r.LeaderURL); err != nil {
-		s.dropConn()
-		return s.connErr("reading the leader row", err)
-	}
-	s.setRole(r)
-	// Wait for the leader's next batch (or a resignation), at most one
-	// campaign interval; a wake (Close, a control step) waits that long
+	// Wait for the leader's next batch (or a resignation), at most until
+	// the next campaign; a wake (Close, a control step) waits that long
 	// at worst.
-	wctx, wcancel := context.WithTimeout(s.stopCtx, s.o.CampaignInterval)
+	wait := max(time.Millisecond, s.o.CampaignInterval-time.Since(s.lastCampaign))
+	wctx, wcancel := context.WithTimeout(s.stopCtx, wait)
 	n, err := s.conn.WaitForNotification(wctx)
 	wcancel()
 	switch {
 	case err == nil:
-		if head, perr := strconv.ParseUint(n.Payload, 10, 64); perr == nil && head > s.knownHead.Load() {
-			s.knownHead.Store(head)
+		if head, perr := strconv.ParseUint(n.Payload, 10, 64); perr == nil {
+			if head > s.knownHead.Load() {
+				s.knownHead.Store(head)
+			}
+		} else {
+			// "resigned": the lock is free now.
+			s.campaignNow = true
 		}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 	default:

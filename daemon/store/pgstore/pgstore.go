@@ -110,6 +110,9 @@ type Store struct {
 	channel   string // the schema's NOTIFY channel
 	role      atomic.Pointer[store.Role]
 	knownHead atomic.Uint64 // the newest seq a notification announced
+	// lastCampaign and campaignNow pace a follower's campaigns (writer-owned).
+	lastCampaign time.Time
+	campaignNow  bool
 
 	// apply and roleFn are set by Follow (under mu).
 	apply  func(mailbox.Event) error
