@@ -25,7 +25,7 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-var pgFailovers = flag.Int("pg.failovers", 3, "kill -9 failovers of TestPostgresFailoverKill9UnderLoad (.ci/run runs 20)")
+var pgFailovers = flag.Int("pg.failovers", 20, "kill -9 failovers of TestPostgresFailoverKill9UnderLoad (.ci/run runs 50)")
 
 // leaderOf asks each instance's /healthz which one leads; "" while none
 // says so.

@@ -207,6 +207,17 @@ func Open(st store.Store, opts Options) (*Engine, error) {
 func (e *Engine) applyFollowed(ev mailbox.Event) error {
 	e.durableMu.Lock()
 	defer e.durableMu.Unlock()
+	if ev.Type == mailbox.EventSnapshot {
+		// This instance fell behind a compaction and starts again from
+		// its snapshot: streams cannot continue across the jump, so they
+		// end, and their clients reconnect and catch up.
+		if err := e.durable.Apply(ev); err != nil {
+			return e.bug(fmt.Errorf("the durable state refused the snapshot at seq %d from the shared log: %w", ev.Seq, err))
+		}
+		e.hub.endAll(mailbox.Errorf(mailbox.CodeUnavailable, "this instance reloaded the mailbox from a snapshot at seq %d; reconnect to catch up", ev.Seq))
+		e.wakeSeqWaiters()
+		return nil
+	}
 	if err := e.durable.Apply(ev); err != nil {
 		return e.bug(fmt.Errorf("the durable state refused event %d (%s) from the shared log: %w", ev.Seq, ev.Type, err))
 	}

@@ -108,9 +108,14 @@ func (h *hub) endLocked(s *subscription, err error) {
 }
 
 func (h *hub) closeAll() {
+	h.endAll(mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down"))
+}
+
+// endAll ends every subscription with err; new ones may still come.
+func (h *hub) endAll(err error) {
 	h.mu.Lock()
 	for s := range h.subs {
-		h.endLocked(s, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down"))
+		h.endLocked(s, err)
 	}
 	h.mu.Unlock()
 }

@@ -2,9 +2,11 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mailroom/mailroom/daemon/store"
@@ -194,7 +196,12 @@ func (s *Store) tail(ctx context.Context, apply func(mailbox.Event) error) error
 		})
 		var gap *gapError
 		if errors.As(err, &gap) {
-			return fmt.Errorf("%w: a compaction removed events this instance had not read; restart it to load the new snapshot", err)
+			// A compaction removed events this instance had not read:
+			// start again from the snapshot that replaced them.
+			if rerr := s.reload(ctx, apply); rerr != nil {
+				return fmt.Errorf("%w; reloading from the snapshot: %v", err, rerr)
+			}
+			continue
 		}
 		if err != nil {
 			return err
@@ -214,4 +221,48 @@ func (s *Store) dropConn() {
 		s.conn = nil
 	}
 	s.listening = false
+}
+
+// reload applies the newest snapshot, when it is past what this instance
+// has read: a follower that fell behind a compaction starts again from it.
+func (s *Store) reload(ctx context.Context, apply func(mailbox.Event) error) error {
+	var seq, atMs int64
+	var body []byte
+	if err := s.pool.QueryRow(ctx, `SELECT seq, at_ms, body FROM `+s.q+`.snapshots ORDER BY seq DESC LIMIT 1`).Scan(&seq, &atMs, &body); err != nil {
+		return s.connErr("reading the newest snapshot", err)
+	}
+	if uint64(seq) <= s.LastSeq() {
+		return fmt.Errorf("the newest snapshot is at seq %d, not past seq %d: the log has a gap", seq, s.LastSeq())
+	}
+	var snap mailbox.Snapshot
+	if err := json.Unmarshal(body, &snap); err != nil || snap.Seq != uint64(seq) {
+		return fmt.Errorf("the snapshot at seq %d does not decode (%v)", seq, err)
+	}
+	s.log.Warn("this instance fell behind a compaction; reloading from the snapshot", "schema", s.o.Schema, "from_seq", s.LastSeq(), "snapshot_seq", seq)
+	if err := apply(mailbox.Event{Seq: snap.Seq, AtMs: atMs, Type: mailbox.EventSnapshot, Snapshot: &snap}); err != nil {
+		return err
+	}
+	s.statMu.Lock()
+	s.lastSeq = snap.Seq
+	s.snapSeq = max(s.snapSeq, snap.Seq)
+	s.statMu.Unlock()
+	return nil
+}
+
+// Pause stops this instance's writer goroutine until resume is called:
+// no appends, no pings, no reading. It is a test hook that stands in for
+// a process the operating system stopped (SIGSTOP) or starved: PostgreSQL
+// ends its idle session after SessionTimeout, and the lock with it.
+func (s *Store) Pause() (resume func()) {
+	held := make(chan struct{})
+	release := make(chan struct{})
+	if !s.control(func() {
+		close(held)
+		<-release
+	}) {
+		return func() {}
+	}
+	<-held
+	var once sync.Once
+	return func() { once.Do(func() { close(release) }) }
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mailroom/mailroom/daemon/store"
 	"github.com/mailroom/mailroom/daemon/store/pgstore"
 	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
 	"github.com/mailroom/mailroom/daemon/store/storetest"
@@ -276,4 +277,74 @@ func TestTheEpochFencesEveryStatement(t *testing.T) {
 	if got := query(t, url, `SELECT count(*) FROM `+schema+`.snapshots`); got != 0 {
 		t.Errorf("%d snapshots written by a fenced instance", got)
 	}
+}
+
+// A takeover waits for the old leader's statement in flight (it holds the
+// leader row FOR SHARE) and then sees what it wrote: the new leader
+// continues after it, not over it.
+func TestATakeoverWaitsForTheOldLeadersBatchInFlight(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url, t.Name())
+	w := storetest.NewWorkload(6)
+	a, err := pgstore.Open(context.Background(), pgstore.Options{URL: url, Schema: schema, Holder: "inflight-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	storetest.AppendAll(t, a, w.Events(t, 4)...)
+
+	// The old leader's next batch, in flight: fenced in, written, not yet
+	// committed.
+	ctx := context.Background()
+	tx, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close(ctx)
+	ev := w.Next(t)
+	body, err := store.EventBody(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `BEGIN`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT epoch FROM `+schema+`.leader WHERE id = 1 AND epoch = $1 FOR SHARE`, a.Epoch()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO `+schema+`.events (seq, epoch, at_ms, type, body) VALUES (5, $1, $2, $3, $4)`, a.Epoch(), ev.AtMs, ev.Type, body); err != nil {
+		t.Fatal(err)
+	}
+	killWriter(t, url, "inflight-a")
+
+	opened := make(chan *pgstore.Store, 1)
+	go func() {
+		b, err := pgstore.Open(ctx, pgstore.Options{URL: url, Schema: schema, Holder: "inflight-b"})
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- b
+	}()
+	select {
+	case b := <-opened:
+		if b != nil {
+			b.Close()
+		}
+		t.Fatal("the takeover finished while the old term's batch was in flight")
+	case <-time.After(500 * time.Millisecond):
+	}
+	if _, err := tx.Exec(ctx, `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	b := <-opened
+	if b == nil {
+		t.FailNow()
+	}
+	defer b.Close()
+	if got := b.LastSeq(); got != 5 {
+		t.Fatalf("the new leader starts after seq %d, want 5 (the batch that was in flight)", got)
+	}
+	st, _ := storetest.LoadState(t, b)
+	storetest.SameState(t, st, w.State)
+	storetest.AppendAll(t, b, w.Events(t, 2)...)
 }

@@ -41,6 +41,9 @@ func TestShared(t *testing.T) {
 				t.Fatalf("no session of %s to end", holder)
 			}
 		},
+		Pause: func(t *testing.T, s store.Shared) func() {
+			return s.(*pgstore.Store).Pause()
+		},
 		AfterFailovers: func(t *testing.T, dir string) {
 			schema := pgtest.Schema(t, url, dir)
 			if down := query(t, url, `SELECT count(*) FROM (SELECT epoch < lag(epoch) OVER (ORDER BY seq) AS down FROM `+schema+`.events) x WHERE down`); down != 0 {

@@ -21,6 +21,10 @@ type SharedHooks struct {
 	// Disconnect ends the instance's connection to the shared backend as
 	// a crash of its process or its network would.
 	Disconnect func(t *testing.T, s store.Shared)
+	// Pause stops the instance's work (its appends, its pings, its
+	// reading) until resume, as a process the OS stopped; the backend
+	// ends its session after its timeout.
+	Pause func(t *testing.T, s store.Shared) (resume func())
 	// AfterFailovers, when set, checks the backend's own records once the
 	// failover test is done (that every term wrote after the one before,
 	// say).
@@ -46,6 +50,8 @@ var sharedSuite = []struct {
 	{"FailoverKeepsEveryAckedEventGaplessAcrossTenTakeovers", testFailoverKeepsAcked},
 	{"CompactionByTheLeaderIsSeenByFollowers", testCompactionSeenByFollowers},
 	{"AFollowerThatLostItsConnectionCatchesUp", testFollowerReconnects},
+	{"AFollowerBehindACompactionReloadsFromTheSnapshot", testFollowerBehindCompaction},
+	{"APausedLeaderIsFenced", testPausedLeaderFenced},
 }
 
 // member is one instance with the state it has seen: its own durable
@@ -382,4 +388,80 @@ func testFollowerReconnects(t *testing.T, c *cluster) {
 		c.wave(t, lead, 20)
 	}
 	c.checkAll(t, lead)
+}
+
+func testFollowerBehindCompaction(t *testing.T, c *cluster) {
+	if c.hooks.Pause == nil {
+		t.Skip("the backend gives no Pause hook")
+	}
+	c.start(t, 3)
+	lead := c.leader(t)
+	c.wave(t, lead, 20)
+	c.converge(t, 20)
+	var behind *member
+	for _, m := range c.members {
+		if m != lead {
+			behind = m
+			break
+		}
+	}
+	resume := c.hooks.Pause(t, behind.s)
+	c.wave(t, lead, 40)
+	if _, err := lead.s.Compact(func() *mailbox.Snapshot {
+		lead.mu.Lock()
+		defer lead.mu.Unlock()
+		return lead.st.Snapshot(snapshotAtMs)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.wave(t, lead, 10)
+	resume()
+	c.checkAll(t, lead)
+	behind.mu.Lock()
+	defer behind.mu.Unlock()
+	if behind.st.Seq != 70 {
+		t.Errorf("the follower that fell behind is at seq %d, want 70", behind.st.Seq)
+	}
+}
+
+func testPausedLeaderFenced(t *testing.T, c *cluster) {
+	if c.hooks.Pause == nil {
+		t.Skip("the backend gives no Pause hook")
+	}
+	c.start(t, 3)
+	old := c.leader(t)
+	c.wave(t, old, 20)
+	resume := c.hooks.Pause(t, old.s)
+	// Another instance takes over once the paused one's session ends,
+	// and writes.
+	var next *member
+	deadline := time.Now().Add(waitLimit)
+	for next == nil {
+		for _, m := range c.members {
+			if m != old && m.leads() {
+				next = m
+			}
+		}
+		if time.Now().After(deadline) {
+			resume()
+			t.Fatal("nobody took over from the paused leader")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.wave(t, next, 15)
+	head := next.s.LastSeq()
+	resume()
+	// Woken, the old leader still believes it leads until it tries: its
+	// append is refused, and nothing of it reaches the log.
+	ev := mailbox.Event{Seq: old.s.LastSeq() + 1, AtMs: c.nowMs, Type: mailbox.EventLimitsSet, Limits: &mailbox.Limits{RetainDone: 7}}
+	done := make(chan error, 1)
+	old.s.Append(ev, func(err error) { done <- err })
+	if err := await(t, done, "the woken leader's done"); err == nil {
+		t.Fatal("a paused leader appended after another took over")
+	}
+	c.wave(t, next, 5)
+	if got := next.s.LastSeq(); got != head+5 {
+		t.Errorf("the new leader is at seq %d, want %d", got, head+5)
+	}
+	c.checkAll(t, next)
 }
