@@ -204,3 +204,51 @@ func TestAStreamResumesFromAnIdAnotherInstanceGaveOut(t *testing.T) {
 		t.Errorf("the resumed stream's ids are %v, want %v", ids, want)
 	}
 }
+
+// Only the instance that leads scans for stale leases: a follower's
+// scheduler lets its ticks pass.
+func TestOnlyTheLeaderScansForStaleLeases(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url, t.Name())
+	ticksA, ticksB := make(chan time.Time), make(chan time.Time)
+	onPG := func(c *config.Config) {
+		c.Store, c.PostgresURL, c.PostgresSchema = config.StorePostgres, url, schema
+		c.PostgresCampaignInterval = 20 * time.Millisecond
+		c.RetryStaleInterval, c.RetryStaleMinLeaseAge = time.Minute, time.Millisecond
+	}
+	a := daemontest.Start(t, daemontest.Options{Config: onPG, RetryStaleTicks: ticksA})
+	waitRole(t, a.URL(), "leader")
+	bLogs := &testlog.Buffer{}
+	b := daemontest.Start(t, daemontest.Options{Config: onPG, RetryStaleTicks: ticksB, Logger: bLogs.Logger()})
+	waitRole(t, b.URL(), "follower")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ca, err := client.New(a.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ca.Send(ctx, mailbox.Task{Sender: "planner@pg", Recipient: "worker@pg", IntentText: "reindex",
+		Idempotency: &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: "reindex-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ca.Lease(ctx, "worker@pg"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // older than the 1 ms the scan asks for
+	// A tick is taken only when the scheduler waits for it, so the second
+	// one proves the first scan is over.
+	ticksB <- time.Now()
+	ticksB <- time.Now()
+	if got := findTask(a.State(t), q.TaskID); got == nil || got.State != mailbox.TaskInFlight {
+		t.Fatalf("after the follower's scans the task is %+v, want still in flight", got)
+	}
+	if strings.Contains(bLogs.String(), "retry-stale scan") {
+		t.Errorf("the follower scanned:\n%s", bLogs.String())
+	}
+	ticksA <- time.Now()
+	ticksA <- time.Now()
+	if got := findTask(a.State(t), q.TaskID); got == nil || got.State != mailbox.TaskQueued {
+		t.Fatalf("after the leader's scan the task is %+v, want requeued", got)
+	}
+}
