@@ -36,7 +36,7 @@ func (s *Store) Compact(snapshot func() *mailbox.Snapshot) (mailbox.CompactOutco
 		err error
 	}
 	res := make(chan result, 1)
-	queued := s.control(func() {
+	queued := s.q.Control(func() {
 		job, err := s.rotate(snapshot)
 		if err != nil {
 			res <- result{err: err}
@@ -66,10 +66,7 @@ type compactJob struct {
 
 // rotate runs in the writer: steps 1 and 2.
 func (s *Store) rotate(snapshot func() *mailbox.Snapshot) (*compactJob, error) {
-	s.mu.Lock()
-	failed := s.failed
-	s.mu.Unlock()
-	if failed != nil {
+	if failed := s.q.Failed(); failed != nil {
 		return nil, fmt.Errorf("compacting the log in %s: the log cannot be written until Reset: %w", s.dir, failed)
 	}
 	snap := snapshot()

@@ -147,7 +147,7 @@ func limitFileSize(t *testing.T, max uint64) {
 // so that appends queue up behind it.
 func (s *Store) pauseWriter() (release func()) {
 	entered, gate := make(chan struct{}), make(chan struct{})
-	if !s.control(func() { close(entered); <-gate }) {
+	if !s.q.Control(func() { close(entered); <-gate }) {
 		panic("pauseWriter on a closed store")
 	}
 	<-entered

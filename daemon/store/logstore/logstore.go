@@ -26,6 +26,7 @@ import (
 	"sync"
 
 	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/daemon/store/internal/writeq"
 	"github.com/mailroom/mailroom/internal/metrics"
 )
 
@@ -52,13 +53,9 @@ type Store struct {
 	maxBatch int
 	lockFile *os.File
 
-	// mu guards the append queue and what Append decides on.
-	mu      sync.Mutex
-	wake    *sync.Cond // signalled when the queue grows or the store closes
-	queue   []item
-	nextSeq uint64 // the seq the next accepted Append must carry
-	failed  error  // the write failure that refuses appends until Reset
-	closed  bool
+	// q is the append queue: what Append decides on, the failure that
+	// refuses appends until Reset, and Close.
+	q *writeq.Queue[[]byte]
 
 	// segMu guards the log's shape as readers see it, and the figures.
 	segMu     sync.RWMutex
@@ -164,12 +161,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	if s.maxBatch <= 0 {
 		s.maxBatch = DefaultMaxBatch
 	}
-	s.wake = sync.NewCond(&s.mu)
 	if err := s.recover(); err != nil {
 		unlockDir(lock)
 		return nil, err
 	}
-	s.nextSeq = s.lastSeq + 1
+	s.q = writeq.New[[]byte]("the log in "+dir, s.lastSeq+1)
 	go s.run()
 	return s, nil
 }
@@ -228,21 +224,14 @@ func (s *Store) logBytesLocked() int64 {
 }
 
 // isClosed reports whether Close has begun.
-func (s *Store) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
+func (s *Store) isClosed() bool { return s.q.Closed() }
 
 // Close writes and syncs everything appended so far, calls every pending
 // done, waits for a running compaction, closes the files and releases the
 // data dir's lock. Calling it again returns the first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.wake.Broadcast()
-		s.mu.Unlock()
+		s.q.Close()
 		<-s.writerDone
 		s.background.Wait()
 		s.closeErr = errors.Join(s.finishErr, unlockDir(s.lockFile))

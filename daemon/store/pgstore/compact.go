@@ -38,7 +38,7 @@ func (s *Store) Compact(snapshot func() *mailbox.Snapshot) (mailbox.CompactOutco
 		err error
 	}
 	res := make(chan result, 1)
-	queued := s.control(func() {
+	queued := s.wq.Control(func() {
 		out, err := s.insertSnapshot(snapshot)
 		if err != nil {
 			res <- result{err: err}
@@ -63,10 +63,7 @@ func (s *Store) Compact(snapshot func() *mailbox.Snapshot) (mailbox.CompactOutco
 
 // insertSnapshot runs in the writer.
 func (s *Store) insertSnapshot(snapshot func() *mailbox.Snapshot) (mailbox.CompactOutcome, error) {
-	s.mu.Lock()
-	failed := s.failed
-	s.mu.Unlock()
-	if failed != nil {
+	if failed := s.wq.Failed(); failed != nil {
 		return mailbox.CompactOutcome{}, fmt.Errorf("compacting the log in schema %s: the log cannot be written until Reset: %w", s.o.Schema, failed)
 	}
 	snap := snapshot()

@@ -21,14 +21,14 @@ func (s *Store) Follow(after uint64, apply func(mailbox.Event) error, role func(
 	s.statMu.Lock()
 	s.lastSeq = after
 	s.statMu.Unlock()
-	s.mu.Lock()
+	s.fmu.Lock()
 	s.apply, s.roleFn = apply, role
-	s.nextSeq = after + 1
-	s.mu.Unlock()
+	s.fmu.Unlock()
+	s.wq.Expect(after + 1)
 	if role != nil {
 		role(s.Role())
 	}
-	s.signal()
+	s.wq.Control(func() {}) // wakes the writer
 }
 
 // stepDown turns a shared store's failed leader into a follower: it gives
@@ -56,13 +56,13 @@ func (s *Store) stepDown() {
 // lead, then wait for a notification or the campaign interval. It returns
 // true when the store is closed and done.
 func (s *Store) followStep() (stop bool) {
-	s.mu.Lock()
+	s.fmu.Lock()
 	apply := s.apply
-	s.mu.Unlock()
+	s.fmu.Unlock()
 	if apply == nil {
 		// Follow has not been called yet: Load may still be running.
 		select {
-		case <-s.wake:
+		case <-s.wq.Wake():
 		case <-time.After(s.o.CampaignInterval):
 		}
 		return false
@@ -75,7 +75,7 @@ func (s *Store) followStep() (stop bool) {
 		}
 		select {
 		case <-s.stopCtx.Done():
-		case <-s.wake:
+		case <-s.wq.Wake():
 		case <-time.After(s.o.CampaignInterval):
 		}
 	}
@@ -167,10 +167,7 @@ func (s *Store) lead(ctx context.Context, apply func(mailbox.Event) error) error
 	}
 	s.listening = false
 	last := s.LastSeq()
-	s.mu.Lock()
-	s.failed = nil
-	s.nextSeq = last + 1
-	s.mu.Unlock()
+	s.wq.Resume(last + 1)
 	s.following = false
 	s.knownHead.Store(last)
 	s.log.Info("leading the shared log", "schema", s.o.Schema, "epoch", s.epoch.Load(), "seq", last)
@@ -256,7 +253,7 @@ func (s *Store) reload(ctx context.Context, apply func(mailbox.Event) error) err
 func (s *Store) Pause() (resume func()) {
 	held := make(chan struct{})
 	release := make(chan struct{})
-	if !s.control(func() {
+	if !s.wq.Control(func() {
 		close(held)
 		<-release
 	}) {

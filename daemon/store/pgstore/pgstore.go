@@ -36,6 +36,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/daemon/store/internal/writeq"
 	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -114,17 +115,14 @@ type Store struct {
 	lastCampaign time.Time
 	campaignNow  bool
 
-	// apply and roleFn are set by Follow (under mu).
+	// apply and roleFn are set by Follow (under fmu).
+	fmu    sync.Mutex
 	apply  func(mailbox.Event) error
 	roleFn func(store.Role)
 
-	// mu guards the append queue and what Append decides on.
-	mu      sync.Mutex
-	wake    chan struct{}
-	queue   []item
-	nextSeq uint64
-	failed  error
-	closed  bool
+	// q is the append queue: what Append decides on, the failure (or the
+	// following) that refuses appends, and Close.
+	wq *writeq.Queue[row]
 
 	// statMu guards the shape of the log as readers see it, and figures.
 	statMu    sync.RWMutex
@@ -226,7 +224,6 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		appName:  fmt.Sprintf("mailroom-writer:%08x:%s", uint32(lockKey(o.Schema)), o.Holder),
 		connCfg:  cfg,
 		maxBatch: o.MaxBatch,
-		wake:     make(chan struct{}, 1),
 		commits:  metrics.NewHistogram(commitBuckets...),
 	}
 	if len(s.appName) > 63 {
@@ -265,12 +262,12 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		s.abandon()
 		return nil, s.connErr("reading the log's head", err)
 	}
-	s.nextSeq = s.lastSeq + 1
+	s.wq = writeq.New[row]("the log in schema "+o.Schema, s.lastSeq+1)
 	s.setRole(store.Role{Leader: !s.shared, Epoch: s.epoch.Load(), Holder: o.Holder, LeaderURL: o.Advertise})
 	if s.shared {
 		// Following until the writer wins a campaign.
 		s.following = true
-		s.failed = s.notLeader()
+		s.wq.Fail(s.notLeader())
 		var r store.Role
 		_ = s.conn.QueryRow(ctx, `SELECT epoch, holder, advertise FROM `+s.q+`.leader WHERE id = 1`).Scan(&r.Epoch, &r.Holder, &r.LeaderURL)
 		s.setRole(r)
@@ -413,9 +410,9 @@ func (s *Store) setRole(r store.Role) {
 	if old == nil || *old == r {
 		return
 	}
-	s.mu.Lock()
+	s.fmu.Lock()
 	fn := s.roleFn
-	s.mu.Unlock()
+	s.fmu.Unlock()
 	if fn != nil {
 		fn(r)
 	}
@@ -481,23 +478,16 @@ func (s *Store) WriteMetrics(w *metrics.Writer) {
 	w.Gauge("mailroom_store_behind_events", "Events the newest notification announced that this instance has not applied (PostgreSQL store).", float64(s.Behind()))
 }
 
-func (s *Store) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
+func (s *Store) isClosed() bool { return s.wq.Closed() }
 
 // Close writes everything appended so far, answers every pending done,
 // gives up the lease and closes the connections.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
+		s.wq.Close()
 		// A settlement waiting for PostgreSQL gives up: nobody is left
 		// to answer.
 		s.stop()
-		s.signal()
 		<-s.writerDone
 		s.background.Wait()
 		s.pool.Close()

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/daemon/store/internal/writeq"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -39,114 +40,31 @@ SELECT (SELECT count(*) FROM ins), pg_notify('{{channel}}', $8::text) FROM ok`
 // lease, and nothing was written.
 var ErrNotLeader = store.ErrNotLeader
 
+// row is what the writer writes for an event.
+type row struct {
+	atMs int64
+	typ  string
+	body []byte
+}
+
 // Append hands ev to the writer and returns without waiting; see
 // store.Store. An event whose body replay could not read back is refused
 // like one with the wrong seq, without failing the store.
 func (s *Store) Append(ev mailbox.Event, done func(error)) {
-	if done == nil {
-		done = func(error) {}
-	}
-	body, encErr := store.EventBody(ev)
-	it := item{seq: ev.Seq, atMs: ev.AtMs, typ: ev.Type, body: body, done: done}
-	s.mu.Lock()
-	var now error
-	switch {
-	case s.closed:
-		now = store.ErrClosed
-	case s.failed != nil:
-		now = s.failed
-	case encErr != nil:
-		it.err = fmt.Errorf("event %d (%s) cannot be logged: %w", ev.Seq, ev.Type, encErr)
-	case ev.Seq != s.nextSeq:
-		it.err = fmt.Errorf("event %d (%s) refused: the log in schema %s expects seq %d next", ev.Seq, ev.Type, s.o.Schema, s.nextSeq)
-	default:
-		s.nextSeq++
-	}
-	if now == nil {
-		s.queue = append(s.queue, it)
-	}
-	s.mu.Unlock()
-	if now != nil {
-		done(now)
-		return
-	}
-	s.signal()
+	body, err := store.EventBody(ev)
+	s.wq.Append(ev, row{ev.AtMs, ev.Type, body}, err, done)
 }
 
 // AppendUnit appends evs as one unit: their items are queued together and
 // never split across two statements, and a statement commits all or none.
 func (s *Store) AppendUnit(evs []mailbox.Event, done func(error)) {
-	if done == nil {
-		done = func(error) {}
-	}
-	if len(evs) == 0 {
-		done(nil)
-		return
-	}
-	items := make([]item, len(evs))
-	var refused error
+	rows, errs := make([]row, len(evs)), make([]error, len(evs))
 	for i, ev := range evs {
-		body, err := store.EventBody(ev)
-		want := 0
-		if i == 0 && len(evs) > 1 {
-			want = len(evs)
-		}
-		switch {
-		case err != nil && refused == nil:
-			refused = fmt.Errorf("event %d (%s) cannot be logged: %w", ev.Seq, ev.Type, err)
-		case ev.Unit != want && refused == nil:
-			refused = fmt.Errorf("event %d (%s) refused: it is event %d of a unit of %d and says unit %d, expected %d", ev.Seq, ev.Type, i+1, len(evs), ev.Unit, want)
-		case ev.Seq != evs[0].Seq+uint64(i) && refused == nil:
-			refused = fmt.Errorf("event %d (%s) refused: the events of a unit must have consecutive seqs", ev.Seq, ev.Type)
-		}
-		items[i] = item{seq: ev.Seq, atMs: ev.AtMs, typ: ev.Type, body: body, done: func(error) {}, cont: i > 0}
+		var body []byte
+		body, errs[i] = store.EventBody(ev)
+		rows[i] = row{ev.AtMs, ev.Type, body}
 	}
-	items[len(items)-1].done = done
-
-	s.mu.Lock()
-	var now error
-	switch {
-	case s.closed:
-		now = store.ErrClosed
-	case s.failed != nil:
-		now = s.failed
-	case refused == nil && evs[0].Seq != s.nextSeq:
-		refused = fmt.Errorf("event %d (%s) refused: the log in schema %s expects seq %d next", evs[0].Seq, evs[0].Type, s.o.Schema, s.nextSeq)
-	}
-	if now == nil {
-		if refused != nil {
-			s.queue = append(s.queue, item{seq: evs[0].Seq, done: done, err: refused})
-		} else {
-			s.nextSeq += uint64(len(evs))
-			s.queue = append(s.queue, items...)
-		}
-	}
-	s.mu.Unlock()
-	if now != nil {
-		done(now)
-		return
-	}
-	s.signal()
-}
-
-func (s *Store) signal() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-// control queues fn for the writer; false when the store is closed.
-func (s *Store) control(fn func()) bool {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return false
-	}
-	s.queue = append(s.queue, item{ctl: fn})
-	s.mu.Unlock()
-	s.signal()
-	return true
+	s.wq.AppendUnit(evs, rows, errs, done)
 }
 
 // pingEvery keeps the writer session busy enough that idle_session_timeout
@@ -159,10 +77,10 @@ func (s *Store) pingEvery() time.Duration {
 func (s *Store) run() {
 	defer close(s.writerDone)
 	for {
-		batch, last := s.take()
+		batch, last := s.wq.Take(s.maxBatch)
 		switch {
-		case len(batch) == 1 && batch[0].ctl != nil:
-			batch[0].ctl()
+		case len(batch) == 1 && batch[0].Ctl != nil:
+			batch[0].Ctl()
 		case len(batch) > 0:
 			s.commit(batch)
 		case last:
@@ -174,7 +92,7 @@ func (s *Store) run() {
 			}
 		default:
 			select {
-			case <-s.wake:
+			case <-s.wq.Wake():
 			case <-time.After(s.pingEvery()):
 				s.keepAlive()
 			}
@@ -183,40 +101,10 @@ func (s *Store) run() {
 	}
 }
 
-// take returns the next batch without waiting: one control step, or the
-// queued events up to the next control step, at most maxBatch written.
-func (s *Store) take() (batch []item, last bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, writes := 0, 0
-	for n < len(s.queue) {
-		it := &s.queue[n]
-		if it.ctl != nil {
-			if n == 0 {
-				n = 1
-			}
-			break
-		}
-		if it.err == nil {
-			if writes >= s.maxBatch && !it.cont {
-				break
-			}
-			writes++
-		}
-		n++
-	}
-	batch = s.queue[:n:n]
-	s.queue = s.queue[n:]
-	return batch, s.closed && len(s.queue) == 0
-}
-
 // keepAlive pings the idle writer session. A session found dead lost the
 // lock with it: the store fails until Reset takes the lease back.
 func (s *Store) keepAlive() {
-	s.mu.Lock()
-	failed := s.failed
-	s.mu.Unlock()
-	if failed != nil || s.conn == nil {
+	if s.wq.Failed() != nil || s.conn == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.o.SessionTimeout)
@@ -232,23 +120,23 @@ func (s *Store) keepAlive() {
 
 // commit writes the batch's accepted events with one statement and
 // answers every event in queue order.
-func (s *Store) commit(batch []item) {
+func (s *Store) commit(batch []writeq.Item[row]) {
 	n := 0
 	for i := range batch {
-		if batch[i].err == nil {
+		if batch[i].Err == nil {
 			n++
 		}
 	}
 	if n == 0 {
-		answer(batch, nil)
+		writeq.Answer(batch, nil)
 		return
 	}
 	seqs, atMs, types, bodies := make([]int64, 0, n), make([]int64, 0, n), make([]string, 0, n), make([][]byte, 0, n)
 	var bytes int64
 	for i := range batch {
-		if it := &batch[i]; it.err == nil {
-			seqs, atMs, types, bodies = append(seqs, int64(it.seq)), append(atMs, it.atMs), append(types, it.typ), append(bodies, it.body)
-			bytes += int64(len(it.body))
+		if it := &batch[i]; it.Err == nil {
+			seqs, atMs, types, bodies = append(seqs, int64(it.Seq)), append(atMs, it.P.atMs), append(types, it.P.typ), append(bodies, it.P.body)
+			bytes += int64(len(it.P.body))
 		}
 	}
 	s.statMu.RLock()
@@ -297,7 +185,7 @@ func (s *Store) commit(batch []item) {
 	s.counts.batches++
 	s.statMu.Unlock()
 	s.commits.Observe(took.Seconds())
-	answer(batch, nil)
+	writeq.Answer(batch, nil)
 }
 
 // settle finds out whether a batch whose commit outcome is unknown was
@@ -307,7 +195,7 @@ func (s *Store) commit(batch []item) {
 // epoch. True when they are all there: the caller answers nil. Otherwise
 // the batch and everything queued behind it are refused, and the store
 // fails until Reset.
-func (s *Store) settle(batch []item, first, last int64, cause error) bool {
+func (s *Store) settle(batch []writeq.Item[row], first, last int64, cause error) bool {
 	old := s.epoch.Load()
 	s.log.Warn("the writer session broke during an append; settling its outcome from the table", "schema", s.o.Schema, "first_seq", first, "last_seq", last, "err", scrub(cause.Error(), s.o.URL))
 	oldPID := uint32(0)
@@ -411,39 +299,18 @@ func (s *Store) regain(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) setFailed(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failed == nil {
-		s.failed = err
-	}
-	for i := range s.queue {
-		if s.queue[i].ctl == nil && s.queue[i].err == nil {
-			s.queue[i].err = s.failed
-		}
-	}
-}
+func (s *Store) setFailed(err error) { s.wq.Fail(err) }
 
 // fail refuses the batch and everything queued, and every append until
 // Reset: the engine decided them on top of the failed ones.
-func (s *Store) fail(batch []item, err error) {
+func (s *Store) fail(batch []writeq.Item[row], err error) {
 	s.log.Error("PostgreSQL append failed; appends are refused until Reset", "schema", s.o.Schema, "err", err)
 	s.setFailed(err)
 	s.statMu.Lock()
 	s.counts.writeErrors++
 	s.statMu.Unlock()
-	answer(batch, err)
+	writeq.Answer(batch, err)
 	s.stepDown()
-}
-
-func answer(batch []item, err error) {
-	for i := range batch {
-		if e := batch[i].err; e != nil {
-			batch[i].done(e)
-		} else {
-			batch[i].done(err)
-		}
-	}
 }
 
 // Reset lets appends through again after a failure, once the writer
@@ -451,31 +318,16 @@ func answer(batch []item, err error) {
 // seq it knows: otherwise another instance wrote meanwhile and this one
 // must restart to follow (the error says so).
 func (s *Store) Reset() error {
-	reply := make(chan error, 1)
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		return store.ErrClosed
-	case s.failed == nil:
-		s.mu.Unlock()
-		return nil
-	case s.shared:
+	if s.shared && !s.wq.Closed() && s.wq.Failed() != nil {
 		// A shared store that failed has stepped down: it appends again
 		// only by winning a campaign, which the writer runs by itself.
-		s.mu.Unlock()
 		return s.notLeader()
 	}
-	s.queue = append(s.queue, item{ctl: func() { reply <- s.reset() }})
-	s.mu.Unlock()
-	s.signal()
-	return <-reply
+	return s.wq.Reset(s.reset)
 }
 
 func (s *Store) reset() error {
-	s.mu.Lock()
-	failed := s.failed
-	s.mu.Unlock()
+	failed := s.wq.Failed()
 	if failed == nil {
 		return nil
 	}
@@ -514,10 +366,7 @@ func (s *Store) reset() error {
 	if uint64(head) != last {
 		return still(fmt.Errorf("postgres store (schema %s): the log's head is seq %d, but this instance last wrote %d: another instance wrote meanwhile; restart this one to read its events", s.o.Schema, head, last))
 	}
-	s.mu.Lock()
-	s.failed = nil
-	s.nextSeq = last + 1
-	s.mu.Unlock()
+	s.wq.Resume(last + 1)
 	s.log.Info("PostgreSQL appends resume after Reset", "schema", s.o.Schema, "epoch", s.epoch.Load(), "next_seq", last+1)
 	return nil
 }
