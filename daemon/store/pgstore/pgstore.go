@@ -142,17 +142,6 @@ type Store struct {
 	stopCtx    context.Context
 }
 
-type item struct {
-	seq  uint64
-	atMs int64
-	typ  string
-	body []byte
-	done func(error)
-	err  error
-	ctl  func()
-	cont bool
-}
-
 // Redact returns a connection string fit for a log line or an error: a
 // URL's password, and a key=value string's password=..., replaced by xxxxx.
 func Redact(conn string) string {
