@@ -8,9 +8,11 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/mailroom/mailroom/daemon/a2a"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -32,7 +34,8 @@ const (
 const readYourWrites = 2 * time.Second
 
 // forwarder sits in front of an instance of a shared mailbox. Reads (GET)
-// are served here, from this instance's state; writes go to the leader: on
+// are served here, from this instance's state; writes (and the reads that
+// write, see mustLead) go to the leader: on
 // the leader they are served and stamped with the seq they reached, on a
 // follower they are proxied to the leader, and the answer is held until
 // this instance has applied that seq, so a client that writes through any
@@ -96,12 +99,24 @@ func (f *forwarder) leaderContext(leader string) context.Context {
 	return f.lctx
 }
 
-func isRead(r *http.Request) bool {
-	return r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions
+// mustLead says whether only the leader may serve r: every write, and the
+// reads that write. A lease or drain by GET (`tasks/next`,
+// `results/next`) takes what it returns, and the A2A edge marks a
+// finished task's result delivered when its caller reads it, so every
+// request under /agents/ goes to the leader too.
+func mustLead(r *http.Request) bool {
+	if strings.HasPrefix(r.URL.Path, a2a.Prefix) {
+		return true
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return r.URL.Path == "/a2a/tasks/next" || r.URL.Path == "/a2a/results/next"
+	}
+	return true
 }
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if isRead(r) {
+	if !mustLead(r) {
 		f.next.ServeHTTP(w, r)
 		return
 	}

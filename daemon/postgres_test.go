@@ -93,6 +93,24 @@ func TestTwoInstancesShareOnePostgresMailbox(t *testing.T) {
 	if err != nil || len(view.Tasks) != 1 || view.Tasks[0].Task.ID != q.TaskID {
 		t.Fatalf("the follower's queue right after its forwarded send: %+v, %v", view.Tasks, err)
 	}
+	// A lease by GET takes the task too: it goes to the leader.
+	q2, err := cb.Send(ctx, mailbox.Task{Sender: "planner@pg", Recipient: "other@pg", IntentText: "by GET"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(b.URL() + "/a2a/tasks/next?recipient=other@pg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got mailbox.TaskOptResponse
+	err = json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || got.Task == nil || got.Task.ID != q2.TaskID {
+		t.Fatalf("GET /a2a/tasks/next through the follower: %s, %+v, %v", resp.Status, got, err)
+	}
+	if rec := findTask(a.State(t), q2.TaskID); rec == nil || rec.State != mailbox.TaskInFlight {
+		t.Fatalf("the leader holds %+v after a GET lease through the follower, want in flight", rec)
+	}
 	task, lease, err := cb.Lease(ctx, "worker@pg")
 	if err != nil || task == nil || task.ID != q.TaskID {
 		t.Fatalf("lease through the follower = %v, %v, %v", task, lease, err)
@@ -250,5 +268,57 @@ func TestOnlyTheLeaderScansForStaleLeases(t *testing.T) {
 	ticksA <- time.Now()
 	if got := findTask(a.State(t), q.TaskID); got == nil || got.State != mailbox.TaskQueued {
 		t.Fatalf("after the leader's scan the task is %+v, want requeued", got)
+	}
+}
+
+// The A2A edge of a follower: registering, the card, and a message all
+// reach the leader (reading a finished task there marks its result
+// delivered, a write), and the follower answers once it has the task.
+func TestTheA2AEdgeThroughAFollower(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url, t.Name())
+	onPG := func(c *config.Config) {
+		c.Store, c.PostgresURL, c.PostgresSchema = config.StorePostgres, url, schema
+		c.PostgresCampaignInterval = 20 * time.Millisecond
+	}
+	a := daemontest.Start(t, daemontest.Options{Config: onPG})
+	waitRole(t, a.URL(), "leader")
+	b := daemontest.Start(t, daemontest.Options{Config: onPG})
+	waitRole(t, b.URL(), "follower")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cb, err := client.New(b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cb.RegisterAgent(ctx, "coder@pg", mailbox.AgentCard{Name: "Coder"}); err != nil {
+		t.Fatalf("registering through the follower: %v", err)
+	}
+	resp, err := http.Get(b.URL() + "/agents/coder@pg/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var card struct{ Name string }
+	err = json.NewDecoder(resp.Body).Decode(&card)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || card.Name != "Coder" {
+		t.Fatalf("the card through the follower: %s, %+v, %v", resp.Status, card, err)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"m1","parts":[{"kind":"text","text":"fix it"}]},"configuration":{"blocking":false}}}`
+	resp, err = http.Post(b.URL()+"/agents/coder@pg/", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rpc struct {
+		Result struct{ ID string }
+		Error  any
+	}
+	err = json.NewDecoder(resp.Body).Decode(&rpc)
+	resp.Body.Close()
+	if err != nil || rpc.Error != nil || rpc.Result.ID == "" {
+		t.Fatalf("message/send through the follower: %+v, %v", rpc, err)
+	}
+	if rec := findTask(b.State(t), rpc.Result.ID); rec == nil || rec.Task.Recipient != "coder@pg" {
+		t.Fatalf("the follower does not hold the task it answered for: %+v", rec)
 	}
 }
