@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -289,6 +290,15 @@ func (s *Store) connect(ctx context.Context) error {
 	cfg.RuntimeParams["tcp_keepalives_idle"] = "5"
 	cfg.RuntimeParams["tcp_keepalives_interval"] = "2"
 	cfg.RuntimeParams["tcp_keepalives_count"] = "3"
+	// The same on this side: a leader whose database host vanished while
+	// it waits for a commit finds out in about 11 s, not Go's default of
+	// minutes, and settles the batch.
+	timeout := cfg.ConnectTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	d := &net.Dialer{Timeout: timeout, KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: 2 * time.Second, Count: 3}}
+	cfg.DialFunc = d.DialContext
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return s.connErr("connecting the writer session", err)
