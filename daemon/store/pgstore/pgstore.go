@@ -234,6 +234,15 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if s.pool, err = pgxpool.NewWithConfig(ctx, poolCfg); err != nil {
 		return nil, s.connErr("opening the read pool", err)
 	}
+	var version int
+	if err := s.pool.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
+		s.pool.Close()
+		return nil, s.connErr("connecting (to read the server's version)", err)
+	}
+	if err := checkVersion(version); err != nil {
+		s.pool.Close()
+		return nil, err
+	}
 	if err := s.connect(ctx); err != nil {
 		s.pool.Close()
 		return nil, err
@@ -265,6 +274,17 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s.writerDone = make(chan struct{})
 	go s.run()
 	return s, nil
+}
+
+// checkVersion refuses a server older than PostgreSQL 14: a leader that
+// pauses must lose its session (idle_session_timeout, new in 14), or it
+// would keep the lead, and the mailbox would wait, for as long as it is
+// stopped.
+func checkVersion(num int) error {
+	if num < 140000 {
+		return fmt.Errorf("postgres_url: the server is PostgreSQL %d.%d, expected 14 or newer (a paused leader must lose its session through idle_session_timeout)", num/10000, num%10000)
+	}
+	return nil
 }
 
 // connErr wraps a database error with what was being done, without the

@@ -232,7 +232,7 @@ func TestBadOptionsNameTheSettingAndHideThePassword(t *testing.T) {
 		want     string
 		password string
 	}{
-		{pgstore.Options{URL: "postgres://u:hunter2@127.0.0.1:1/test?connect_timeout=2"}, "connecting the writer session", "hunter2"},
+		{pgstore.Options{URL: "postgres://u:hunter2@127.0.0.1:1/test?connect_timeout=2"}, "connecting", "hunter2"},
 		{pgstore.Options{URL: "postgres://u:hunter2@127.0.0.1:5432/test?sslmode=bogus"}, "postgres_url: got postgres://u:xxxxx@127.0.0.1:5432/test?sslmode=bogus", "hunter2"},
 		{pgstore.Options{URL: "host=127.0.0.1 password=s3cret sslmode=bogus"}, "postgres_url: got host=127.0.0.1 password=xxxxx", "s3cret"},
 		{pgstore.Options{URL: "postgres://127.0.0.1/test", Schema: "Mail-Room"}, `postgres_schema: got "Mail-Room", expected a lowercase identifier`, ""},
