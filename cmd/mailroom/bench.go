@@ -101,6 +101,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	if *embedded {
 		tuneGC(e.getenv)
+		tuneProcs(e.getenv, true)
 	}
 	opts := bench.Options{Embedded: *embedded, Dir: *dir, Token: *token, Pairs: *pairs, Duration: *duration,
 		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Pipeline: *pipeline, Batch: *batch, Wait: *wait, IdleWorkers: *idle, Progress: e.stderr}

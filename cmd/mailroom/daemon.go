@@ -40,6 +40,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	}
 	logger := newLogger(e.stderr, cfg)
 	tuneGC(e.getenv)
+	tuneProcs(e.getenv, cfg.Store == config.StoreLog)
 	d, err := daemon.OpenContext(ctx, cfg, logger)
 	if err != nil {
 		return err

@@ -56,6 +56,7 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 	logger := slog.New(slog.NewTextHandler(ws.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := config.DefaultFor(e.getenv)
 	tuneGC(e.getenv)
+	tuneProcs(e.getenv, true)
 	// No tokens: the demo listens on loopback only, and its agents and
 	// console send none.
 	cfg.DataDir, cfg.Addr = ws.dataDir, "127.0.0.1:0"

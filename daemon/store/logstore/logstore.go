@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/mailroom/mailroom/daemon/store"
 	"github.com/mailroom/mailroom/daemon/store/internal/writeq"
@@ -72,7 +73,10 @@ type Store struct {
 	activeSeg *segment
 	dirty     bool // the active file may hold bytes past activeSeg.size
 	buf       []byte
-	finishErr error
+	// releaseUntil: syncs until then give the writer's P back to the
+	// scheduler (an ordinary system call), because one was slow.
+	releaseUntil time.Time
+	finishErr    error
 
 	compactMu  sync.Mutex     // one compaction at a time
 	background sync.WaitGroup // snapshot writers still running

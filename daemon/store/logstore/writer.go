@@ -63,6 +63,23 @@ func (s *Store) run() {
 	}
 }
 
+// A sync that takes slowSync or longer makes the writer give its P back
+// during its syncs for slowSyncRelease after it: a sync holding its P holds
+// up every stop-the-world of the collector, and on a disk that stalls that
+// would freeze reads, event streams and /healthz along with the writes. A
+// healthy disk has the odd sync of a few milliseconds (1 in 29,000 over
+// 2 ms on the development machine), so the bar is well above that.
+//
+// commitSyncHolding and commitSyncReleasing are the two ways commit syncs.
+// Tests replace these to slow a sync down.
+var (
+	slowSync        = 20 * time.Millisecond
+	slowSyncRelease = 10 * time.Second
+
+	commitSyncHolding   = fdatasyncHolding
+	commitSyncReleasing = fdatasync
+)
+
 // commit writes the batch's accepted events with one write, syncs once, and
 // answers every event in queue order.
 func (s *Store) commit(batch []writeq.Item[[]byte]) {
@@ -85,8 +102,19 @@ func (s *Store) commit(batch []writeq.Item[[]byte]) {
 	var took time.Duration
 	if err == nil {
 		start := time.Now()
-		err = fdatasync(s.active)
+		if start.Before(s.releaseUntil) {
+			err = commitSyncReleasing(s.active)
+		} else {
+			err = commitSyncHolding(s.active)
+		}
 		took = time.Since(start)
+		if took >= slowSync {
+			if !start.Before(s.releaseUntil) {
+				s.log.Warn("a log sync was slow; the disk holds up every acknowledgement while it is",
+					"dir", s.dir, "took", took.Round(time.Millisecond), "events", len(batch))
+			}
+			s.releaseUntil = start.Add(took + slowSyncRelease)
+		}
 	}
 	if err != nil {
 		s.fail(batch, err)

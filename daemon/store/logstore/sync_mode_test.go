@@ -1,0 +1,107 @@
+package logstore
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/daemon/store/storetest"
+)
+
+// The writer syncs holding its P while syncs are fast, and gives it back
+// during its syncs for slowSyncRelease after one took slowSync or longer:
+// a sync holding its P holds up the collector's stop-the-world, so a disk
+// that stalls must not be able to freeze the whole daemon again and again.
+func TestCommitSyncReleasesItsPAfterASlowSync(t *testing.T) {
+	var mu sync.Mutex
+	var calls []string
+	slowNext := false
+	// The recorded syncs do not reach the disk, and "slow" is far beyond
+	// anything a loaded machine adds to a call that does nothing.
+	origSlow := slowSync
+	slowSync = 200 * time.Millisecond
+	record := func(kind string) func(*os.File) error {
+		return func(*os.File) error {
+			mu.Lock()
+			calls = append(calls, kind)
+			slow := slowNext
+			slowNext = false
+			mu.Unlock()
+			if slow {
+				time.Sleep(slowSync + 50*time.Millisecond)
+			}
+			return nil
+		}
+	}
+	origHold, origRelease := commitSyncHolding, commitSyncReleasing
+	commitSyncHolding, commitSyncReleasing = record("holding"), record("releasing")
+	t.Cleanup(func() { commitSyncHolding, commitSyncReleasing, slowSync = origHold, origRelease, origSlow })
+
+	s := mustOpen(t, t.TempDir(), Options{})
+	w := storetest.NewWorkload(1)
+	appendOne := func() string {
+		t.Helper()
+		storetest.AppendAll(t, s, w.Events(t, 1)...)
+		mu.Lock()
+		defer mu.Unlock()
+		return calls[len(calls)-1]
+	}
+	for i := range 3 {
+		if got := appendOne(); got != "holding" {
+			t.Fatalf("fast sync %d made %s, want holding", i+1, got)
+		}
+	}
+	mu.Lock()
+	slowNext = true
+	mu.Unlock()
+	if got := appendOne(); got != "holding" {
+		t.Fatalf("the slow sync itself was %s, want holding (nothing was slow before it)", got)
+	}
+	for i := range 3 {
+		if got := appendOne(); got != "releasing" {
+			t.Fatalf("sync %d after a slow one was %s, want releasing", i+1, got)
+		}
+	}
+
+	// Once the release window has passed, fast syncs hold again.
+	s.releaseUntil = time.Time{} // the writer is idle: nothing is queued
+	if got := appendOne(); got != "holding" {
+		t.Fatalf("sync after the release window was %s, want holding", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, evs := replay(t, s.dir)
+	if len(evs) != 8 {
+		t.Fatalf("replay read %d events, want the 8 appended", len(evs))
+	}
+}
+
+// A sync that holds its P still reports the kernel's refusal.
+func TestFdatasyncHoldingReportsErrors(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fdatasyncHolding(f); err != nil {
+		t.Fatalf("fdatasyncHolding on a file: %v", err)
+	}
+	r, wp, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer wp.Close()
+	if err := fdatasyncHolding(wp); err == nil {
+		t.Fatal("fdatasyncHolding on a pipe succeeded, want EINVAL")
+	}
+	f.Close()
+	if err := fdatasyncHolding(f); err == nil {
+		t.Fatal("fdatasyncHolding on a closed file succeeded")
+	}
+}
