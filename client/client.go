@@ -139,12 +139,19 @@ func parseAddr(addr string) (*url.URL, error) {
 // BaseURL returns the daemon's base URL, such as http://127.0.0.1:7717.
 func (c *Client) BaseURL() string { return c.base.String() }
 
-func (c *Client) url(path string, q url.Values) string {
+func (c *Client) url(path string, q url.Values) string { return c.urlOf(path, q).String() }
+
+// urlOf is url before it is made a string, for a request built here.
+func (c *Client) urlOf(path string, q url.Values) *url.URL {
 	u := *c.base
 	u.Path += path
 	u.RawQuery = q.Encode()
-	return u.String()
+	return &u
 }
+
+// jsonHeader is the value of a request's Accept and Content-Type, shared by
+// every request: nothing appends to a header's value in place.
+var jsonHeader = []string{"application/json"}
 
 // do sends one request, checks that a 2xx answer has the expected kind and
 // decodes it into out (unless out is nil). Daemon errors come back as
@@ -169,14 +176,18 @@ func (c *Client) doWithin(ctx context.Context, timeout time.Duration, method, pa
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.url(path, q), body)
+	// The request is built from the parsed base address, not from a string
+	// parsed again for every request.
+	req, err := http.NewRequestWithContext(ctx, method, "", body)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
+	req.URL = c.urlOf(path, q)
+	req.Host = req.URL.Host
+	req.Header["Accept"] = jsonHeader
 	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header["Content-Type"] = jsonHeader
 	}
-	req.Header.Set("Accept", "application/json")
 	c.authorize(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -186,7 +197,7 @@ func (c *Client) doWithin(ctx context.Context, timeout time.Duration, method, pa
 	if resp.StatusCode/100 != 2 {
 		return responseError(resp)
 	}
-	raw, err := io.ReadAll(resp.Body)
+	raw, err := readBody(resp)
 	if err != nil {
 		return c.transportError(ctx, err)
 	}
@@ -229,6 +240,24 @@ func (c *Client) authorize(req *http.Request) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+}
+
+// readBody reads an answer whole: into a buffer of its announced length
+// when it has one (every answer of the daemon's but a stream), so that a
+// large lease is read without growing and copying its buffer.
+func readBody(resp *http.Response) ([]byte, error) {
+	n := resp.ContentLength
+	if n < 0 || n > 64<<20 {
+		return io.ReadAll(resp.Body)
+	}
+	raw := make([]byte, n, n+1)
+	if _, err := io.ReadFull(resp.Body, raw); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return raw, nil
 }
 
 // transportError says the daemon could not be reached. A caller's own
