@@ -226,3 +226,44 @@ func TestBatchMaxIsConfigured(t *testing.T) {
 		t.Fatalf("two items under batch_max 2: %d %s", status, r.body)
 	}
 }
+
+// An item is held to exactly its single request's rules, and refused in
+// its place: a key given twice, a content value nested too deep, or one
+// just within the depth bound, answer as POST /a2a/tasks or /a2a/results
+// answers them, beside an item that goes through.
+func TestBatchItemsFollowTheirSingleRequestsRules(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	ok := `{"sender":"planner@local","recipient":"coder@local","intent_text":"fine"}`
+	for _, c := range []struct {
+		list, single, item string
+	}{
+		{"tasks", "/a2a/tasks", `{"sender":"planner@local","recipient":"coder@local","intent_text":"twice","sender":"x@local"}`},
+		{"tasks", "/a2a/tasks", `{"sender":"planner@local","recipient":"coder@local","intent_text":"case","Recipient":"x@local"}`},
+		{"results", "/a2a/results", `{"task_id":"6f9619ff-8b86-4d11-b42d-00c04fc964ff","status":"ok","content":[{"type":"json","value":` + deep(mailbox.MaxValueDepth+1) + `}]}`},
+		{"results", "/a2a/results", `{"task_id":"6f9619ff-8b86-4d11-b42d-00c04fc964ff","status":"ok","content":[{"type":"json","value":` + deep(mailbox.MaxValueDepth) + `}]}`},
+		{"results", "/a2a/results", `{"task_id":"6f9619ff-8b86-4d11-b42d-00c04fc964ff","status":"ok","content":[{"type":"json","value":{"a":1,"a":2}}]}`},
+	} {
+		alone := request(t, d, "POST", c.single, "application/json", c.item, nil)
+		if alone.status == 200 {
+			t.Fatalf("%s alone was accepted; the case needs a refusal to compare", c.item)
+		}
+		want := errorBody(t, alone).Message
+		other := ok
+		if c.list == "results" {
+			other = `{"task_id":"0b7a5c1e-3d2f-4a6b-9c8d-7e6f5a4b3c2d","status":"ok","content":[]}`
+		}
+		status, out, r := batch(t, d, "/a2a/"+c.list+"/batch", `{"`+c.list+`":[`+other+`,`+c.item+`]}`, nil)
+		if status != 200 || len(out.Items) != 2 {
+			t.Fatalf("%s in a batch: %d %s, want each item answered", c.item, status, r.body)
+		}
+		got := out.Items[1]
+		at := c.list + "[1]"
+		if got.OK() || (got.Message != at+": "+want && got.Message != at+"."+want) {
+			t.Errorf("%s in a batch: %q, want the single request's %q at %s", c.item, got.Message, want, at)
+		}
+		if c.list == "tasks" && !out.Items[0].OK() {
+			t.Errorf("the valid task beside %s: %+v, want queued", c.item, out.Items[0])
+		}
+	}
+}

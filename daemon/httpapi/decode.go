@@ -24,30 +24,40 @@ import (
 // messages ("a task"). Every refusal says what was wrong and what was
 // expected, so a caller can fix the request from the message alone.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, what string) error {
+	body, err := readBody(w, r, what)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(body, v, what)
+}
+
+// readBody reads a request's body for decodeJSON: JSON by its
+// Content-Type, within the body limit, not empty, and valid UTF-8.
+func readBody(w http.ResponseWriter, r *http.Request, what string) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, params, err := mime.ParseMediaType(ct)
 		if cs, ok := params["charset"]; err != nil || mt != "application/json" || (ok && !strings.EqualFold(cs, "utf-8")) {
-			return mailbox.Invalidf("Content-Type", "Content-Type: got %q, expected application/json (in UTF-8)", ct)
+			return nil, mailbox.Invalidf("Content-Type", "Content-Type: got %q, expected application/json (in UTF-8)", ct)
 		}
 	}
 	body, err := readAll(http.MaxBytesReader(w, r.Body, mailbox.MaxBodyBytes), r.ContentLength)
 	if err != nil {
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return &mailbox.Error{Code: mailbox.CodeTooLarge,
+			return nil, &mailbox.Error{Code: mailbox.CodeTooLarge,
 				Message: fmt.Sprintf("request body: larger than the limit of %d bytes (1 MiB); send %s with less content", mbe.Limit, what)}
 		}
-		return mailbox.Errorf(mailbox.CodeInvalid, "request body: could not be read: %v", err)
+		return nil, mailbox.Errorf(mailbox.CodeInvalid, "request body: could not be read: %v", err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return mailbox.Errorf(mailbox.CodeInvalid, "request body: empty, expected a JSON object (%s)", what)
+		return nil, mailbox.Errorf(mailbox.CodeInvalid, "request body: empty, expected a JSON object (%s)", what)
 	}
 	// encoding/json would quietly turn invalid UTF-8 into U+FFFD, storing
 	// text the client never sent.
 	if !utf8.Valid(body) {
 		off, _ := firstInvalidUTF8(body)
-		return mailbox.Errorf(mailbox.CodeInvalid, "request body: invalid UTF-8 at byte offset %d, expected UTF-8 JSON", off)
+		return nil, mailbox.Errorf(mailbox.CodeInvalid, "request body: invalid UTF-8 at byte offset %d, expected UTF-8 JSON", off)
 	}
-	return decodeJSON(body, v, what)
+	return body, nil
 }
 
 // decodeJSON decodes one JSON object, read and checked for UTF-8 already,

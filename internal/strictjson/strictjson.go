@@ -42,6 +42,21 @@ func (e *Error) Error() string {
 	return e.Path + ": " + e.Msg
 }
 
+// Deferred is a value Check walks for its syntax only: no duplicate key,
+// depth or field rule applies inside it, because it is checked on its own
+// later. A batch's items are: each is refused in its place, as its own
+// request would be, rather than refusing the whole batch. It decodes as its
+// raw bytes, as json.RawMessage does.
+type Deferred []byte
+
+// UnmarshalJSON keeps a copy of data.
+func (d *Deferred) UnmarshalJSON(data []byte) error {
+	*d = append((*d)[:0], data...)
+	return nil
+}
+
+var deferredType = reflect.TypeFor[Deferred]()
+
 // errSyntax is returned for bytes that are not JSON: the caller's real
 // decoder says where and why.
 var errSyntax = &Error{Msg: "invalid JSON"}
@@ -112,6 +127,8 @@ type checker struct {
 	path []seg
 	// valueRoot is len(path) where the free-form value being walked began.
 	valueRoot int
+	// deferred is above 0 inside a Deferred value: syntax only.
+	deferred int
 }
 
 func (c *checker) ws() {
@@ -148,6 +165,12 @@ func (c *checker) value(t reflect.Type, depth, valueDepth int) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t == deferredType {
+		c.deferred++
+		err := c.value(nil, depth, -1)
+		c.deferred--
+		return err
+	}
 	if t != nil && freeForm(t) {
 		t = nil
 	}
@@ -165,7 +188,7 @@ func (c *checker) value(t reflect.Type, depth, valueDepth int) error {
 	case b == '{' || b == '[':
 		if valueDepth >= 0 {
 			valueDepth++
-			if valueDepth > c.maxValue {
+			if valueDepth > c.maxValue && c.deferred == 0 {
 				return &Error{Path: c.pathString(c.valueRoot),
 					Msg: "nested more than " + strconv.Itoa(c.maxValue) + " levels of arrays and objects deep, expected at most " + strconv.Itoa(c.maxValue)}
 			}
@@ -291,7 +314,7 @@ func (c *checker) object(t reflect.Type, depth, valueDepth int) error {
 					return c.duplicate()
 				}
 			}
-		} else if seen.add(key) {
+		} else if c.deferred == 0 && seen.add(key) {
 			return c.duplicate()
 		}
 		if err := c.value(ft, depth+1, valueDepth); err != nil {

@@ -142,3 +142,40 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// A Deferred value is walked for its syntax only: its keys, depth and
+// fields are checked later, on their own; around it every rule holds.
+func TestDeferredIsSyntaxOnly(t *testing.T) {
+	type envelope struct {
+		Items []Deferred `json:"items"`
+	}
+	typ := reflect.TypeFor[envelope]()
+	deep := strings.Repeat("[", 40) + strings.Repeat("]", 40)
+	for _, ok := range []string{
+		`{"items":[{"a":1,"a":2}]}`,
+		`{"items":[` + deep + `,{"Sender":"x","id":""}]}`,
+		`{"items":[null,5,"s"]}`,
+	} {
+		if err := Check([]byte(ok), typ, 32); err != nil {
+			t.Errorf("%s: %v, want it passed to be checked item by item", ok, err)
+		}
+		var e envelope
+		if err := json.Unmarshal([]byte(ok), &e); err != nil || len(e.Items) == 0 {
+			t.Errorf("%s decodes to %v: %v", ok, e, err)
+		}
+	}
+	for _, bad := range []struct{ body, want string }{
+		{`{"items":[{"a":1,}]}`, "invalid JSON"},
+		{`{"items":[],"items":[]}`, "items: given twice"},
+		{`{"Items":[]}`, `did you mean "items"`},
+	} {
+		err := Check([]byte(bad.body), typ, 32)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: %v, want %q", bad.body, err, bad.want)
+		}
+	}
+	var d Deferred
+	if err := json.Unmarshal([]byte(` {"k": [1]} `), &d); err != nil || string(d) != `{"k": [1]}` {
+		t.Fatalf("Deferred decoded %q, %v; want the value's own bytes", d, err)
+	}
+}
