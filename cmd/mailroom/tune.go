@@ -28,8 +28,8 @@ func tuneGC(getenv func(string) string) (previous int) {
 // set GOMAXPROCS. The log writer holds its P through each sync
 // (logstore.fdatasyncHolding), so that it answers as soon as the disk has;
 // without the extra P the requests would have one core fewer while it
-// waits. Measured with `mailroom bench --embedded` on two cores: 3,163 and
-// 3,526 cycles/s before, 4,650 and 4,522 with both (see README). It
+// waits. Measured with `mailroom bench --embedded` on two cores: 3,264 and
+// 3,539 cycles/s before, 4,300 and 4,433 with both (see README). It
 // returns the P count it set, or 0 when it left it alone. Calling it again
 // (tests run several daemons in one process) sets the same count.
 func tuneProcs(getenv func(string) string, logStore bool) int {
