@@ -51,27 +51,26 @@ func TestCommitSyncReleasesItsPAfterASlowSync(t *testing.T) {
 		defer mu.Unlock()
 		return calls[len(calls)-1]
 	}
-	for i := range 3 {
-		if got := appendOne(); got != "holding" {
-			t.Fatalf("fast sync %d made %s, want holding", i+1, got)
+	expect := func(n int, want, when string) {
+		t.Helper()
+		for i := range n {
+			if got := appendOne(); got != want {
+				t.Fatalf("sync %d %s was %s, want %s", i+1, when, got, want)
+			}
 		}
 	}
-	mu.Lock()
-	slowNext = true
-	mu.Unlock()
-	if got := appendOne(); got != "holding" {
-		t.Fatalf("the slow sync itself was %s, want holding (nothing was slow before it)", got)
+	slowNextSync := func() {
+		mu.Lock()
+		slowNext = true
+		mu.Unlock()
 	}
-	for i := range 3 {
-		if got := appendOne(); got != "releasing" {
-			t.Fatalf("sync %d after a slow one was %s, want releasing", i+1, got)
-		}
-	}
+	expect(3, "holding", "while syncs are fast")
+	slowNextSync()
+	expect(1, "holding", "that was slow (nothing was slow before it)")
+	expect(3, "releasing", "after a slow one")
 	// The slow sync is logged, once: a disk that stays slow says so in the
 	// sync histogram, not in a line per sync.
-	mu.Lock()
-	slowNext = true
-	mu.Unlock()
+	slowNextSync()
 	appendOne()
 	if n := strings.Count(logged.String(), "a log sync was slow"); n != 1 {
 		t.Fatalf("the slow syncs were logged %d times, want once:\n%s", n, logged.String())
@@ -79,9 +78,7 @@ func TestCommitSyncReleasesItsPAfterASlowSync(t *testing.T) {
 
 	// Once the release window has passed, fast syncs hold again.
 	s.releaseUntil = time.Time{} // the writer is idle: nothing is queued
-	if got := appendOne(); got != "holding" {
-		t.Fatalf("sync after the release window was %s, want holding", got)
-	}
+	expect(1, "holding", "after the release window")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
