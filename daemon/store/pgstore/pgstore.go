@@ -1,6 +1,6 @@
 // Package pgstore is a store.Store kept in PostgreSQL, so that the
-// mailbox outlives the machine a daemon runs on (../shared/design/
-// postgres-ha.md, design (a)).
+// mailbox outlives the machine a daemon runs on (the design is in
+// ARCHITECTURE.md, "PostgreSQL: one leader with fenced appends").
 //
 // One instance leads: it holds a session advisory lock on its writer
 // connection and the epoch in the one-row leader table, and it alone
