@@ -48,31 +48,37 @@ func FuzzBatchDecodesAsItsItems(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		var tb tasksBody
-		checkWholeMatchesItems(t, body, "tasks", &tb, func() []mailbox.Task { return tb.Tasks })
-		var rb resultsBody
-		checkWholeMatchesItems(t, body, "results", &rb, func() []mailbox.Result { return rb.Results })
+		checkWholeMatchesItems[mailbox.Task](t, body, "tasks")
+		checkWholeMatchesItems[mailbox.Result](t, body, "results")
 	})
 }
 
-func checkWholeMatchesItems[T any, B any](t *testing.T, body, list string, whole *B, items func() []T) {
+func checkWholeMatchesItems[T any](t *testing.T, body, list string) {
 	t.Helper()
-	if decodeJSON([]byte(body), whole, "a batch") != nil || len(items()) == 0 {
+	var whole batchWhole[T]
+	if decodeJSON([]byte(body), &whole, "a batch") != nil {
 		return // the per-item path decides
 	}
-	raw, err := readBatch([]byte(body), list, list, 1<<20)
-	if err != nil {
-		t.Fatalf("%s decoded whole into %d %s, but its list is refused: %v", body, len(items()), list, err)
+	items, other := whole.Tasks, whole.Results
+	if list == "results" {
+		items, other = whole.Results, whole.Tasks
 	}
-	if len(raw) != len(items()) {
-		t.Fatalf("%s decoded whole into %d %s, the list holds %d", body, len(items()), list, len(raw))
+	if other != nil || len(items) == 0 {
+		return // so does it here
+	}
+	raw, err := readBatch([]byte(body), list, 1<<20)
+	if err != nil {
+		t.Fatalf("%s decoded whole into %d %s, but its list is refused: %v", body, len(items), list, err)
+	}
+	if len(raw) != len(items) {
+		t.Fatalf("%s decoded whole into %d %s, the list holds %d", body, len(items), list, len(raw))
 	}
 	for i, b := range raw {
 		var alone T
 		if err := decodeJSON(b, &alone, "an item"); err != nil {
 			t.Fatalf("%s decoded whole, but %s[%d] alone is refused: %v", body, list, i, err)
 		}
-		if got := items()[i]; !reflect.DeepEqual(got, alone) {
+		if got := items[i]; !reflect.DeepEqual(got, alone) {
 			g, _ := json.Marshal(got)
 			a, _ := json.Marshal(alone)
 			t.Fatalf("%s: %s[%d] decoded whole is %s, alone %s", body, list, i, g, a)
@@ -96,24 +102,21 @@ func TestDecodeBatchTakesOnePassOnlyWhenAllDecode(t *testing.T) {
 	} {
 		r := httptest.NewRequest("POST", "/a2a/tasks/batch", strings.NewReader(c.body))
 		r.Header.Set("Content-Type", "application/json")
-		var whole tasksBody
-		raw, fast, err := decodeBatch(httptest.NewRecorder(), r, "tasks", "tasks", 100, &whole, func() int { return len(whole.Tasks) })
+		items, refused, err := decodeBatch[mailbox.Task](httptest.NewRecorder(), r, "tasks", "a task", 100)
 		if err != nil {
 			t.Fatalf("%s: %v", c.body, err)
 		}
-		n := len(raw)
-		if fast {
-			n = len(whole.Tasks)
+		if fast := refused == nil; fast != c.fast || len(items) != c.items {
+			t.Errorf("%s: fast %v with %d items, want fast %v with %d", c.body, fast, len(items), c.fast, c.items)
 		}
-		if fast != c.fast || n != c.items {
-			t.Errorf("%s: fast %v with %d items, want fast %v with %d", c.body, fast, n, c.fast, c.items)
+		if !c.fast && len(refused) != len(items) {
+			t.Errorf("%s: %d refusals for %d items", c.body, len(refused), len(items))
 		}
 	}
 	// Too many items: the one pass decodes, the size check sends it to
 	// readBatch, which refuses it naming batch_max.
 	r := httptest.NewRequest("POST", "/a2a/tasks/batch", strings.NewReader(`{"tasks":[null,null,null]}`))
-	var whole tasksBody
-	if _, _, err := decodeBatch(httptest.NewRecorder(), r, "tasks", "tasks", 2, &whole, func() int { return len(whole.Tasks) }); err == nil || !strings.Contains(err.Error(), "batch_max") {
+	if _, _, err := decodeBatch[mailbox.Task](httptest.NewRecorder(), r, "tasks", "a task", 2); err == nil || !strings.Contains(err.Error(), "batch_max") {
 		t.Fatalf("3 items over a batch_max of 2: %v", err)
 	}
 }

@@ -168,6 +168,10 @@ func TestBatchRefusals(t *testing.T) {
 		{"/a2a/tasks/batch", `{"results":[{}]}`, "tasks", `takes "tasks"`},
 		{"/a2a/tasks/batch", `{"tasks":{}}`, "tasks", "expected an array"},
 		{"/a2a/results/batch", `{"tasks":[{}]}`, "results", `takes "results"`},
+		// Valid tasks beside the other route's list, even an empty one:
+		// refused whole.
+		{"/a2a/tasks/batch", `{"tasks":[{"sender":"a@x","recipient":"b@x","intent_text":"x"}],"results":[]}`, "tasks", `takes "tasks"`},
+		{"/a2a/results/batch", `{"results":[{"task_id":"0b7a5c1e-3d2f-4a6b-9c8d-7e6f5a4b3c2d","status":"ok","content":[]}],"tasks":[]}`, "results", `takes "results"`},
 		{"/a2a/tasks/batch", `[]`, "", "expected a JSON object"},
 	} {
 		before := d.State(t).Seq

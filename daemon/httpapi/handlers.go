@@ -294,21 +294,16 @@ type batchBody struct {
 	Results []strictjson.Deferred `json:"results,omitempty"`
 }
 
-// The bodies decodeBatch tries first: a whole batch decoded in one pass.
-type (
-	tasksBody struct {
-		Tasks []mailbox.Task `json:"tasks"`
-	}
-	resultsBody struct {
-		Results []mailbox.Result `json:"results"`
-	}
-)
+// batchWhole is a batch decoded whole, typed, in one pass (decodeBatch).
+type batchWhole[T any] struct {
+	Tasks   []T `json:"tasks"`
+	Results []T `json:"results"`
+}
 
 // decodeBatch decodes a batch request's items (list is "tasks" or
-// "results"; whole is a *tasksBody or *resultsBody) and checks its size.
-// It returns whole's items decoded (fast is true), or, when anything in
-// the batch would be refused, each item's raw bytes for the caller to
-// decode one by one, so that a bad item is refused in its place.
+// "results"; item names one, "a task") and checks its size. refused is
+// nil when every item decoded; otherwise refused[i] says why item i was
+// refused, in its place, as its own request would be.
 //
 // Decoding the whole body at once is the common case's one pass instead of
 // three (the list, then each item twice), and it is only taken when it
@@ -316,23 +311,37 @@ type (
 // refuse in an item alone (they walk the same item types, two levels
 // deeper), so a batch that decodes whole has no item that would be
 // refused alone, and each item decodes to the same value either way
-// (TestBatchDecodesAsItsItems).
-func decodeBatch(w http.ResponseWriter, r *http.Request, list, what string, most int, whole any, n func() int) (raw []strictjson.Deferred, fast bool, err error) {
+// (FuzzBatchDecodesAsItsItems). Otherwise the list is read item by item.
+func decodeBatch[T any](w http.ResponseWriter, r *http.Request, list, item string, most int) (items []T, refused []error, err error) {
 	desc := "a batch: {\"" + list + "\": [...]}"
 	body, err := readBody(w, r, desc)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
-	if decodeJSON(body, whole, desc) == nil && n() >= 1 && n() <= most {
-		return nil, true, nil
+	var whole batchWhole[T]
+	if decodeJSON(body, &whole, desc) == nil {
+		items, other := whole.Tasks, whole.Results
+		if list == "results" {
+			items, other = whole.Results, whole.Tasks
+		}
+		if other == nil && len(items) >= 1 && len(items) <= most {
+			return items, nil, nil
+		}
 	}
-	raw, err = readBatch(body, list, what, most)
-	return raw, false, err
+	raw, err := readBatch(body, list, most)
+	if err != nil {
+		return nil, nil, err
+	}
+	items, refused = make([]T, len(raw)), make([]error, len(raw))
+	for i, b := range raw {
+		refused[i] = decodeJSON(b, &items[i], item)
+	}
+	return items, refused, nil
 }
 
 // readBatch decodes a batch request's list (list is "tasks" or "results")
 // from its body and checks its size.
-func readBatch(body []byte, list, what string, most int) ([]strictjson.Deferred, error) {
+func readBatch(body []byte, list string, most int) ([]strictjson.Deferred, error) {
 	var b batchBody
 	if err := decodeJSON(body, &b, "a batch: {\""+list+"\": [...]}"); err != nil {
 		return nil, err
@@ -344,9 +353,9 @@ func readBatch(body []byte, list, what string, most int) ([]strictjson.Deferred,
 	}
 	switch {
 	case other:
-		return nil, mailbox.Invalidf(list, "request body: this route takes %q, a list of %s", list, what)
+		return nil, mailbox.Invalidf(list, "request body: this route takes %q, a list of %s", list, list)
 	case items == nil:
-		return nil, mailbox.Invalidf(list, "%s: missing, expected a list of 1 to %d %s", list, most, what)
+		return nil, mailbox.Invalidf(list, "%s: missing, expected a list of 1 to %d %s", list, most, list)
 	case len(items) == 0 || len(items) > most:
 		return nil, mailbox.Invalidf(list, "%s: got %d items, expected 1 to %d (the daemon's batch_max)", list, len(items), most)
 	}
@@ -358,25 +367,17 @@ func (a *api) sendBatch(w http.ResponseWriter, r *http.Request) error {
 	if _, err := parseParams(r); err != nil {
 		return err
 	}
-	var whole tasksBody
-	raw, fast, err := decodeBatch(w, r, "tasks", "tasks", a.opts.BatchMax, &whole, func() int { return len(whole.Tasks) })
+	decoded, refused, err := decodeBatch[mailbox.Task](w, r, "tasks", "a task", a.opts.BatchMax)
 	if err != nil {
 		return err
 	}
-	n := len(raw)
-	if fast {
-		n = len(whole.Tasks)
-	}
-	out := make([]mailbox.BatchItem, n)
-	tasks := make([]mailbox.Task, 0, n)
+	out := make([]mailbox.BatchItem, len(decoded))
+	tasks := make([]mailbox.Task, 0, len(decoded))
 	var at []int
-	for i := range n {
-		var t mailbox.Task
+	for i, t := range decoded {
 		var err error
-		if fast {
-			t = whole.Tasks[i]
-		} else {
-			err = decodeJSON(raw[i], &t, "a task")
+		if refused != nil {
+			err = refused[i]
 		}
 		if err == nil && t.A2A != nil {
 			err = mailbox.Invalidf("a2a", "a2a: set only by the A2A edge; omit the field")
@@ -399,24 +400,16 @@ func (a *api) postResults(w http.ResponseWriter, r *http.Request) error {
 	if _, err := parseParams(r); err != nil {
 		return err
 	}
-	var whole resultsBody
-	raw, fast, err := decodeBatch(w, r, "results", "results", a.opts.BatchMax, &whole, func() int { return len(whole.Results) })
+	decoded, refused, err := decodeBatch[mailbox.Result](w, r, "results", "a result", a.opts.BatchMax)
 	if err != nil {
 		return err
 	}
-	n := len(raw)
-	if fast {
-		n = len(whole.Results)
-	}
-	out := make([]mailbox.BatchItem, n)
-	results := make([]mailbox.Result, 0, n)
+	out := make([]mailbox.BatchItem, len(decoded))
+	results := make([]mailbox.Result, 0, len(decoded))
 	var at []int
-	for i := range n {
-		var res mailbox.Result
-		if fast {
-			res = whole.Results[i]
-		} else if err := decodeJSON(raw[i], &res, "a result"); err != nil {
-			out[i] = mailbox.Refused("results", i, err)
+	for i, res := range decoded {
+		if refused != nil && refused[i] != nil {
+			out[i] = mailbox.Refused("results", i, refused[i])
 			continue
 		}
 		results, at = append(results, res), append(at, i)
