@@ -250,7 +250,7 @@ func readBody(resp *http.Response) ([]byte, error) {
 	if n < 0 || n > 64<<20 {
 		return io.ReadAll(resp.Body)
 	}
-	raw := make([]byte, n, n+1)
+	raw := make([]byte, n)
 	if _, err := io.ReadFull(resp.Body, raw); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
