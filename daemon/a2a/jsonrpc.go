@@ -306,7 +306,7 @@ func (c *call) get() error {
 	if err != nil {
 		return err
 	}
-	tv, err := c.edge.get(c.ctx(), *p.ID, p.HistoryLength)
+	tv, err := c.edge.get(c.ctx(), c.req.agent, *p.ID, p.HistoryLength)
 	if err != nil {
 		return err
 	}
@@ -318,7 +318,7 @@ func (c *call) cancel() error {
 	if err != nil {
 		return err
 	}
-	tv, err := c.edge.cancel(c.ctx(), *p.ID)
+	tv, err := c.edge.cancel(c.ctx(), c.req.agent, *p.ID)
 	if err != nil {
 		return err
 	}
@@ -334,7 +334,7 @@ func (c *call) subscribe() error {
 	if err != nil {
 		return err
 	}
-	rec, err := c.edge.read(c.ctx(), *p.ID)
+	rec, err := c.edge.read(c.ctx(), c.req.agent, *p.ID)
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,11 @@ var taskNamespace = uuid.MustParse("5b7e0f3a-8f0c-4d43-9a41-6a2a6d61726f")
 func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, error) {
 	m := p.msg
 	if m.taskID != "" {
+		// A task that is not this agent's (or not there) is TaskNotFound,
+		// as every SDK server answers; one that is cannot be continued.
+		if _, err := e.read(ctx, agent, m.taskID); err != nil {
+			return taskView{}, err
+		}
 		return taskView{}, &rpcError{code: codeUnsupported,
 			msg: "message.taskId: got " + strconv.Quote(m.taskID) + ", but this server does not continue tasks (no multi-turn input-required); send a new message without taskId"}
 	}
@@ -65,27 +70,27 @@ func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, 
 		return taskView{}, err
 	}
 	if !p.blocking {
-		return e.get(ctx, id, p.historyLength)
+		return e.get(ctx, agent, id, p.historyLength)
 	}
-	return e.wait(ctx, id, p.historyLength)
+	return e.wait(ctx, agent, id, p.historyLength)
 }
 
 // wait follows a task until it finishes or the blocking bound passes, and
 // returns it as it then stands.
-func (e *Edge) wait(ctx context.Context, id string, historyLength *int) (taskView, error) {
+func (e *Edge) wait(ctx context.Context, agent, id string, historyLength *int) (taskView, error) {
 	wctx, cancel := context.WithTimeout(ctx, e.opts.BlockingTimeout)
 	defer cancel()
 	err := e.follow(wctx, id, nil, false, func(ev streamEvent) error { return nil }, nil)
 	if err != nil && ctx.Err() != nil {
 		return taskView{}, err
 	}
-	return e.get(ctx, id, historyLength)
+	return e.get(ctx, agent, id, historyLength)
 }
 
 // get reads a task the caller may read, and marks its result delivered
 // when the caller is its sender and it has finished.
-func (e *Edge) get(ctx context.Context, id string, historyLength *int) (taskView, error) {
-	rec, err := e.read(ctx, id)
+func (e *Edge) get(ctx context.Context, agent, id string, historyLength *int) (taskView, error) {
+	rec, err := e.read(ctx, agent, id)
 	if err != nil {
 		return taskView{}, err
 	}
@@ -95,14 +100,20 @@ func (e *Edge) get(ctx context.Context, id string, historyLength *int) (taskView
 	return tv, nil
 }
 
-// read returns a task sent through the edge that the caller may read.
-func (e *Edge) read(ctx context.Context, id string) (mailbox.TaskRecord, error) {
-	return e.readWith(ctx, e.svc, id)
+// read returns a task sent through the edge to agent that the caller may
+// read. Whether the task is agent's is asked of the unguarded feed first,
+// so an agent's URL says nothing of another agent's tasks, not even that
+// the caller may not read them: they are TaskNotFound.
+func (e *Edge) read(ctx context.Context, agent, id string) (mailbox.TaskRecord, error) {
+	if _, err := e.readWith(ctx, e.feed, agent, id); err != nil {
+		return mailbox.TaskRecord{}, err
+	}
+	return e.readWith(ctx, e.svc, agent, id)
 }
 
 func (e *Edge) readWith(ctx context.Context, svc interface {
 	Task(context.Context, string) (mailbox.TaskRecord, error)
-}, id string) (mailbox.TaskRecord, error) {
+}, agent, id string) (mailbox.TaskRecord, error) {
 	cid, err := uuid.Parse(id)
 	if err != nil || len(id) != 36 {
 		return mailbox.TaskRecord{}, taskNotFound(id)
@@ -113,6 +124,9 @@ func (e *Edge) readWith(ctx context.Context, svc interface {
 			return rec, taskNotFound(id)
 		}
 		return rec, err
+	}
+	if rec.Task.Recipient != agent {
+		return mailbox.TaskRecord{}, taskNotFound(id)
 	}
 	if rec.Task.A2A == nil {
 		return rec, &rpcError{code: codeTaskNotFound, msg: "task " + id + " was not sent through the A2A edge; read it with `mailroom task " + id + "`"}
@@ -130,11 +144,11 @@ func (e *Edge) delivered(ctx context.Context, tv taskView) {
 	}
 }
 
-// cancel cancels a task the caller sent (or any, with a2a.admin).
-func (e *Edge) cancel(ctx context.Context, id string) (taskView, error) {
+// cancel cancels a task of agent the caller sent (or any, with a2a.admin).
+func (e *Edge) cancel(ctx context.Context, agent, id string) (taskView, error) {
 	// Whether the caller may cancel is the guard's to say (its sender, or
-	// a2a.admin); here only whether it is an A2A task at all.
-	if _, err := e.readWith(ctx, e.feed, id); err != nil {
+	// a2a.admin); here only whether it is an A2A task of agent at all.
+	if _, err := e.readWith(ctx, e.feed, agent, id); err != nil {
 		return taskView{}, err
 	}
 	rec, err := e.svc.Cancel(actor(ctx), id, "canceled through the A2A edge")

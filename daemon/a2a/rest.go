@@ -102,7 +102,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			if err != nil {
 				return err
 			}
-			tv, err := e.get(ctx, id, hl)
+			tv, err := e.get(ctx, req.agent, id, hl)
 			if err != nil {
 				return err
 			}
@@ -112,7 +112,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			if err := allow(http.MethodPost); err != nil {
 				return err
 			}
-			tv, err := e.cancel(ctx, id)
+			tv, err := e.cancel(ctx, req.agent, id)
 			if err != nil {
 				return err
 			}
@@ -127,7 +127,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			if err != nil {
 				return err
 			}
-			rec, err := e.read(ctx, id)
+			rec, err := e.read(ctx, req.agent, id)
 			if err != nil {
 				return err
 			}
