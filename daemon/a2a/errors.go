@@ -107,15 +107,18 @@ var restReasons = map[int]struct {
 	codeInvalidParams:     {http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_PARAMS"},
 	codeInternal:          {http.StatusInternalServerError, "INTERNAL", "INTERNAL_ERROR"},
 	codeTaskNotFound:      {http.StatusNotFound, "NOT_FOUND", "TASK_NOT_FOUND"},
-	codeTaskNotCancelable: {http.StatusConflict, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"},
+	codeTaskNotCancelable: {http.StatusBadRequest, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"}, // spec 5.4: 400, not 409
 	codePushNotSupported:  {http.StatusBadRequest, "UNIMPLEMENTED", "PUSH_NOTIFICATION_NOT_SUPPORTED"},
 	codeUnsupported:       {http.StatusBadRequest, "UNIMPLEMENTED", "UNSUPPORTED_OPERATION"},
 	codeContentType:       {http.StatusUnsupportedMediaType, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED"},
 	codeVersion:           {http.StatusBadRequest, "UNIMPLEMENTED", "VERSION_NOT_SUPPORTED"},
 }
 
+// grpcStatus names the google.rpc.Code of every status an error travels
+// with; a status missing here would be answered as a 500.
 var grpcStatus = map[int]string{
 	http.StatusBadRequest:            "INVALID_ARGUMENT",
+	http.StatusUnsupportedMediaType:  "INVALID_ARGUMENT",
 	http.StatusUnauthorized:          "UNAUTHENTICATED",
 	http.StatusForbidden:             "PERMISSION_DENIED",
 	http.StatusNotFound:              "NOT_FOUND",
@@ -127,13 +130,14 @@ var grpcStatus = map[int]string{
 }
 
 // writeRESTError answers an HTTP+JSON request (or one outside any
-// binding) with an error.
+// binding) with an error, as application/a2a+json like every answer of
+// that binding.
 func writeRESTError(w http.ResponseWriter, err error) {
 	status, body := restError(rpcErrorFrom(err, v10))
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mailroom"`)
 	}
-	writeJSON(w, status, body)
+	writeJSONAs(w, status, contentTypeA2A, body)
 }
 
 // restError is an error's HTTP status and google.rpc.Status body.
@@ -145,8 +149,15 @@ func restError(e *rpcError) (int, obj) {
 		// says more than the code's usual one.
 		status, gs = e.status, grpcStatus[e.status]
 	}
-	if status == 0 || gs == "" {
+	switch {
+	case status == 0:
 		status, gs = http.StatusInternalServerError, "INTERNAL"
+	case gs == "" && status < 500:
+		// A refusal keeps its status whatever it is: only the daemon's
+		// own failure may be a 5xx.
+		gs = "INVALID_ARGUMENT"
+	case gs == "":
+		gs = "INTERNAL"
 	}
 	meta := obj{}
 	if e.field != "" {
@@ -156,9 +167,21 @@ func restError(e *rpcError) (int, obj) {
 	return status, obj{"error": obj{"code": status, "status": gs, "message": e.msg, "details": []obj{info}}}
 }
 
+// Content types of answers: JSON-RPC and the card are application/json,
+// the HTTP+JSON binding application/a2a+json (spec 11, as the v1.0 SDKs
+// answer).
+const (
+	contentTypeJSON = "application/json"
+	contentTypeA2A  = "application/a2a+json"
+)
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	writeJSONAs(w, status, contentTypeJSON, v)
+}
+
+func writeJSONAs(w http.ResponseWriter, status int, ctype string, v any) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", ctype)
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)

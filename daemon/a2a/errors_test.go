@@ -175,7 +175,10 @@ func TestRESTRefusals(t *testing.T) {
 	}{
 		{"unknown task", "GET", "tasks/6f9619ff-8b86-4d11-b42d-00c04fc964ff", nil, "", 404, "NOT_FOUND", "TASK_NOT_FOUND", "not found"},
 		{"task id not a uuid", "GET", "tasks/nope", nil, "", 404, "NOT_FOUND", "TASK_NOT_FOUND", `"nope" not found`},
-		{"cancel a finished task", "POST", "tasks/" + done + ":cancel", nil, "{}", 409, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE", "already canceled"},
+		{"cancel a finished task", "POST", "tasks/" + done + ":cancel", nil, "{}", 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE", "already canceled"},
+		{"send with a wrong content type", "POST", "message:send", map[string]string{"Content-Type": "text/plain"}, `{"message":{"role":"ROLE_USER","messageId":"ct","parts":[{"text":"hi"}]}}`, 415, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED", `Content-Type: got "text/plain", expected application/json`},
+		{"stream with a wrong content type", "POST", "message:stream", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, `{"message":{"role":"ROLE_USER","messageId":"ct","parts":[{"text":"hi"}]}}`, 415, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED", "Content-Type: got"},
+		{"send with an unparsable content type", "POST", "message:send", map[string]string{"Content-Type": "a/b/c; ;"}, `{}`, 415, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED", "Content-Type: got"},
 		{"subscribe to a finished task", "POST", "tasks/" + done + ":subscribe", nil, "", 400, "UNIMPLEMENTED", "UNSUPPORTED_OPERATION", "has finished"},
 		{"send without a message", "POST", "message:send", nil, `{}`, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "message: missing"},
 		{"send a v0.3 part", "POST", "message:send", nil, `{"message":{"role":"ROLE_USER","messageId":"k","parts":[{"kind":"text"}]}}`, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "message.parts[0]"},
@@ -218,8 +221,8 @@ func TestRESTRefusals(t *testing.T) {
 					} `json:"details"`
 				} `json:"error"`
 			}
-			if err := json.Unmarshal(r.body, &rep); err != nil || r.ctype != "application/json" {
-				t.Fatalf("body %s (%s): want a google.rpc.Status (%v)", r.body, r.ctype, err)
+			if err := json.Unmarshal(r.body, &rep); err != nil || r.ctype != "application/a2a+json" {
+				t.Fatalf("body %s (%s): want a google.rpc.Status as application/a2a+json (%v)", r.body, r.ctype, err)
 			}
 			e := rep.Error
 			if r.status != tt.status || e.Code != tt.status || e.Status != tt.grpc {

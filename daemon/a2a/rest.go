@@ -61,7 +61,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			return err
 		}
 		if path == "message:send" {
-			writeJSON(w, http.StatusOK, sendResult(v10, tv))
+			writeJSONAs(w, http.StatusOK, contentTypeA2A, sendResult(v10, tv))
 			return nil
 		}
 		return e.stream(w, r, tv.id, &tv.sendSeq, true, restBinding)
@@ -81,7 +81,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, res)
+		writeJSONAs(w, http.StatusOK, contentTypeA2A, res)
 		return nil
 	case strings.HasPrefix(path, "tasks/"):
 		rest := strings.TrimPrefix(path, "tasks/")
@@ -106,7 +106,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			if err != nil {
 				return err
 			}
-			writeJSON(w, http.StatusOK, encodeTask(v10, tv, true))
+			writeJSONAs(w, http.StatusOK, contentTypeA2A, encodeTask(v10, tv, true))
 			return nil
 		case "cancel":
 			if err := allow(http.MethodPost); err != nil {
@@ -116,7 +116,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			if err != nil {
 				return err
 			}
-			writeJSON(w, http.StatusOK, encodeTask(v10, tv, true))
+			writeJSONAs(w, http.StatusOK, contentTypeA2A, encodeTask(v10, tv, true))
 			return nil
 		case "subscribe":
 			// The spec's text says POST, its proto GET: take both.
