@@ -143,7 +143,11 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // refuse answers err in the shape the request's binding expects.
 func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, req request, err error) {
 	if req.rest == "" && r.Method == http.MethodPost {
-		writeRPCError(w, nil, rpcErrorFrom(err, v03))
+		v, verr := version(r)
+		if verr != nil {
+			v = v03
+		}
+		writeRPCError(w, v, peekID(w, r), rpcErrorFrom(err, v))
 		return
 	}
 	writeRESTError(w, err)

@@ -66,13 +66,13 @@ func rpcErrorFrom(err error, _ string) *rpcError {
 	return e
 }
 
-// writeRPCError answers a JSON-RPC request with an error. id is the
-// request's id as it came (nil: null).
-func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
+// writeRPCError answers a JSON-RPC request of version v with an error. id
+// is the request's id as it came (nil: null).
+func writeRPCError(w http.ResponseWriter, v string, id json.RawMessage, e *rpcError) {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	body := obj{"jsonrpc": "2.0", "id": id, "error": rpcErrorBody(e)}
+	body := obj{"jsonrpc": "2.0", "id": id, "error": rpcErrorBody(v, e)}
 	status := e.status
 	if status == 0 {
 		status = http.StatusOK
@@ -83,12 +83,34 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 	writeJSON(w, status, body)
 }
 
-// rpcErrorBody is the JSON-RPC error object. data is an object or absent:
-// a2a-go v0.3 fails on any other shape.
-func rpcErrorBody(e *rpcError) obj {
+// rpcErrorBody is the JSON-RPC error object of version v. In v0.3 data is
+// an object or absent (a2a-go v0.3 fails on any other shape); in v1.0 it is
+// an array of typed objects, as the spec says: a google.rpc.BadRequest
+// naming the field of an invalid request, a google.rpc.ErrorInfo with the
+// reason of an A2A error.
+func rpcErrorBody(v string, e *rpcError) obj {
 	b := obj{"code": e.code, "message": e.msg}
+	if v != v10 {
+		if e.field != "" {
+			b["data"] = obj{"field": e.field}
+		}
+		return b
+	}
+	var details []obj
 	if e.field != "" {
-		b["data"] = obj{"field": e.field}
+		details = append(details, obj{"@type": "type.googleapis.com/google.rpc.BadRequest",
+			"fieldViolations": []obj{{"field": e.field, "description": e.msg}}})
+	}
+	if e.code >= codeVersion && e.code <= codeTaskNotFound {
+		meta := obj{}
+		if e.field != "" {
+			meta["field"] = e.field
+		}
+		details = append(details, obj{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+			"reason": restReasons[e.code].reason, "domain": "a2a-protocol.org", "metadata": meta})
+	}
+	if details != nil {
+		b["data"] = details
 	}
 	return b
 }

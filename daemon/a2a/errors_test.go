@@ -120,6 +120,11 @@ func TestJSONRPCRefusals(t *testing.T) {
 		{"bad list page size", v1, `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageSize":1000}}`, 200, -32602, "1", []string{"params.pageSize: got \"1000\"", "1 to 100"}},
 		{"bad list state", v1, `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"status":"DONE"}}`, 200, -32602, "1", []string{`params.status: got "DONE"`}},
 		{"bad page token", v1, `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageToken":"!!"}}`, 200, -32602, "1", []string{"pageToken"}},
+		{"id out of range", nil, `{"jsonrpc":"2.0","id":1.5e400,"method":"tasks/get","params":{"id":"x"}}`, 200, -32600, "null", []string{"id: got 1.5e400", "would not read back"}},
+		{"id with an exponent", nil, `{"jsonrpc":"2.0","id":1e2,"method":"tasks/get","params":{"id":"x"}}`, 200, -32600, "null", []string{"id: got 1e2"}},
+		{"id 1.0", nil, `{"jsonrpc":"2.0","id":1.0,"method":"tasks/get","params":{"id":"x"}}`, 200, -32600, "null", []string{"id: got 1.0"}},
+		{"id -0", nil, `{"jsonrpc":"2.0","id":-0,"method":"tasks/get","params":{"id":"x"}}`, 200, -32600, "null", []string{"id: got -0"}},
+		{"id past 2^53", v1, `{"jsonrpc":"2.0","id":9007199254740993,"method":"GetTask","params":{"id":"x"}}`, 200, -32600, "null", []string{"id: got 9007199254740993"}},
 		{"wrong content type", map[string]string{"Content-Type": "text/plain"}, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}`, 415, -32005, "null", []string{`Content-Type: got "text/plain"`}},
 		{"a 10 MB body", nil, big, 413, -32600, "null", []string{"larger than the limit of 1048576 bytes"}},
 	}
@@ -145,8 +150,20 @@ func TestJSONRPCRefusals(t *testing.T) {
 					t.Errorf("message %q does not say %q", rep.Error.Message, w)
 				}
 			}
-			if d := rep.Error.Data; len(d) > 0 && d[0] != '{' {
-				t.Errorf("error.data %s: must be an object or absent (a2a-go fails on anything else)", d)
+			if d := rep.Error.Data; len(d) > 0 {
+				if tt.headers["A2A-Version"] == "1.0" {
+					var typed []map[string]any
+					if json.Unmarshal(d, &typed) != nil || len(typed) == 0 {
+						t.Errorf("v1.0 error.data %s: must be an array of typed objects", d)
+					}
+					for _, o := range typed {
+						if ty, _ := o["@type"].(string); !strings.HasPrefix(ty, "type.googleapis.com/google.rpc.") {
+							t.Errorf("v1.0 error.data %s: every object needs its google.rpc @type", d)
+						}
+					}
+				} else if d[0] != '{' {
+					t.Errorf("error.data %s: must be an object or absent (a2a-go fails on anything else)", d)
+				}
 			}
 			if after := it.seq(); after != before {
 				t.Errorf("the refusal changed the mailbox: seq %d -> %d", before, after)
@@ -367,4 +384,82 @@ func openStream(t *testing.T, url, body string) *http.Response {
 		t.Fatalf("stream: %d %s", resp.StatusCode, ct)
 	}
 	return resp
+}
+
+// An id that can be echoed exactly is echoed byte for byte.
+func TestJSONRPCEchoesTheIDAsSent(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	for _, id := range []string{`1`, `-7`, `0`, `1.5`, `0.001`, `9007199254740991`, `"a\u00e9"`, `"x"`, `null`} {
+		r := post(t, base, nil, `{"jsonrpc":"2.0","id":`+id+`,"method":"tasks/get","params":{"id":"6f9619ff-8b86-4d11-b42d-00c04fc964ff"}}`)
+		rep := rpcAnswer(t, r)
+		if string(rep.ID) != id || rep.Error == nil || rep.Error.Code != -32001 {
+			t.Errorf("id %s: answered under %s, %s; want TaskNotFound under the same bytes", id, rep.ID, r.body)
+		}
+	}
+}
+
+// v1.0 errors carry their details as typed objects: the field of a bad
+// request in a google.rpc.BadRequest, the reason of an A2A error in a
+// google.rpc.ErrorInfo; v0.3 keeps {"field": ...}.
+func TestJSONRPCErrorDataByVersion(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	v1 := map[string]string{"A2A-Version": "1.0"}
+	type detail struct {
+		Type            string `json:"@type"`
+		Reason          string `json:"reason"`
+		Domain          string `json:"domain"`
+		FieldViolations []struct {
+			Field       string `json:"field"`
+			Description string `json:"description"`
+		} `json:"fieldViolations"`
+	}
+	details := func(body string) []detail {
+		t.Helper()
+		rep := rpcAnswer(t, post(t, base, v1, body))
+		var ds []detail
+		if rep.Error == nil || json.Unmarshal(rep.Error.Data, &ds) != nil {
+			t.Fatalf("%s: error %+v, want data as an array", body, rep.Error)
+		}
+		return ds
+	}
+	ds := details(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageSize":0}}`)
+	if len(ds) != 1 || ds[0].Type != "type.googleapis.com/google.rpc.BadRequest" || len(ds[0].FieldViolations) != 1 ||
+		ds[0].FieldViolations[0].Field != "params.pageSize" || !strings.Contains(ds[0].FieldViolations[0].Description, "1 to 100") {
+		t.Errorf("bad page size: data %+v, want one BadRequest naming params.pageSize", ds)
+	}
+	ds = details(`{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"6f9619ff-8b86-4d11-b42d-00c04fc964ff"}}`)
+	if len(ds) != 1 || ds[0].Type != "type.googleapis.com/google.rpc.ErrorInfo" || ds[0].Reason != "TASK_NOT_FOUND" || ds[0].Domain != "a2a-protocol.org" {
+		t.Errorf("unknown task: data %+v, want one ErrorInfo TASK_NOT_FOUND", ds)
+	}
+	rep := rpcAnswer(t, post(t, base, nil, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":5}}`))
+	if rep.Error == nil || string(rep.Error.Data) != `{"field":"params.id"}` {
+		t.Errorf("v0.3 bad params: error %+v, want data {\"field\":\"params.id\"}", rep.Error)
+	}
+}
+
+// JSON-RPC refused before the request is served (an unregistered agent, a
+// missing token) is answered under the request's id.
+func TestJSONRPCRefusedAtTheDoorEchoesTheID(t *testing.T) {
+	it := newInterop(t, daemontest.Options{Tokens: edgeTokens})
+	it.register("coder@local")
+	for _, c := range []struct {
+		path, tok string
+		status    int
+	}{
+		{"/agents/nobody@local/", "tok-admin", 404},
+		{"/agents/coder@local/", "", 401},
+		{"/agents/coder@local/", "tok-wrong", 401},
+	} {
+		h := map[string]string{}
+		if c.tok != "" {
+			h = bearer(c.tok)
+		}
+		r := post(t, it.base+c.path, h, `{"jsonrpc":"2.0","id":"req-42","method":"message/send","params":{}}`)
+		rep := rpcAnswer(t, r)
+		if r.status != c.status || rep.Error == nil || string(rep.ID) != `"req-42"` {
+			t.Errorf("POST %s (token %q): %d %s; want %d under id \"req-42\"", c.path, c.tok, r.status, r.body, c.status)
+		}
+	}
 }

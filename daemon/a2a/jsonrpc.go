@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -63,16 +64,22 @@ func readBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, *rpcErro
 	return body, nil
 }
 
-// jsonrpc serves one JSON-RPC request at the base URL.
-func (e *Edge) jsonrpc(w http.ResponseWriter, r *http.Request, req request) {
+// envelope is a JSON-RPC request as read: its id (to echo) and method.
+type envelope struct {
+	id     json.RawMessage
+	method string
+	params json.RawMessage
+}
+
+// readEnvelope reads a JSON-RPC request object. A refusal comes with the
+// id to answer it under: the request's when it could be read, else nil.
+func readEnvelope(w http.ResponseWriter, r *http.Request) (envelope, *rpcError) {
 	body, rerr := readBody(w, r)
 	if rerr != nil {
-		writeRPCError(w, nil, rerr)
-		return
+		return envelope{}, rerr
 	}
 	if t := bytes.TrimLeft(body, " \t\r\n"); t[0] == '[' {
-		writeRPCError(w, nil, &rpcError{code: codeInvalidRequest, msg: "batch requests are not supported; send one JSON-RPC request object per HTTP request"})
-		return
+		return envelope{}, &rpcError{code: codeInvalidRequest, msg: "batch requests are not supported; send one JSON-RPC request object per HTTP request"}
 	}
 	var env struct {
 		JSONRPC *string          `json:"jsonrpc"`
@@ -81,55 +88,105 @@ func (e *Edge) jsonrpc(w http.ResponseWriter, r *http.Request, req request) {
 		Params  *json.RawMessage `json:"params"`
 	}
 	if err := json.Unmarshal(body, &env); err != nil {
-		writeRPCError(w, nil, &rpcError{code: codeInvalidRequest, msg: "request: expected a JSON-RPC request object {\"jsonrpc\":\"2.0\",\"id\",\"method\",\"params\"}: " + err.Error()})
-		return
+		return envelope{}, &rpcError{code: codeInvalidRequest, msg: "request: expected a JSON-RPC request object {\"jsonrpc\":\"2.0\",\"id\",\"method\",\"params\"}: " + err.Error()}
 	}
-	id := env.ID
-	if len(id) > 0 {
-		switch id[0] {
-		case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		default:
-			writeRPCError(w, nil, &rpcError{code: codeInvalidRequest, msg: "id: expected a string, a number or null", field: "id"})
-			return
-		}
+	if err := checkID(env.ID); err != nil {
+		return envelope{}, err
 	}
+	out := envelope{id: env.ID}
 	switch {
 	case env.JSONRPC == nil:
-		writeRPCError(w, id, &rpcError{code: codeInvalidRequest, msg: `jsonrpc: missing, expected "2.0"`, field: "jsonrpc"})
-		return
+		return out, &rpcError{code: codeInvalidRequest, msg: `jsonrpc: missing, expected "2.0"`, field: "jsonrpc"}
 	case *env.JSONRPC != "2.0":
-		writeRPCError(w, id, &rpcError{code: codeInvalidRequest, msg: `jsonrpc: got ` + strconv.Quote(*env.JSONRPC) + `, expected "2.0"`, field: "jsonrpc"})
-		return
+		return out, &rpcError{code: codeInvalidRequest, msg: `jsonrpc: got ` + strconv.Quote(*env.JSONRPC) + `, expected "2.0"`, field: "jsonrpc"}
 	case env.Method == nil || *env.Method == "":
-		writeRPCError(w, id, &rpcError{code: codeInvalidRequest, msg: "method: missing, expected an A2A method such as message/send (v0.3) or SendMessage (v1.0)", field: "method"})
-		return
-	case len(id) == 0:
-		writeRPCError(w, nil, &rpcError{code: codeInvalidRequest, msg: "id: missing; A2A requests are calls, never notifications, so each needs an id", field: "id"})
-		return
+		return out, &rpcError{code: codeInvalidRequest, msg: "method: missing, expected an A2A method such as message/send (v0.3) or SendMessage (v1.0)", field: "method"}
+	case len(env.ID) == 0:
+		return out, &rpcError{code: codeInvalidRequest, msg: "id: missing; A2A requests are calls, never notifications, so each needs an id", field: "id"}
 	}
-	v, verr := version(r)
-	if verr != nil {
-		writeRPCError(w, id, verr)
-		return
-	}
-	var params json.RawMessage
+	out.method = *env.Method
 	if env.Params != nil {
-		params = *env.Params
+		out.params = *env.Params
 	}
-	if !isObject(params) {
-		writeRPCError(w, id, &rpcError{code: codeInvalidParams, msg: "params: expected an object", field: "params"})
+	return out, nil
+}
+
+// checkID refuses an id the daemon could not echo so that the client reads
+// back the id it sent: anything but a string, null or a number, and a
+// number that a reader holding it as a float64 (JavaScript, and most JSON
+// readers) would write back otherwise: 1.5e400 (out of range), 1.0, 1e2,
+// -0, 9007199254740993. Integers up to 2^53 and plain decimals such as
+// 1.5 echo exactly.
+func checkID(id json.RawMessage) *rpcError {
+	if len(id) == 0 {
+		return nil
+	}
+	switch id[0] {
+	case '"', 'n':
+		return nil
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+	default:
+		return &rpcError{code: codeInvalidRequest, msg: "id: expected a string, a number or null", field: "id"}
+	}
+	s := string(id)
+	f, err := strconv.ParseFloat(s, 64)
+	a := math.Abs(f)
+	if err != nil || (f == 0 && s != "0") || (f != 0 && (a < 1e-7 || a >= 1e21)) || strconv.FormatFloat(f, 'f', -1, 64) != s {
+		shown := s
+		if len(shown) > 40 {
+			shown = shown[:40] + "..."
+		}
+		return &rpcError{code: codeInvalidRequest, field: "id",
+			msg: "id: got " + shown + ", which would not read back as written; expected a string, null, or a number written as JavaScript writes it (an integer up to 2^53 such as 42, or a plain decimal such as 1.5)"}
+	}
+	return nil
+}
+
+// jsonrpc serves one JSON-RPC request at the base URL.
+func (e *Edge) jsonrpc(w http.ResponseWriter, r *http.Request, req request) {
+	// Refusals before the version is read are in the form of the version
+	// asked for, if it is one.
+	form, verr := version(r)
+	if verr != nil {
+		form = v03
+	}
+	env, rerr := readEnvelope(w, r)
+	if rerr != nil {
+		writeRPCError(w, form, env.id, rerr)
 		return
 	}
-	method := *env.Method
+	id := env.id
+	if verr != nil {
+		writeRPCError(w, form, id, verr)
+		return
+	}
+	v := form
+	params := env.params
+	if !isObject(params) {
+		writeRPCError(w, v, id, &rpcError{code: codeInvalidParams, msg: "params: expected an object", field: "params"})
+		return
+	}
+	method := env.method
 	m, ok := methods[v][method]
 	if !ok {
-		writeRPCError(w, id, unknownMethod(v, method))
+		writeRPCError(w, v, id, unknownMethod(v, method))
 		return
 	}
 	c := call{edge: e, w: w, r: r, req: req, v: v, id: id, params: params}
 	if err := m(&c); err != nil {
-		writeRPCError(w, id, rpcErrorFrom(err, v))
+		writeRPCError(w, v, id, rpcErrorFrom(err, v))
 	}
+}
+
+// peekID is the id of a JSON-RPC request refused before it was read (the
+// agent is not registered, the token is missing): the request's id when
+// its body is a request object with an id that can be echoed, else nil.
+func peekID(w http.ResponseWriter, r *http.Request) json.RawMessage {
+	env, err := readEnvelope(w, r)
+	if err != nil && env.id == nil {
+		return nil
+	}
+	return env.id
 }
 
 // call is one JSON-RPC call being served.

@@ -85,7 +85,7 @@ func rpcBinding(v string, id json.RawMessage) binding {
 	return binding{
 		event: func(ev streamEvent) any { return obj{"jsonrpc": "2.0", "id": id, "result": encodeEvent(v, ev)} },
 		failure: func(re *rpcError) []byte {
-			data, _ := json.Marshal(obj{"jsonrpc": "2.0", "id": id, "error": rpcErrorBody(re)})
+			data, _ := json.Marshal(obj{"jsonrpc": "2.0", "id": id, "error": rpcErrorBody(v, re)})
 			return append(append([]byte("data: "), data...), "\n\n"...)
 		},
 	}
