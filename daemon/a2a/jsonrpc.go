@@ -174,7 +174,16 @@ func (e *Edge) jsonrpc(w http.ResponseWriter, r *http.Request, req request) {
 	}
 	c := call{edge: e, w: w, r: r, req: req, v: v, id: id, params: params}
 	if err := m(&c); err != nil {
-		writeRPCError(w, v, id, rpcErrorFrom(err, v))
+		re := rpcErrorFrom(err, v)
+		if v == v03 && (method == "message/stream" || method == "tasks/resubscribe") {
+			// A v0.3 stream that fails before its first event is still a
+			// stream, holding the error as its one event: a2a-go and
+			// a2a-js answer so, and clients that read only data: lines
+			// (Marie AI's) would otherwise see nothing at all.
+			writeStreamError(w, rpcBinding(v, id), re)
+			return
+		}
+		writeRPCError(w, v, id, re)
 	}
 }
 
@@ -269,6 +278,10 @@ type sendRequest struct {
 		ReturnImmediately  *bool    `json:"returnImmediately"`
 		HistoryLength      *int     `json:"historyLength"`
 		AcceptedOutputMode []string `json:"acceptedOutputModes"`
+		// Push notifications do not exist here: a config would be
+		// ignored, and its caller wait for a webhook that never comes.
+		PushNotificationConfig     json.RawMessage `json:"pushNotificationConfig"`     // v0.3
+		TaskPushNotificationConfig json.RawMessage `json:"taskPushNotificationConfig"` // v1.0
 	} `json:"configuration"`
 	Metadata json.RawMessage `json:"metadata"`
 }
@@ -301,6 +314,13 @@ func decodeSend(v string, raw json.RawMessage, field string) (sendParams, error)
 			return p, invalidParams(field+"configuration.historyLength", "expected 0 or more", strconv.Itoa(*cfg.HistoryLength))
 		}
 		p.historyLength = cfg.HistoryLength
+		for name, raw := range map[string]json.RawMessage{"pushNotificationConfig": cfg.PushNotificationConfig, "taskPushNotificationConfig": cfg.TaskPushNotificationConfig} {
+			if len(raw) > 0 && string(raw) != "null" {
+				f := field + "configuration." + name
+				return p, &rpcError{code: codePushNotSupported, field: f,
+					msg: f + ": push notifications are not supported, so no webhook would ever be called; leave it out and stream the task (message/stream, tasks/resubscribe) or poll it (tasks/get)"}
+			}
+		}
 	}
 	if len(m.metadata) > 0 {
 		_ = json.Unmarshal(m.metadata, &p.meta)

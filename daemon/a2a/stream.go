@@ -71,6 +71,16 @@ func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, after *
 	return nil
 }
 
+// writeStreamError answers a stream that failed before it began: an event
+// stream holding the error alone.
+func writeStreamError(w http.ResponseWriter, b binding, re *rpcError) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b.failure(re))
+}
+
 // binding is how one protocol binding writes a stream's events and the
 // error that may end it.
 type binding struct {

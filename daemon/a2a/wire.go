@@ -31,8 +31,11 @@ func decodeMessage(v string, raw json.RawMessage, field string) (message, error)
 		return message{}, err
 	}
 	m := message{messageID: w.MessageID, contextID: w.ContextID, taskID: w.TaskID, extensions: w.Extensions, referenceTaskIDs: w.ReferenceTaskIDs}
-	if v == v03 && (w.Kind == nil || *w.Kind != "message") {
-		return m, invalidParams(field+".kind", "expected \"message\" (every v0.3 object names its kind)", w.Kind)
+	// A v0.3 message may leave out its kind (or send it null): the SDK
+	// servers accept that, and clients built on their own models (Marie
+	// AI's) send it so. A kind that is there must be "message".
+	if v == v03 && w.Kind != nil && *w.Kind != "message" {
+		return m, invalidParams(field+".kind", "expected \"message\" (or no kind)", w.Kind)
 	}
 	switch {
 	case v == v03 && (w.Role == "user" || w.Role == "agent"):

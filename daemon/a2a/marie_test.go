@@ -1,0 +1,184 @@
+package a2a_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// Marie AI's A2A client (seed 001) sends v0.3 JSON-RPC made by pydantic's
+// model_dump(by_alias=True) and serialized by Python's json.dumps: camelCase
+// keys, every optional field null, a Message without "kind", parts with a
+// null metadata, a configuration with everything null but blocking. These
+// are those bytes; the answers are read the way its client reads them: the
+// JSON-RPC result of a send, and for a stream each data: line json-parsed.
+
+const marieMessage = `{"role": "user", "parts": [{"kind": "text", "text": "Summarize the Q3 report", "metadata": null}], "messageId": "9a1f0c2e-5b7d-4e8a-9c3f-1d2e3f4a5b6c", "taskId": null, "contextId": null, "metadata": null, "extensions": null, "referenceTaskIds": null}`
+
+const marieSend = `{"id": "7f4e2a10-3c5b-4d6e-8f90-a1b2c3d4e5f6", "jsonrpc": "2.0", "method": "message/send", "params": {"configuration": {"acceptedOutputModes": null, "blocking": true, "historyLength": null, "pushNotificationConfig": null, "extensions": null}, "message": ` + marieMessage + `, "metadata": null}}`
+
+const marieStream = `{"id": "0b9c8d7e-6f5a-4b3c-2d1e-0f9e8d7c6b5a", "jsonrpc": "2.0", "method": "message/stream", "params": {"configuration": {"acceptedOutputModes": null, "blocking": true, "historyLength": null, "pushNotificationConfig": null, "extensions": null}, "message": {"role": "user", "parts": [{"kind": "text", "text": "Stream the Q3 summary", "metadata": null}], "messageId": "4c3b2a19-0817-4f6e-9d5c-4b3a29180706", "taskId": null, "contextId": null}, "metadata": null}}`
+
+// marieResult is what Marie's client takes from a non-streaming answer.
+func marieResult(t *testing.T, body []byte) map[string]any {
+	t.Helper()
+	var rep struct {
+		Result map[string]any `json:"result"`
+		Error  map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal(body, &rep); err != nil || rep.Error != nil || rep.Result == nil {
+		t.Fatalf("answer %s: want a JSON-RPC result (%v)", body, err)
+	}
+	return rep.Result
+}
+
+// marieEvents reads a stream as Marie's client does: every data: line,
+// json-parsed; anything else is skipped.
+func marieEvents(t *testing.T, body io.Reader) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data:")
+		if !ok {
+			continue
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(strings.TrimSpace(line)), &ev); err != nil {
+			t.Fatalf("data line %q: %v", line, err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func TestMarieAIClientReplay(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("marie@local")
+
+	// message/send, blocking: answered once the worker has answered. The
+	// worker gets the message as Marie sent it.
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := http.Post(base, "application/json", strings.NewReader(marieSend))
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		answered <- answer{resp.StatusCode, b, err}
+	}()
+	leased, lease := it.lease("marie@local")
+	var want bytes.Buffer
+	if err := json.Compact(&want, []byte(marieMessage)); err != nil {
+		t.Fatal(err)
+	}
+	if leased.A2A == nil || !bytes.Equal(leased.A2A.Message, want.Bytes()) || leased.IntentText != "Summarize the Q3 report" {
+		t.Fatalf("leased %+v; want the message as sent, %s", leased, want.Bytes())
+	}
+	it.answer(leased, lease, mailbox.StatusOK, "Q3: revenue up 4%")
+	a := <-answered
+	if a.err != nil || a.status != 200 {
+		t.Fatalf("send: %d %s %v", a.status, a.body, a.err)
+	}
+	task := marieResult(t, a.body)
+	status, _ := task["status"].(map[string]any)
+	if task["kind"] != "task" || status["state"] != "completed" || task["contextId"] == "" || task["id"] != leased.ID {
+		t.Fatalf("send answered %v, want the completed task %s", task, leased.ID)
+	}
+	arts, _ := task["artifacts"].([]any)
+	if len(arts) != 1 || !strings.Contains(string(mustJSON(t, arts[0])), `"text":"Q3: revenue up 4%"`) {
+		t.Fatalf("artifacts %v, want the worker's text", task["artifacts"])
+	}
+	id := leased.ID
+
+	// What was stored reads back: tasks/get (Marie's {id, historyLength:
+	// null}) shows the message as sent.
+	r := post(t, base, nil, `{"id": "g1", "jsonrpc": "2.0", "method": "tasks/get", "params": {"id": "`+id+`", "historyLength": null, "metadata": null}}`)
+	got := marieResult(t, r.body)
+	hist, _ := got["history"].([]any)
+	if len(hist) != 1 {
+		t.Fatalf("tasks/get history %v, want the message", got["history"])
+	}
+	h, _ := hist[0].(map[string]any)
+	parts, _ := h["parts"].([]any)
+	if h["messageId"] != "9a1f0c2e-5b7d-4e8a-9c3f-1d2e3f4a5b6c" || h["role"] != "user" || len(parts) != 1 ||
+		parts[0].(map[string]any)["text"] != "Summarize the Q3 report" {
+		t.Fatalf("tasks/get history %v, want Marie's message as sent", hist[0])
+	}
+
+	// message/stream: every data: line parses, and the last one is the
+	// final completed status.
+	wait := it.worker("marie@local", mailbox.StatusOK, "streamed summary")
+	resp := openStream(t, base, marieStream)
+	events := marieEvents(t, resp.Body)
+	resp.Body.Close()
+	wait()
+	if len(events) < 3 {
+		t.Fatalf("stream events %v, want the task, its changes and the final status", events)
+	}
+	for _, ev := range events {
+		if ev["error"] != nil || ev["result"] == nil || ev["id"] != "0b9c8d7e-6f5a-4b3c-2d1e-0f9e8d7c6b5a" {
+			t.Fatalf("stream event %v, want a result under the request's id", ev)
+		}
+	}
+	first, _ := events[0]["result"].(map[string]any)
+	last, _ := events[len(events)-1]["result"].(map[string]any)
+	lastStatus, _ := last["status"].(map[string]any)
+	if first["kind"] != "task" || last["kind"] != "status-update" || last["final"] != true || lastStatus["state"] != "completed" {
+		t.Fatalf("stream began %v and ended %v; want the task, then a final completed status", first, last)
+	}
+
+	// tasks/cancel of the finished task: Marie maps -32002 to its
+	// TaskNotCancelableError.
+	r = post(t, base, nil, `{"id": "c1", "jsonrpc": "2.0", "method": "tasks/cancel", "params": {"id": "`+id+`", "metadata": null}}`)
+	var rep rpcReply
+	if json.Unmarshal(r.body, &rep) != nil || rep.Error == nil || rep.Error.Code != -32002 {
+		t.Fatalf("cancel of a finished task: %s; want -32002", r.body)
+	}
+
+	// A stream refused before it begins still reads as a stream: Marie's
+	// client finds the error on a data: line instead of nothing.
+	before := it.seq()
+	bad := strings.Replace(marieStream, `"pushNotificationConfig": null`, `"pushNotificationConfig": {"url": "https://marie.example/hook", "token": null, "id": null, "authentication": null}`, 1)
+	req, err := http.NewRequestWithContext(t.Context(), "POST", base, strings.NewReader(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events = marieEvents(t, resp.Body)
+	resp.Body.Close()
+	if len(events) != 1 || events[0]["error"] == nil || events[0]["error"].(map[string]any)["code"] != float64(-32003) {
+		t.Fatalf("a refused stream gave %v; want one data: line holding error -32003", events)
+	}
+	if after := it.seq(); after != before {
+		t.Fatalf("the refused stream changed the mailbox: seq %d -> %d", before, after)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
