@@ -1,7 +1,12 @@
 package a2a
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -25,7 +30,40 @@ func (e *Edge) card(w http.ResponseWriter, r *http.Request, req request) {
 		writeRESTError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, e.cardFor(reg, req.baseURL))
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e.cardFor(reg, req.baseURL)); err != nil {
+		writeRESTError(w, err)
+		return
+	}
+	// The card changes only when it is registered again: a client may keep
+	// it and revalidate (spec 8.6.1) with the validator of its content.
+	// no-cache, not a max-age, so a card registered anew is seen at once.
+	sum := sha256.Sum256(buf.Bytes())
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "no-cache")
+	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", contentTypeJSON)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// etagMatches reports whether an If-None-Match header names etag (weak
+// comparison, as RFC 9110 13.1.2 asks for GET and HEAD), or is "*".
+func etagMatches(header, etag string) bool {
+	for t := range strings.SplitSeq(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Edge) cardFor(reg mailbox.RegisteredAgent, base string) obj {
