@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -65,13 +66,13 @@ type RegisteredAgent struct {
 // NormalizeCard validates a card as an operator registers it and returns it
 // with its lists never null. Every refusal names the field.
 func NormalizeCard(c AgentCard) (AgentCard, error) {
-	if err := cardText("name", c.Name, MaxCardTextBytes, true, "the agent's display name, such as \"Coder\""); err != nil {
+	if err := cardField("name", c.Name, MaxCardTextBytes, true, oneLine, "the agent's display name, such as \"Coder\""); err != nil {
 		return c, err
 	}
-	if err := cardText("description", c.Description, MaxCardDescBytes, false, "what the agent does"); err != nil {
+	if err := cardField("description", c.Description, MaxCardDescBytes, false, multiLine, "what the agent does"); err != nil {
 		return c, err
 	}
-	if err := cardText("version", c.Version, MaxCardTextBytes, false, "the agent's version, such as \"1.0.0\""); err != nil {
+	if err := cardField("version", c.Version, MaxCardTextBytes, false, oneLine, "the agent's version, such as \"1.0.0\""); err != nil {
 		return c, err
 	}
 	if len(c.Skills) > MaxCardSkills {
@@ -81,24 +82,28 @@ func NormalizeCard(c AgentCard) (AgentCard, error) {
 	for i := range c.Skills {
 		s := &c.Skills[i]
 		f := "skills[" + strconv.Itoa(i) + "]"
-		if err := cardText(f+".id", s.ID, MaxCardTextBytes, true, "the skill's id, such as \"code-review\""); err != nil {
+		if err := cardField(f+".id", s.ID, MaxCardTextBytes, true, oneLine, "the skill's id, such as \"code-review\""); err != nil {
 			return c, err
 		}
 		if j, dup := seen[s.ID]; dup {
 			return c, Invalidf(f+".id", "%s.id: got %s, which skills[%d] already has; expected ids unique within the card", f, quote(s.ID), j)
 		}
 		seen[s.ID] = i
-		if err := cardText(f+".name", s.Name, MaxCardTextBytes, true, "the skill's display name"); err != nil {
-			return c, err
+		// A skill's name may be left out (Marianne's cards have none): the
+		// served card names it by its id. One that is given says something.
+		if s.Name != "" {
+			if err := cardField(f+".name", s.Name, MaxCardTextBytes, true, oneLine, "the skill's display name, or no name (its id then names it)"); err != nil {
+				return c, err
+			}
 		}
-		if err := cardText(f+".description", s.Description, MaxCardDescBytes, false, "what the skill does"); err != nil {
+		if err := cardField(f+".description", s.Description, MaxCardDescBytes, false, multiLine, "what the skill does"); err != nil {
 			return c, err
 		}
 		var err error
-		if s.Tags, err = cardList(f+".tags", s.Tags, MaxCardTextBytes, "a tag"); err != nil {
+		if s.Tags, err = cardList(f+".tags", s.Tags, MaxCardTextBytes, oneLine, "a tag"); err != nil {
 			return c, err
 		}
-		if s.Examples, err = cardList(f+".examples", s.Examples, MaxCardDescBytes, "an example request"); err != nil {
+		if s.Examples, err = cardList(f+".examples", s.Examples, MaxCardDescBytes, multiLine, "an example request"); err != nil {
 			return c, err
 		}
 	}
@@ -106,13 +111,30 @@ func NormalizeCard(c AgentCard) (AgentCard, error) {
 		c.Skills = []AgentSkill{}
 	}
 	var err error
-	if c.DefaultInputModes, err = cardList("default_input_modes", c.DefaultInputModes, MaxCardTextBytes, "a media type such as \"text/plain\""); err != nil {
+	if c.DefaultInputModes, err = cardList("default_input_modes", c.DefaultInputModes, MaxCardTextBytes, oneLine, "a media type such as \"text/plain\""); err != nil {
 		return c, err
 	}
-	if c.DefaultOutputModes, err = cardList("default_output_modes", c.DefaultOutputModes, MaxCardTextBytes, "a media type such as \"text/plain\""); err != nil {
+	if c.DefaultOutputModes, err = cardList("default_output_modes", c.DefaultOutputModes, MaxCardTextBytes, oneLine, "a media type such as \"text/plain\""); err != nil {
 		return c, err
 	}
 	return c, nil
+}
+
+// Whether a card field may hold line breaks and tabs: descriptions and
+// examples may (real cards describe their agents in paragraphs); names,
+// ids, versions, tags and modes are one line.
+const (
+	oneLine   = false
+	multiLine = true
+)
+
+// cardField checks one text field of a card: cardText, and no character
+// that could take over a terminal.
+func cardField(field, v string, maxBytes int, required, multiline bool, what string) error {
+	if err := cardText(field, v, maxBytes, required, what); err != nil {
+		return err
+	}
+	return cardChars(field, v, multiline)
 }
 
 func cardText(field, v string, maxBytes int, required bool, what string) error {
@@ -129,12 +151,54 @@ func cardText(field, v string, maxBytes int, required bool, what string) error {
 	return nil
 }
 
-func cardList(field string, vs []string, maxBytes int, what string) ([]string, error) {
+// cardChars refuses the characters that would let a card take over the
+// terminal of whoever reads it (mailroom agent, the console, a log
+// viewer, any A2A client's UI): control characters (C0 but, in
+// descriptions, line feed and tab; DEL; C1), the bidi embeddings,
+// overrides and isolates that reorder what is shown (Trojan Source), and
+// the Unicode line and paragraph separators. The card is checked once,
+// here; replay never checks it again.
+func cardChars(field, v string, multiline bool) error {
+	for i, r := range v {
+		switch {
+		case multiline && (r == '\n' || r == '\t'):
+			continue
+		case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f,
+			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069,
+			r == 0x2028, r == 0x2029:
+		default:
+			continue
+		}
+		want := "one line of text"
+		if multiline {
+			want = "text whose only control characters are line feeds (\\n) and tabs (\\t)"
+		}
+		return Invalidf(field, "%s: got %s at byte %d, expected %s, without control characters or bidi overrides", field, runeName(r), i, want)
+	}
+	return nil
+}
+
+// runeName writes a refused character as U+XXXX with its name, where it
+// has a well-known one.
+func runeName(r rune) string {
+	s := fmt.Sprintf("U+%04X", r)
+	names := map[rune]string{0: "NUL", '\t': "TAB", '\n': "LINE FEED", '\r': "CARRIAGE RETURN", 0x1b: "ESCAPE", 0x7f: "DELETE",
+		0x202a: "LEFT-TO-RIGHT EMBEDDING", 0x202b: "RIGHT-TO-LEFT EMBEDDING", 0x202c: "POP DIRECTIONAL FORMATTING",
+		0x202d: "LEFT-TO-RIGHT OVERRIDE", 0x202e: "RIGHT-TO-LEFT OVERRIDE", 0x2066: "LEFT-TO-RIGHT ISOLATE",
+		0x2067: "RIGHT-TO-LEFT ISOLATE", 0x2068: "FIRST STRONG ISOLATE", 0x2069: "POP DIRECTIONAL ISOLATE",
+		0x2028: "LINE SEPARATOR", 0x2029: "PARAGRAPH SEPARATOR"}
+	if n, ok := names[r]; ok {
+		s += " (" + n + ")"
+	}
+	return s
+}
+
+func cardList(field string, vs []string, maxBytes int, multiline bool, what string) ([]string, error) {
 	if len(vs) > MaxCardListEntries {
 		return vs, Invalidf(field, "%s: got %d entries, expected at most %d", field, len(vs), MaxCardListEntries)
 	}
 	for i, v := range vs {
-		if err := cardText(field+"["+strconv.Itoa(i)+"]", v, maxBytes, true, what); err != nil {
+		if err := cardField(field+"["+strconv.Itoa(i)+"]", v, maxBytes, true, multiline, what); err != nil {
 			return vs, err
 		}
 	}

@@ -215,7 +215,7 @@ func TestNormalizeCardNamesEachField(t *testing.T) {
 		{"skill with blank id", skill(func(s *AgentSkill) { s.ID = "  " }), "skills[1].id"},
 		{"skill with long id", skill(func(s *AgentSkill) { s.ID = text(MaxCardTextBytes + 1) }), "skills[1].id"},
 		{"skill id taken", skill(func(s *AgentSkill) { s.ID = "ok" }), "skills[1].id"},
-		{"skill without name", skill(func(s *AgentSkill) { s.Name = "" }), "skills[1].name"},
+		{"skill with a blank name", skill(func(s *AgentSkill) { s.Name = "  " }), "skills[1].name"},
 		{"skill with long name", skill(func(s *AgentSkill) { s.Name = text(MaxCardTextBytes + 1) }), "skills[1].name"},
 		{"skill description not UTF-8", skill(func(s *AgentSkill) { s.Description = "\xff" }), "skills[1].description"},
 		{"skill with long description", skill(func(s *AgentSkill) { s.Description = text(MaxCardDescBytes + 1) }), "skills[1].description"},

@@ -121,7 +121,7 @@ func TestNormalizeCardRefusals(t *testing.T) {
 		{AgentCard{Name: "A", Description: strings.Repeat("d", MaxCardDescBytes+1)}, "description"},
 		{AgentCard{Name: "A", Description: "\xff"}, "description"},
 		{AgentCard{Name: "A", Skills: []AgentSkill{{Name: "S"}}}, "skills[0].id"},
-		{AgentCard{Name: "A", Skills: []AgentSkill{{ID: "s"}}}, "skills[0].name"},
+		{AgentCard{Name: "A", Skills: []AgentSkill{{ID: "s", Name: " "}}}, "skills[0].name"},
 		{AgentCard{Name: "A", Skills: []AgentSkill{{ID: "s", Name: "S"}, {ID: "s", Name: "T"}}}, "skills[1].id"},
 		{AgentCard{Name: "A", Skills: []AgentSkill{{ID: "s", Name: "S", Tags: []string{""}}}}, "skills[0].tags[0]"},
 		{AgentCard{Name: "A", Skills: []AgentSkill{{ID: "s", Name: "S", Tags: many}}}, "skills[0].tags"},
@@ -176,4 +176,21 @@ func TestAgentTasksListsNewestFirstAPageAtATime(t *testing.T) {
 	if p := b.s.AgentTasks(AgentTasksQuery{Recipient: "coder@local", Sender: "planner@local", PageSize: 10}); p.Total != 1 {
 		t.Fatalf("sender filter: %+v", p)
 	}
+}
+
+// Cards are checked when registered, never when applied: a log or
+// snapshot holding a card from before the character checks replays, and
+// round-trips unchanged.
+func TestRegistryReplaysCardsItWouldNowRefuse(t *testing.T) {
+	b := newBox(t)
+	card := AgentCard{Name: "Old\x1b[31m\u202e", Description: "a\r\nb\x00", Skills: []AgentSkill{{ID: "legacy", Tags: []string{}, Examples: []string{}}},
+		DefaultInputModes: []string{}, DefaultOutputModes: []string{}}
+	if _, err := NormalizeCard(card); err == nil {
+		t.Fatal("NormalizeCard accepted a name with an escape and a bidi override")
+	}
+	b.apply(Event{AtMs: b.now, Type: EventAgentRegistered, Agent: "old@local", Card: &card, Principal: "oncall"})
+	if r, ok := b.s.Registered("old@local"); !ok || r.Card.Name != card.Name || r.Card.Description != card.Description {
+		t.Fatalf("replayed card %+v %v; want it as the log holds it", r, ok)
+	}
+	b.roundTrip()
 }

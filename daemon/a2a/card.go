@@ -70,7 +70,13 @@ func (e *Edge) cardFor(reg mailbox.RegisteredAgent, base string) obj {
 	c := reg.Card
 	skills := make([]obj, len(c.Skills))
 	for i, s := range c.Skills {
-		skills[i] = obj{"id": s.ID, "name": s.Name, "description": s.Description, "tags": s.Tags, "examples": s.Examples}
+		name := s.Name
+		if name == "" {
+			// A2A requires a skill name; a card registered without one
+			// (Marianne's) is named by its id.
+			name = s.ID
+		}
+		skills[i] = obj{"id": s.ID, "name": name, "description": s.Description, "tags": s.Tags, "examples": s.Examples}
 	}
 	modes := func(m []string) []string {
 		if len(m) == 0 {
