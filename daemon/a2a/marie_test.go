@@ -182,3 +182,48 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// Keys the edge does not know (a later minor version's, a vendor's) are
+// accepted, as the SDK servers accept them, and kept: the worker reads the
+// message exactly as it was sent.
+func TestUnknownKeysAreAcceptedAndKept(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	v1 := map[string]string{"A2A-Version": "1.0"}
+	msgs := []struct {
+		url     string
+		headers map[string]string
+		wrap    func(msg string) string
+		msg     string
+	}{
+		{base, nil, func(m string) string {
+			return `{"jsonrpc":"2.0","id":1,"method":"message/send","futureTop":1,"params":{"message":` + m + `,"configuration":{"blocking":false,"futureCfg":"x"},"futureParam":[1]}}`
+		}, `{"kind":"message","role":"user","messageId":"u1","parts":[{"kind":"text","text":"hi","x-vendor":{"a":1}}],"x-trace":"abc"}`},
+		{base, v1, func(m string) string {
+			return `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + m + `,"configuration":{"returnImmediately":true},"tenant":""}}`
+		}, `{"role":"ROLE_USER","messageId":"u2","parts":[{"text":"hi","x-vendor":true}],"x-trace":"def"}`},
+		{base + "message:send", v1, func(m string) string {
+			return `{"message":` + m + `,"configuration":{"returnImmediately":true,"futureCfg":{}}}`
+		}, `{"role":"ROLE_USER","messageId":"u3","parts":[{"text":"hi"}],"x-trace":"ghi"}`},
+	}
+	for _, m := range msgs {
+		r := post(t, m.url, m.headers, m.wrap(m.msg))
+		if r.status != 200 || bytes.Contains(r.body, []byte(`"error"`)) {
+			t.Fatalf("send with unknown keys: %d %s", r.status, r.body)
+		}
+	}
+	q, err := it.native.Queue(it.ctx, mailbox.QueueFilter{})
+	if err != nil || len(q.Tasks) != len(msgs) {
+		t.Fatalf("queue %+v %v: want %d tasks", q, err, len(msgs))
+	}
+	stored := map[string]string{}
+	for _, rec := range q.Tasks {
+		stored[rec.Task.A2A.MessageID] = string(rec.Task.A2A.Message)
+	}
+	for i, m := range msgs {
+		id := "u" + string(rune('1'+i))
+		if stored[id] != m.msg {
+			t.Errorf("message %s stored as %s, want %s", id, stored[id], m.msg)
+		}
+	}
+}
