@@ -305,6 +305,18 @@ func TestA2AGoClientTaskNotFound(t *testing.T) {
 		if _, err := c.CancelTask(it.ctx, &a2apkg.TaskIDParams{ID: a2apkg.TaskID(id)}); !errors.Is(err, a2apkg.ErrTaskNotFound) {
 			t.Errorf("CancelTask(%s): %v; want ErrTaskNotFound", id, err)
 		}
+		// A resubscribe refused before its first event is a stream holding
+		// the error, which the client reads as the typed error.
+		var streamErr error
+		for _, err := range c.ResubscribeToTask(it.ctx, &a2apkg.TaskIDParams{ID: a2apkg.TaskID(id)}) {
+			if err != nil {
+				streamErr = err
+				break
+			}
+		}
+		if !errors.Is(streamErr, a2apkg.ErrTaskNotFound) {
+			t.Errorf("ResubscribeToTask(%s): %v; want ErrTaskNotFound", id, streamErr)
+		}
 	}
 }
 
