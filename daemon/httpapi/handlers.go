@@ -159,7 +159,10 @@ func (a *api) queue(w http.ResponseWriter, r *http.Request) error {
 	if f.DeadlineWithinMs, err = p.millis("deadline_within_ms"); err != nil {
 		return err
 	}
-	f.State, _ = p.get("state")
+	var given bool
+	if f.State, given = p.get("state"); given && f.State == "" {
+		return mailbox.Invalidf("state", "state: got \"\", expected \"queued\" or \"in_flight\"; omit the parameter for both")
+	}
 	view, err := a.svc.Queue(r.Context(), f)
 	if err != nil {
 		return err
