@@ -124,6 +124,18 @@ func TestOnlyTheLeaseHolderPostsItsResult(t *testing.T) {
 		t.Fatalf("the sender drained %+v, %v; want the holder's result", r, err)
 	}
 
+	// A repair's conflict names the lease: only those who may repair get
+	// that far, and they need it to look again.
+	id, lease = a.leasedBy(t, "w2@local")
+	status, body = a.as(t, "w3@local", "POST", "/a2a/repair", fmt.Sprintf(`{"task_id":%q,"reason":"stuck","command":{"action":"requeue","lease_id":%q,"duplicate_risk":"operator_accepted"}}`, id, wrong))
+	if status != http.StatusConflict || !strings.Contains(body, lease) || !strings.Contains(body, `"leased_to":"w2@local"`) {
+		t.Errorf("a repair under a stale lease id = %d %s; want 409 naming the current lease", status, body)
+	}
+	status, body = a.as(t, "w1@local", "POST", "/a2a/repair", fmt.Sprintf(`{"task_id":%q,"reason":"stuck","command":{"action":"requeue","lease_id":%q,"duplicate_risk":"operator_accepted"}}`, id, wrong))
+	if status != http.StatusForbidden || strings.Contains(body, lease) {
+		t.Errorf("a repair by a worker without the right = %d %s; want 403 without the lease", status, body)
+	}
+
 	// An admin may end any lease.
 	id, _ = a.leasedBy(t, "w2@local")
 	if status, body := a.as(t, "root", "POST", "/a2a/results", fmt.Sprintf(`{"task_id":%q,"status":"error","content":[],"error_message":"ended by root"}`, id)); status != http.StatusOK {
