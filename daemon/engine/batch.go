@@ -110,6 +110,9 @@ func (e *Engine) decideUnit(items []item) ([]itemOutcome, error) {
 	})
 	e.mu.Unlock()
 	if err := <-done; err != nil {
+		if len(items) == 1 {
+			return nil, e.writeFailure("nothing was changed", err)
+		}
 		return nil, e.writeFailure("nothing of the batch was changed", err)
 	}
 	e.maybeCompact()
