@@ -204,6 +204,9 @@ func decodeOrigin(rec mailbox.TaskRecord) *message {
 	if o == nil {
 		return nil
 	}
+	if o.Version == versionLegacy {
+		return legacyOrigin(o)
+	}
 	m, err := decodeMessage(o.Version, o.Message, "message")
 	if err != nil {
 		return nil
