@@ -181,6 +181,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	if cfg.Store == config.StorePostgres {
 		handler = newForwarder(root, eng, logger, stopScan)
 	}
+	handler = agentPathsAsIs(handler) // /agents/x//rpc is served, not redirected: agentpaths.go
 	ticks := o.ticks
 	if ticks == nil {
 		ticks = tickerSource
