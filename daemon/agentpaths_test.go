@@ -85,14 +85,11 @@ func TestAgentPathsWithDoubledSlashesAreServedNotRedirected(t *testing.T) {
 		}
 	}
 	// Elsewhere the mux's behaviour is kept: a native path with a doubled
-	// slash, or one under /agents/ that cleans to a native path, is still
-	// only redirected, and an unknown one is still 404.
-	for _, path := range []string{"/a2a//queue", "/agents/../a2a/queue"} {
+	// slash, one under /agents/ that cleans to a native path, and one that
+	// names no route are still only redirected.
+	for _, path := range []string{"/a2a//queue", "/agents/../a2a/queue", "/nowhere//x"} {
 		if st, body := call("GET", path, nil, ""); st < 300 || st > 399 {
 			t.Errorf("GET %s = %d %s, want the mux's redirect", path, st, body)
 		}
-	}
-	if st, body := call("GET", "/nowhere//x", nil, ""); st < 300 || st == 200 {
-		t.Errorf("GET /nowhere//x = %d %s, want no answer but a redirect or 404", st, body)
 	}
 }

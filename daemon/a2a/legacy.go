@@ -459,7 +459,7 @@ func legacyHasContent(m message) bool {
 // legacyID reads a required id: a non-blank string of at most
 // mailbox.MaxA2AIDBytes bytes.
 func legacyID(fields map[string]json.RawMessage, field string) (string, error) {
-	raw, ok := fields[field[strings.LastIndexByte(field, '.')+1:]]
+	raw, ok := fields[lastKey(field)]
 	if !ok || string(raw) == "null" {
 		return "", legacyInvalid(field, "missing, expected the task's id (tasks/send: one the client chose, such as a UUID)")
 	}
@@ -467,7 +467,7 @@ func legacyID(fields map[string]json.RawMessage, field string) (string, error) {
 }
 
 func legacyOptionalID(fields map[string]json.RawMessage, field string) (string, error) {
-	raw, ok := fields[field[strings.LastIndexByte(field, '.')+1:]]
+	raw, ok := fields[lastKey(field)]
 	if !ok || string(raw) == "null" {
 		return "", nil
 	}
@@ -491,7 +491,7 @@ func legacyIDValue(raw json.RawMessage, field string) (string, error) {
 }
 
 func legacyOptionalNumber(fields map[string]json.RawMessage, field string) (int, error) {
-	raw, ok := fields[field[strings.LastIndexByte(field, '.')+1:]]
+	raw, ok := fields[lastKey(field)]
 	if !ok || string(raw) == "null" {
 		return 0, nil
 	}
@@ -501,6 +501,9 @@ func legacyOptionalNumber(fields map[string]json.RawMessage, field string) (int,
 	}
 	return n, nil
 }
+
+// lastKey is the key a field's path ends in: "id" of "params.id".
+func lastKey(field string) string { return field[strings.LastIndexByte(field, '.')+1:] }
 
 // legacyObject reads a JSON object's fields.
 func legacyObject(raw json.RawMessage, field string) (map[string]json.RawMessage, error) {
