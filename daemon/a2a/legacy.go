@@ -59,15 +59,24 @@ func (e *Edge) legacy(w http.ResponseWriter, r *http.Request, req request) {
 			msg: r.Method + " " + r.URL.Path + ": the legacy tasks/send binding takes JSON-RPC requests by POST"})
 		return
 	}
+	// A refusal before the request is decoded still echoes its id, which
+	// a client matches answers by.
+	refuse := func(err error) {
+		var id json.RawMessage
+		if body, rerr := readBody(w, r); rerr == nil {
+			id, _, _, _ = decodeLegacyEnvelope(body)
+		}
+		writeRPCError(w, id, rpcErrorFrom(err, v03))
+	}
 	ctx := r.Context()
 	if _, err := e.svc.Registered(ctx, req.agent); err != nil {
-		writeRPCError(w, nil, rpcErrorFrom(err, v03))
+		refuse(err)
 		return
 	}
 	if e.opts.Authenticate != nil {
 		actx, err := e.opts.Authenticate(r)
 		if err != nil {
-			writeRPCError(w, nil, rpcErrorFrom(err, v03))
+			refuse(err)
 			return
 		}
 		ctx = actx
@@ -108,9 +117,15 @@ func decodeLegacyEnvelope(body []byte) (json.RawMessage, string, map[string]json
 	id := env.ID
 	if len(id) > 0 {
 		switch id[0] {
-		case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		case '"', 'n':
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			// Echoed as it came, so it must be a number its client can
+			// read back: a finite double.
+			if _, err := strconv.ParseFloat(string(id), 64); err != nil {
+				return nil, "", nil, &rpcError{code: codeInvalidRequest, msg: "id: got " + legacyShort(id) + ", expected a string, or a number within a double's range", field: "id"}
+			}
 		default:
-			return nil, "", nil, &rpcError{code: codeInvalidRequest, msg: "id: got " + string(id) + ", expected a string, a number or null", field: "id"}
+			return nil, "", nil, &rpcError{code: codeInvalidRequest, msg: "id: got " + legacyShort(id) + ", expected a string, a number or null", field: "id"}
 		}
 	}
 	switch {
@@ -143,12 +158,25 @@ func decodeLegacyEnvelope(body []byte) (json.RawMessage, string, map[string]json
 // a retry finds the task it already made), and the call blocks like a
 // blocking message/send, answering the task as it then stands.
 func (e *Edge) legacySend(ctx context.Context, agent string, params map[string]json.RawMessage) (any, error) {
-	if err := legacyKnown(params, "params", "id", "sessionId", "message"); err != nil {
+	if raw, ok := params["pushNotification"]; ok && string(raw) != "null" {
+		return nil, &rpcError{code: codePushNotSupported, field: "params.pushNotification",
+			msg: "params.pushNotification: push notifications are not supported; tasks/send answers when the task finishes, and tasks/get reads it later"}
+	}
+	if err := legacyKnown(params, "params", "id", "sessionId", "message", "historyLength", "acceptedOutputModes", "pushNotification"); err != nil {
 		return nil, err
 	}
 	clientID, err := legacyID(params, "params.id")
 	if err != nil {
 		return nil, err
+	}
+	if _, err := legacyOptionalNumber(params, "params.historyLength"); err != nil {
+		return nil, err
+	}
+	if raw, ok := params["acceptedOutputModes"]; ok && string(raw) != "null" {
+		var modes []string
+		if json.Unmarshal(raw, &modes) != nil {
+			return nil, legacyInvalid("params.acceptedOutputModes", "got "+legacyShort(raw)+", expected an array of media types such as \"text/plain\"")
+		}
 	}
 	sessionID, err := legacyOptionalID(params, "params.sessionId")
 	if err != nil {
@@ -346,13 +374,12 @@ func legacyTask(tv taskView, id string) map[string]any {
 }
 
 // decodeLegacyMessage decodes a dialect message {role, parts, metadata}
-// into the neutral model, with its metadata's fields.
+// into the neutral model, with its metadata's fields. Other keys, in the
+// message or its parts, are accepted as the dialect's own receiver
+// accepts them: the message is kept verbatim, so they read back exactly.
 func decodeLegacyMessage(raw json.RawMessage, field string) (message, map[string]json.RawMessage, error) {
 	fields, err := legacyObject(raw, field)
 	if err != nil {
-		return message{}, nil, err
-	}
-	if err := legacyKnown(fields, field, "role", "parts", "metadata"); err != nil {
 		return message{}, nil, err
 	}
 	m := message{role: "user"}
@@ -396,9 +423,6 @@ func decodeLegacyMessage(raw json.RawMessage, field string) (message, map[string
 func decodeLegacyPart(raw json.RawMessage, field string) (part, error) {
 	fields, err := legacyObject(raw, field)
 	if err != nil {
-		return part{}, err
-	}
-	if err := legacyKnown(fields, field, "type", "text", "data", "metadata"); err != nil {
 		return part{}, err
 	}
 	var p part

@@ -561,7 +561,10 @@ func TestLegacyRefusals(t *testing.T) {
 		{"a numeric task id", send(`{"id":7,"message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}]}}`), -32602, "params.id: got 7, expected a string", "params.id"},
 		{"a blank task id", send(`{"id":" ","message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}]}}`), -32602, `params.id: got " ", expected a non-blank id`, "params.id"},
 		{"a long task id", send(`{"id":"` + strings.Repeat("x", 257) + `","message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}]}}`), -32602, "params.id: got 257 bytes, expected at most 256", "params.id"},
-		{"an unknown param", send(`{"id":"t","pushNotification":{},"message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}]}}`), -32602, "params.pushNotification: unknown field", "params.pushNotification"},
+		{"an unknown param", send(`{"id":"t","sessionid":"s","message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}]}}`), -32602, "params.sessionid: unknown field", "params.sessionid"},
+		{"a push config", send(`{"id":"t","pushNotification":{"url":"http://hook"},"message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}]}}`), -32003, "params.pushNotification: push notifications are not supported", "params.pushNotification"},
+		{"output modes not a list", send(`{"id":"t","acceptedOutputModes":"text","message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}]}}`), -32602, `params.acceptedOutputModes: got "text", expected an array`, "params.acceptedOutputModes"},
+		{"an id out of a double's range", `{"jsonrpc":"2.0","id":1.5e400,"method":"tasks/get","params":{"id":"t"}}`, -32600, "id: got 1.5e400, expected a string, or a number within a double's range", "id"},
 		{"no message", send(`{"id":"t"}`), -32602, "params.message: missing", "params.message"},
 		{"a string message", send(`{"id":"t","message":"hi"}`), -32602, `params.message: got "hi", expected an object`, "params.message"},
 		{"a system role", send(`{"id":"t","message":{"role":"system","parts":[{"type":"text","text":"hi","data":null}]}}`), -32602, `params.message.role: got "system", expected "user" or "agent"`, "params.message.role"},
@@ -570,7 +573,7 @@ func TestLegacyRefusals(t *testing.T) {
 		{"empty parts", msg(`[]`), -32602, "params.message.parts: got an empty array", "params.message.parts"},
 		{"a file part", msg(`[{"type":"file","text":null,"data":null}]`), -32602, `params.message.parts[0].type: got "file", expected "text" or "data"`, "params.message.parts[0].type"},
 		{"a part without type", msg(`[{"text":"hi"}]`), -32602, `params.message.parts[0].type: missing`, "params.message.parts[0].type"},
-		{"a v0.3 part", msg(`[{"kind":"text","text":"hi"}]`), -32602, "params.message.parts[0].kind: unknown field", "params.message.parts[0].kind"},
+		{"a v0.3 part", msg(`[{"kind":"text","text":"hi"}]`), -32602, "params.message.parts[0].type: missing", "params.message.parts[0].type"},
 		{"a null text", msg(`[{"type":"text","text":null,"data":null}]`), -32602, "params.message.parts[0].text: missing, expected a string", "params.message.parts[0].text"},
 		{"a numeric text", msg(`[{"type":"text","text":5,"data":null}]`), -32602, "params.message.parts[0].text: got 5, expected a string", "params.message.parts[0].text"},
 		{"data in a text part", msg(`[{"type":"text","text":"hi","data":{"a":1}}]`), -32602, `params.message.parts[0].data: got {"a":1}, expected null in a text part`, "params.message.parts[0].data"},
@@ -612,8 +615,8 @@ func TestLegacyRefusals(t *testing.T) {
 		t.Errorf("GET %s: %d %s, want 405", endpoint, st, body)
 	}
 	// An agent nobody registered.
-	if st, body := legacyPost(t, gmfEndpoint(it.base+"/agents/nobody@local"), nil, msg(`[{"type":"text","text":"hi","data":null}]`)); st != 404 || !strings.Contains(string(body), `"error"`) {
-		t.Errorf("tasks/send to an unregistered agent: %d %s, want 404 with a JSON-RPC error", st, body)
+	if st, body := legacyPost(t, gmfEndpoint(it.base+"/agents/nobody@local"), nil, msg(`[{"type":"text","text":"hi","data":null}]`)); st != 404 || !strings.Contains(string(body), `"error"`) || !strings.Contains(string(body), `"id":"r"`) {
+		t.Errorf("tasks/send to an unregistered agent: %d %s, want 404 with a JSON-RPC error echoing the id", st, body)
 	}
 	if it.seq() != seq {
 		t.Fatalf("refused requests moved the log from %d to %d", seq, it.seq())
@@ -655,8 +658,8 @@ func TestLegacyWithTokens(t *testing.T) {
 		{"tok-eve", 403, "a2a.send.coder@local"},
 	} {
 		st, b := legacyPost(t, endpoint, as(tc.tok), body)
-		if st != tc.status || !strings.Contains(string(b), `"error"`) || !strings.Contains(string(b), tc.want) {
-			t.Errorf("tasks/send with token %q: %d %s, want %d naming %s", tc.tok, st, b, tc.status, tc.want)
+		if st != tc.status || !strings.Contains(string(b), `"error"`) || !strings.Contains(string(b), tc.want) || !strings.Contains(string(b), `"id":"r1"`) {
+			t.Errorf("tasks/send with token %q: %d %s, want %d naming %s, echoing the id", tc.tok, st, b, tc.status, tc.want)
 		}
 	}
 	if it.seq() != seq {
@@ -698,4 +701,34 @@ func TestLegacyWithTokens(t *testing.T) {
 func isRPC(err error, code int) bool {
 	e, ok := err.(*gmfRPCError)
 	return ok && e.code == code
+}
+
+// What the dialect's own receiver accepts is accepted: keys it does not
+// name, in the message or its parts, the optional params of tasks/send,
+// a message of data alone. The message is kept verbatim, so all of it
+// reaches the worker exactly.
+func TestLegacyKeepsTheMessageVerbatim(t *testing.T) {
+	it := newInterop(t, daemontest.Options{Config: func(c *config.Config) { c.A2ABlockingTimeout = 50 * time.Millisecond }})
+	it.register("coder@local")
+	endpoint := gmfEndpoint(it.base + "/agents/coder@local")
+	for _, tc := range []struct {
+		name, params, message, intent string
+	}{
+		{"extra keys", `"sessionId": "sess-1", "historyLength": 0, "acceptedOutputModes": ["text/plain"], "pushNotification": null`,
+			`{"role": "user", "messageId": "m-1", "parts": [{"type": "text", "text": "hi", "data": null, "metadata": {"lang": "en"}, "x-trace": 7}], "metadata": {}}`, "hi"},
+		{"data alone", `"sessionId": null`,
+			`{"role": "user", "parts": [{"type": "data", "text": null, "data": {"query": "papers", "limit": 3}}], "metadata": null}`, "(an A2A message with 1 data part)"},
+	} {
+		st, body := legacyPost(t, endpoint, nil, `{"jsonrpc": "2.0", "id": "r", "method": "tasks/send", "params": {"id": "`+tc.name+`", `+tc.params+`, "message": `+tc.message+`}}`)
+		if _, err := gmfParse(st, body); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		task, _ := it.lease("coder@local")
+		if task.A2A == nil || task.A2A.MessageID != tc.name || string(task.A2A.Message) != compactJSON(t, tc.message) || task.IntentText != tc.intent {
+			t.Fatalf("%s: leased %+v with a2a %+v, want the message verbatim and intent_text %q", tc.name, task, task.A2A, tc.intent)
+		}
+		if tc.name == "extra keys" && task.A2A.ContextID != "sess-1" {
+			t.Fatalf("%s: context_id %q, want the sessionId", tc.name, task.A2A.ContextID)
+		}
+	}
 }
