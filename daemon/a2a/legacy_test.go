@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/daemontest"
@@ -731,4 +732,51 @@ func TestLegacyKeepsTheMessageVerbatim(t *testing.T) {
 			t.Fatalf("%s: context_id %q, want the sessionId", tc.name, task.A2A.ContextID)
 		}
 	}
+}
+
+// No body posted to the legacy binding is answered with a 5xx, and every
+// refusal leaves the log as it was.
+func FuzzLegacyRPC(f *testing.F) {
+	for _, b := range []string{
+		gmfSend("r", "t", gmfMessage("hi", gmfContext)),
+		`{"jsonrpc":"2.0","id":"r","method":"tasks/get","params":{"id":"t"}}`,
+		`{"jsonrpc":"2.0","id":"r","method":"tasks/cancel","params":{"id":"t"}}`,
+		`{"jsonrpc":"2.0","id":1.5e400,"method":"tasks/get","params":{"id":"t"}}`,
+		`{"jsonrpc":"2.0","id":"r","method":"tasks/send","params":{"id":"t","message":{"parts":[{"type":"data","data":[1]}]}}}`,
+		`[{"jsonrpc":"2.0"}]`, `{`, `null`, `"x"`,
+	} {
+		f.Add(b)
+	}
+	d := daemontest.Start(f, daemontest.Options{Config: func(c *config.Config) { c.A2ABlockingTimeout = 10 * time.Millisecond }})
+	c, err := client.New(d.Addr())
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := c.RegisterAgent(f.Context(), "coder@local", mailbox.AgentCard{Name: "Coder", Description: "writes code"}); err != nil {
+		f.Fatal(err)
+	}
+	endpoint := gmfEndpoint(d.URL() + "/agents/coder@local")
+	lastSeq := func(t *testing.T) uint64 {
+		st, err := c.Status(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.LastSeq
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		seq := lastSeq(t)
+		st, answer := legacyPost(t, endpoint, nil, body)
+		if st >= 500 {
+			t.Fatalf("%q: %d %s", body, st, answer)
+		}
+		var rep struct {
+			Error json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(answer, &rep); err != nil {
+			t.Fatalf("%q: %d %s is not a JSON-RPC answer", body, st, answer)
+		}
+		if now := lastSeq(t); rep.Error != nil && now != seq {
+			t.Fatalf("%q was refused (%s) but the log moved from %d to %d", body, rep.Error, seq, now)
+		}
+	})
 }
