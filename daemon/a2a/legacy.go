@@ -203,6 +203,7 @@ func (e *Edge) legacySend(ctx context.Context, agent string, params map[string]j
 		Sender:     sender,
 		Recipient:  agent,
 		IntentText: textOf(m),
+		Context:    contextOf(m),
 		A2A:        &mailbox.A2AOrigin{Version: versionLegacy, MessageID: clientID, ContextID: sessionID, Message: rawMsg},
 	}
 	if on, ok := metaBool(meta, "idempotent"); ok && on {

@@ -714,11 +714,12 @@ func TestLegacyKeepsTheMessageVerbatim(t *testing.T) {
 	endpoint := gmfEndpoint(it.base + "/agents/coder@local")
 	for _, tc := range []struct {
 		name, params, message, intent string
+		context                       string // the task's context: its first data part
 	}{
 		{"extra keys", `"sessionId": "sess-1", "historyLength": 0, "acceptedOutputModes": ["text/plain"], "pushNotification": null`,
-			`{"role": "user", "messageId": "m-1", "parts": [{"type": "text", "text": "hi", "data": null, "metadata": {"lang": "en"}, "x-trace": 7}], "metadata": {}}`, "hi"},
+			`{"role": "user", "messageId": "m-1", "parts": [{"type": "text", "text": "hi", "data": null, "metadata": {"lang": "en"}, "x-trace": 7}], "metadata": {}}`, "hi", ""},
 		{"data alone", `"sessionId": null`,
-			`{"role": "user", "parts": [{"type": "data", "text": null, "data": {"query": "papers", "limit": 3}}], "metadata": null}`, "(an A2A message with 1 data part)"},
+			`{"role": "user", "parts": [{"type": "data", "text": null, "data": {"query": "papers", "limit": 3}}], "metadata": null}`, "(an A2A message with 1 data part)", `{"query":"papers","limit":3}`},
 	} {
 		st, body := legacyPost(t, endpoint, nil, `{"jsonrpc": "2.0", "id": "r", "method": "tasks/send", "params": {"id": "`+tc.name+`", `+tc.params+`, "message": `+tc.message+`}}`)
 		if _, err := gmfParse(st, body); err != nil {
@@ -727,6 +728,9 @@ func TestLegacyKeepsTheMessageVerbatim(t *testing.T) {
 		task, _ := it.lease("coder@local")
 		if task.A2A == nil || task.A2A.MessageID != tc.name || string(task.A2A.Message) != compactJSON(t, tc.message) || task.IntentText != tc.intent {
 			t.Fatalf("%s: leased %+v with a2a %+v, want the message verbatim and intent_text %q", tc.name, task, task.A2A, tc.intent)
+		}
+		if got := string(task.Context); (got == "" && tc.context != "") || (got != "" && compactJSON(t, got) != tc.context) {
+			t.Fatalf("%s: the task's context is %s, want %s", tc.name, got, tc.context)
 		}
 		if tc.name == "extra keys" && task.A2A.ContextID != "sess-1" {
 			t.Fatalf("%s: context_id %q, want the sessionId", tc.name, task.A2A.ContextID)
