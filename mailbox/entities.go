@@ -37,6 +37,9 @@ type Task struct {
 	// A2A is set on tasks sent through the A2A edge, never by clients of
 	// the native routes.
 	A2A *A2AOrigin `json:"a2a,omitempty"`
+	// Covenant is set on tasks sent through Covenant's dialect
+	// (/compat/covenant/), never by clients of the native routes.
+	Covenant *CovenantOrigin `json:"covenant,omitempty"`
 }
 
 // Kind returns the task kind or "" when it has none.

@@ -208,6 +208,11 @@ func NormalizeTask(t Task) (Task, error) {
 		}
 		t.A2A = &a
 	}
+	if t.Covenant != nil {
+		if err := normalizeCovenant(t.Covenant); err != nil {
+			return t, err
+		}
+	}
 	return t, nil
 }
 

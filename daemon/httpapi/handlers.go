@@ -19,6 +19,9 @@ func (a *api) sendTask(w http.ResponseWriter, r *http.Request) error {
 	if t.A2A != nil {
 		return mailbox.Invalidf("a2a", "a2a: set only by the A2A edge; send A2A messages to /agents/%s/ (message/send), or omit the field", t.Recipient)
 	}
+	if t.Covenant != nil {
+		return mailbox.Invalidf("covenant", "covenant: set only by Covenant's dialect; send Covenant's tasks to /compat/covenant/a2a/tasks, or omit the field")
+	}
 	res, err := a.svc.Send(r.Context(), t)
 	if err != nil {
 		return err
@@ -384,6 +387,9 @@ func (a *api) sendBatch(w http.ResponseWriter, r *http.Request) error {
 		}
 		if err == nil && t.A2A != nil {
 			err = mailbox.Invalidf("a2a", "a2a: set only by the A2A edge; omit the field")
+		}
+		if err == nil && t.Covenant != nil {
+			err = mailbox.Invalidf("covenant", "covenant: set only by Covenant's dialect; omit the field")
 		}
 		if err != nil {
 			out[i] = mailbox.Refused("tasks", i, err)

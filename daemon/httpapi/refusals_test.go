@@ -146,6 +146,7 @@ func TestRefusals(t *testing.T) {
 		{"deregister an unregistered agent", "DELETE", "/a2a/agents/nobody@local", "", "", nil, 404, "agent", []string{"nobody@local is not registered", "mailroom agent register"}},
 		{"deregister with a body", "DELETE", "/a2a/agents/coder@local", js, `{}`, nil, 400, "", []string{"takes no body"}},
 		{"native send with an a2a origin", "POST", "/a2a/tasks", js, `{"sender":"a@local","recipient":"b@local","intent_text":"x","a2a":{"version":"0.3","message_id":"m","context_id":"c","message":{}}}`, nil, 400, "a2a", []string{"set only by the A2A edge"}},
+		{"native send with a covenant origin", "POST", "/a2a/tasks", js, `{"sender":"a@local","recipient":"b@local","intent_text":"x","covenant":{"sender_pubkey":"11111111111111111111111111111111","recipient_pubkey":"11111111111111111111111111111111"}}`, nil, 400, "covenant", []string{"set only by Covenant's dialect", "/compat/covenant/a2a/tasks"}},
 		{"agents with a body", "GET", "/a2a/agents", js, `{"skill":"code"}`, nil, 400, "", []string{"takes no body"}},
 
 		// Routing.
