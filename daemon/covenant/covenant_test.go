@@ -322,7 +322,6 @@ func TestCycleWithTokens(t *testing.T) {
 		t.Fatalf("a second drain gave %+v", got.Result)
 	}
 
-
 	// Without a token, Covenant's bearer refusal: 401, in its error shape.
 	for _, path := range []string{"/a2a/tasks/next", "/a2a/queue"} {
 		status, h, b := newPeer(t, d, "").do("GET", path, "")
