@@ -127,6 +127,10 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	if o := r.Task.A2A; o != nil {
 		renderA2A(&b, o)
 	}
+	if o := r.Task.Covenant; o != nil {
+		// Sent through Covenant's dialect: the keys its AgentIds carried.
+		fmt.Fprintf(&b, "[::b]covenant[::-] sender key %s\n[::b]covenant[::-] recipient key %s\n", escapeTags(o.SenderPubkey), escapeTags(o.RecipientPubkey))
+	}
 	if r.State == mailbox.TaskCanceled {
 		for i := len(r.History) - 1; i >= 0; i-- {
 			if h := r.History[i]; h.Type == mailbox.EventTaskCanceled {
