@@ -15,8 +15,8 @@ func TestDetailViewShowsCovenantKeys(t *testing.T) {
 	t.Parallel()
 	d, c := startDaemon(t)
 	const (
-		id          = "c0ffee00-0000-4000-8000-000000000001"
-		senderKey   = "4wBqpZM9xaSheZzJSMawUKKwhdpChKbZ5eu5ky4Vigw"
+		id           = "c0ffee00-0000-4000-8000-000000000001"
+		senderKey    = "4wBqpZM9xaSheZzJSMawUKKwhdpChKbZ5eu5ky4Vigw"
 		recipientKey = "JEKNVnkbo3jma5nREBBJCDoXFVeKkD56V3xKrvRmWxFG" // 44 characters, the longest
 	)
 	body := `{"id":"` + id + `","sender":{"display":"alice@local","pubkey":"` + senderKey + `"},"recipient":{"display":"bob@local","pubkey":"` + recipientKey + `"},"intent_text":"fetch papers"}`
