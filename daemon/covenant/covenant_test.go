@@ -457,3 +457,19 @@ func streamedEvent(t *testing.T, d *daemontest.Daemon, after uint64) string {
 }
 
 func jsonUint(n uint64) string { return string(mustJSON(n)) }
+
+// A Covenant peer keeps the bearer it has: Mailroom's token file takes
+// the peer's base58 token as it is (or its sha256), naming the peer's
+// display as the principal.
+func TestCovenantPeerTokenAsItIs(t *testing.T) {
+	const peerToken = "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin" // base58, as Covenant's PeerToken writes it
+	d := daemontest.Start(t, daemontest.Options{Tokens: []auth.Token{
+		{Principal: "alice@local", Token: peerToken, Caps: []string{"a2a.send.bob@local"}},
+	}})
+	alice := newPeer(t, d, peerToken)
+	call[cvTaskQueued](alice, "POST", "/a2a/tasks", covenantTask("a2a5eede-0000-4000-8000-0000000000e1", "with the peer's own token"), "a2_a_task_queued")
+	status, _, b := newPeer(t, d, peerToken[1:]).do("POST", "/a2a/tasks", covenantTask("a2a5eede-0000-4000-8000-0000000000e2", "x"))
+	if e := strict[cvError](t, b); status != http.StatusUnauthorized || e.Kind != "error" || !strings.Contains(e.Message, "unknown token") {
+		t.Fatalf("another token = %d %s", status, b)
+	}
+}
