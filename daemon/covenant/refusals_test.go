@@ -21,10 +21,15 @@ func TestRefusals(t *testing.T) {
 	d := daemontest.Start(t, daemontest.Options{})
 	p := newPeer(t, d, "")
 	const id = "a2a5eede-0000-4000-8000-0000000000c1"
-	// One task in flight and one queued, for the requests that need them.
+	// One task in flight, one queued and one with its result pending (a
+	// result posted for a queued task leases it and posts in one step),
+	// for the requests that need them.
 	call[cvTaskQueued](p, "POST", "/a2a/tasks", covenantTask(id, "leased"), "a2_a_task_queued")
 	call[cvTaskOpt](p, "GET", "/a2a/tasks/next", "", "a2_a_task_opt")
 	call[cvTaskQueued](p, "POST", "/a2a/tasks", covenantTask("a2a5eede-0000-4000-8000-0000000000c2", "queued"), "a2_a_task_queued")
+	const resulted = "a2a5eede-0000-4000-8000-0000000000c3"
+	call[cvTaskQueued](p, "POST", "/a2a/tasks", covenantTask(resulted, "resulted"), "a2_a_task_queued")
+	call[cvResultPosted](p, "POST", "/a2a/results", `{"task_id":"`+resulted+`","status":"ok"}`, "a2_a_result_posted")
 
 	task := func(edit func(string) string) string {
 		return edit(covenantTask("a2a5eede-0000-4000-8000-0000000000c9", "new"))
@@ -104,8 +109,8 @@ func TestRefusals(t *testing.T) {
 			[]string{`unknown field "lease_id"`}},
 		{"result for an unknown task", "POST", "/a2a/results", "", `{"task_id":"a2a5eede-0000-4000-8000-00000000dead","status":"ok"}`, 200, "not_found",
 			[]string{"a2a5eede-0000-4000-8000-00000000dead"}},
-		{"result for a queued task", "POST", "/a2a/results", "", `{"task_id":"a2a5eede-0000-4000-8000-0000000000c2","status":"ok"}`, 200, "conflict",
-			[]string{"queued"}},
+		{"result for a task already resulted", "POST", "/a2a/results", "", `{"task_id":"a2a5eede-0000-4000-8000-0000000000c3","status":"ok"}`, 200, "conflict",
+			[]string{"result"}},
 
 		{"repair without a command", "POST", "/a2a/repair", "", `{"task_id":"` + id + `","reason":"x"}`, 200, "invalid", []string{"command: missing"}},
 		{"repair bad action", "POST", "/a2a/repair", "", `{"task_id":"` + id + `","command":{"action":"retry"},"reason":"x"}`, 200, "invalid",
