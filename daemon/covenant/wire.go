@@ -1,6 +1,8 @@
 package covenant
 
 import (
+	"strings"
+
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -169,10 +171,35 @@ func agentID(field string, a *AgentID) (AgentID, error) {
 	if err := mailbox.ValidateAgentID(field+".display", a.Display); err != nil {
 		return AgentID{}, err
 	}
+	if !covenantDisplay(a.Display) {
+		return AgentID{}, mailbox.Invalidf(field+".display", "%s.display: got %q, expected <local>@<host> with each side of letters, digits and . _ - (Covenant's AgentId form), such as alice@local", field, a.Display)
+	}
 	if err := mailbox.ValidateCovenantPubkey(field+".pubkey", a.Pubkey); err != nil {
 		return AgentID{}, err
 	}
 	return *a, nil
+}
+
+// covenantDisplay reports whether an agent id is also a display Covenant's
+// AgentId decodes: <local>@<host>, each side a non-empty run of
+// [A-Za-z0-9_.-] (the mailbox has already refused capitals). A task
+// addressed otherwise could be sent but never leased by Covenant's client.
+func covenantDisplay(v string) bool {
+	local, host, ok := strings.Cut(v, "@")
+	return ok && displayPart(local) && displayPart(host)
+}
+
+func displayPart(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // fromMailboxTask gives a task back as Covenant sent it: its AgentIds with
