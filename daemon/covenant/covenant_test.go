@@ -345,6 +345,20 @@ func TestCycleWithTokens(t *testing.T) {
 	if status, _, b := newPeer(t, d, "").do("GET", "/health", ""); status != 200 || string(b) != "{\"status\":\"ok\"}\n" {
 		t.Errorf("GET /health = %d %s", status, b)
 	}
+	// So is the wire check, read as covenant-ipc's ProtocolInfo.
+	_, _, b := newPeer(t, d, "").do("GET", "/version", "")
+	v := strict[struct {
+		Kind string `json:"kind"`
+		Info struct {
+			Protocol     string `json:"protocol"`
+			Version      uint16 `json:"version"`
+			MinSupported uint16 `json:"min_supported"`
+			MaxSupported uint16 `json:"max_supported"`
+		} `json:"info"`
+	}](t, b)
+	if v.Kind != "protocol_info" || v.Info.Protocol != "covenant.ipc" || v.Info.Version != 1 || v.Info.MinSupported > 1 || v.Info.MaxSupported < 1 {
+		t.Errorf("GET /version = %s", b)
+	}
 }
 
 // Without tokens the dialect serves everyone: a task with every optional

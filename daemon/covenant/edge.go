@@ -33,7 +33,7 @@ const HeaderErrorCode = "Mailroom-Error-Code"
 type Options struct {
 	Logger *slog.Logger
 	// Authenticate, when set, authenticates every request but /health and
-	// returns the context the service sees (carrying the caller's
+	// /version and returns the context the service sees (carrying the caller's
 	// identity); nil serves without tokens.
 	Authenticate func(r *http.Request) (context.Context, error)
 }
@@ -51,7 +51,7 @@ type route struct {
 	// noBody, when set, says where the route's parameters go: it takes no
 	// body.
 	noBody string
-	// open routes need no token (Covenant's /health).
+	// open routes need no token (Covenant's /health and /version).
 	open bool
 }
 
@@ -65,6 +65,7 @@ func New(svc mailbox.Service, opts Options) *Edge {
 	// Covenant's gateway routes (covenantd's http.rs), as its client calls
 	// them.
 	e.add("GET", "health", route{h: e.health, noBody: "send it empty", open: true})
+	e.add("GET", "version", route{h: e.version, noBody: "send it empty", open: true})
 	e.add("POST", "a2a/tasks", route{h: e.sendTask})
 	e.add("GET", "a2a/tasks/next", route{h: e.leaseTask, noBody: "the task is leased for the agent your token names"})
 	e.add("GET", "a2a/tasks/recent", route{h: e.recentTasks, noBody: "give limit in the query"})

@@ -25,6 +25,27 @@ func (e *Edge) health(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// version answers Covenant's wire check, as its gateway's /version does
+// (covenant-ipc's protocol_info, v1: the buffered answers this dialect
+// gives), so that a client that checks before it presents a token goes
+// on to the a2a routes.
+func (e *Edge) version(w http.ResponseWriter, r *http.Request) error {
+	if _, err := httpapi.Query(r); err != nil {
+		return err
+	}
+	type info struct {
+		Protocol     string `json:"protocol"`
+		Version      int    `json:"version"`
+		MinSupported int    `json:"min_supported"`
+		MaxSupported int    `json:"max_supported"`
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Kind string `json:"kind"`
+		Info info   `json:"info"`
+	}{"protocol_info", info{"covenant.ipc", 1, 1, 1}})
+	return nil
+}
+
 func (e *Edge) sendTask(w http.ResponseWriter, r *http.Request) error {
 	if _, err := httpapi.Query(r); err != nil {
 		return err
