@@ -233,8 +233,8 @@ func TestErrorsReachTheCaller(t *testing.T) {
 		{"result for an unknown task", func() error {
 			return c.PostResult(ctx, mailbox.Result{TaskID: unknown, Status: mailbox.StatusOK})
 		}, mailbox.ErrNotFound, "task_id"},
-		{"result for a queued task", func() error {
-			return c.PostResult(ctx, mailbox.Result{TaskID: dup, Status: mailbox.StatusOK})
+		{"guarded result for a queued task", func() error {
+			return c.PostResult(ctx, mailbox.Result{TaskID: dup, Status: mailbox.StatusOK, LeaseID: "6f9619ff-8b86-4d11-b42d-00c04fc964ff"})
 		}, mailbox.ErrConflict, ""},
 		{"recent tasks over the cap", func() error { _, err := c.RecentTasks(ctx, 10001); return err }, mailbox.ErrInvalid, "limit"},
 		{"recent results with a negative limit", func() error { _, err := c.RecentResults(ctx, -1); return err }, mailbox.ErrInvalid, "limit"},

@@ -42,11 +42,11 @@ func TestLateResultRefused(t *testing.T) {
 			if err := c.PostResult(ctx, late); !errors.Is(err, mailbox.ErrConflict) {
 				t.Fatalf("late result with the old lease = %v, want 409 conflict", err)
 			}
+			// Without a lease guard a result is refused once the task has
+			// one (a requeued task still queued takes it from its
+			// recipient: TestUnguardedResultForARequeuedTask).
 			unguarded := late
 			unguarded.LeaseID = ""
-			if err := c.PostResult(ctx, unguarded); !errors.Is(err, mailbox.ErrConflict) {
-				t.Fatalf("late result without a lease = %v, want 409 conflict (the task is not in flight)", err)
-			}
 			wantStatus := mailbox.StatusError
 			if tt.relaunch {
 				_, again := lease(t, c, worker)
@@ -60,6 +60,9 @@ func TestLateResultRefused(t *testing.T) {
 					t.Fatalf("late result after the new one = %v, want 409", err)
 				}
 				wantStatus = mailbox.StatusOK
+			}
+			if err := c.PostResult(ctx, unguarded); !errors.Is(err, mailbox.ErrConflict) {
+				t.Fatalf("late result without a lease = %v, want 409 conflict (the task has its result)", err)
 			}
 			r, err := c.Drain(ctx, sender)
 			if err != nil || r == nil || r.TaskID != id || r.Status != wantStatus {
@@ -180,5 +183,37 @@ func TestQueueFiltersBeforeLimit(t *testing.T) {
 		if len(view.Tasks) != tt.n || view.Tasks[0].State != tt.state || view.Tasks[0].LeaseID != tt.firstLease {
 			t.Errorf("Queue(%+v) = %d entries, first %+v; want %d, first %s %q", tt.f, len(view.Tasks), view.Tasks[0], tt.n, tt.state, tt.firstLease)
 		}
+	}
+}
+
+// TestUnguardedResultForARequeuedTask: a worker that finished after its
+// lease was requeued, posting without a lease guard while the task is
+// still queued, is taken at its word: its result is recorded under a new
+// lease (attempt 2) and the task is not leased again. With its old lease
+// as guard the same result is refused.
+func TestUnguardedResultForARequeuedTask(t *testing.T) {
+	t.Parallel()
+	_, c := start(t)
+	ctx := t.Context()
+	id := send(t, c, "p@x", "w@x", "work")
+	_, old := lease(t, c, "w@x")
+	if _, err := c.Repair(ctx, mailbox.RepairRequest{TaskID: id, Reason: "stuck",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: old.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted}}); err != nil {
+		t.Fatal(err)
+	}
+	late := mailbox.Result{TaskID: id, Status: mailbox.StatusOK, LeaseID: old.LeaseID, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "late"}}}
+	if err := c.PostResult(ctx, late); !errors.Is(err, mailbox.ErrConflict) {
+		t.Fatalf("late result with the old lease = %v, want 409 conflict", err)
+	}
+	late.LeaseID = ""
+	if err := c.PostResult(ctx, late); err != nil {
+		t.Fatalf("late result without a guard for the queued task: %v", err)
+	}
+	if task, _, err := c.Lease(ctx, "w@x"); err != nil || task != nil {
+		t.Fatalf("the task was leased again after its result: %v, %v", task, err)
+	}
+	r, err := c.Drain(ctx, "p@x")
+	if err != nil || r == nil || r.TaskID != id || r.Content[0].Text != "late" || r.LeaseID == "" || r.LeaseID == old.LeaseID {
+		t.Fatalf("drain = %+v, %v; want the late result under a new lease", r, err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/a2a"
 	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/daemon/covenant"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/httpapi"
 	"github.com/mailroom/mailroom/daemon/store"
@@ -167,20 +168,25 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	}
 	guarded := auth.Guard(eng)
 	edgeOpts := a2a.Options{Logger: logger, BlockingTimeout: cfg.A2ABlockingTimeout, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout}
+	covenantOpts := covenant.Options{Logger: logger}
 	if apiOpts.Authorizer != nil {
 		az := apiOpts.Authorizer
 		edgeOpts.Authenticate = func(r *http.Request) (context.Context, error) { return az.Authorize(r, a2a.Prefix) }
+		covenantOpts.Authenticate = func(r *http.Request) (context.Context, error) { return az.Authorize(r, covenant.Prefix) }
 	}
 	// Every agent's A2A server lives under /agents/; the rest is the
 	// native API.
 	root := http.NewServeMux()
 	root.Handle(a2a.Prefix, a2a.New(guarded, eng, edgeOpts))
+	// Covenant's dialect of the native routes (issue 20).
+	root.Handle(covenant.Prefix, covenant.New(guarded, covenantOpts))
 	root.Handle("/", httpapi.New(guarded, apiOpts))
 	stopScan := make(chan struct{})
 	var handler http.Handler = root
 	if cfg.Store == config.StorePostgres {
 		handler = newForwarder(root, eng, logger, stopScan)
 	}
+	handler = agentPathsAsIs(handler) // /agents/x//rpc is served, not redirected: agentpaths.go
 	ticks := o.ticks
 	if ticks == nil {
 		ticks = tickerSource

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/covenant"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -106,6 +107,11 @@ func (f *forwarder) leaderContext(leader string) context.Context {
 // request under /agents/ goes to the leader too.
 func mustLead(r *http.Request) bool {
 	if strings.HasPrefix(r.URL.Path, a2a.Prefix) {
+		return true
+	}
+	// Covenant's dialect leases and drains by GET, like the native
+	// routes' next; its other reads are few, so all of it goes.
+	if strings.HasPrefix(r.URL.Path, covenant.Prefix) {
 		return true
 	}
 	switch r.Method {

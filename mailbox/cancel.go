@@ -12,7 +12,9 @@ import (
 // (every part, data and file parts too), and the ids the edge answers by.
 type A2AOrigin struct {
 	// Version is the protocol generation the message is written in: "0.3"
-	// or "1.0".
+	// or "1.0", or "legacy" for the pre-0.2 tasks/send dialect the edge
+	// serves at /agents/{agent}/rpc (its message has `type` parts, and
+	// MessageID holds the task id the client chose).
 	Version string `json:"version"`
 	// MessageID and ContextID are the message's ids (the context id is
 	// generated when the client gave none).
@@ -28,9 +30,9 @@ const MaxA2AIDBytes = 256
 // normalizeA2A checks what the edge put on a task.
 func normalizeA2A(o *A2AOrigin) error {
 	switch o.Version {
-	case "0.3", "1.0":
+	case "0.3", "1.0", "legacy":
 	default:
-		return Invalidf("a2a.version", "a2a.version: got %s, expected \"0.3\" or \"1.0\"", quote(o.Version))
+		return Invalidf("a2a.version", "a2a.version: got %s, expected \"0.3\", \"1.0\" or \"legacy\"", quote(o.Version))
 	}
 	if err := cardText("a2a.message_id", o.MessageID, MaxA2AIDBytes, true, "the A2A message's messageId"); err != nil {
 		return err

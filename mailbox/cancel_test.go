@@ -140,4 +140,12 @@ func TestNormalizeTaskChecksTheA2AOrigin(t *testing.T) {
 			t.Errorf("NormalizeTask with %+v = %v, want a refusal naming %s", tc.o, err, tc.field)
 		}
 	}
+	// Each generation the edge writes is accepted, the legacy dialect too.
+	for _, v := range []string{"0.3", "1.0", "legacy"} {
+		task := base
+		task.A2A = &A2AOrigin{Version: v, MessageID: "m", ContextID: "c", Message: []byte(`{"role":"user"}`)}
+		if _, err := NormalizeTask(task); err != nil {
+			t.Errorf("NormalizeTask with version %q: %v", v, err)
+		}
+	}
 }

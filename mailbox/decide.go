@@ -70,6 +70,7 @@ func (s *State) inFlightTask(taskID, leaseID, leaseField, doing string) (*taskRe
 	if leaseID != "" && leaseID != t.LeaseID {
 		return nil, &Error{Code: CodeConflict,
 			Message: leaseField + ": cannot " + doing + " task " + taskID + " under lease " + leaseID + ": the current lease is " + t.LeaseID + " (held by " + t.LeasedTo + ", attempt " + strconv.Itoa(t.Attempt) + ")",
+			private: leaseField + ": cannot " + doing + " task " + taskID + " under lease " + leaseID + ": it is not the task's current lease",
 			Details: &ErrorDetails{Field: leaseField, ExpectedLeaseID: leaseID, ActualLeaseID: t.LeaseID, LeasedTo: t.LeasedTo, LeasedAtMs: t.LeasedAtMs, Attempt: t.Attempt, TaskState: t.State}}
 	}
 	return t, nil
@@ -83,6 +84,39 @@ func (s *State) DecidePostResult(r Result, nowMs int64) (Event, error) {
 	}
 	r.LeaseID = t.LeaseID
 	return Event{AtMs: nowMs, Type: EventResultPosted, TaskID: t.Task.ID, LeaseID: t.LeaseID, LeasedTo: t.LeasedTo, Attempt: t.Attempt, Result: &r}, nil
+}
+
+// DecideResult checks a normalized result posted by poster and returns
+// the events that record it. poster is the agent the access policy holds
+// the caller to ("" for a trusted caller: no tokens, an admin, the daemon
+// itself): a result is accepted only from the lease's holder. A result for
+// a task still queued, without a lease guard, from its recipient (or a
+// trusted caller) is the work of a worker that finished without leasing
+// first: it is recorded as a lease under newLeaseID() and its result, two events
+// the caller appends as one unit, so the log and every console show both.
+func (s *State) DecideResult(r Result, poster string, newLeaseID func() string, nowMs int64) ([]Event, error) {
+	t, ok := s.tasks[r.TaskID]
+	if ok && t.State == TaskQueued && r.LeaseID == "" {
+		if poster != "" && poster != t.Task.Recipient {
+			return nil, &Error{Code: CodeForbidden,
+				Message: "task_id: task " + r.TaskID + " is queued for another agent, and this token speaks for " + quote(poster) + "; only its recipient (or an a2a.admin token) may post its result",
+				Details: &ErrorDetails{Field: "task_id", TaskState: t.State, Capability: "a2a.admin"}}
+		}
+		leaseID := newLeaseID()
+		lease := Event{AtMs: nowMs, Type: EventTaskLeased, TaskID: t.Task.ID, LeaseID: leaseID, LeasedTo: t.Task.Recipient, Attempt: t.Attempt + 1}
+		r.LeaseID = leaseID
+		return []Event{lease, {AtMs: nowMs, Type: EventResultPosted, TaskID: t.Task.ID, LeaseID: leaseID, LeasedTo: lease.LeasedTo, Attempt: lease.Attempt, Result: &r}}, nil
+	}
+	ev, err := s.DecidePostResult(r, nowMs)
+	if err != nil {
+		return nil, err
+	}
+	if poster != "" && ev.LeasedTo != poster {
+		return nil, &Error{Code: CodeForbidden,
+			Message: "task_id: task " + r.TaskID + " is leased by another agent, and this token speaks for " + quote(poster) + "; only the lease's holder (or an a2a.admin token) may post its result",
+			Details: &ErrorDetails{Field: "task_id", TaskState: TaskInFlight, Capability: "a2a.admin"}}
+	}
+	return []Event{ev}, nil
 }
 
 // DecideDrain returns the result_drained event for the oldest result pending

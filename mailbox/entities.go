@@ -30,9 +30,16 @@ type Task struct {
 	Parent      string       `json:"parent,omitempty" empty:"expected the parent task's UUID; omit the field for a task without a parent"`
 	DeadlineMs  *int64       `json:"deadline_ms,omitempty"`
 	Idempotency *Idempotency `json:"idempotency,omitempty"`
+	// Context is the structured input of the work beside its intent (a
+	// JSON object, bounded like a result's json content), carried to the
+	// worker in its lease. On the A2A side it is the message's data part.
+	Context json.RawMessage `json:"context,omitempty"`
 	// A2A is set on tasks sent through the A2A edge, never by clients of
 	// the native routes.
 	A2A *A2AOrigin `json:"a2a,omitempty"`
+	// Covenant is set on tasks sent through Covenant's dialect
+	// (/compat/covenant/), never by clients of the native routes.
+	Covenant *CovenantOrigin `json:"covenant,omitempty"`
 }
 
 // Kind returns the task kind or "" when it has none.

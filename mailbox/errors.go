@@ -77,6 +77,27 @@ type Error struct {
 	Code    string        `json:"code"`
 	Message string        `json:"message"`
 	Details *ErrorDetails `json:"details,omitempty"`
+	// private, on a lease conflict, is the message for a caller who may
+	// not learn the current lease (see HideLease).
+	private string
+}
+
+// HideLease returns err as a caller who neither holds the current lease it
+// names nor may repair it must see it: without the current lease id, its
+// holder and when it was taken, which are what a caller would need to post
+// a result under someone else's lease. Anything else is returned as it is.
+func HideLease(err error, viewer string) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Details == nil || e.Details.ActualLeaseID == "" || e.Details.LeasedTo == viewer {
+		return err
+	}
+	d := *e.Details
+	d.ActualLeaseID, d.LeasedTo, d.LeasedAtMs = "", "", 0
+	msg := e.private
+	if msg == "" {
+		msg = e.Message
+	}
+	return &Error{Code: e.Code, Message: msg, Details: &d}
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

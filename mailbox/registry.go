@@ -220,7 +220,7 @@ func (s *State) DecideRegister(agent string, card AgentCard, principal string, n
 // DecideDeregister returns the agent_deregistered event, or not_found when
 // agent is not registered.
 func (s *State) DecideDeregister(agent, principal string, nowMs int64) (Event, error) {
-	if err := ValidateAgentID("agent", agent); err != nil {
+	if err := ValidateStoredAgentID("agent", agent); err != nil {
 		return Event{}, err
 	}
 	if _, ok := s.registry[agent]; !ok {
@@ -256,7 +256,7 @@ func (s *State) Registry() []RegisteredAgent {
 }
 
 func (s *State) applyRegistry(ev Event) error {
-	if err := ValidateAgentID("agent", ev.Agent); err != nil {
+	if err := validAgentIDChars("agent", ev.Agent); err != nil {
 		return err
 	}
 	switch ev.Type {

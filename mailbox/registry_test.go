@@ -194,3 +194,24 @@ func TestRegistryReplaysCardsItWouldNowRefuse(t *testing.T) {
 	}
 	b.roundTrip()
 }
+
+// Ids with dot segments are refused from now on, but a log written before
+// may hold them: it replays, its snapshot restores, and the agent can
+// still be deregistered.
+func TestOldDotSegmentIDsStillReplay(t *testing.T) {
+	if err := ValidateAgentID("agent", "a/../b"); err == nil {
+		t.Fatal("a/../b is accepted as a new agent id")
+	}
+	b := newBox(t)
+	card := AgentCard{Name: "Up", Skills: []AgentSkill{}}
+	b.apply(Event{Type: EventAgentRegistered, Agent: "..", Card: &card, AtMs: b.now})
+	b.roundTrip()
+	if _, ok := b.s.Registered(".."); !ok {
+		t.Fatal("the old agent .. is gone after a snapshot round trip")
+	}
+	ev, err := b.s.DecideDeregister("..", "oncall", b.now)
+	if err != nil {
+		t.Fatalf("deregistering an old dot-segment agent: %v", err)
+	}
+	b.apply(ev)
+}

@@ -123,6 +123,30 @@ var ErrSlowSubscriber = &Error{Code: CodeUnavailable, Message: "subscriber fell 
 
 type principalKey struct{}
 
+type actingKey struct{}
+
+// Acting is what the access policy holds a restricted caller to, for the
+// decisions that must check it under the service's lock rather than
+// before: which agent it acts as, and whether it may see the leases of
+// other agents (a repair right) in a conflict's answer.
+type Acting struct {
+	Agent      string
+	SeesLeases bool
+}
+
+// WithActing returns a context whose caller the service holds to a.
+// A context without it is trusted: no tokens, an admin, the daemon itself.
+func WithActing(ctx context.Context, a Acting) context.Context {
+	return context.WithValue(ctx, actingKey{}, a)
+}
+
+// ActingFrom returns what the caller is held to, and false for a trusted
+// caller.
+func ActingFrom(ctx context.Context) (Acting, bool) {
+	a, ok := ctx.Value(actingKey{}).(Acting)
+	return a, ok
+}
+
 // WithPrincipal returns a context that carries who is making the request.
 func WithPrincipal(ctx context.Context, principal string) context.Context {
 	return context.WithValue(ctx, principalKey{}, principal)

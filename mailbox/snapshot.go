@@ -88,7 +88,7 @@ func (s *State) Restore(snap *Snapshot) error {
 	}
 	n.audit = append([]AuditRecord(nil), snap.Audit...)
 	for _, r := range snap.Registry {
-		if err := ValidateAgentID("agent", r.Agent); err != nil {
+		if err := validAgentIDChars("agent", r.Agent); err != nil {
 			return fmt.Errorf("snapshot %d: registry: %w", snap.Seq, err)
 		}
 		if _, dup := n.registry[r.Agent]; dup {

@@ -203,7 +203,7 @@ func (s *State) apply(ev Event) error {
 		}
 		movedFrom := ""
 		if ev.Recipient != "" && ev.Recipient != t.Task.Recipient {
-			if err := ValidateAgentID("recipient", ev.Recipient); err != nil {
+			if err := validAgentIDChars("recipient", ev.Recipient); err != nil {
 				return fmt.Errorf("task %s: requeued to a recipient that is not an agent id: %v", t.Task.ID, err)
 			}
 			movedFrom = t.Task.Recipient

@@ -54,10 +54,32 @@ func CanonicalUUID(field, id string) (string, error) {
 const AgentIDAlphabet = "lowercase ASCII letters, digits and . _ ~ @ : / + -"
 
 // ValidateAgentID checks an agent id: 1 to MaxAgentIDBytes bytes of
-// AgentIDAlphabet. The alphabet is narrow on purpose: ids that only look
-// alike (a Cyrillic а for a Latin a, a zero-width space, PLANNER for
-// planner) would otherwise be distinct agents, each with its own queue.
+// AgentIDAlphabet, none of whose slash-separated segments is "." or "..".
+// The alphabet is narrow on purpose: ids that only look alike (a Cyrillic
+// а for a Latin a, a zero-width space, PLANNER for planner) would
+// otherwise be distinct agents, each with its own queue. Dot segments are
+// refused because every agent's base URL holds its id as a path segment
+// (/agents/{agent}/), and clients resolve "." and ".." there before they
+// send: /agents/../ would reach another route, not the agent.
 func ValidateAgentID(field, v string) error {
+	if err := validAgentIDChars(field, v); err != nil {
+		return err
+	}
+	for seg := range strings.SplitSeq(v, "/") {
+		if seg == "." || seg == ".." {
+			return Invalidf(field, "%s: got %s, which holds the dot segment %s; expected an agent id without \".\" or \"..\" between slashes, such as planner@local (an agent's id is a segment of its base URL /agents/{agent}/, where clients resolve dot segments away)", field, quote(v), quote(seg))
+		}
+	}
+	return nil
+}
+
+// ValidateStoredAgentID checks an id a log may hold: the rule agent ids
+// were held to before dot segments were refused. Replay checks ids with
+// it, so a log written by an older daemon still replays, and an agent
+// registered then can still be deregistered.
+func ValidateStoredAgentID(field, v string) error { return validAgentIDChars(field, v) }
+
+func validAgentIDChars(field, v string) error {
 	switch {
 	case v == "":
 		return Invalidf(field, "%s: got \"\", expected a non-empty agent id such as planner@local", field)
@@ -172,6 +194,13 @@ func NormalizeTask(t Task) (Task, error) {
 			return t, Invalidf("idempotency.key", "idempotency.key: got %d bytes, expected at most %d", len(t.Idempotency.Key), MaxKeyBytes)
 		}
 	}
+	if t.Context != nil {
+		c, err := normalizeContext(t.Context)
+		if err != nil {
+			return t, err
+		}
+		t.Context = c
+	}
 	if t.A2A != nil {
 		a := *t.A2A // the caller's origin stays as it was
 		if err := normalizeA2A(&a); err != nil {
@@ -179,7 +208,47 @@ func NormalizeTask(t Task) (Task, error) {
 		}
 		t.A2A = &a
 	}
+	if t.Covenant != nil {
+		if err := normalizeCovenant(t.Covenant); err != nil {
+			return t, err
+		}
+	}
 	return t, nil
+}
+
+// normalizeContext checks a task's context: a JSON object, bounded like a
+// result's json content. A null is no context.
+func normalizeContext(c json.RawMessage) (json.RawMessage, error) {
+	t := strings.TrimSpace(string(c))
+	if t == "null" {
+		return nil, nil
+	}
+	if !json.Valid(c) {
+		return nil, Invalidf("context", "context: not valid JSON, expected a JSON object")
+	}
+	if t == "" || t[0] != '{' {
+		return nil, Invalidf("context", "context: got %s, expected a JSON object such as {\"repo\":\"mailroom\"} (or no context at all)", jsonKind(t))
+	}
+	if err := strictjson.CheckValue(c, "context", MaxValueDepth); err != nil {
+		e, _ := err.(*strictjson.Error)
+		return nil, Invalidf(e.Path, "%s", e.Error())
+	}
+	return c, nil
+}
+
+// jsonKind names the kind of a JSON value for a refusal.
+func jsonKind(v string) string {
+	switch {
+	case v == "":
+		return "nothing"
+	case v[0] == '[':
+		return "an array"
+	case v[0] == '"':
+		return "a string"
+	case v == "true" || v == "false":
+		return "a boolean"
+	}
+	return "a number"
 }
 
 // NormalizeResult validates a posted result and returns it with canonical ids.

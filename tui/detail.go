@@ -115,8 +115,21 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	fmt.Fprintf(&b, "[::b]state[::-] %s   [::b]attempt[::-] %d   [::b]duplicate safety[::-] %s\n", r.State, r.Attempt, escapeTags(r.Task.DuplicateSafety()))
 	fmt.Fprintf(&b, "[::b]sender[::-] %s -> [::b]recipient[::-] %s   [::b]kind[::-] %s\n", escapeTags(r.Task.Sender), escapeTags(r.Task.Recipient), escapeTags(orDash(r.Task.Kind())))
 	fmt.Fprintf(&b, "[::b]intent[::-] %s\n", escapeTags(r.Task.IntentText))
+	if c := r.Task.Context; c != nil {
+		// One line; the whole value is in the record below.
+		var buf bytes.Buffer
+		line := string(c)
+		if json.Compact(&buf, c) == nil {
+			line = buf.String()
+		}
+		fmt.Fprintf(&b, "[::b]task context[::-] %s\n", escapeTags(truncate(line, 400)))
+	}
 	if o := r.Task.A2A; o != nil {
 		renderA2A(&b, o)
+	}
+	if o := r.Task.Covenant; o != nil {
+		// Sent through Covenant's dialect: the keys its AgentIds carried.
+		fmt.Fprintf(&b, "[::b]covenant[::-] sender key %s\n[::b]covenant[::-] recipient key %s\n", escapeTags(o.SenderPubkey), escapeTags(o.RecipientPubkey))
 	}
 	if r.State == mailbox.TaskCanceled {
 		for i := len(r.History) - 1; i >= 0; i-- {

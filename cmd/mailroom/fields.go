@@ -23,6 +23,7 @@ var argForField = map[string]map[string]string{
 		"deadline_ms":                  "--deadline",
 		"idempotency.key":              "--idempotency-key",
 		"idempotency.duplicate_safety": "--idempotent",
+		"context":                      "--context",
 	},
 	"lease": {"recipient": "--recipient"},
 	"result post": {

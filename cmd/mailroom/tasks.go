@@ -21,7 +21,7 @@ func runSend(ctx context.Context, e *env, args []string) error {
 		verb:    "send",
 		summary: sendSummary,
 		usage:   "--from AGENT --to AGENT --intent TEXT [flags]\n  mailroom send --file TASKS.jsonl [flags]",
-		example: "mailroom send --from planner@local --to coder@local --intent 'fix the flaky test' --kind code --deadline 30m\nmailroom send --file tasks.jsonl    # one task object a line (as POST /a2a/tasks takes it), sent 100 a request; - reads stdin",
+		example: "mailroom send --from planner@local --to coder@local --intent 'fix the flaky test' --kind code --deadline 30m\nmailroom send --from planner@local --to coder@local --intent 'review' --context '{\"repo\":\"mailroom\",\"pr\":42}'\nmailroom send --file tasks.jsonl    # one task object a line (as POST /a2a/tasks takes it), sent 100 a request; - reads stdin",
 	})
 	cf := addClientFlags(fs, e)
 	from := fs.String("from", "", "sending agent, which later drains the result (required)")
@@ -33,13 +33,14 @@ func runSend(ctx context.Context, e *env, args []string) error {
 	key := fs.String("idempotency-key", "", "key identifying the work, for de-duplication and safe requeue")
 	idempotent := fs.Bool("idempotent", false, "the task is safe to run twice (needs --idempotency-key)")
 	id := fs.String("id", "", "task id (a UUID); the daemon picks one when absent")
+	taskContext := fs.String("context", "", "structured input for the worker beside the intent: a JSON object, carried in its lease")
 	file := fs.String("file", "", "send the tasks in this file, one JSON task a line (- for stdin), in batches of 100; prints one line a task")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON (with --file, one answer a line)")
 	if _, err := parseExact(fs, args); err != nil {
 		return err
 	}
 	if *file != "" {
-		for _, name := range []string{"from", "to", "intent", "kind", "parent", "deadline", "idempotency-key", "idempotent", "id"} {
+		for _, name := range []string{"from", "to", "intent", "kind", "parent", "deadline", "idempotency-key", "idempotent", "id", "context"} {
 			if given(fs, name) {
 				return usagef("--%s: the tasks of --file say everything about themselves; give one or the other", name)
 			}
@@ -52,6 +53,12 @@ func runSend(ctx context.Context, e *env, args []string) error {
 	t := mailbox.Task{ID: *id, Sender: *from, Recipient: *to, IntentText: *intent}
 	if *kind != "" {
 		t.TaskKind = kind
+	}
+	if given(fs, "context") {
+		if !json.Valid([]byte(*taskContext)) {
+			return usagef("--context: got %q, which is not JSON; expected a JSON object such as '{\"repo\":\"mailroom\"}'", *taskContext)
+		}
+		t.Context = json.RawMessage(*taskContext)
 	}
 	if *deadline != "" {
 		ms, err := parseDeadline(*deadline, time.Now())

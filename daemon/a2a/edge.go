@@ -115,6 +115,10 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.card(w, r, req)
 		return
 	}
+	if req.rest == legacyPath {
+		e.legacy(w, r, req) // the pre-0.2 tasks/send dialect: legacy.go
+		return
+	}
 	if _, err := e.svc.Registered(ctx, req.agent); err != nil {
 		e.refuse(w, r, req, err)
 		return

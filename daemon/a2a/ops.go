@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,6 +54,7 @@ func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, 
 		Sender:     sender,
 		Recipient:  agent,
 		IntentText: textOf(m),
+		Context:    contextOf(m),
 		A2A:        &mailbox.A2AOrigin{Version: p.version, MessageID: m.messageID, ContextID: contextID, Message: p.raw},
 	}
 	if on, ok := metaBool(p.meta, "idempotent"); ok && on {
@@ -216,6 +218,9 @@ func decodeOrigin(rec mailbox.TaskRecord) *message {
 	if o == nil {
 		return nil
 	}
+	if o.Version == versionLegacy {
+		return legacyOrigin(o)
+	}
 	m, err := decodeMessage(o.Version, o.Message, "message")
 	if err != nil {
 		return nil
@@ -265,4 +270,19 @@ func metaValue(meta map[string]json.RawMessage, key string) (json.RawMessage, bo
 		return v, ok
 	}
 	return nil, false
+}
+
+// contextOf is the task context a message carries: its first data part
+// (an object: the decoders refuse any other), which a native worker reads
+// as the task's context; the whole message stays on the task, in task.a2a.
+func contextOf(m message) json.RawMessage {
+	for _, p := range m.parts {
+		if p.kind != "data" {
+			continue
+		}
+		if d := bytes.TrimSpace(p.data); len(d) > 0 && d[0] == '{' {
+			return p.data
+		}
+	}
+	return nil
 }

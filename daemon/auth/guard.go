@@ -58,8 +58,13 @@ func (g guard) LeaseN(ctx context.Context, recipient string, n int, wait time.Du
 	return g.next.LeaseN(ctx, recipient, n, wait)
 }
 
+// PostResult needs a2a.respond.<the task's sender>, and the result is
+// accepted only from the lease's holder (or an admin): the service checks
+// that under its lock (mailbox.Acting), since a lease can change hands
+// between a look here and the decision.
 func (g guard) PostResult(ctx context.Context, r mailbox.Result) error {
 	id := IdentityFrom(ctx)
+	ctx = acting(ctx, id)
 	if id.Can(CapRespondPrefix + "*") {
 		return g.next.PostResult(ctx, r)
 	}
@@ -204,7 +209,7 @@ func (g guard) RegisterAgent(ctx context.Context, agent string, card mailbox.Age
 }
 
 func (g guard) DeregisterAgent(ctx context.Context, agent string) error {
-	if mailbox.ValidateAgentID("agent", agent) == nil {
+	if mailbox.ValidateStoredAgentID("agent", agent) == nil {
 		if err := IdentityFrom(ctx).CheckRegister(); err != nil {
 			return err
 		}
@@ -286,6 +291,7 @@ func (g guard) SendBatch(ctx context.Context, tasks []mailbox.Task) ([]mailbox.B
 // PostResults holds every result to the policy PostResult holds one to.
 func (g guard) PostResults(ctx context.Context, results []mailbox.Result) ([]mailbox.BatchItem, error) {
 	id := IdentityFrom(ctx)
+	ctx = acting(ctx, id)
 	return g.items("results", len(results), func(i int) error {
 		if id.Can(CapRespondPrefix + "*") {
 			return nil
@@ -330,4 +336,15 @@ func (g guard) items(list string, n int, check func(i int) error, next func(keep
 	// next numbered the items it saw; say where each is in the request.
 	mailbox.Place(list, out, keep, got)
 	return out, nil
+}
+
+// acting holds a caller that is not an admin to its own agent for the
+// decisions that end a lease: only the lease's holder may post its
+// result, and only a holder or one who may repair the lease learns the
+// current lease id in a conflict's answer.
+func acting(ctx context.Context, id Identity) context.Context {
+	if id.Admin() {
+		return ctx
+	}
+	return mailbox.WithActing(ctx, mailbox.Acting{Agent: id.Principal, SeesLeases: id.Can(CapRequeue) || id.Can(CapForceError)})
 }

@@ -11,7 +11,11 @@ import (
 // item is one item of a batch: its decision, or the refusal it met before
 // one could be made (a malformed task, say).
 type item struct {
-	decide  decision
+	decide decision
+	// many, when set instead of decide, decides the item as several events
+	// (a result for a queued task is a lease and a result), applied in
+	// order; the item's outcome is the last.
+	many    func(s *mailbox.State, nowMs int64) ([]mailbox.Event, error)
 	refused error
 	// after runs under the lock once the item's event is applied.
 	after func(s *mailbox.State, ev mailbox.Event)
@@ -51,22 +55,34 @@ func (e *Engine) decideUnit(items []item) ([]itemOutcome, error) {
 			out[i].err = it.refused
 			continue
 		}
-		ev, ok, err := it.decide(e.decided, now)
-		if err != nil || !ok {
-			out[i] = itemOutcome{ok: false, err: err}
-			continue
+		var made []mailbox.Event
+		if it.many != nil {
+			var err error
+			if made, err = it.many(e.decided, now); err != nil {
+				out[i].err = err
+				continue
+			}
+		} else {
+			ev, ok, err := it.decide(e.decided, now)
+			if err != nil || !ok {
+				out[i] = itemOutcome{ok: false, err: err}
+				continue
+			}
+			made = []mailbox.Event{ev}
 		}
-		ev.Seq = e.decided.Seq + 1
-		if err := e.decided.Apply(ev); err != nil {
-			e.mu.Unlock()
-			return nil, e.bug(fmt.Errorf("decided event does not apply: %w", err))
+		for _, ev := range made {
+			ev.Seq = e.decided.Seq + 1
+			if err := e.decided.Apply(ev); err != nil {
+				e.mu.Unlock()
+				return nil, e.bug(fmt.Errorf("decided event does not apply: %w", err))
+			}
+			if it.after != nil {
+				it.after(e.decided, ev)
+			}
+			e.wakeFor(e.decided, ev)
+			evs = append(evs, ev)
+			at = append(at, i)
 		}
-		if it.after != nil {
-			it.after(e.decided, ev)
-		}
-		e.wakeFor(e.decided, ev)
-		evs = append(evs, ev)
-		at = append(at, i)
 	}
 	if len(evs) > 1 {
 		evs[0].Unit = len(evs)
@@ -94,6 +110,9 @@ func (e *Engine) decideUnit(items []item) ([]itemOutcome, error) {
 	})
 	e.mu.Unlock()
 	if err := <-done; err != nil {
+		if len(items) == 1 {
+			return nil, e.writeFailure("nothing was changed", err)
+		}
 		return nil, e.writeFailure("nothing of the batch was changed", err)
 	}
 	e.maybeCompact()
@@ -153,13 +172,7 @@ func (e *Engine) PostResults(ctx context.Context, results []mailbox.Result) ([]m
 			continue
 		}
 		results[i] = r
-		items[i].decide = func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
-			ev, err := s.DecidePostResult(r, now)
-			if err == nil {
-				holders[i] = ev.LeasedTo
-			}
-			return ev, err == nil, err
-		}
+		items[i].many = e.decideResult(ctx, r, &holders[i])
 	}
 	out, err := e.decideUnit(items)
 	if err != nil {
@@ -169,7 +182,7 @@ func (e *Engine) PostResults(ctx context.Context, results []mailbox.Result) ([]m
 	seen := map[string]bool{}
 	for i, o := range out {
 		if o.err != nil {
-			answers[i] = mailbox.Refused("results", i, o.err)
+			answers[i] = mailbox.Refused("results", i, resultRefusal(ctx, o.err))
 			continue
 		}
 		answers[i] = mailbox.BatchItem{Index: i, Kind: mailbox.KindResultPosted, TaskID: results[i].TaskID}
@@ -179,4 +192,31 @@ func (e *Engine) PostResults(ctx context.Context, results []mailbox.Result) ([]m
 		}
 	}
 	return answers, nil
+}
+
+// decideResult decides a normalized result as the caller in ctx posts it
+// (see mailbox.State.DecideResult), and records the lease holder in
+// *holder.
+func (e *Engine) decideResult(ctx context.Context, r mailbox.Result, holder *string) func(s *mailbox.State, now int64) ([]mailbox.Event, error) {
+	poster := ""
+	if a, ok := mailbox.ActingFrom(ctx); ok {
+		poster = a.Agent
+	}
+	return func(s *mailbox.State, now int64) ([]mailbox.Event, error) {
+		evs, err := s.DecideResult(r, poster, e.opts.NewID, now)
+		if err == nil {
+			*holder = evs[len(evs)-1].LeasedTo
+		}
+		return evs, err
+	}
+}
+
+// resultRefusal is a result's refusal as the caller in ctx may see it: a
+// caller held to an agent that may not repair leases does not learn the
+// current lease of a task it does not hold.
+func resultRefusal(ctx context.Context, err error) error {
+	if a, ok := mailbox.ActingFrom(ctx); ok && !a.SeesLeases {
+		return mailbox.HideLease(err, a.Agent)
+	}
+	return err
 }

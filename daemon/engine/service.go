@@ -138,15 +138,12 @@ func (e *Engine) PostResult(ctx context.Context, r mailbox.Result) error {
 	// The caller is seen as the task's lease holder; when the result is
 	// refused, as whom its token speaks for.
 	holder := mailbox.PrincipalFrom(ctx)
-	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
-		ev, err := s.DecidePostResult(r, now)
-		if err == nil {
-			holder = ev.LeasedTo
-		}
-		return ev, err == nil, err
-	}, nil)
+	out, err := e.decideUnit([]item{{many: e.decideResult(ctx, r, &holder)}})
+	if err == nil {
+		err = out[0].err
+	}
 	e.seen(holder)
-	return err
+	return resultRefusal(ctx, err)
 }
 
 // Drain takes the oldest result pending for sender ("" = any).

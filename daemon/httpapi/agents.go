@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net/http"
 	"strconv"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -17,8 +19,10 @@ func (a *api) agents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	skill, filter := p.get("skill")
-	if filter && skill == "" {
-		return mailbox.Invalidf("skill", "skill: got \"\", expected a skill id such as code-review; omit the parameter for every agent")
+	if filter {
+		if err := skillQuery(skill); err != nil {
+			return err
+		}
 	}
 	list, err := a.svc.Agents(r.Context())
 	if err != nil {
@@ -90,5 +94,26 @@ func (a *api) deregister(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, mailbox.AgentDeregisteredResponse{Kind: mailbox.KindAgentDeregistered, Agent: agent})
+	return nil
+}
+
+// skillQuery checks a ?skill= filter: what a card's skill id could be,
+// so a filter that can match nothing (a NUL, a control character, bytes
+// that are not UTF-8) is refused rather than answered with an empty list.
+func skillQuery(skill string) error {
+	const expected = "expected a skill id such as code-review; omit the parameter for every agent"
+	switch {
+	case skill == "":
+		return mailbox.Invalidf("skill", "skill: got \"\", %s", expected)
+	case len(skill) > mailbox.MaxCardTextBytes:
+		return mailbox.Invalidf("skill", "skill: got %d bytes, %s of at most %d bytes", len(skill), expected, mailbox.MaxCardTextBytes)
+	case !utf8.ValidString(skill):
+		return mailbox.Invalidf("skill", "skill: got %q, which is not UTF-8; %s", skill, expected)
+	}
+	for i, r := range skill {
+		if unicode.IsControl(r) {
+			return mailbox.Invalidf("skill", "skill: got %q, whose character U+%04X at byte %d is a control character; %s", skill, r, i, expected)
+		}
+	}
 	return nil
 }

@@ -271,3 +271,28 @@ func TestBatchItemsFollowTheirSingleRequestsRules(t *testing.T) {
 		}
 	}
 }
+
+// A batch item carrying a covenant origin is refused in its place, as the
+// single route refuses it: only Covenant's dialect sets it.
+func TestSendBatchRefusesACovenantOrigin(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	const pk = "11111111111111111111111111111111"
+	status, out, r := batch(t, d, "/a2a/tasks/batch", `{"tasks":[
+		{"sender":"planner@local","recipient":"coder@local","intent_text":"native"},
+		{"sender":"planner@local","recipient":"coder@local","intent_text":"smuggled","covenant":{"sender_pubkey":"`+pk+`","recipient_pubkey":"`+pk+`"}}
+	]}`, nil)
+	if status != 200 || len(out.Items) != 2 {
+		t.Fatalf("batch answered %d %s", status, r.body)
+	}
+	if it := out.Items[1]; it.Code != mailbox.CodeInvalid || it.Details == nil || it.Details.Field != "tasks[1].covenant" || !strings.Contains(it.Message, "set only by Covenant's dialect") {
+		t.Errorf("the covenant item: %+v, want it refused naming tasks[1].covenant", it)
+	}
+	if !out.Items[0].OK() {
+		t.Errorf("the native item: %+v, want it queued", out.Items[0])
+	}
+	for _, tr := range d.State(t).Tasks {
+		if tr.Task.Covenant != nil {
+			t.Fatalf("task %s kept a covenant origin sent on the native route", tr.Task.ID)
+		}
+	}
+}

@@ -25,11 +25,13 @@ var update = flag.Bool("update", false, "rewrite testdata/sse.v*.golden from wha
 // daemon on each must send (see the log store's testdata/README.md). v1 is
 // a snapshot at seq 13 and a segment holding every event type of its day;
 // v2 adds the agent registry, task_canceled and A2A tasks; v3 a batch of
-// tasks and one of results, each one unit.
+// tasks and one of results, each one unit; v4 tasks sent through
+// Covenant's dialect, with their public keys.
 var goldenStreams = []struct{ dataDir, golden string }{
 	{"../store/logstore/testdata/v1/datadir", "testdata/sse.v1.golden"},
 	{"../store/logstore/testdata/v2/datadir", "testdata/sse.v2.golden"},
 	{"../store/logstore/testdata/v3/datadir", "testdata/sse.v3.golden"},
+	{"../store/logstore/testdata/v4/datadir", "testdata/sse.v4.golden"},
 }
 
 // TestGoldenEventStream freezes the SSE wire: a daemon on a copy of each

@@ -19,6 +19,9 @@ func (a *api) sendTask(w http.ResponseWriter, r *http.Request) error {
 	if t.A2A != nil {
 		return mailbox.Invalidf("a2a", "a2a: set only by the A2A edge; send A2A messages to /agents/%s/ (message/send), or omit the field", t.Recipient)
 	}
+	if t.Covenant != nil {
+		return mailbox.Invalidf("covenant", "covenant: set only by Covenant's dialect; send Covenant's tasks to /compat/covenant/a2a/tasks, or omit the field")
+	}
 	res, err := a.svc.Send(r.Context(), t)
 	if err != nil {
 		return err
@@ -159,7 +162,10 @@ func (a *api) queue(w http.ResponseWriter, r *http.Request) error {
 	if f.DeadlineWithinMs, err = p.millis("deadline_within_ms"); err != nil {
 		return err
 	}
-	f.State, _ = p.get("state")
+	var given bool
+	if f.State, given = p.get("state"); given && f.State == "" {
+		return mailbox.Invalidf("state", "state: got \"\", expected \"queued\" or \"in_flight\"; omit the parameter for both")
+	}
 	view, err := a.svc.Queue(r.Context(), f)
 	if err != nil {
 		return err
@@ -381,6 +387,9 @@ func (a *api) sendBatch(w http.ResponseWriter, r *http.Request) error {
 		}
 		if err == nil && t.A2A != nil {
 			err = mailbox.Invalidf("a2a", "a2a: set only by the A2A edge; omit the field")
+		}
+		if err == nil && t.Covenant != nil {
+			err = mailbox.Invalidf("covenant", "covenant: set only by Covenant's dialect; omit the field")
 		}
 		if err != nil {
 			out[i] = mailbox.Refused("tasks", i, err)

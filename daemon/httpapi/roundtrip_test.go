@@ -36,6 +36,10 @@ func FuzzAcceptedRoundTrip(f *testing.F) {
 		{`{"sender":"a@x","recipient":"b@x","intent_text":"x"}`, deep(9997, "1"), ""},
 		{`{"sender":"a@x","recipient":"b@x","intent_text":"x","sender":"c@x"}`, `{"k":1,"k":2}`, ""},
 		{`{"Sender":"a@x","recipient":"b@x","intent_text":"x"}`, `"\u00e9\\\"/"`, "\t"},
+		{`{"sender":"a@x","recipient":"b@x","intent_text":"ctx","context":{"repo":"mailroom","n":[1,2.5e300,-0,"\ud800",null,true],"s":"\u0000 \u2028 é"}}`, `1`, ""},
+		{`{"sender":"a@x","recipient":"b@x","intent_text":"ctx","context":{"a":` + deep(mailbox.MaxValueDepth-1, "1") + `}}`, `1`, ""},
+		{`{"sender":"a@x","recipient":"b@x","intent_text":"ctx","context":{"a":` + deep(mailbox.MaxValueDepth, "1") + `}}`, `1`, ""},
+		{`{"sender":"a@x","recipient":"b@x","intent_text":"ctx","context":null}`, `1`, ""},
 		{`not json`, `1e400`, ""},
 		{`{"sender":"a@x","recipient":"b@x","intent_text":"   "}`, `12345678901234567890123456789`, ""},
 	}

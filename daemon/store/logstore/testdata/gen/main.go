@@ -2,7 +2,7 @@
 // over the real log store, with fixed ids and a fixed clock, so the same
 // code writes the same bytes on every run. From the repository root:
 //
-//	go run ./daemon/store/logstore/testdata/gen -out daemon/store/logstore/testdata/v2/datadir
+//	go run ./daemon/store/logstore/testdata/gen -out daemon/store/logstore/testdata/v4/datadir
 //
 // It refuses a directory that exists: a golden data dir, once checked in,
 // is never rewritten (see ../README.md). It lives under testdata so that
@@ -12,7 +12,8 @@
 // The dir is a snapshot at seq 21 holding tasks in every state (canceled
 // too), a pending result, a cached result, audit records, limits, the agent
 // registry and an A2A task with its kept result, then one segment whose
-// events cover every event type the log holds.
+// events cover every event type the log holds, ending with a batch of
+// tasks, one of results, and tasks sent through Covenant's dialect.
 package main
 
 import (
@@ -294,7 +295,20 @@ func (g *scenario) run() {
 	g.postResults(
 		mailbox.Result{TaskID: taskID(14), Status: mailbox.StatusOK, LeaseID: l14, Content: []mailbox.Content{text("one")}},
 		mailbox.Result{TaskID: taskID(15), Status: mailbox.StatusOK, LeaseID: l15, Content: []mailbox.Content{text("two")}}) // 56-57 result_posted, unit 2
+	// Tasks sent through Covenant's dialect, with the public keys of its
+	// AgentIds: one leased, one left queued.
+	g.send(covenantTask(17, "fetch papers"))    // 58
+	g.lease("bob@local", 17)                    // 59
+	g.send(covenantTask(18, "rank the papers")) // 60: queued at the end
 	g.close()
+}
+
+// covenantTask is a task as Covenant's dialect sends it: the sender's and
+// recipient's keys (base58 of 32 bytes of 1 to 32, and of 32 bytes of 11)
+// kept with it.
+func covenantTask(n int, intent string) mailbox.Task {
+	return mailbox.Task{ID: taskID(n), Sender: "alice@local", Recipient: "bob@local", IntentText: intent,
+		Covenant: &mailbox.CovenantOrigin{SenderPubkey: "4wBqpZM9xaSheZzJSMawUKKwhdpChKbZ5eu5ky4Vigw", RecipientPubkey: "k7FaK87WHGVXzkaoHb7CdVPgkKDQhZ29VLDeBVbDfYn"}}
 }
 
 func (g *scenario) sendBatch(tasks ...mailbox.Task) {
