@@ -18,7 +18,7 @@ import (
 )
 
 // FuzzEdge sends any request under /agents/ (JSON-RPC of both generations,
-// HTTP+JSON paths, bodies and headers) to a real daemon and requires that
+// HTTP+JSON paths, the legacy binding, bodies and headers) to a real daemon and requires that
 // no answer is a 5xx, that every answer can be read (JSON, or an event
 // stream whose events are JSON), and that a refusal changes nothing: the
 // log's seq and the queue are as before.
@@ -78,6 +78,9 @@ func FuzzEdge(f *testing.F) {
 		{"POST", "coder@local/tasks/" + task + "/pushNotificationConfigs", "", "application/json", []byte(`{}`)},
 		{"GET", "coder@local/.well-known/agent-card.json", "", "", nil},
 		{"GET", "nobody@local/tasks", "", "", nil},
+		{"POST", "coder@local/rpc", "", "application/json", rpc("tasks/send", `{"id":"gmf-1","message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}],"metadata":{}}}`)},
+		{"POST", "coder@local/rpc", "", "application/json", rpc("tasks/get", `{"id":"gmf-1"}`)},
+		{"POST", "coder@local/rpc", "", "application/json", rpc("tasks/cancel", `{"id":"`+other+`"}`)},
 		{"POST", "%2e%2e/", "", "application/json", rpc("tasks/get", `{"id":"x"}`)},
 	} {
 		f.Add(s.method, s.path, s.version, s.ctype, s.body)
@@ -85,8 +88,11 @@ func FuzzEdge(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, method, path, version, ctype string, body []byte) {
 		req, err := http.NewRequestWithContext(ctx, method, d.URL()+"/agents/"+path, bytes.NewReader(body))
-		if err != nil || req.URL.Host != d.Addr() {
-			return // not a request a client could send here
+		if err != nil || req.URL.Host != d.Addr() || !headerValue(req.URL.RawQuery) || strings.Contains(req.URL.RawQuery, " ") {
+			// Not a request a client could send here: net/http writes the
+			// query as it is, and the server refuses a request line with
+			// a space or a control character before any handler sees it.
+			return
 		}
 		if !headerValue(version) || !headerValue(ctype) {
 			return // net/http would not send it
