@@ -180,6 +180,19 @@ func TestScopeSaysNothingOfAnotherAgentsTasks(t *testing.T) {
 			t.Errorf("%s of other@local's task by alice through coder@local: %d %s; want TaskNotFound", method, r.status, r.body)
 		}
 	}
+	v1 := map[string]string{"A2A-Version": "1.0", "Authorization": "Bearer tok-alice"}
+	for _, method := range []string{"GetTask", "CancelTask"} {
+		r := post(t, coder, v1, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{"id":"`+ot+`"}}`)
+		if rep := rpcAnswer(t, r); r.status != 200 || rep.Error == nil || rep.Error.Code != -32001 {
+			t.Errorf("%s of other@local's task by alice through coder@local: %d %s; want TaskNotFound", method, r.status, r.body)
+		}
+	}
+	for _, c := range []struct{ method, path string }{{"GET", "tasks/" + ot}, {"POST", "tasks/" + ot + ":cancel"}} {
+		r := do(t, mustRequest(t, c.method, coder+c.path), v1)
+		if r.status != 404 || !bytes.Contains(r.body, []byte("TASK_NOT_FOUND")) {
+			t.Errorf("REST %s %s by alice through coder@local: %d %s; want 404 TASK_NOT_FOUND", c.method, c.path, r.status, r.body)
+		}
+	}
 	if after := it.seq(); after != before {
 		t.Errorf("seq %d -> %d", before, after)
 	}
