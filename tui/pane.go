@@ -240,7 +240,7 @@ func agentCells(a *agentRow, st staleness) [9]string {
 		// A registered agent: the daemon serves it as an A2A server.
 		ids := make([]string, len(a.Card.Skills))
 		for i, sk := range a.Card.Skills {
-			ids[i] = sk.ID
+			ids[i] = visible(sk.ID)
 		}
 		note = "A2A " + strconv.Quote(a.Card.Name)
 		if len(ids) > 0 {
@@ -541,6 +541,19 @@ func oneLine(s string) string {
 }
 
 // escapeTags keeps text from agents from being read as tview style tags.
+// visible is s as it may be written to a terminal: as it is when every
+// character in it prints, else quoted with the others escaped. A card
+// registered before control characters were refused (an older daemon's
+// log) may still hold an escape sequence or a bidi override.
+func visible(s string) string {
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
 func escapeTags(s string) string {
 	if strings.IndexByte(s, '[') < 0 {
 		return s

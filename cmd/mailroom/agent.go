@@ -33,7 +33,7 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "agent register",
 		summary: agentRegisterSummary,
-		usage:   "AGENT (--card FILE | --name NAME [--description D] [--version V] [--skill ID:NAME:DESCRIPTION]...) [flags]",
+		usage:   "AGENT (--card FILE | --name NAME [--description D] [--version V] [--skill ID[:NAME[:DESCRIPTION]]]...) [flags]",
 		example: "mailroom agent register coder@local --name Coder --description 'writes Go' --skill 'code:Code:fixes failing tests'\nmailroom agent register coder@local --card coder.yaml    # YAML or JSON: name, description, version, skills (id, name, description, tags, examples), default_input_modes, default_output_modes; - reads stdin",
 	})
 	cf := addClientFlags(fs, e)
@@ -42,7 +42,7 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	description := fs.String("description", "", "what the agent does")
 	version := fs.String("version", "", "the agent's version, such as 1.0.0")
 	var skills repeated
-	fs.Var(&skills, "skill", "a skill as ID:NAME:DESCRIPTION (repeatable; the description may hold colons)")
+	fs.Var(&skills, "skill", "a skill as ID[:NAME[:DESCRIPTION]] (repeatable; the description may hold colons; without a name the card shows the id)")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
 	pos, err := parseExact(fs, args, "AGENT")
 	if err != nil {
@@ -66,10 +66,12 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	default:
 		card = mailbox.AgentCard{Name: *name, Description: *description, Version: *version}
 		for i, s := range skills {
-			id, rest, ok := strings.Cut(s, ":")
+			// The name and description may be left out: the card then
+			// shows the skill's id as its name.
+			id, rest, _ := strings.Cut(s, ":")
 			sname, desc, _ := strings.Cut(rest, ":")
-			if !ok || id == "" || sname == "" {
-				return usagef("--skill (#%d): got %q, expected ID:NAME:DESCRIPTION such as 'code:Code:fixes failing tests'", i+1, s)
+			if id == "" {
+				return usagef("--skill (#%d): got %q, expected ID[:NAME[:DESCRIPTION]] such as 'code:Code:fixes failing tests' or 'code'", i+1, s)
 			}
 			card.Skills = append(card.Skills, mailbox.AgentSkill{ID: id, Name: sname, Description: desc})
 		}
@@ -88,7 +90,7 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	}
 	base := strings.TrimSuffix(c.BaseURL(), "/") + "/agents/" + agent + "/"
 	fmt.Fprintf(e.stdout, "registered %s (%s, %d skill%s)\nA2A base URL: %s\nAgent Card:   %s.well-known/agent-card.json\n",
-		agent, reg.Card.Name, len(reg.Card.Skills), plural(len(reg.Card.Skills)), base, base)
+		agent, visible(reg.Card.Name), len(reg.Card.Skills), plural(len(reg.Card.Skills)), base, base)
 	return nil
 }
 

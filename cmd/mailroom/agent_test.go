@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,7 +95,7 @@ func TestAgentRegisterRefusals(t *testing.T) {
 		{"capitals", []string{"agent", "register", "Coder@local", "--name", "X"}, exitUsage, "lowercase"},
 		{"no name", []string{"agent", "register", "coder@local"}, exitUsage, "--name or --card"},
 		{"both", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: X\n"), "--name", "Y"}, exitUsage, "not both"},
-		{"bad skill", []string{"agent", "register", "coder@local", "--name", "X", "--skill", "justanid"}, exitUsage, "ID:NAME:DESCRIPTION"},
+		{"skill without an id", []string{"agent", "register", "coder@local", "--name", "X", "--skill", ":Name:desc"}, exitUsage, "ID[:NAME[:DESCRIPTION]]"},
 		{"unknown field", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: X\nurl: http://x\n")}, exitUsage, `line 2: unknown key "url", expected name, description, version, skills`},
 		{"unknown skill field", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: X\nskills:\n  - id: a\n    name: A\n    tag: [x]\n")}, exitUsage, `line 5: unknown key "tag" in a skill, expected id, name, description, tags, examples`},
 		{"wrong type", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: X\nskills: fix\n")}, exitUsage, "line 2: cannot unmarshal !!str `fix` into skills, expected a list of skills"},
@@ -230,5 +231,25 @@ func TestSkillList(t *testing.T) {
 		if n := utf8.RuneCountInString(got); n > 40 {
 			t.Errorf("skillList(%d skills) = %q, %d characters, want at most 40", len(tt.skills), got, n)
 		}
+	}
+}
+
+// A skill given by its id alone (as Marianne's cards have it) is
+// registered without a name, and the served card names it by its id.
+func TestAgentRegisterSkillByIDAlone(t *testing.T) {
+	t.Parallel()
+	addr := startDaemon(t)
+	mustCLI(t, addr, "agent", "register", "marianne@local", "--name", "Marianne", "--skill", "triage", "--skill", "plan::breaks work down")
+	resp, err := http.Get("http://" + addr + "/agents/marianne@local/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var card struct {
+		Skills []struct{ ID, Name, Description string } `json:"skills"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&card); err != nil || len(card.Skills) != 2 ||
+		card.Skills[0].ID != "triage" || card.Skills[0].Name != "triage" || card.Skills[1].Name != "plan" || card.Skills[1].Description != "breaks work down" {
+		t.Fatalf("the served card's skills: %+v, %v", card.Skills, err)
 	}
 }

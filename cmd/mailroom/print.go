@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,8 +89,12 @@ func until(now time.Time, atMs int64) string {
 }
 
 // truncate shortens s to n runes with an ellipsis, on one line, for tables.
+// truncate is s on one line of at most n characters for a table, every
+// character that does not print escaped (a card registered before control
+// characters were refused may still hold an escape sequence or a bidi
+// override, which must never reach the terminal raw).
 func truncate(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = visible(strings.Join(strings.Fields(s), " "))
 	r := []rune(s)
 	if len(r) <= n {
 		return s
@@ -165,4 +170,15 @@ func printResult(w io.Writer, r mailbox.PendingResult) {
 			fmt.Fprintf(w, "json       %s\n", c.Value)
 		}
 	}
+}
+
+// visible is s as it may be written to a terminal: as it is when every
+// character in it prints, else quoted with the others escaped.
+func visible(s string) string {
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
