@@ -93,6 +93,7 @@ func TestJSONRPCRefusals(t *testing.T) {
 		{"id an object", nil, `{"jsonrpc":"2.0","id":{},"method":"tasks/get","params":{"id":"x"}}`, 200, -32600, "null", []string{"id: expected a string, a number or null"}},
 		{"duplicate keys", nil, `{"jsonrpc":"2.0","id":1,"id":2,"method":"tasks/get","params":{"id":"x"}}`, 200, -32600, "null", []string{"id"}},
 		{"unknown method", nil, `{"jsonrpc":"2.0","id":1,"method":"tasks/frobnicate","params":{}}`, 200, -32601, "1", []string{`"tasks/frobnicate" is not an A2A 0.3 method`}},
+		{"the legacy method at the base URL", nil, `{"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{}}`, 200, -32601, "1", []string{`"tasks/send" is the pre-0.2 protocol's`, "/agents/{agent}/rpc"}},
 		{"v1.0 method without the header", nil, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + msg10 + `}}`, 200, -32601, "1", []string{"A2A 1.0 method", "A2A-Version: 1.0"}},
 		{"v0.3 method with the v1.0 header", v1, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":` + msg03 + `}}`, 200, -32601, "1", []string{"A2A 0.3 method"}},
 		{"unknown version", map[string]string{"A2A-Version": "2.0"}, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}`, 200, -32009, "1", []string{`A2A-Version: got "2.0"`}},

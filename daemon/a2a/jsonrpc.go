@@ -259,6 +259,9 @@ func unknownMethod(v, m string) *rpcError {
 		}
 		return &rpcError{code: codeMethodNotFound, msg: "method: " + strconv.Quote(m) + " is an A2A " + other + " method, but this request is " + v + "; " + hint}
 	}
+	if m == "tasks/send" {
+		return &rpcError{code: codeMethodNotFound, msg: "method: \"tasks/send\" is the pre-0.2 protocol's, which this agent serves at its base URL + rpc (/agents/{agent}/rpc); here, send message/send (v0.3) or SendMessage (v1.0)"}
+	}
 	return &rpcError{code: codeMethodNotFound, msg: "method: " + strconv.Quote(m) + " is not an A2A " + v + " method this server knows"}
 }
 
