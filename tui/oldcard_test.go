@@ -1,10 +1,6 @@
 package tui
 
 import (
-	"hash/crc32"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -18,10 +14,7 @@ func TestAgentsPaneEscapesAnOldCardsControlCharacters(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	body := `{"seq":1,"at_ms":1735689600000,"type":"agent_registered","agent":"old@local","card":{"name":"Old\u001b[31m\u202eagent","description":"","version":"","skills":[{"id":"fix\u001b]0;pwned\u0007","name":"Fix","description":"","tags":[],"examples":[]}],"default_input_modes":[],"default_output_modes":[]}}`
-	record := `{"seq":1,"crc":` + strconv.FormatUint(uint64(crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli))), 10) + `,"event":` + body + "}\n"
-	if err := os.WriteFile(filepath.Join(dir, "log-00000000000000000001.jsonl"), []byte(record), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	daemontest.WriteLog(t, dir, body)
 	d := daemontest.Start(t, daemontest.Options{Dir: dir})
 	c := newClient(t, d.URL())
 	r := runConsoleSized(t, c, Options{Addr: d.URL()}, 160, 30)

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"hash/crc32"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mailroom/mailroom/daemon/daemontest"
 )
 
 // A card an older daemon took (before control characters in card text
@@ -16,10 +14,7 @@ func TestAgentListEscapesAnOldCardsControlCharacters(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	body := `{"seq":1,"at_ms":1735689600000,"type":"agent_registered","agent":"old@local","card":{"name":"Old\u001b[31m\u202eagent","description":"","version":"","skills":[{"id":"fix\u001b]0;pwned\u0007","name":"Fix","description":"","tags":[],"examples":[]}],"default_input_modes":[],"default_output_modes":[]}}`
-	record := `{"seq":1,"crc":` + strconv.FormatUint(uint64(crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli))), 10) + `,"event":` + body + "}\n"
-	if err := os.WriteFile(filepath.Join(dir, "log-00000000000000000001.jsonl"), []byte(record), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	daemontest.WriteLog(t, dir, body)
 	addr := startDaemonIn(t, dir)
 	table := mustCLI(t, addr, "agent", "list")
 	if strings.ContainsAny(table, "\x1b\x07\u202e") {

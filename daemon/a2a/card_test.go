@@ -3,12 +3,8 @@ package a2a_test
 import (
 	"bytes"
 	"encoding/json"
-	"hash/crc32"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -153,10 +149,7 @@ func TestCardTextRefusals(t *testing.T) {
 func TestOldLogWithAControlCharacterCardReplays(t *testing.T) {
 	dir := t.TempDir()
 	body := `{"seq":1,"at_ms":1735689600000,"type":"agent_registered","principal":"oncall","agent":"old@local","card":{"name":"Old\u001b[31m\u202eagent","description":"a\r\nb\u0000","version":"","skills":[{"id":"legacy","name":"","description":"","tags":[],"examples":[]}],"default_input_modes":[],"default_output_modes":[]}}`
-	record := `{"seq":1,"crc":` + strconv.FormatUint(uint64(crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli))), 10) + `,"event":` + body + "}\n"
-	if err := os.WriteFile(filepath.Join(dir, "log-00000000000000000001.jsonl"), []byte(record), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	daemontest.WriteLog(t, dir, body)
 	it := newInterop(t, daemontest.Options{Dir: dir})
 	r := do(t, mustRequest(t, "GET", it.base+"/agents/old@local/.well-known/agent-card.json"), nil)
 	var served struct {
