@@ -198,26 +198,9 @@ func (e *Edge) legacySend(ctx context.Context, agent string, params map[string]j
 	if sessionID == "" {
 		sessionID = uuid.NewString()
 	}
-	t := mailbox.Task{
-		ID:         legacyTaskID(agent, sender, clientID),
-		Sender:     sender,
-		Recipient:  agent,
-		IntentText: textOf(m),
-		Context:    contextOf(m),
-		A2A:        &mailbox.A2AOrigin{Version: versionLegacy, MessageID: clientID, ContextID: sessionID, Message: rawMsg},
-	}
-	if on, ok := metaBool(meta, "idempotent"); ok && on {
-		key, _ := metaString(meta, "idempotency_key")
-		t.Idempotency = &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: key}
-	}
-	id := t.ID
-	res, err := e.svc.Send(ctx, t)
-	switch {
-	case err == nil:
-		id = res.TaskID
-	case mailbox.ErrorCode(err) == mailbox.CodeConflict && isField(err, "id"):
-		// A retry of a tasks/send already made: answer its task.
-	default:
+	id, err := e.enqueue(ctx, legacyTaskID(agent, sender, clientID), sender, agent, m, meta,
+		&mailbox.A2AOrigin{Version: versionLegacy, MessageID: clientID, ContextID: sessionID, Message: rawMsg})
+	if err != nil {
 		return nil, err
 	}
 	tv, err := e.wait(ctx, agent, id, nil)

@@ -49,32 +49,36 @@ func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, 
 	if contextID == "" {
 		contextID = uuid.NewString()
 	}
-	t := mailbox.Task{
-		ID:         uuid.NewSHA1(taskNamespace, []byte(agent+"\x00"+sender+"\x00"+m.messageID)).String(),
-		Sender:     sender,
-		Recipient:  agent,
-		IntentText: textOf(m),
-		Context:    contextOf(m),
-		A2A:        &mailbox.A2AOrigin{Version: p.version, MessageID: m.messageID, ContextID: contextID, Message: p.raw},
-	}
-	if on, ok := metaBool(p.meta, "idempotent"); ok && on {
-		key, _ := metaString(p.meta, "idempotency_key")
-		t.Idempotency = &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: key}
-	}
-	id := t.ID
-	res, err := e.svc.Send(ctx, t)
-	switch {
-	case err == nil:
-		id = res.TaskID
-	case mailbox.ErrorCode(err) == mailbox.CodeConflict && isField(err, "id"):
-		// A retry of a message already sent: answer its task.
-	default:
+	id, err := e.enqueue(ctx, uuid.NewSHA1(taskNamespace, []byte(agent+"\x00"+sender+"\x00"+m.messageID)).String(), sender, agent, m, p.meta,
+		&mailbox.A2AOrigin{Version: p.version, MessageID: m.messageID, ContextID: contextID, Message: p.raw})
+	if err != nil {
 		return taskView{}, err
 	}
 	if !p.blocking {
 		return e.get(ctx, agent, id, p.historyLength)
 	}
 	return e.wait(ctx, agent, id, p.historyLength)
+}
+
+// enqueue sends message m as task id from sender to agent, with its
+// origin, and returns the task's id: the task a retry of the same message
+// already made, too. Metadata mailroom.idempotent with
+// mailroom.idempotency_key maps to the mailbox's idempotency policy.
+func (e *Edge) enqueue(ctx context.Context, id, sender, agent string, m message, meta map[string]json.RawMessage, origin *mailbox.A2AOrigin) (string, error) {
+	t := mailbox.Task{ID: id, Sender: sender, Recipient: agent, IntentText: textOf(m), Context: contextOf(m), A2A: origin}
+	if on, ok := metaBool(meta, "idempotent"); ok && on {
+		key, _ := metaString(meta, "idempotency_key")
+		t.Idempotency = &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: key}
+	}
+	res, err := e.svc.Send(ctx, t)
+	switch {
+	case err == nil:
+		return res.TaskID, nil
+	case mailbox.ErrorCode(err) == mailbox.CodeConflict && isField(err, "id"):
+		// A retry of a message already sent: answer its task.
+		return id, nil
+	}
+	return "", err
 }
 
 // wait follows a task until it finishes or the blocking bound passes, and
