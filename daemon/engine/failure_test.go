@@ -17,6 +17,13 @@ import (
 // limitFileSize makes every file write of this process past the current size
 // of the largest file in dir fail for real (EFBIG), as a full disk would,
 // until the returned function lifts the limit.
+//
+// The limit is the whole process's: go test's own log of the files and
+// variables a test touched (testlog.txt, flushed 4 KiB at a time) must
+// stay below it, or a flush in the window fails the package after every
+// test passed, depending on how long the checkout's paths are. So dir
+// must already hold a file of at least minLimitedFile bytes (a task sent
+// with bigIntent pads its log).
 func limitFileSize(t *testing.T, dir string) (lift func()) {
 	t.Helper()
 	var largest int64
@@ -26,6 +33,9 @@ func limitFileSize(t *testing.T, dir string) (lift func()) {
 		}
 		return nil
 	})
+	if largest < minLimitedFile {
+		t.Fatalf("the largest file in %s has %d bytes; limitFileSize needs one of %d or more, so that go test's own files stay writable (send a task with bigIntent first)", dir, largest, minLimitedFile)
+	}
 	signal.Ignore(syscall.SIGXFSZ)
 	var old syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
@@ -48,11 +58,17 @@ func limitFileSize(t *testing.T, dir string) (lift func()) {
 	return lift
 }
 
+// minLimitedFile is the least size of the file limitFileSize sets the
+// limit to, and bigIntent an intent that makes a log that large.
+const minLimitedFile = 256 << 10
+
+var bigIntent = strings.Repeat("x", minLimitedFile)
+
 func TestWriteFailureChangesNothingAndRecovers(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	e := open(t, dir, Options{})
-	first := mustSend(t, e, "p", "a")
+	first := mustSendTask(t, e, mailbox.Task{Sender: "p", Recipient: "a", IntentText: bigIntent})
 	var before *mailbox.Snapshot
 	e.View(func(s *mailbox.State) { before = s.Snapshot(0) })
 

@@ -122,7 +122,7 @@ func TestResumingSubscriberGetsTheLimits(t *testing.T) {
 func TestOpenFailsWhenTheLimitsCannotBeRecorded(t *testing.T) {
 	dir := t.TempDir()
 	e := open(t, dir, Options{})
-	mustSend(t, e, "p", "a")
+	mustSendTask(t, e, mailbox.Task{Sender: "p", Recipient: "a", IntentText: bigIntent})
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
