@@ -138,13 +138,32 @@ func (e *Engine) PostResult(ctx context.Context, r mailbox.Result) error {
 	// The caller is seen as the task's lease holder; when the result is
 	// refused, as whom its token speaks for.
 	holder := mailbox.PrincipalFrom(ctx)
-	out, err := e.decideUnit([]item{{many: e.decideResult(ctx, r, &holder)}})
-	if err == nil {
-		err = out[0].err
+	decideResult := e.decideResult(ctx, r, &holder)
+	// A result is one event, decided on the single path; one for a
+	// queued task is two (its lease and itself), which only a unit keeps
+	// together.
+	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
+		evs, err := decideResult(s, now)
+		switch {
+		case err != nil:
+			return mailbox.Event{}, false, err
+		case len(evs) > 1:
+			return mailbox.Event{}, false, errTwoEvents
+		}
+		return evs[0], true, nil
+	}, nil)
+	if err == errTwoEvents {
+		var out []itemOutcome
+		if out, err = e.decideUnit([]item{{many: decideResult}}); err == nil {
+			err = out[0].err
+		}
 	}
 	e.seen(holder)
 	return resultRefusal(ctx, err)
 }
+
+// errTwoEvents sends a result that is a lease and a result to decideUnit.
+var errTwoEvents = errors.New("a result that is two events")
 
 // Drain takes the oldest result pending for sender ("" = any).
 func (e *Engine) Drain(ctx context.Context, sender string) (*mailbox.PendingResult, error) {
