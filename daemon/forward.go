@@ -15,6 +15,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/a2a"
 	"github.com/mailroom/mailroom/daemon/covenant"
 	"github.com/mailroom/mailroom/daemon/engine"
+	"github.com/mailroom/mailroom/daemon/store"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -44,6 +45,8 @@ const readYourWrites = 2 * time.Second
 type forwarder struct {
 	next http.Handler
 	eng  *engine.Engine
+	// role is eng.Role; a test sets its own.
+	role func() store.Role
 	log  *slog.Logger
 
 	mu      sync.Mutex
@@ -60,7 +63,7 @@ type forwarder struct {
 const roleWatch = 20 * time.Millisecond
 
 func newForwarder(next http.Handler, eng *engine.Engine, log *slog.Logger, stop <-chan struct{}) *forwarder {
-	f := &forwarder{next: next, eng: eng, log: log, proxies: map[string]*httputil.ReverseProxy{}}
+	f := &forwarder{next: next, eng: eng, role: eng.Role, log: log, proxies: map[string]*httputil.ReverseProxy{}}
 	go f.watch(stop)
 	return f
 }
@@ -75,7 +78,7 @@ func (f *forwarder) watch(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		r := f.eng.Role()
+		r := f.role()
 		f.mu.Lock()
 		if f.gone != nil && (r.Leader || r.LeaderURL != f.to) {
 			f.log.Warn("the lead moved: ending the writes in flight to the old leader (their outcome is unknown to their clients)", "old_leader", f.to, "leader", r.LeaderURL)
@@ -126,19 +129,18 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.next.ServeHTTP(w, r)
 		return
 	}
-	role := f.eng.Role()
+	role := f.role()
 	if role.Leader {
 		f.next.ServeHTTP(&stamped{ResponseWriter: w, eng: f.eng, leader: role.LeaderURL}, r)
 		return
 	}
 	if by := r.Header.Get(HeaderForwardedBy); by != "" {
 		// The lead moved between the follower's look and ours.
-		unavailable(w, "this instance was sent a write forwarded by "+by+" but does not lead the shared mailbox (the lead just moved); retry")
+		leaderChanged(w, "this instance was sent a write forwarded by "+by+" but does not lead the shared mailbox (the lead just moved); retry")
 		return
 	}
 	if role.LeaderURL == "" {
-		w.Header().Set("Retry-After", "1")
-		unavailable(w, "no instance leads the shared mailbox right now (an election is under way); retry in a moment")
+		leaderChanged(w, "no instance leads the shared mailbox right now (an election is under way); retry in a moment")
 		return
 	}
 	p, err := f.proxy(role.LeaderURL)
@@ -199,7 +201,17 @@ func (f *forwarder) proxy(base string) (*httputil.ReverseProxy, error) {
 	return p, nil
 }
 
-// unavailable answers 503 in the one error shape.
+// leaderChanged answers 503 for a request this instance did nothing with
+// because the lead changed: the hint tells clients (the Go client, so the
+// CLI and the console) that sending it again as it was is safe.
+func leaderChanged(w http.ResponseWriter, msg string) {
+	w.Header().Set(mailbox.HeaderRetry, mailbox.RetryLeaderChanged)
+	w.Header().Set("Retry-After", "1")
+	unavailable(w, msg)
+}
+
+// unavailable answers 503 in the one error shape. Without leaderChanged's
+// hint a client does not retry it by itself.
 func unavailable(w http.ResponseWriter, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

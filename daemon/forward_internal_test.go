@@ -1,8 +1,17 @@
 package daemon
 
 import (
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"strings"
 	"testing"
+
+	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // Only the leader may serve a request that writes, and Covenant's dialect
@@ -25,5 +34,59 @@ func TestMustLead(t *testing.T) {
 		if got := mustLead(httptest.NewRequest(tc.method, tc.path, nil)); got != tc.want {
 			t.Errorf("mustLead(%s %s) = %v, want %v", tc.method, tc.path, got, tc.want)
 		}
+	}
+}
+
+// The 503s that guarantee nothing was done carry the retry hint (so the
+// client sends them again by itself); the one whose outcome is unknown (a
+// forward that failed, an answer lost) does not.
+func TestForwarderHintsRetryOnlyWhenNothingWasDone(t *testing.T) {
+	// A leader's address nothing listens on: the forward fails.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := "http://" + ln.Addr().String()
+	ln.Close()
+
+	for _, tc := range []struct {
+		name      string
+		role      store.Role
+		forwarded bool
+		hint      bool
+	}{
+		{"an election", store.Role{Epoch: 3}, false, true},
+		{"forwarded to a follower", store.Role{Epoch: 3, Holder: "b", LeaderURL: gone}, true, true},
+		{"forwarded from an election", store.Role{Epoch: 3}, true, true},
+		{"forward failed: outcome unknown", store.Role{Epoch: 3, Holder: "b", LeaderURL: gone}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &forwarder{
+				next:    http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("a follower served a write itself") }),
+				role:    func() store.Role { return tc.role },
+				log:     slog.New(slog.DiscardHandler),
+				proxies: map[string]*httputil.ReverseProxy{},
+			}
+			req := httptest.NewRequest("POST", "/a2a/results", strings.NewReader(`{}`))
+			if tc.forwarded {
+				req.Header.Set(HeaderForwardedBy, "a:7717")
+			}
+			w := httptest.NewRecorder()
+			f.ServeHTTP(w, req)
+			if w.Code != http.StatusServiceUnavailable {
+				t.Fatalf("status %d, want 503: %s", w.Code, w.Body)
+			}
+			var body mailbox.ErrorResponse
+			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.Code != mailbox.CodeUnavailable {
+				t.Fatalf("body %s (%v), want the error shape with code unavailable", w.Body, err)
+			}
+			got := w.Header().Get(mailbox.HeaderRetry)
+			if tc.hint && (got != mailbox.RetryLeaderChanged || w.Header().Get("Retry-After") != "1") {
+				t.Fatalf("%s: %q, Retry-After: %q; want %q and 1", mailbox.HeaderRetry, got, w.Header().Get("Retry-After"), mailbox.RetryLeaderChanged)
+			}
+			if !tc.hint && got != "" {
+				t.Fatalf("%s: %q on a 503 whose outcome is unknown (%s)", mailbox.HeaderRetry, got, body.Message)
+			}
+		})
 	}
 }

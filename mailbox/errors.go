@@ -20,6 +20,18 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed"
 )
 
+// The retry hint of a shared mailbox's 503. An instance that cannot stand
+// behind an answer because the lead changed (it lost the lead, a forwarded
+// write reached an instance that no longer leads, an election is under
+// way) answers 503 unavailable with HeaderRetry: RetryLeaderChanged and
+// Retry-After: 1: nothing was changed, so the request may be sent again
+// as it was. A 503 without it (a full disk, a forward whose outcome is
+// unknown) is not retried automatically.
+const (
+	HeaderRetry        = "Mailroom-Retry"
+	RetryLeaderChanged = "leader-changed"
+)
+
 // codeStatus is the one table mapping error codes to HTTP statuses; the
 // server uses it to answer and the client uses it to recognise answers.
 var codeStatus = map[string]int{
