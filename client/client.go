@@ -51,6 +51,7 @@ type Client struct {
 	token   string
 	timeout time.Duration
 	idle    time.Duration
+	notice  func(reason string) // WithRetryNotice
 }
 
 // Option configures a Client.
@@ -62,6 +63,14 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // WithHTTPClient uses hc for requests. Its Timeout, if any, is not applied
 // to event streams, which stay open indefinitely.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithRetryNotice calls notice(reason) each time a request is sent again
+// by itself: a shared mailbox answered 503 with the hint that the lead
+// changed and nothing was done (reason is ReasonLeaderChanged). notice may
+// be called from any goroutine the client's methods run on.
+func WithRetryNotice(notice func(reason string)) Option {
+	return func(c *Client) { c.notice = notice }
+}
 
 // WithTimeout bounds each request (not event streams); 0 means none.
 func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
@@ -168,35 +177,19 @@ func (c *Client) doWithin(ctx context.Context, timeout time.Duration, method, pa
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("%s %s: encoding request: %w", method, path, err)
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	// The request is built from the parsed base address, not from a string
-	// parsed again for every request.
-	req, err := http.NewRequestWithContext(ctx, method, "", body)
+	resp, err := c.send(ctx, method, path, q, body, in != nil)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	req.URL = c.urlOf(path, q)
-	req.Host = req.URL.Host
-	req.Header["Accept"] = jsonHeader
-	if in != nil {
-		req.Header["Content-Type"] = jsonHeader
-	}
-	c.authorize(req)
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return c.transportError(ctx, err)
+		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return responseError(resp)
-	}
 	raw, err := readBody(resp)
 	if err != nil {
 		return c.transportError(ctx, err)
@@ -226,6 +219,92 @@ func (c *Client) doWithin(ctx context.Context, timeout time.Duration, method, pa
 		}
 	}
 	return nil
+}
+
+// send sends one request and returns a 2xx answer, or the error. A 503
+// that says the lead changed (mailbox.HeaderRetry) changed nothing, so the
+// same request (the same body) is sent again, after its Retry-After (at
+// most retryWaitMax) and at most retryTries times within retryBudget and
+// ctx; each retry is told to the retry notice. The last error is returned
+// when it gives up.
+func (c *Client) send(ctx context.Context, method, path string, q url.Values, body []byte, hasBody bool) (*http.Response, error) {
+	start := time.Now()
+	for try := 1; ; try++ {
+		var r io.Reader
+		if hasBody {
+			r = bytes.NewReader(body)
+		}
+		// The request is built from the parsed base address, not from a
+		// string parsed again for every request.
+		req, err := http.NewRequestWithContext(ctx, method, "", r)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		req.URL = c.urlOf(path, q)
+		req.Host = req.URL.Host
+		req.Header["Accept"] = jsonHeader
+		if hasBody {
+			req.Header["Content-Type"] = jsonHeader
+		}
+		c.authorize(req)
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			return nil, c.transportError(ctx, err)
+		}
+		if resp.StatusCode/100 == 2 {
+			return resp, nil
+		}
+		rerr := responseError(resp)
+		resp.Body.Close()
+		if !leaderChanged(resp) || try >= retryTries {
+			return nil, rerr
+		}
+		wait := retryAfter(resp)
+		if time.Since(start)+wait > retryBudget {
+			return nil, rerr
+		}
+		if c.notice != nil {
+			c.notice(ReasonLeaderChanged)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if ctx.Err() == context.Canceled {
+				return nil, ctx.Err()
+			}
+			return nil, rerr
+		case <-t.C:
+		}
+	}
+}
+
+// The bounds of retrying a request answered "the leader changed".
+const (
+	retryTries   = 10               // tries in all, the first included
+	retryBudget  = 10 * time.Second // from the first try to the last
+	retryWaitMax = time.Second      // between two tries, whatever Retry-After says
+)
+
+// ReasonLeaderChanged is the reason the retry notice is given when a
+// shared mailbox answered that the lead changed and the client retries.
+const ReasonLeaderChanged = "the leader changed"
+
+// leaderChanged reports whether resp is the 503 of a shared mailbox whose
+// lead changed, which guarantees nothing was done.
+func leaderChanged(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusServiceUnavailable &&
+		resp.Header.Get(mailbox.HeaderRetry) == mailbox.RetryLeaderChanged
+}
+
+// retryAfter is resp's Retry-After in seconds, at most retryWaitMax (and
+// retryWaitMax when it has none or one this client does not read).
+func retryAfter(resp *http.Response) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After")))
+	if err != nil || n < 0 {
+		return retryWaitMax
+	}
+	return min(time.Duration(n)*time.Second, retryWaitMax)
 }
 
 // hasKind reports whether raw begins {"kind":"<kind>", as the daemon
