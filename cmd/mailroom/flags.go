@@ -172,10 +172,15 @@ type clientFlags struct {
 	addr    string
 	token   string
 	timeout time.Duration
+	// verb is "mailroom VERB", for the retry notices.
+	verb string
+	// notice is told each retry the client makes by itself; nil prints
+	// "mailroom VERB: the leader changed; retrying" to stderr.
+	notice func(reason string)
 }
 
 func addClientFlags(fs *verbFlags, e *env) *clientFlags {
-	cf := &clientFlags{}
+	cf := &clientFlags{verb: fs.Name()}
 	addr := e.getenv("MAILROOM_ADDR")
 	if addr == "" {
 		addr = defaultAddr
@@ -210,7 +215,13 @@ func (cf *clientFlags) client(e *env) (*client.Client, error) {
 	if token == "" {
 		token = e.getenv("MAILROOM_TOKEN")
 	}
-	var opts []client.Option
+	notice := cf.notice
+	if notice == nil {
+		// A shared mailbox whose lead changed did nothing with the
+		// request; the client sends it again, and says so once a retry.
+		notice = func(reason string) { fmt.Fprintf(e.stderr, "%s: %s; retrying\n", cf.verb, reason) }
+	}
+	opts := []client.Option{client.WithRetryNotice(notice)}
 	if token != "" {
 		opts = append(opts, client.WithToken(token))
 	}
