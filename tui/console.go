@@ -296,9 +296,9 @@ func (c *Console) drawLoop(ctx context.Context) {
 	tick := time.NewTicker(frameInterval)
 	defer tick.Stop()
 	var (
-		builtVer, drawnConn, drawnGap, drawnHeld uint64
-		drawnSpark                               [sparkSeconds]int
-		agedAt, nextBuild                        time.Time
+		builtVer, drawnConn, drawnGap, drawnHeld, drawnRetry uint64
+		drawnSpark                                           [sparkSeconds]int
+		agedAt, nextBuild                                    time.Time
 	)
 	for {
 		select {
@@ -320,13 +320,21 @@ func (c *Console) drawLoop(ctx context.Context) {
 			builtVer = fresh.version
 		}
 		aged := clock.Sub(agedAt) >= time.Second || clock.Before(agedAt)
-		if fresh == nil && st.connVer == drawnConn && st.gapVer == drawnGap && uint64(st.held) == drawnHeld && spark == drawnSpark && !aged {
+		if fresh == nil && st.connVer == drawnConn && st.gapVer == drawnGap && st.retryVer == drawnRetry && uint64(st.held) == drawnHeld && spark == drawnSpark && !aged {
 			continue
 		}
-		drawnConn, drawnGap, drawnHeld, drawnSpark, agedAt = st.connVer, st.gapVer, uint64(st.held), spark, clock
+		drawnConn, drawnGap, drawnRetry, drawnHeld, drawnSpark, agedAt = st.connVer, st.gapVer, st.retryVer, uint64(st.held), spark, clock
 		c.app.QueueUpdateDraw(func() { c.install(fresh, st, spark) })
 	}
 }
+
+// Retrying tells the console that its client sent a request again by
+// itself, for reason (client.ReasonLeaderChanged: a shared mailbox's lead
+// changed and nothing was done); the flash line says so until the next
+// message or a while passes. Give it to the client with
+// client.WithRetryNotice. It may be called from any goroutine, before Run
+// and after it ends.
+func (c *Console) Retrying(reason string) { c.model.noteRetry(reason) }
 
 // install shows new rows and status; it runs on the UI goroutine.
 func (c *Console) install(fresh *rows, st status, spark [sparkSeconds]int) {
@@ -337,6 +345,9 @@ func (c *Console) install(fresh *rows, st status, spark [sparkSeconds]int) {
 		} else {
 			c.flash(true, "resynced from a fresh snapshot after a gap in the event stream")
 		}
+	}
+	if st.retryVer != c.status.retryVer {
+		c.flashNote(st.retry + "; retrying")
 	}
 	c.status, c.spark = st, spark
 	if fresh != nil {

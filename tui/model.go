@@ -46,7 +46,11 @@ type model struct {
 	// over with a fresh snapshot.
 	gap    error
 	gapVer uint64
-	resync chan struct{}
+	// retry is the reason the client last sent a request again by itself
+	// (a shared mailbox's lead changed); retryVer counts them.
+	retry    string
+	retryVer uint64
+	resync   chan struct{}
 	// wentLive is signalled each time the stream connects, so a question
 	// that failed while the daemon was away is asked again at once.
 	wentLive chan struct{}
@@ -218,13 +222,24 @@ type status struct {
 	synced   bool
 	gap      error
 	gapVer   uint64
+	retry    string
+	retryVer uint64
+}
+
+// noteRetry records that the client sent a request again by itself.
+func (m *model) noteRetry(reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.retry = reason
+	m.retryVer++
 }
 
 func (m *model) status() status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return status{version: m.version, connVer: m.connVer, conn: m.conn, connSeen: m.connSeen, paused: m.paused,
-		held: len(m.held), applied: m.applied, seq: m.state.Seq, synced: m.synced, gap: m.gap, gapVer: m.gapVer}
+		held: len(m.held), applied: m.applied, seq: m.state.Seq, synced: m.synced, gap: m.gap, gapVer: m.gapVer,
+		retry: m.retry, retryVer: m.retryVer}
 }
 
 // rows copies the lists out of the replica.

@@ -151,7 +151,15 @@ func (c *Console) flash(ok bool, msg string) {
 	if ok {
 		color = "green"
 	}
-	c.flashAt, c.flashOK = c.opts.Now(), ok
+	c.flashColored(color, ok, msg)
+}
+
+// flashNote shows a passing notice (a request being retried): neither a
+// success nor an error, cleared after a while like an info flash.
+func (c *Console) flashNote(msg string) { c.flashColored("yellow", true, msg) }
+
+func (c *Console) flashColored(color string, transient bool, msg string) {
+	c.flashAt, c.flashOK = c.opts.Now(), transient
 	text := "[" + color + "]" + escapeTags(oneLine(msg)) + "[-]"
 	c.flashView.SetText(text)
 	if c.pageFlash != nil {

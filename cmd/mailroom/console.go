@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/term"
@@ -30,6 +31,14 @@ func runConsole(ctx context.Context, e *env, args []string) error {
 	if *staleAfter <= 0 {
 		return usagef("--stale-after: got %s, expected a positive duration such as 5m", *staleAfter)
 	}
+	// The console, once it is built, says on its flash line that the client
+	// is retrying a request: lines on stderr would tear its screen.
+	var con atomic.Pointer[tui.Console]
+	cf.notice = func(reason string) {
+		if t := con.Load(); t != nil {
+			t.Retrying(reason)
+		}
+	}
 	c, err := cf.client(e)
 	if err != nil {
 		return err
@@ -41,7 +50,9 @@ func runConsole(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return tui.New(c, tui.Options{Addr: cf.addr, ReadOnly: *readOnly, StaleAfter: *staleAfter, Principal: principal, Screen: e.screen}).Run(ctx)
+	t := tui.New(c, tui.Options{Addr: cf.addr, ReadOnly: *readOnly, StaleAfter: *staleAfter, Principal: principal, Screen: e.screen})
+	con.Store(t)
+	return t.Run(ctx)
 }
 
 // whoAmI is the principal the console acts as, for its header. A daemon
