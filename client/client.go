@@ -224,11 +224,13 @@ func (c *Client) doWithin(ctx context.Context, timeout time.Duration, method, pa
 // send sends one request and returns a 2xx answer, or the error. A 503
 // that says the lead changed (mailbox.HeaderRetry) changed nothing, so the
 // same request (the same body) is sent again, after its Retry-After (at
-// most retryWaitMax) and at most retryTries times within retryBudget and
-// ctx; each retry is told to the retry notice. The last error is returned
-// when it gives up.
+// most retryWaitMax) and at most retryTries times in all, within
+// retryBudget of the first refusal and within ctx; each retry is told to
+// the retry notice. The last error is returned when it gives up.
 func (c *Client) send(ctx context.Context, method, path string, q url.Values, body []byte, hasBody bool) (*http.Response, error) {
-	start := time.Now()
+	// The budget runs from the first refusal, not the first try: a long
+	// poll may have waited its whole wait before the lead changed.
+	var refused time.Time
 	for try := 1; ; try++ {
 		var r io.Reader
 		if hasBody {
@@ -259,8 +261,11 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 		if !leaderChanged(resp) || try >= retryTries {
 			return nil, rerr
 		}
+		if refused.IsZero() {
+			refused = time.Now()
+		}
 		wait := retryAfter(resp)
-		if time.Since(start)+wait > retryBudget {
+		if time.Since(refused)+wait > retryBudget {
 			return nil, rerr
 		}
 		if c.notice != nil {
@@ -282,7 +287,7 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 // The bounds of retrying a request answered "the leader changed".
 const (
 	retryTries   = 10               // tries in all, the first included
-	retryBudget  = 10 * time.Second // from the first try to the last
+	retryBudget  = 10 * time.Second // from the first refusal to the last try
 	retryWaitMax = time.Second      // between two tries, whatever Retry-After says
 )
 
