@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -103,8 +104,11 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		tuneGC(e.getenv)
 		tuneProcs(e.getenv, true)
 	}
+	// The progress lines and the retry notices of every pair share stderr.
+	stderr := &serialWriter{w: e.stderr}
 	opts := bench.Options{Embedded: *embedded, Dir: *dir, Token: *token, Pairs: *pairs, Duration: *duration,
-		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Pipeline: *pipeline, Batch: *batch, Wait: *wait, IdleWorkers: *idle, Progress: e.stderr}
+		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Pipeline: *pipeline, Batch: *batch, Wait: *wait, IdleWorkers: *idle, Progress: stderr,
+		RetryNotice: func(reason string) { fmt.Fprintf(stderr, "mailroom bench: %s; retrying\n", reason) }}
 	if !*embedded {
 		opts.Addr = addr
 	}
@@ -186,4 +190,16 @@ func printBench(w io.Writer, r bench.Report) {
 		fmt.Fprintf(w, "          every subscriber got every event once: %s (missed %d, repeated %d, reconnects %d; %d to %d events each, up to seq %d)\n",
 			verdict, f.Missed, f.Repeated, f.Reconnect, f.ReceivedMin, f.ReceivedMax, f.FinalSeq)
 	}
+}
+
+// serialWriter lets goroutines share one writer, a line at a time.
+type serialWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *serialWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

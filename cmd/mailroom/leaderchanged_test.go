@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -72,3 +73,20 @@ func TestVerbDoesNotRetryA503WithoutTheHint(t *testing.T) {
 	}
 	wantContains(t, "stderr", o.stderr, "mailroom send: no instance leads")
 }
+
+// The bench verb's load goes through a changing lead too: its pairs retry
+// and it says so, once a retry.
+func TestBenchRetriesWhenTheLeaderChanged(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	p := daemontest.StartLeaderChanged(t, d.URL(), daemontest.LeaderChangedOptions{N: 1, Match: isSend})
+	o := benchCLI(t, map[string]string{"MAILROOM_ADDR": p.URL}, "--duration", "300ms", "--pairs", "1")
+	if o.code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)
+	}
+	if n := strings.Count(o.stderr, "mailroom bench: the leader changed; retrying\n"); n != 1 || len(p.Refused()) != 1 {
+		t.Fatalf("%d notices for %d refusals, want 1 and 1; stderr:\n%s", n, len(p.Refused()), o.stderr)
+	}
+	wantContains(t, "stdout", o.stdout, "errors             0")
+}
+
+func isSend(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == "/a2a/tasks" }

@@ -81,6 +81,10 @@ type Options struct {
 	Fanout int
 	// Progress, when set, gets one line a second while the load runs.
 	Progress io.Writer
+	// RetryNotice, when set, is told each time the client sends a request
+	// again by itself (a shared mailbox's lead changed; client.WithRetryNotice),
+	// from the goroutines running the load.
+	RetryNotice func(reason string)
 }
 
 func (o *Options) fill() error {
@@ -218,6 +222,9 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	copts := []client.Option{client.WithHTTPClient(hc), client.WithTimeout(30 * time.Second)}
 	if opts.Token != "" {
 		copts = append(copts, client.WithToken(opts.Token))
+	}
+	if opts.RetryNotice != nil {
+		copts = append(copts, client.WithRetryNotice(opts.RetryNotice))
 	}
 	c, err := client.New(addr, copts...)
 	if err != nil {
