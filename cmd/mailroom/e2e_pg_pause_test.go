@@ -61,8 +61,8 @@ type pausedAnswer struct {
 func (a pausedAnswer) good() bool { return a.outcome == "ok" || a.outcome == "503" }
 
 // pausedRequest is a request to put in the paused leader's accept queue
-// and how to judge a 200 answer to it ("" when correct, else what is
-// wrong).
+// and how to judge a 200 answer to it: "ok" when it is correct, else what
+// is wrong with it (and, for a lease, the task leased).
 type pausedRequest struct {
 	kind   string
 	method string
@@ -74,17 +74,19 @@ type pausedRequest struct {
 
 // TestPostgresAPausedLeaderAnswersNothingStale is issue 21's acceptance
 // test. Three `mailroom daemon` processes share one schema. In each round
-// the leader is stopped with SIGSTOP past postgres_session_timeout;
-// another takes the lead, and tasks are sent (through the third instance,
+// (-pg.pauses) the leader is stopped with SIGSTOP, under write load, past
+// postgres_session_timeout; another takes the lead, and tasks are sent (through the third instance,
 // forwarded) and leased through the new leader. Still during the pause,
 // hundreds of requests are written to the paused leader's sockets, where
 // they wait in its accept queue: results for those leases (with their
 // lease ids and without), results for tasks the old leader had leased and
 // the new one requeued and leased again, requeues, queue reads, A2A
 // tasks/get, and leases for a recipient with work queued. After SIGCONT
-// every answer must be correct (200 with the right content) or a 503;
-// never a 404, a 409, or a read that misses what the new leader holds.
-// Afterwards the new leader's mailbox holds every write answered 200.
+// every answer must be correct (200 with the right content) or a 503
+// (whatever its headers say); never a 404, a 409, or a read that misses
+// what the new leader holds. Afterwards the new leader's mailbox holds
+// every write answered 200, and the round clears it. Each outcome is
+// counted and logged; timings are logged, never asserted.
 func TestPostgresAPausedLeaderAnswersNothingStale(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
@@ -174,9 +176,13 @@ func TestPostgresAPausedLeaderAnswersNothingStale(t *testing.T) {
 			loadStop atomic.Bool
 			loadAck  atomic.Int64
 		)
+		// Its sends wait out the pause: a timeout longer than any pause.
+		lc, err := client.New(old.addr, client.WithTimeout(90*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
 		for w := range pauseLoadWriters {
 			loadWG.Go(func() {
-				lc := clientOf(old)
 				for n := 0; !loadStop.Load() && n < 10000; n++ {
 					sctx, scancel := context.WithTimeout(ctx, 90*time.Second)
 					_, err := lc.Send(sctx, mailbox.Task{Sender: "planner@pg", Recipient: rcpt("load"), IntentText: fmt.Sprintf("load %d %d", w, n)})
