@@ -27,7 +27,7 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-var pgPauses = flag.Int("pg.pauses", 2, "SIGSTOP/SIGCONT rounds of TestPostgresAPausedLeaderAnswersNothingStale (.ci/run runs more)")
+var pgPauses = flag.Int("pg.pauses", 2, "SIGSTOP/SIGCONT rounds of TestPostgresAPausedLeaderAnswersNothingStale (.ci/run runs 25)")
 
 // The requests each pause round puts in the paused leader's accept queue,
 // by kind. Hundreds in all: the window between SIGCONT and the resumed
