@@ -80,6 +80,9 @@ type ErrorDetails struct {
 	TaskState string `json:"task_state,omitempty"`
 	// Capability is the capability a forbidden request lacked.
 	Capability string `json:"capability,omitempty"`
+	// Retry, on an unavailable answer, says the request changed nothing
+	// and may be sent again as it is, and why: "leader-changed".
+	Retry string `json:"retry,omitempty"`
 }
 
 // Error is the application error: a code, a message for people that names the

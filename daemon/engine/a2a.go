@@ -44,9 +44,15 @@ func (e *Engine) Registered(ctx context.Context, agent string) (mailbox.Register
 	if err := mailbox.ValidateAgentID("agent", agent); err != nil {
 		return mailbox.RegisteredAgent{}, err
 	}
-	e.durableMu.RLock()
-	r, ok := e.durable.Registered(agent)
-	e.durableMu.RUnlock()
+	var r mailbox.RegisteredAgent
+	var ok bool
+	if err := e.read(func() {
+		e.durableMu.RLock()
+		r, ok = e.durable.Registered(agent)
+		e.durableMu.RUnlock()
+	}); err != nil {
+		return mailbox.RegisteredAgent{}, err
+	}
 	if !ok {
 		return r, mailbox.NotRegistered(agent)
 	}
@@ -95,7 +101,11 @@ func (e *Engine) AgentTasks(ctx context.Context, q mailbox.AgentTasksQuery) (mai
 	if err != nil {
 		return mailbox.AgentTasksPage{}, err
 	}
-	e.durableMu.RLock()
-	defer e.durableMu.RUnlock()
-	return e.durable.AgentTasks(q), nil
+	var page mailbox.AgentTasksPage
+	err = e.read(func() {
+		e.durableMu.RLock()
+		page = e.durable.AgentTasks(q)
+		e.durableMu.RUnlock()
+	})
+	return page, err
 }

@@ -97,6 +97,11 @@ func (e *Engine) decideUnit(items []item) ([]itemOutcome, error) {
 	}
 	if len(evs) == 0 {
 		e.mu.Unlock()
+		// Every item refused, or nothing to do: answers made from the
+		// state with no fenced append to vouch for them.
+		if cerr := e.current(true, 0); cerr != nil {
+			return nil, cerr
+		}
 		return out, nil
 	}
 	done := make(chan error, 1)

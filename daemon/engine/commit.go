@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"syscall"
+	"time"
 
+	"github.com/mailroom/mailroom/daemon/store"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -38,6 +41,11 @@ func (e *Engine) decide(fn decision, after func(s *mailbox.State, ev mailbox.Eve
 	ev, ok, err = fn(e.decided, e.opts.Now().UnixMilli())
 	if err != nil || !ok {
 		e.mu.Unlock()
+		// A refusal, or nothing to do, is an answer made from the state
+		// with no fenced append to vouch for it.
+		if cerr := e.current(true, 0); cerr != nil {
+			return mailbox.Event{}, false, cerr
+		}
 		return mailbox.Event{}, ok, err
 	}
 	ev.Seq = e.decided.Seq + 1
@@ -105,6 +113,9 @@ func (e *Engine) decideN(n int, fn decision, after func(s *mailbox.State, ev mai
 		ev, ok, err := fn(e.decided, e.opts.Now().UnixMilli())
 		if err != nil && len(evs) == 0 {
 			e.mu.Unlock()
+			if cerr := e.current(true, 0); cerr != nil {
+				return nil, cerr
+			}
 			return nil, err
 		}
 		if err != nil || !ok {
@@ -134,6 +145,11 @@ func (e *Engine) decideN(n int, fn decision, after func(s *mailbox.State, ev mai
 		dones = append(dones, done)
 	}
 	e.mu.Unlock()
+	if len(evs) == 0 {
+		if cerr := e.current(true, 0); cerr != nil {
+			return nil, cerr
+		}
+	}
 	// The store completes events in seq order and fails every one after a
 	// failed write, so what is durable is the prefix before the first
 	// failure: the caller is told of those, and of the failure only when
@@ -214,6 +230,12 @@ func (e *Engine) recoverLocked() error {
 // write. A client sees what an operator can act on, never a path or a
 // system call's text; the cause goes to the daemon's log.
 func (e *Engine) writeFailure(outcome string, err error) error {
+	if errors.Is(err, store.ErrNotLeader) {
+		// Fenced: another instance took the lead while this one could not
+		// look; nothing was written.
+		e.log.Warn("an append was fenced: another instance leads the shared mailbox now", "err", err)
+		return leaderChanged("this instance lost the lead of the shared mailbox (another took over while it was paused or cut off); nothing was changed")
+	}
 	e.log.Error("the mailbox log could not be written", "err", err)
 	return &mailbox.Error{Code: mailbox.CodeUnavailable,
 		Message: "the mailbox could not write its log: " + storeProblem(err) + "; " + outcome}
@@ -268,4 +290,74 @@ func (e *Engine) snapshot() *mailbox.Snapshot {
 	e.durableMu.RLock()
 	defer e.durableMu.RUnlock()
 	return e.durable.Snapshot(e.opts.Now().UnixMilli())
+}
+
+// confirmTimeout bounds how long an answer waits for the store to confirm
+// the instance's view (store.Current.Confirm).
+const confirmTimeout = 10 * time.Second
+
+// current is the check every answer made from the state passes before it
+// is given, unless a fenced append vouches for it (a decision that
+// appended was made while this instance led: the append would have been
+// refused otherwise). On a shared store an instance that could not look
+// for a while (a pause) may have been overtaken; its view is confirmed
+// first, and an answer it cannot stand behind becomes a 503 that says so
+// and that nothing changed. On a store of its own it is always current.
+//
+// led is whether the instance led when the answer was made (decisions
+// only run while it leads), seq the durable seq it was made at. An answer
+// made while leading stands only if the instance still leads with the
+// same epoch (then nobody else wrote since); one made while following
+// only if reading the table to its head found nothing past seq
+// (store.ErrBehind otherwise: the caller may make it again, see read).
+func (e *Engine) current(led bool, seq uint64) error {
+	c, ok := e.st.(store.Current)
+	if !ok || c.CurrentAt(time.Now()) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), confirmTimeout)
+	defer cancel()
+	err := c.Confirm(ctx)
+	if err == nil && !led && e.DurableSeq() != seq {
+		// Read to the head now, but the answer was made before some of
+		// it (by this call's Confirm or another's).
+		err = store.ErrBehind
+	}
+	if now := e.leading.Load(); err == nil && now != led {
+		// The role changed under the answer (another question's Confirm
+		// stepped this instance down, or it took the lead).
+		err = store.ErrBehind
+		if led {
+			err = store.ErrNotLeader
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrBehind) && !led:
+		return err
+	}
+	e.log.Warn("an answer made from this instance's state was withheld: its view of the shared mailbox could not be confirmed current", "err", err)
+	return leaderChanged("this instance could not confirm that its view of the shared mailbox is current (it was paused or cut off, and the lead may have moved); nothing was changed")
+}
+
+// read runs fn, which makes an answer from the durable state, and gives
+// it only when that state was current (see current): a follower found
+// behind the table has caught up, and fn runs again.
+func (e *Engine) read(fn func()) error {
+	for range 3 {
+		led, seq := e.leading.Load(), e.DurableSeq()
+		fn()
+		if err := e.current(led, seq); !errors.Is(err, store.ErrBehind) {
+			return err
+		}
+	}
+	return leaderChanged("this instance's view of the shared mailbox kept moving while it answered; nothing was changed")
+}
+
+// leaderChanged is the answer to a request an instance cannot stand
+// behind: 503, nothing changed, safe to send again (through any instance).
+func leaderChanged(why string) error {
+	return &mailbox.Error{Code: mailbox.CodeUnavailable, Message: why + "; retry",
+		Details: &mailbox.ErrorDetails{Retry: "leader-changed"}}
 }

@@ -165,7 +165,9 @@ func (p *presence) complete(a *mailbox.AgentInfo, nowMs int64) {
 // Agents lists every agent the durable state knows (as sender, recipient
 // or lease holder) or that called the daemon since it started.
 func (e *Engine) Agents(ctx context.Context) ([]mailbox.AgentInfo, error) {
-	return e.agents(e.opts.Now().UnixMilli()), nil
+	var list []mailbox.AgentInfo
+	err := e.read(func() { list = e.agents(e.opts.Now().UnixMilli()) })
+	return list, err
 }
 
 func (e *Engine) agents(nowMs int64) []mailbox.AgentInfo {

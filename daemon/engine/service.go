@@ -236,7 +236,10 @@ func (e *Engine) RecentTasks(ctx context.Context, limit int) ([]mailbox.Task, er
 	if err != nil {
 		return nil, err
 	}
-	view := e.query(mailbox.QueueFilter{Limit: limit, State: mailbox.TaskQueued})
+	var view mailbox.QueueView
+	if err := e.read(func() { view = e.query(mailbox.QueueFilter{Limit: limit, State: mailbox.TaskQueued}) }); err != nil {
+		return nil, err
+	}
 	tasks := make([]mailbox.Task, len(view.Tasks))
 	for i, q := range view.Tasks {
 		tasks[i] = q.Task
@@ -250,9 +253,14 @@ func (e *Engine) RecentResults(ctx context.Context, limit int) ([]mailbox.Pendin
 	if err != nil {
 		return nil, err
 	}
-	e.durableMu.RLock()
-	defer e.durableMu.RUnlock()
-	rs := e.durable.PendingResults()
+	var rs []mailbox.PendingResult
+	if err := e.read(func() {
+		e.durableMu.RLock()
+		rs = e.durable.PendingResults()
+		e.durableMu.RUnlock()
+	}); err != nil {
+		return nil, err
+	}
 	if len(rs) > limit {
 		rs = rs[:limit]
 	}
@@ -279,7 +287,9 @@ func (e *Engine) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.Queu
 			return mailbox.QueueView{}, mailbox.Invalidf(d.name, "%s: got \"%d\", expected milliseconds from 0 to %d (100 years)", d.name, *d.v, mailbox.MaxDurationMs)
 		}
 	}
-	return e.query(f), nil
+	var v mailbox.QueueView
+	err = e.read(func() { v = e.query(f) })
+	return v, err
 }
 
 // query answers a queue query that is already valid.
@@ -379,9 +389,13 @@ func (e *Engine) Audit(ctx context.Context, taskID string, limit int) ([]mailbox
 			return nil, err
 		}
 	}
-	e.durableMu.RLock()
-	defer e.durableMu.RUnlock()
-	return e.durable.Audit(taskID, limit), nil
+	var out []mailbox.AuditRecord
+	err = e.read(func() {
+		e.durableMu.RLock()
+		out = e.durable.Audit(taskID, limit)
+		e.durableMu.RUnlock()
+	})
+	return out, err
 }
 
 // Task returns the durable record of one task.
@@ -390,9 +404,15 @@ func (e *Engine) Task(ctx context.Context, id string) (mailbox.TaskRecord, error
 	if err != nil {
 		return mailbox.TaskRecord{}, err
 	}
-	e.durableMu.RLock()
-	rec, ok := e.durable.Task(id)
-	e.durableMu.RUnlock()
+	var rec mailbox.TaskRecord
+	var ok bool
+	if err := e.read(func() {
+		e.durableMu.RLock()
+		rec, ok = e.durable.Task(id)
+		e.durableMu.RUnlock()
+	}); err != nil {
+		return mailbox.TaskRecord{}, err
+	}
 	if !ok {
 		return rec, &mailbox.Error{Code: mailbox.CodeNotFound, Message: "task_id: task " + id + " was never sent through this daemon (or was drained long ago and forgotten)",
 			Details: &mailbox.ErrorDetails{Field: "task_id"}}

@@ -63,3 +63,34 @@ func TestInternalErrorsAreNotShown(t *testing.T) {
 		t.Errorf("log %q, want the refusal at INFO only", logs.String())
 	}
 }
+
+// movedService answers every queue read as an instance that could not
+// stand behind its view would: 503, nothing changed, retry.
+type movedService struct{ mailbox.Service }
+
+func (movedService) Queue(context.Context, mailbox.QueueFilter) (mailbox.QueueView, error) {
+	return mailbox.QueueView{}, &mailbox.Error{Code: mailbox.CodeUnavailable, Message: "the lead may have moved; retry",
+		Details: &mailbox.ErrorDetails{Retry: "leader-changed"}}
+}
+
+// A 503 that changed nothing says so in a header a client can act on
+// without reading the body, and when to try again.
+func TestAnUnavailableThatChangedNothingSaysRetry(t *testing.T) {
+	h := httpapi.New(movedService{}, httpapi.Options{Logger: slog.New(slog.DiscardHandler)})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	resp, err := http.Get("http://" + ln.Addr().String() + "/a2a/queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := readReply(t, resp)
+	e := errorBody(t, r)
+	if r.status != 503 || e.Code != mailbox.CodeUnavailable || resp.Header.Get(httpapi.HeaderRetry) != "leader-changed" || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("answer %d %+v, headers %v; want 503 with Mailroom-Retry: leader-changed and Retry-After: 1", r.status, e, resp.Header)
+	}
+}

@@ -3,7 +3,9 @@
 package store
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -124,6 +126,29 @@ type Role struct {
 	Holder    string
 	LeaderURL string
 }
+
+// Current is implemented by a shared store, whose instance can hold a
+// view that another instance has overtaken (after a pause of its own: a
+// long GC pause, a frozen VM, SIGSTOP). An answer made from the state is
+// given only when the view it was made from was current.
+type Current interface {
+	// CurrentAt reports whether this instance's view is known current at
+	// t: a leader's lead was confirmed by a round trip on its session that
+	// started less than its lead lease before t (no other instance can
+	// have taken over since); a follower read the table less than that
+	// before t.
+	CurrentAt(t time.Time) bool
+	// Confirm says whether the view was current when it was called: a
+	// leader checks on its session that its epoch still leads (and steps
+	// down when it does not: ErrNotLeader); a follower reads to the
+	// table's head, and answers ErrBehind when that brought it anything
+	// (an answer made before the call missed it: make it again).
+	Confirm(ctx context.Context) error
+}
+
+// ErrBehind is Confirm's answer when the instance's view was behind the
+// shared log: it is current now, but an answer made before is not.
+var ErrBehind = errors.New("this instance's view was behind the shared log")
 
 // Shared is a store several daemons use at once. Exactly one instance
 // leads at a time; only its Append writes, and the others are refused

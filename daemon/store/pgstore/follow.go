@@ -96,9 +96,11 @@ func (s *Store) followOnce(ctx context.Context, apply func(mailbox.Event) error)
 		}
 		s.listening = true
 	}
+	start := time.Now()
 	if err := s.tail(ctx, apply); err != nil {
 		return err
 	}
+	s.confirm(start)
 	// Campaign (and look at the leader row) every campaign interval, or
 	// at once when the leader resigned; in between, a notification only
 	// means "read": a follower answers a forwarded write once it has read

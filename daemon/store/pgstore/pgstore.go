@@ -112,6 +112,9 @@ type Store struct {
 	channel   string // the schema's NOTIFY channel
 	role      atomic.Pointer[store.Role]
 	knownHead atomic.Uint64 // the newest seq a notification announced
+	// confirmed is when (mono) the last round trip that showed this
+	// instance's view current started: current.go.
+	confirmed atomic.Int64
 	// lastCampaign and campaignNow pace a follower's campaigns (writer-owned).
 	lastCampaign time.Time
 	campaignNow  bool
@@ -360,6 +363,7 @@ func (s *Store) campaign(ctx context.Context) error {
 // old backend is stuck (a half-sent message, a sync standby that does not
 // answer), and it is terminated.
 func (s *Store) takeOver(ctx context.Context) error {
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		_, err := s.conn.Exec(ctx, `SET lock_timeout = '10s'`)
 		var epoch int64
@@ -385,6 +389,7 @@ func (s *Store) takeOver(ctx context.Context) error {
 			return s.connErr("taking over the lease", err)
 		}
 		s.log.Info("leading", "schema", s.o.Schema, "epoch", s.epoch.Load(), "holder", s.o.Holder)
+		s.confirm(start)
 		return nil
 	}
 }

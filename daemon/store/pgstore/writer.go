@@ -109,13 +109,23 @@ func (s *Store) keepAlive() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.o.SessionTimeout)
 	defer cancel()
+	start := time.Now()
 	if _, err := s.conn.Exec(ctx, `SELECT 1`); err != nil {
-		s.log.Error("the writer session to PostgreSQL is lost, and the lease with it; appends are refused until it is taken back", "schema", s.o.Schema, "err", scrub(err.Error(), s.o.URL))
-		s.conn.Close(context.Background())
-		s.conn = nil
-		s.setFailed(fmt.Errorf("postgres store (schema %s): the writer session was lost: %s", s.o.Schema, scrub(err.Error(), s.o.URL)))
-		s.stepDown()
+		s.lostSession(err)
+		return
 	}
+	s.confirm(start)
+}
+
+// lostSession gives up a leader's writer session that failed a round
+// trip: the lock went with it. The store fails until Reset takes the lease
+// back, and follows meanwhile.
+func (s *Store) lostSession(err error) {
+	s.log.Error("the writer session to PostgreSQL is lost, and the lease with it; appends are refused until it is taken back", "schema", s.o.Schema, "err", scrub(err.Error(), s.o.URL))
+	s.conn.Close(context.Background())
+	s.conn = nil
+	s.setFailed(fmt.Errorf("postgres store (schema %s): the writer session was lost: %s", s.o.Schema, scrub(err.Error(), s.o.URL)))
+	s.stepDown()
 }
 
 // commit writes the batch's accepted events with one statement and
@@ -158,6 +168,7 @@ func (s *Store) commit(batch []writeq.Item[row]) {
 	var pe *pgconn.PgError
 	switch {
 	case err == nil && written == int64(n):
+		s.confirm(start)
 	case err == nil:
 		s.fail(batch, fmt.Errorf("postgres store (schema %s): appending seq %d..%d wrote %d of %d events", s.o.Schema, seqs[0], seqs[n-1], written, n))
 		return
