@@ -359,5 +359,5 @@ func (e *Engine) read(fn func()) error {
 // behind: 503, nothing changed, safe to send again (through any instance).
 func leaderChanged(why string) error {
 	return &mailbox.Error{Code: mailbox.CodeUnavailable, Message: why + "; retry",
-		Details: &mailbox.ErrorDetails{Retry: "leader-changed"}}
+		Details: &mailbox.ErrorDetails{Retry: mailbox.RetryLeaderChanged}}
 }

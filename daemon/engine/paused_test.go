@@ -133,7 +133,7 @@ func TestAPausedLeaderAnswersNothingFromItsStaleState(t *testing.T) {
 	for range questions {
 		got := <-answers
 		var me *mailbox.Error
-		if !errors.As(got.err, &me) || me.Code != mailbox.CodeUnavailable || me.Details == nil || me.Details.Retry != "leader-changed" {
+		if !errors.As(got.err, &me) || me.Code != mailbox.CodeUnavailable || me.Details == nil || me.Details.Retry != mailbox.RetryLeaderChanged {
 			t.Errorf("%s, asked of the paused leader: %v; want 503 leader-changed", got.what, got.err)
 		}
 	}

@@ -70,7 +70,7 @@ type movedService struct{ mailbox.Service }
 
 func (movedService) Queue(context.Context, mailbox.QueueFilter) (mailbox.QueueView, error) {
 	return mailbox.QueueView{}, &mailbox.Error{Code: mailbox.CodeUnavailable, Message: "the lead may have moved; retry",
-		Details: &mailbox.ErrorDetails{Retry: "leader-changed"}}
+		Details: &mailbox.ErrorDetails{Retry: mailbox.RetryLeaderChanged}}
 }
 
 // A 503 that changed nothing says so in a header a client can act on
@@ -90,7 +90,7 @@ func TestAnUnavailableThatChangedNothingSaysRetry(t *testing.T) {
 	}
 	r := readReply(t, resp)
 	e := errorBody(t, r)
-	if r.status != 503 || e.Code != mailbox.CodeUnavailable || resp.Header.Get(httpapi.HeaderRetry) != "leader-changed" || resp.Header.Get("Retry-After") != "1" {
+	if r.status != 503 || e.Code != mailbox.CodeUnavailable || resp.Header.Get(mailbox.HeaderRetry) != mailbox.RetryLeaderChanged || resp.Header.Get("Retry-After") != "1" {
 		t.Errorf("answer %d %+v, headers %v; want 503 with Mailroom-Retry: leader-changed and Retry-After: 1", r.status, e, resp.Header)
 	}
 }

@@ -249,15 +249,12 @@ func (a *api) fail(w *statusWriter, r *http.Request, route string, err error) {
 	}
 	if body.Details != nil && body.Details.Retry != "" {
 		// Nothing changed: the client may send it again as it is.
-		w.Header().Set(HeaderRetry, body.Details.Retry)
+		w.Header().Set(mailbox.HeaderRetry, body.Details.Retry)
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, status, body)
 }
 
-// HeaderRetry, on a 503, says the request changed nothing and may be sent
-// again as it is, and why (the error's details.retry: "leader-changed").
-const HeaderRetry = "Mailroom-Retry"
 
 // writeJSON writes v as the response body. Our wire types always encode; a
 // write error means the client has gone, and there is nobody left to tell.
