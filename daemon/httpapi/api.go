@@ -255,7 +255,6 @@ func (a *api) fail(w *statusWriter, r *http.Request, route string, err error) {
 	writeJSON(w, status, body)
 }
 
-
 // writeJSON writes v as the response body. Our wire types always encode; a
 // write error means the client has gone, and there is nobody left to tell.
 func writeJSON(w http.ResponseWriter, status int, v any) {
