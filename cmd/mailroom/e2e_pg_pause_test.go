@@ -98,16 +98,6 @@ func TestPostgresAPausedLeaderAnswersNothingStale(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*pgPauses)*3*time.Minute+time.Minute)
 	defer cancel()
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 60s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 	clientOf := func(p *proc) *client.Client {
 		c, err := client.New(p.addr, client.WithTimeout(10*time.Second))
 		if err != nil {
@@ -120,7 +110,7 @@ func TestPostgresAPausedLeaderAnswersNothingStale(t *testing.T) {
 	settled := func(what string, ps []*proc) *proc {
 		t.Helper()
 		var leader *proc
-		waitFor(what, func() bool {
+		waitWithin(t, what, func() bool {
 			leader = leaderOf(ps)
 			if leader == nil {
 				return false
@@ -203,7 +193,7 @@ func TestPostgresAPausedLeaderAnswersNothingStale(t *testing.T) {
 				}
 			})
 		}
-		waitFor(fmt.Sprintf("round %d: sends through the old leader", round), func() bool { return loadAck.Load() >= 40 })
+		waitWithin(t, fmt.Sprintf("round %d: sends through the old leader", round), func() bool { return loadAck.Load() >= 40 })
 
 		if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
@@ -217,7 +207,7 @@ func TestPostgresAPausedLeaderAnswersNothingStale(t *testing.T) {
 			}
 		}
 		var next, fol *proc
-		waitFor(fmt.Sprintf("round %d: a new leader while the old one is stopped", round), func() bool {
+		waitWithin(t, fmt.Sprintf("round %d: a new leader while the old one is stopped", round), func() bool {
 			next = leaderOf(others)
 			if next == nil {
 				return false
@@ -235,7 +225,7 @@ func TestPostgresAPausedLeaderAnswersNothingStale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(fmt.Sprintf("round %d: the third instance to follow the new leader", round), func() bool {
+		waitWithin(t, fmt.Sprintf("round %d: the third instance to follow the new leader", round), func() bool {
 			h, err := healthOf(fol.addr)
 			return err == nil && h.Store != nil && h.Store.LeaderURL == nh.Store.Self
 		})
@@ -390,7 +380,7 @@ func TestPostgresAPausedLeaderAnswersNothingStale(t *testing.T) {
 		for _, a := range answers {
 			last = max(last, a.after)
 		}
-		waitFor(fmt.Sprintf("round %d: the resumed leader to follow", round), func() bool {
+		waitWithin(t, fmt.Sprintf("round %d: the resumed leader to follow", round), func() bool {
 			h, err := healthOf(old.addr)
 			return err == nil && h.Store != nil && h.Store.Role == "follower"
 		})

@@ -368,18 +368,8 @@ func TestPostgresAPausedLeaderNeverAppendsAgain(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 60s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 	var old *proc
-	waitFor("a leader", func() bool { old = leaderOf(procs); return old != nil })
+	waitWithin(t, "a leader", func() bool { old = leaderOf(procs); return old != nil })
 	h, err := healthOf(old.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -411,7 +401,7 @@ func TestPostgresAPausedLeaderNeverAppendsAgain(t *testing.T) {
 		}
 	}
 	var next *proc
-	waitFor("a new leader while the old one is stopped", func() bool { next = leaderOf(others); return next != nil })
+	waitWithin(t, "a new leader while the old one is stopped", func() bool { next = leaderOf(others); return next != nil })
 	for i := range 10 {
 		// A follower that still forwarded to the stopped leader ends that
 		// write with a 503 once it sees the new one; a client retries.
@@ -435,7 +425,7 @@ func TestPostgresAPausedLeaderNeverAppendsAgain(t *testing.T) {
 	for i := range 30 {
 		_ = send(procs[i%3], fmt.Sprint("after ", i))
 	}
-	waitFor("the old leader to follow", func() bool {
+	waitWithin(t, "the old leader to follow", func() bool {
 		h, err := healthOf(old.addr)
 		return err == nil && h.Store != nil && h.Store.Role == "follower"
 	})
@@ -455,5 +445,18 @@ func TestPostgresAPausedLeaderNeverAppendsAgain(t *testing.T) {
 	}
 	for _, p := range procs {
 		p.stop(t)
+	}
+}
+
+// waitWithin waits until ok, polling, and fails the test after 60 s
+// saying what it waited for.
+func waitWithin(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 60s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
