@@ -114,10 +114,6 @@ const (
 	DefaultA2ABlockingTimeout = 30 * time.Second
 )
 
-// DefaultRetainDone is mailbox.DefaultRetainDone, not a copy: it remains
-// only because daemon/daemon_test.go still says config.DefaultRetainDone.
-const DefaultRetainDone = mailbox.DefaultRetainDone
-
 // Default returns the defaults, with the data directory taken from the
 // process environment ($XDG_DATA_HOME or $HOME). Use DefaultFor to supply
 // the environment yourself.

@@ -89,20 +89,6 @@ func Set(cfg *Config, name, value string) error {
 	return cfg.keys().Set(flagName(name), value)
 }
 
-// Value returns the key's value in cfg as it would be written in a file,
-// variable or flag. For tokens it is only a count: secrets are never shown.
-func Value(cfg Config, name string) (string, bool) {
-	switch {
-	case !isKey(name):
-		return "", false
-	case name == "tokens":
-		return fmt.Sprintf("%d token(s)", len(cfg.Tokens)), true
-	case name == "postgres_url":
-		return pgstore.Redact(cfg.PostgresURL), true
-	}
-	return cfg.keys().Lookup(flagName(name)).Value.String(), true
-}
-
 // ApplyEnv overrides cfg with MAILROOM_<KEY> variables (MAILROOM_ADDR,
 // MAILROOM_DATA_DIR, ...). Unset or empty variables change nothing. A bad
 // value is an error naming the variable; cfg is left unchanged.

@@ -287,7 +287,7 @@ func TestRestartWithChangedRetainDoneStarts(t *testing.T) {
 	}
 	d.Stop()
 
-	for _, retain := range []int{config.DefaultRetainDone, 1} {
+	for _, retain := range []int{mailbox.DefaultRetainDone, 1} {
 		d := daemontest.Start(t, daemontest.Options{Dir: d.Dir, Config: retainDone(retain)})
 		if s := d.State(t); s.Limits == nil || s.Limits.RetainDone != retain {
 			t.Errorf("restarted with retain_done %d, the mailbox has limits %+v", retain, s.Limits)
