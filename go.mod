@@ -11,7 +11,6 @@ require (
 	github.com/r3labs/sse/v2 v2.10.0
 	github.com/rivo/tview v0.42.0
 	golang.org/x/term v0.37.0
-	gopkg.in/cenkalti/backoff.v1 v1.1.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 
@@ -32,4 +31,5 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250715232539-7130f93afb79 // indirect
 	google.golang.org/grpc v1.73.0 // indirect
 	google.golang.org/protobuf v1.36.6 // indirect
+	gopkg.in/cenkalti/backoff.v1 v1.1.0 // indirect
 )

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/r3labs/sse/v2"
-	"gopkg.in/cenkalti/backoff.v1"
 
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -143,7 +142,7 @@ func (s *subscription) connect(ctx context.Context, onLive func()) error {
 	}
 	sc := sse.NewClient(s.c.url("/a2a/events", q), sse.ClientMaxBufferSize(maxEventBytes))
 	sc.Connection = s.c.stream
-	sc.ReconnectStrategy = &backoff.StopBackOff{}
+	sc.ReconnectStrategy = noRetry{}
 	if s.c.token != "" {
 		sc.Headers["Authorization"] = "Bearer " + s.c.token
 	}
@@ -285,3 +284,13 @@ func (w *idleWatch) Close() error {
 	w.t.Stop()
 	return w.ReadCloser.Close()
 }
+
+// noRetry is r3labs' reconnect strategy that never retries: run reconnects
+// itself, resuming from the last seq it delivered. It is r3labs'
+// BackOff interface met without naming the backoff package's types.
+type noRetry struct{}
+
+// NextBackOff says stop (the backoff package's Stop is -1).
+func (noRetry) NextBackOff() time.Duration { return -1 }
+
+func (noRetry) Reset() {}
