@@ -13,6 +13,12 @@ type renderer interface {
 	// render writes row i of the pane's rows (an index into c.rows) into w,
 	// one cell per column.
 	render(c *paneContent, w *rowWriter, i int)
+	// exportTimes head the absolute times a CSV export adds after the
+	// columns, which count ages from them.
+	exportTimes() []string
+	// record is row i as a CSV export writes it: every column in full,
+	// nothing cut, then the exportTimes.
+	record(x exportJob, i int) []string
 }
 
 // renderers are the panes' renderers; paneColumns lists their columns.

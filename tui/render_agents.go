@@ -38,6 +38,21 @@ func (agentsRenderer) render(c *paneContent, w *rowWriter, i int) {
 	}
 }
 
+func (agentsRenderer) exportTimes() []string { return []string{"LAST SEEN AT", "OLDEST LEASED AT"} }
+
+func (agentsRenderer) record(x exportJob, i int) []string {
+	a := &x.rows.agents[i]
+	cells := agentCells(a, x.st)
+	seenAt, oldestAt := "", ""
+	if a.LastSeenMs != 0 {
+		seenAt = exportAt(a.LastSeenMs)
+	}
+	if a.held > 0 {
+		oldestAt = exportAt(a.oldestLeasedAtMs)
+	}
+	return append(cells[:], seenAt, oldestAt)
+}
+
 // goneStatus is the Agents pane's status of an agent that is probably gone.
 const goneStatus = "probably gone"
 

@@ -34,3 +34,13 @@ func (auditRenderer) render(c *paneContent, w *rowWriter, i int) {
 	w.cell(mailbox.ShortID(a.LeaseID))
 	w.cell(auditPosture(a))
 }
+
+// exportTimes is empty: the Audit pane's columns hold everything in full
+// already.
+func (auditRenderer) exportTimes() []string { return nil }
+
+func (auditRenderer) record(x exportJob, i int) []string {
+	a := &x.rows.audit[i]
+	return []string{formatAge(msAge(x.st.nowMs, a.AtMs)), exportAt(a.AtMs), auditPrincipal(a), auditAction(a), a.TaskID, strconv.Itoa(a.Attempt), a.Reason,
+		a.LeaseID, auditPosture(a)}
+}

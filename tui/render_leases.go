@@ -63,3 +63,17 @@ func (leasesRenderer) render(c *paneContent, w *rowWriter, i int) {
 		task.MaxWidth = idWidth + len([]rune(markMarker))
 	}
 }
+
+func (leasesRenderer) exportTimes() []string { return []string{"LEASED AT", "DEADLINE AT"} }
+
+func (leasesRenderer) record(x exportJob, i int) []string {
+	e := &x.rows.leases[i]
+	now := x.st.nowMs
+	age := formatAge(msAge(now, e.LeasedAtMs))
+	if x.st.stale(e.LeasedAtMs) {
+		age = staleMarker + age
+	}
+	d, _ := formatDeadline(e.Task.DeadlineMs, now)
+	return []string{e.Task.ID, age, e.LeasedTo, strconv.Itoa(e.Attempt), d, e.LeaseID, e.Task.IntentText, e.Task.Sender,
+		exportAt(e.LeasedAtMs), exportDeadline(e.Task.DeadlineMs)}
+}

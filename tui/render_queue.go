@@ -49,3 +49,13 @@ func intentCell(t *mailbox.Task) string {
 	}
 	return oneLine(t.IntentText)
 }
+
+func (queueRenderer) exportTimes() []string { return []string{"QUEUED AT", "DEADLINE AT"} }
+
+func (queueRenderer) record(x exportJob, i int) []string {
+	e := &x.rows.queued[i]
+	now := x.st.nowMs
+	d, _ := formatDeadline(e.Task.DeadlineMs, now)
+	return []string{e.Task.ID, formatAge(msAge(now, e.QueuedAtMs)), strconv.Itoa(e.Attempt), e.Task.Recipient, e.Task.Kind(), d, e.Task.IntentText, e.Task.Sender,
+		exportAt(e.QueuedAtMs), exportDeadline(e.Task.DeadlineMs)}
+}

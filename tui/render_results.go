@@ -40,3 +40,10 @@ func (resultsRenderer) render(c *paneContent, w *rowWriter, i int) {
 	w.cell(msg)
 	w.cell(r.Sender)
 }
+
+func (resultsRenderer) exportTimes() []string { return []string{"POSTED AT"} }
+
+func (resultsRenderer) record(x exportJob, i int) []string {
+	r := &x.rows.results[i]
+	return []string{resultStatus(&r.PendingResult), r.TaskID, r.Recipient, formatAge(msAge(x.st.nowMs, r.PostedAtMs)), r.ErrorMessage, r.Sender, exportAt(r.PostedAtMs)}
+}

@@ -6,9 +6,10 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// TestRenderersWriteOneCellPerColumn keeps each renderer's cells in step
-// with its columns: a cell too many panics, one too few would leave a
-// column blank without a word.
+// TestRenderersWriteOneCellPerColumn keeps each renderer's cells, and its
+// export records, in step with its columns: a cell too many panics, one too
+// few would leave a column blank (or an export field under the wrong
+// heading) without a word.
 func TestRenderersWriteOneCellPerColumn(t *testing.T) {
 	task := mailbox.Task{ID: "0000aaaa-0000-4000-8000-000000000001", Sender: "s@local", Recipient: "r@local"}
 	r := &rows{
@@ -25,6 +26,10 @@ func TestRenderersWriteOneCellPerColumn(t *testing.T) {
 		renderers[p].render(c, &w, 0)
 		if w.n != len(paneColumns[p]) {
 			t.Errorf("%s renderer wrote %d cells, want %d (its columns)", p, w.n, len(paneColumns[p]))
+		}
+		rec := renderers[p].record(exportJob{pane: p, rows: r}, 0)
+		if want := len(paneColumns[p]) + len(renderers[p].exportTimes()); len(rec) != want {
+			t.Errorf("%s export record has %d fields, want %d (its columns and times)", p, len(rec), want)
 		}
 	}
 }
