@@ -1,11 +1,18 @@
 package mailbox
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // The Decide functions check a request against the state and return the
 // event that carries it out. They change nothing: the caller appends the
 // event durably and then applies it, holding one lock across check and write
 // so that two requests racing for the same lease cannot both pass.
+//
+// Beside each Decide function is the apply function for the event it
+// returns (applySend, applyLease, ...): the one place that event changes the
+// state, reached through State.apply's dispatch.
 
 // DecideSend checks a normalized task and returns its task_sent event, or,
 // for an idempotent task whose twin already has a posted result, the
@@ -22,6 +29,38 @@ func (s *State) DecideSend(t Task, nowMs int64) (Event, error) {
 		return Event{AtMs: nowMs, Type: EventResultReplayed, Task: &t, Result: &r, ReplayedFrom: c.TaskID}, nil
 	}
 	return Event{AtMs: nowMs, Type: EventTaskSent, Task: &t}, nil
+}
+
+// applySend queues a sent task for its recipient.
+func (s *State) applySend(ev Event) error {
+	if ev.Task == nil {
+		return fmt.Errorf("no task")
+	}
+	if err := s.admit(ev.Task.ID); err != nil {
+		return err
+	}
+	t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskQueued, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1}
+	t.addHistory(ev)
+	s.addTask(t)
+	s.enqueue(t)
+	s.trackLive(t)
+	return nil
+}
+
+// applyReplayed records an idempotent send answered from the result
+// cache: the task arrives with its result already pending for its sender.
+func (s *State) applyReplayed(ev Event) error {
+	if ev.Task == nil || ev.Result == nil || ev.Result.TaskID != ev.Task.ID {
+		return fmt.Errorf("replayed result without its task or result")
+	}
+	if err := s.admit(ev.Task.ID); err != nil {
+		return err
+	}
+	t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskResultPending, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1}
+	t.keepResult(*ev.Result)
+	s.addTask(t)
+	s.addResult(t, ev, PendingResult{Result: *ev.Result, Replayed: true})
+	return nil
 }
 
 // DecideLease returns the task_leased event for the oldest task queued for
@@ -41,6 +80,27 @@ func (s *State) DecideLease(recipient, leasedTo, leaseID string, nowMs int64) (e
 		leasedTo = t.Task.Recipient
 	}
 	return Event{AtMs: nowMs, Type: EventTaskLeased, TaskID: t.Task.ID, LeaseID: leaseID, LeasedTo: leasedTo, Attempt: t.Attempt + 1}, true
+}
+
+// applyLease takes the task off its queues and puts it in flight under
+// the event's lease, attempt and holder.
+func (s *State) applyLease(ev Event) error {
+	t, err := s.taskIn(ev.TaskID, TaskQueued)
+	if err != nil {
+		return err
+	}
+	if ev.LeaseID == "" || ev.LeasedTo == "" {
+		return fmt.Errorf("task %s: lease without a lease id or holder", t.Task.ID)
+	}
+	if ev.Attempt != t.Attempt+1 {
+		return fmt.Errorf("task %s: lease attempt %d after attempt %d", t.Task.ID, ev.Attempt, t.Attempt)
+	}
+	s.dequeue(t)
+	t.State, t.Attempt = TaskInFlight, ev.Attempt
+	t.LeaseID, t.LeasedTo, t.LeasedAtMs = ev.LeaseID, ev.LeasedTo, ev.AtMs
+	s.inFlight[t.Task.ID] = t
+	t.addHistory(ev)
+	return nil
 }
 
 // LeaseOf returns the lease a task_leased event granted, with its task.
@@ -119,6 +179,34 @@ func (s *State) DecideResult(r Result, poster string, newLeaseID func() string, 
 	return []Event{ev}, nil
 }
 
+// applyResult ends a lease with a result for the task's sender: one its
+// worker posted (cached for idempotent twins) or one an operator forced
+// (recorded in the repair trail instead).
+func (s *State) applyResult(ev Event) error {
+	t, err := s.taskIn(ev.TaskID, TaskInFlight)
+	if err != nil {
+		return err
+	}
+	if ev.Result == nil || ev.Result.TaskID != t.Task.ID {
+		return fmt.Errorf("no result for task %s", t.Task.ID)
+	}
+	if ev.LeaseID != "" && ev.LeaseID != t.LeaseID {
+		return fmt.Errorf("task %s: lease %s is not the current lease %s", t.Task.ID, ev.LeaseID, t.LeaseID)
+	}
+	s.clearLease(t)
+	t.State = TaskResultPending
+	s.untrackLive(t)
+	forced := ev.Type == EventTaskForceErrored
+	t.keepResult(*ev.Result)
+	if forced {
+		s.recordAudit(ev, "")
+	} else {
+		s.cacheResult(t, *ev.Result, ev.AtMs)
+	}
+	s.addResult(t, ev, PendingResult{Result: *ev.Result, Forced: forced})
+	return nil
+}
+
 // DecideDrain returns the result_drained event for the oldest result pending
 // for sender (or overall when sender is ""), or ok=false when there is none.
 func (s *State) DecideDrain(sender string, nowMs int64) (ev Event, res PendingResult, ok bool) {
@@ -136,6 +224,28 @@ func (s *State) DecideDrain(sender string, nowMs int64) (ev Event, res PendingRe
 		attempt = t.Attempt
 	}
 	return Event{AtMs: nowMs, Type: EventResultDrained, TaskID: r.TaskID, Attempt: attempt}, r.PendingResult, true
+}
+
+// applyDrain hands a pending result to its sender: the task is done and
+// remembered for RetainDone more drains.
+func (s *State) applyDrain(ev Event) error {
+	r, ok := s.results[ev.TaskID]
+	if !ok {
+		return fmt.Errorf("task %s has no pending result", ev.TaskID)
+	}
+	s.resultsAll.Remove(r)
+	h := s.bySender[r.Sender]
+	h.Remove(r)
+	if h.Len() == 0 {
+		delete(s.bySender, r.Sender)
+	}
+	delete(s.results, ev.TaskID)
+	if t, ok := s.tasks[ev.TaskID]; ok {
+		t.State, t.DoneAtMs, t.DoneSeq = TaskDone, ev.AtMs, ev.Seq
+		t.addHistory(ev)
+		s.remember(t.Task.ID)
+	}
+	return nil
 }
 
 // DecideRepair checks a normalized repair request made by principal and
@@ -184,6 +294,36 @@ func (s *State) checkMove(t *taskRec, recipient string) error {
 		Message: "command.recipient: cannot hand task " + t.Task.ID + " to " + recipient + ": task " + twin + ", its idempotent twin (same sender, kind or intent, and idempotency key), is already queued or in flight for " + recipient +
 			"; requeue it without a new recipient, or force an error on it",
 		Details: &ErrorDetails{Field: "command.recipient"}}
+}
+
+// applyRequeue ends a lease by queueing the task again, for a new
+// recipient when the event names one, and records the repair.
+func (s *State) applyRequeue(ev Event) error {
+	t, err := s.taskIn(ev.TaskID, TaskInFlight)
+	if err != nil {
+		return err
+	}
+	if ev.LeaseID != "" && ev.LeaseID != t.LeaseID {
+		return fmt.Errorf("task %s: lease %s is not the current lease %s", t.Task.ID, ev.LeaseID, t.LeaseID)
+	}
+	movedFrom := ""
+	if ev.Recipient != "" && ev.Recipient != t.Task.Recipient {
+		if err := validAgentIDChars("recipient", ev.Recipient); err != nil {
+			return fmt.Errorf("task %s: requeued to a recipient that is not an agent id: %v", t.Task.ID, err)
+		}
+		movedFrom = t.Task.Recipient
+	}
+	s.clearLease(t)
+	if movedFrom != "" {
+		s.moveTask(t, ev.Recipient)
+	}
+	// The task keeps its SendSeq, so it is queued ahead of every task
+	// sent after it: for its new recipient too.
+	t.State, t.QueuedAtMs = TaskQueued, ev.AtMs
+	s.enqueue(t)
+	t.addHistory(ev)
+	s.recordAudit(ev, movedFrom)
+	return nil
 }
 
 // RepairOutcomeOf describes what an applied repair event did.

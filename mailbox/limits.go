@@ -51,6 +51,18 @@ func (s *State) DecideLimits(l Limits, nowMs int64) (ev Event, ok bool) {
 	return Event{AtMs: nowMs, Type: EventLimitsSet, Limits: &l}, true
 }
 
+// applyLimits puts recorded limits in force.
+func (s *State) applyLimits(ev Event) error {
+	if ev.Limits == nil {
+		return fmt.Errorf("no limits")
+	}
+	if err := ev.Limits.validate(); err != nil {
+		return err
+	}
+	s.setLimits(*ev.Limits)
+	return nil
+}
+
 // setLimits puts l in force and applies it at once, so the state holds what
 // it would hold had l always applied (a raised limit cannot bring back what
 // was already forgotten). Apply evicts the result cache after every event.

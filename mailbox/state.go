@@ -111,123 +111,19 @@ func (s *State) Apply(ev Event) error {
 func (s *State) apply(ev Event) error {
 	switch ev.Type {
 	case EventTaskSent:
-		if ev.Task == nil {
-			return fmt.Errorf("no task")
-		}
-		if err := s.admit(ev.Task.ID); err != nil {
-			return err
-		}
-		t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskQueued, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1}
-		t.addHistory(ev)
-		s.addTask(t)
-		s.enqueue(t)
-		s.trackLive(t)
-		return nil
+		return s.applySend(ev)
 	case EventResultReplayed:
-		if ev.Task == nil || ev.Result == nil || ev.Result.TaskID != ev.Task.ID {
-			return fmt.Errorf("replayed result without its task or result")
-		}
-		if err := s.admit(ev.Task.ID); err != nil {
-			return err
-		}
-		t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskResultPending, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1}
-		t.keepResult(*ev.Result)
-		s.addTask(t)
-		s.addResult(t, ev, PendingResult{Result: *ev.Result, Replayed: true})
-		return nil
+		return s.applyReplayed(ev)
 	case EventTaskLeased:
-		t, err := s.taskIn(ev.TaskID, TaskQueued)
-		if err != nil {
-			return err
-		}
-		if ev.LeaseID == "" || ev.LeasedTo == "" {
-			return fmt.Errorf("task %s: lease without a lease id or holder", t.Task.ID)
-		}
-		if ev.Attempt != t.Attempt+1 {
-			return fmt.Errorf("task %s: lease attempt %d after attempt %d", t.Task.ID, ev.Attempt, t.Attempt)
-		}
-		s.dequeue(t)
-		t.State, t.Attempt = TaskInFlight, ev.Attempt
-		t.LeaseID, t.LeasedTo, t.LeasedAtMs = ev.LeaseID, ev.LeasedTo, ev.AtMs
-		s.inFlight[t.Task.ID] = t
-		t.addHistory(ev)
-		return nil
+		return s.applyLease(ev)
 	case EventResultPosted, EventTaskForceErrored:
-		t, err := s.taskIn(ev.TaskID, TaskInFlight)
-		if err != nil {
-			return err
-		}
-		if ev.Result == nil || ev.Result.TaskID != t.Task.ID {
-			return fmt.Errorf("no result for task %s", t.Task.ID)
-		}
-		if ev.LeaseID != "" && ev.LeaseID != t.LeaseID {
-			return fmt.Errorf("task %s: lease %s is not the current lease %s", t.Task.ID, ev.LeaseID, t.LeaseID)
-		}
-		s.clearLease(t)
-		t.State = TaskResultPending
-		s.untrackLive(t)
-		forced := ev.Type == EventTaskForceErrored
-		t.keepResult(*ev.Result)
-		if forced {
-			s.recordAudit(ev, "")
-		} else {
-			s.cacheResult(t, *ev.Result, ev.AtMs)
-		}
-		s.addResult(t, ev, PendingResult{Result: *ev.Result, Forced: forced})
-		return nil
+		return s.applyResult(ev)
 	case EventResultDrained:
-		r, ok := s.results[ev.TaskID]
-		if !ok {
-			return fmt.Errorf("task %s has no pending result", ev.TaskID)
-		}
-		s.resultsAll.Remove(r)
-		h := s.bySender[r.Sender]
-		h.Remove(r)
-		if h.Len() == 0 {
-			delete(s.bySender, r.Sender)
-		}
-		delete(s.results, ev.TaskID)
-		if t, ok := s.tasks[ev.TaskID]; ok {
-			t.State, t.DoneAtMs, t.DoneSeq = TaskDone, ev.AtMs, ev.Seq
-			t.addHistory(ev)
-			s.remember(t.Task.ID)
-		}
-		return nil
+		return s.applyDrain(ev)
 	case EventTaskRequeued:
-		t, err := s.taskIn(ev.TaskID, TaskInFlight)
-		if err != nil {
-			return err
-		}
-		if ev.LeaseID != "" && ev.LeaseID != t.LeaseID {
-			return fmt.Errorf("task %s: lease %s is not the current lease %s", t.Task.ID, ev.LeaseID, t.LeaseID)
-		}
-		movedFrom := ""
-		if ev.Recipient != "" && ev.Recipient != t.Task.Recipient {
-			if err := validAgentIDChars("recipient", ev.Recipient); err != nil {
-				return fmt.Errorf("task %s: requeued to a recipient that is not an agent id: %v", t.Task.ID, err)
-			}
-			movedFrom = t.Task.Recipient
-		}
-		s.clearLease(t)
-		if movedFrom != "" {
-			s.moveTask(t, ev.Recipient)
-		}
-		// The task keeps its SendSeq, so it is queued ahead of every task
-		// sent after it: for its new recipient too.
-		t.State, t.QueuedAtMs = TaskQueued, ev.AtMs
-		s.enqueue(t)
-		t.addHistory(ev)
-		s.recordAudit(ev, movedFrom)
-		return nil
+		return s.applyRequeue(ev)
 	case EventLimitsSet:
-		if ev.Limits == nil {
-			return fmt.Errorf("no limits")
-		}
-		if err := ev.Limits.validate(); err != nil {
-			return err
-		}
-		s.setLimits(*ev.Limits)
-		return nil
+		return s.applyLimits(ev)
 	case EventTaskCanceled:
 		return s.applyCancel(ev)
 	case EventAgentRegistered, EventAgentDeregistered:

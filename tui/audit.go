@@ -46,25 +46,6 @@ func auditMatches(a *mailbox.AuditRecord, filter string) bool {
 		containsFold(auditAction(a), filter) || containsFold(a.Reason, filter)
 }
 
-// fillAudit formats one repair into its slot of the Audit pane.
-func (c *paneContent) fillAudit(s *cellSlot, i int) {
-	a := &c.rows.audit[i]
-	text := func(col int, v string) { s.cells[col].Text = escapeTags(v) }
-	text(0, formatAge(msAge(c.st.nowMs, a.AtMs)))
-	text(1, formatClock(a.AtMs))
-	text(2, auditPrincipal(a))
-	text(3, auditAction(a))
-	if a.Action == mailbox.OutcomeForcedError {
-		// A forced error ended the work for good; a requeue only retried it.
-		s.cells[3].Color = colorError
-	}
-	text(4, mailbox.ShortID(a.TaskID))
-	text(5, strconv.Itoa(a.Attempt))
-	text(6, oneLine(a.Reason))
-	text(7, mailbox.ShortID(a.LeaseID))
-	text(8, auditPosture(a))
-}
-
 // renderRepairs writes the detail view's repair history: the task's repairs
 // newest first, with everything the Audit pane shows. Each repair takes two
 // short lines rather than one wide row, so a free-text reason neither

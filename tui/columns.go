@@ -43,60 +43,14 @@ const (
 // intent must keep some room.
 func agentCap(w int) int { return max(16, min(32, w/5)) }
 
-// paneColumns are each pane's columns, in screen order. The text that
-// tells rows apart (intent, error, reason) takes the width left over; only
-// a sender, which matters less there, comes after it, so that on an
-// 80-column terminal the text keeps its room and the sender gives way.
+// paneColumns are each pane's columns, in screen order; each pane's
+// renderer (render_*.go) owns its list and writes its cells in that order.
 var paneColumns = [paneCount][]column{
-	paneQueue: {
-		{heading: "TASK", sortKey: 'T', sortName: "task", maxWidth: idWidth},
-		{heading: "AGE", sortKey: 'A', sortName: "age", largestFirst: true},
-		{heading: "ATT", sortKey: 'N', sortName: "attempt", largestFirst: true},
-		{heading: "RECIPIENT", sortKey: 'C', sortName: "recipient", agent: true},
-		{heading: "KIND", sortKey: 'K', sortName: "kind", maxWidth: 16},
-		{heading: "DEADLINE", sortKey: 'D', sortName: "deadline"},
-		{heading: "INTENT", sortKey: 'I', sortName: "intent", maxWidth: textWidth, expand: true},
-		{heading: "SENDER", sortKey: 'S', sortName: "sender", agent: true},
-	},
-	paneLeases: {
-		{heading: "TASK", sortKey: 'T', sortName: "task", maxWidth: idWidth},
-		{heading: "AGE", sortKey: 'A', sortName: "age", largestFirst: true}, // the lease's
-		{heading: "HOLDER", sortKey: 'H', sortName: "holder", agent: true},
-		{heading: "ATT", sortKey: 'N', sortName: "attempt", largestFirst: true},
-		{heading: "DEADLINE", sortKey: 'D', sortName: "deadline"},
-		{heading: "LEASE", sortKey: 'L', sortName: "lease", maxWidth: idWidth},
-		{heading: "INTENT", sortKey: 'I', sortName: "intent", maxWidth: textWidth, expand: true},
-		{heading: "SENDER", sortKey: 'S', sortName: "sender", agent: true},
-	},
-	paneResults: {
-		{heading: "STATUS", sortKey: 'U', sortName: "status"},
-		{heading: "TASK", sortKey: 'T', sortName: "task", maxWidth: idWidth},
-		{heading: "FROM", sortKey: 'F', sortName: "from", agent: true},
-		{heading: "AGE", sortKey: 'A', sortName: "age", largestFirst: true},
-		{heading: "ERROR", sortKey: 'M', sortName: "message", maxWidth: textWidth, expand: true},
-		{heading: "SENDER", sortKey: 'S', sortName: "sender", agent: true},
-	},
-	// The reason comes before lease and posture: on an 80-column terminal
-	// it is what tells repairs apart, and the detail view has the rest.
-	paneAudit: {
-		{heading: "AGE"}, {heading: "AT"}, {heading: "BY", agent: true}, {heading: "ACTION"},
-		{heading: "TASK", maxWidth: idWidth}, {heading: "ATT"}, {heading: "REASON", maxWidth: textWidth, expand: true},
-		{heading: "LEASE", maxWidth: idWidth}, {heading: "POSTURE"},
-	},
-	// What tells a dead agent is first: whether it is probably gone, when
-	// it was last seen, what it holds; the note says why in full.
-	// Its letters keep clear of R, E, J and G, which the pane binds.
-	paneAgents: {
-		{heading: "AGENT", sortKey: 'A', sortName: "agent", agent: true},
-		{heading: "STATUS", sortKey: 'U', sortName: "status"},
-		{heading: "SEEN", sortKey: 'S', sortName: "seen", largestFirst: true},
-		{heading: "HELD", sortKey: 'H', sortName: "held", largestFirst: true},
-		{heading: "OLDEST", sortKey: 'O', sortName: "oldest", largestFirst: true},
-		{heading: "QUEUED", sortKey: 'Q', sortName: "queued", largestFirst: true},
-		{heading: "RESULTS", sortKey: 'P', sortName: "results", largestFirst: true},
-		{heading: "OK/ERR", sortKey: 'K', sortName: "ok/err", largestFirst: true},
-		{heading: "NOTE", expand: true},
-	},
+	paneQueue:   queueColumns,
+	paneLeases:  leasesColumns,
+	paneResults: resultsColumns,
+	paneAudit:   auditColumns,
+	paneAgents:  agentsColumns,
 }
 
 const maxColumns = 9

@@ -103,66 +103,23 @@ func (x exportJob) writeCSV(w io.Writer) error {
 	for _, col := range paneColumns[x.pane] {
 		head = append(head, col.heading)
 	}
-	cw.Write(append(head, exportTimes[x.pane]...))
+	cw.Write(append(head, renderers[x.pane].exportTimes()...))
 	for _, j := range x.idx {
-		cw.Write(x.record(int(j)))
+		cw.Write(renderers[x.pane].record(x, int(j)))
 	}
 	cw.Flush()
 	return cw.Error()
 }
 
-// exportTimes are the absolute times each pane's export adds after its
-// columns.
-var exportTimes = [paneCount][]string{
-	paneQueue:   {"QUEUED AT", "DEADLINE AT"},
-	paneLeases:  {"LEASED AT", "DEADLINE AT"},
-	paneResults: {"POSTED AT"},
-	paneAudit:   nil, // its columns hold everything in full already
-	paneAgents:  {"LAST SEEN AT", "OLDEST LEASED AT"},
-}
+// exportAt is an absolute time as an export writes it.
+func exportAt(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
 
-func (x exportJob) record(i int) []string {
-	now := x.st.nowMs
-	at := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
-	deadlineAt := func(d *int64) string {
-		if d == nil {
-			return ""
-		}
-		return at(*d)
+// exportDeadline is a deadline as an export writes it: empty for none.
+func exportDeadline(d *int64) string {
+	if d == nil {
+		return ""
 	}
-	switch x.pane {
-	case paneQueue:
-		e := &x.rows.queued[i]
-		d, _ := formatDeadline(e.Task.DeadlineMs, now)
-		return []string{e.Task.ID, formatAge(msAge(now, e.QueuedAtMs)), strconv.Itoa(e.Attempt), e.Task.Recipient, e.Task.Kind(), d, e.Task.IntentText, e.Task.Sender,
-			at(e.QueuedAtMs), deadlineAt(e.Task.DeadlineMs)}
-	case paneLeases:
-		e := &x.rows.leases[i]
-		age := formatAge(msAge(now, e.LeasedAtMs))
-		if x.st.stale(e.LeasedAtMs) {
-			age = staleMarker + age
-		}
-		d, _ := formatDeadline(e.Task.DeadlineMs, now)
-		return []string{e.Task.ID, age, e.LeasedTo, strconv.Itoa(e.Attempt), d, e.LeaseID, e.Task.IntentText, e.Task.Sender,
-			at(e.LeasedAtMs), deadlineAt(e.Task.DeadlineMs)}
-	case paneResults:
-		r := &x.rows.results[i]
-		return []string{resultStatus(&r.PendingResult), r.TaskID, r.Recipient, formatAge(msAge(now, r.PostedAtMs)), r.ErrorMessage, r.Sender, at(r.PostedAtMs)}
-	case paneAgents:
-		a := &x.rows.agents[i]
-		cells := agentCells(a, x.st)
-		seenAt, oldestAt := "", ""
-		if a.LastSeenMs != 0 {
-			seenAt = at(a.LastSeenMs)
-		}
-		if a.held > 0 {
-			oldestAt = at(a.oldestLeasedAtMs)
-		}
-		return append(cells[:], seenAt, oldestAt)
-	}
-	a := &x.rows.audit[i]
-	return []string{formatAge(msAge(now, a.AtMs)), at(a.AtMs), auditPrincipal(a), auditAction(a), a.TaskID, strconv.Itoa(a.Attempt), a.Reason,
-		a.LeaseID, auditPosture(a)}
+	return exportAt(*d)
 }
 
 // writeJSON writes the rows as the daemon's own objects, as `--json`

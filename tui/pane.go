@@ -1,13 +1,11 @@
 package tui
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gdamore/tcell/v2"
-	"github.com/mailroom/mailroom/mailbox"
 	"github.com/rivo/tview"
 )
 
@@ -86,7 +84,9 @@ func newSlots(n int) []cellSlot {
 	return slots
 }
 
-// fill formats one row into its slot.
+// fill formats one row into its slot: each cell styled as its column says,
+// the heading row here, a data row by the pane's renderer, then the
+// selection style every row shares.
 func (c *paneContent) fill(s *cellSlot, row int) {
 	cols := paneColumns[c.pane]
 	for i, col := range cols {
@@ -112,95 +112,8 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 		}
 		return
 	}
-	i := int(c.idx[row-1])
-	text := func(col int, v string) { s.cells[col].Text = escapeTags(v) }
-	now := c.st.nowMs
-	switch c.pane {
-	case paneQueue:
-		e := &c.rows.queued[i]
-		text(0, mailbox.ShortID(e.Task.ID))
-		text(1, formatAge(msAge(now, e.QueuedAtMs)))
-		text(2, strconv.Itoa(e.Attempt))
-		text(3, e.Task.Recipient)
-		text(4, e.Task.Kind())
-		d, pastDue := formatDeadline(e.Task.DeadlineMs, now)
-		text(5, d)
-		if pastDue {
-			s.cells[5].Color = colorPastDue
-		}
-		text(6, intentCell(&e.Task))
-		text(7, e.Task.Sender)
-	case paneLeases:
-		e := &c.rows.leases[i]
-		age := formatAge(msAge(now, e.LeasedAtMs))
-		color := colorText
-		switch {
-		case c.st.stale(e.LeasedAtMs):
-			age, color = staleMarker+age, colorStale
-		case c.st.aging(e.LeasedAtMs):
-			color = colorAging
-		}
-		id := mailbox.ShortID(e.Task.ID)
-		marked := c.marks[e.Task.ID] == e.LeaseID && e.LeaseID != ""
-		if marked {
-			id = markMarker + id
-		}
-		text(0, id)
-		text(1, age)
-		text(2, e.LeasedTo)
-		text(3, strconv.Itoa(e.Attempt))
-		d, pastDue := formatDeadline(e.Task.DeadlineMs, now)
-		text(4, d)
-		text(5, mailbox.ShortID(e.LeaseID))
-		text(6, intentCell(&e.Task))
-		text(7, e.Task.Sender)
-		for col := range cols {
-			s.cells[col].Color = color
-			if marked {
-				s.cells[col].Attributes = tcell.AttrBold
-			}
-		}
-		if pastDue {
-			s.cells[4].Color = colorPastDue
-		}
-		if marked {
-			s.cells[0].MaxWidth = idWidth + len([]rune(markMarker))
-		}
-	case paneResults:
-		r := &c.rows.results[i]
-		switch {
-		case r.Forced:
-			s.cells[0].Color = colorError
-		case r.Status == mailbox.StatusOK:
-			s.cells[0].Color = colorOK
-		case r.Status == mailbox.StatusPartial:
-			s.cells[0].Color = colorPartial
-		default:
-			s.cells[0].Color = colorError
-		}
-		text(0, resultStatus(&r.PendingResult))
-		text(1, mailbox.ShortID(r.TaskID))
-		text(2, r.Recipient)
-		text(3, formatAge(msAge(now, r.PostedAtMs)))
-		msg := oneLine(r.ErrorMessage)
-		if r.a2a {
-			msg = a2aMarker + msg
-		}
-		text(4, msg)
-		text(5, r.Sender)
-	case paneAudit:
-		c.fillAudit(s, i)
-	case paneAgents:
-		a := &c.rows.agents[i]
-		for col, v := range agentCells(a, c.st) {
-			text(col, v)
-		}
-		if c.st.gone(a) {
-			for col := range cols {
-				s.cells[col].Color = colorStale
-			}
-		}
-	}
+	w := rowWriter{cells: s.cells[:len(cols)]}
+	renderers[c.pane].render(c, &w, int(c.idx[row-1]))
 	for col := range cols {
 		cell := &s.cells[col]
 		if c.focused {
@@ -209,53 +122,6 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 			cell.SelectedStyle = tcell.StyleDefault.Foreground(cell.Color).Underline(true)
 		}
 	}
-}
-
-// a2aMarker starts the text of a task (or result) that came through the
-// A2A edge: its caller is an A2A client, not a mailbox agent.
-const a2aMarker = "(a2a) "
-
-// intentCell is a task's intent as the panes show it, marked when the task
-// came through the A2A edge.
-func intentCell(t *mailbox.Task) string {
-	if t.A2A != nil {
-		return a2aMarker + oneLine(t.IntentText)
-	}
-	return oneLine(t.IntentText)
-}
-
-// goneStatus is the Agents pane's status of an agent that is probably gone.
-const goneStatus = "probably gone"
-
-// agentCells are the Agents pane's cells for one agent, in column order.
-func agentCells(a *agentRow, st staleness) [9]string {
-	status, seen, oldest, note := "idle", "never", "-", ""
-	if a.held > 0 {
-		status, oldest = "working", formatAge(msAge(st.nowMs, a.oldestLeasedAtMs))
-	}
-	if a.LastSeenMs != 0 {
-		seen = formatAge(msAge(st.nowMs, a.LastSeenMs)) + " ago"
-	}
-	if a.Card != nil {
-		// A registered agent: the daemon serves it as an A2A server.
-		ids := make([]string, len(a.Card.Skills))
-		for i, sk := range a.Card.Skills {
-			ids[i] = visible(sk.ID)
-		}
-		note = "A2A " + strconv.Quote(a.Card.Name)
-		if len(ids) > 0 {
-			note += " skills " + strings.Join(ids, ",")
-		}
-	}
-	if st.gone(a) {
-		status, seen = goneStatus, staleMarker+seen
-		note = fmt.Sprintf("holds %d lease(s) and has not been seen for %s", a.held, formatAge(msAge(st.nowMs, a.LastSeenMs)))
-		if a.LastSeenMs == 0 {
-			note = fmt.Sprintf("holds %d lease(s) and has not been seen since the daemon started", a.held)
-		}
-	}
-	return [9]string{a.Agent, status, seen, strconv.Itoa(a.held), oldest, strconv.Itoa(a.Queued), strconv.Itoa(a.ResultsPending),
-		strconv.Itoa(a.ResultsOK5m) + "/" + strconv.Itoa(a.ResultsError5m), note}
 }
 
 // pane is one of the tables: a tview.Table over paneContent that remembers
