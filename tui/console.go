@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/gdamore/tcell/v2"
+	"github.com/rivo/tview"
+
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/mailbox"
-	"github.com/rivo/tview"
 )
 
 // Backend is what the console needs from the daemon; *client.Client

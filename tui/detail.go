@@ -9,8 +9,9 @@ import (
 	"strings"
 
 	"github.com/gdamore/tcell/v2"
-	"github.com/mailroom/mailroom/mailbox"
 	"github.com/rivo/tview"
+
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // showDetail opens the detail view of the selected task or result, or of

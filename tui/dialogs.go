@@ -8,8 +8,9 @@ import (
 	"strings"
 
 	"github.com/gdamore/tcell/v2"
-	"github.com/mailroom/mailroom/mailbox"
 	"github.com/rivo/tview"
+
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // repairTarget is a lease the operator inspected, captured when the dialog

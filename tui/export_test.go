@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gdamore/tcell/v2"
+
 	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mailbox"
 )

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/gdamore/tcell/v2"
+
 	"github.com/mailroom/mailroom/mailbox"
 )
 
