@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/httpapi"
 	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
+	"github.com/mailroom/mailroom/internal/sse/ssetest"
 	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -206,15 +206,18 @@ func TestAStreamResumesFromAnIdAnotherInstanceGaveOut(t *testing.T) {
 		t.Fatal(o.err)
 	}
 	defer o.resp.Body.Close()
-	sc := bufio.NewScanner(o.resp.Body)
+	rd := ssetest.NewReader(o.resp.Body)
 	var ids []uint64
-	for len(ids) < 3 && sc.Scan() {
-		line := sc.Text()
-		if line == "event: snapshot" {
+	for len(ids) < 3 {
+		b, err := rd.NextEvent()
+		if err != nil {
+			break
+		}
+		if b.Event == "snapshot" {
 			t.Fatal("the stream began with a snapshot instead of waiting for the id")
 		}
-		if id, ok := strings.CutPrefix(line, "id: "); ok {
-			n, _ := strconv.ParseUint(id, 10, 64)
+		if b.ID != "" {
+			n, _ := strconv.ParseUint(b.ID, 10, 64)
 			ids = append(ids, n)
 		}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/internal/sse/ssetest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -30,27 +30,24 @@ type sseEvent struct {
 func readSSE(t *testing.T, resp *http.Response, n int) []sseEvent {
 	t.Helper()
 	var out []sseEvent
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var cur sseEvent
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "id: "):
-			id, err := strconv.ParseUint(strings.TrimPrefix(line, "id: "), 10, 64)
+	rd := ssetest.NewReader(resp.Body)
+	for n < 0 || len(out) < n {
+		b, err := rd.NextEvent()
+		if err != nil {
+			break
+		}
+		if b.Data == "" {
+			continue
+		}
+		cur := sseEvent{data: json.RawMessage(b.Data)}
+		if b.ID != "" {
+			id, err := strconv.ParseUint(b.ID, 10, 64)
 			if err != nil {
-				t.Fatalf("event id %q", line)
+				t.Fatalf("event id %q", b.ID)
 			}
 			cur.id = id
-		case strings.HasPrefix(line, "data: "):
-			cur.data = json.RawMessage(strings.TrimPrefix(line, "data: "))
-		case line == "" && cur.data != nil:
-			out = append(out, cur)
-			cur = sseEvent{}
-			if n >= 0 && len(out) == n {
-				return out
-			}
 		}
+		out = append(out, cur)
 	}
 	return out
 }

@@ -97,8 +97,8 @@ func TestFaultKill9LargestDeepestValues(t *testing.T) {
 	c = mustClient(t, p)
 	check("after compaction, kill -9 and a restart from the snapshot", c)
 
-	// The stream: its snapshot carries every value, read with nothing but
-	// bufio and encoding/json.
+	// The stream: its snapshot carries every value, read with the plain test
+	// reader (ssetest) and encoding/json.
 	snap, _ := daemontest.ReadSnapshot(t, "http://"+p.addr)
 	var gotResult *mailbox.PendingResult
 	for i := range snap.Results {

@@ -1,7 +1,6 @@
 package a2a_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +13,7 @@ import (
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/internal/sse/ssetest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -145,13 +145,8 @@ func fuzzDo(t *testing.T, req *http.Request) (refused bool, status int, detail s
 		return false, resp.StatusCode, ""
 	}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 2<<20), 2<<20)
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
-			}
+		if b, err := ssetest.NewReader(resp.Body).NextEvent(); err == nil {
+			data := b.Data
 			var ev map[string]json.RawMessage
 			if err := json.Unmarshal([]byte(data), &ev); err != nil {
 				t.Fatalf("%s %s: stream event %q is not JSON: %v", req.Method, req.URL, data, err)

@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"math"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/mailroom/mailroom/internal/sse"
 	"github.com/mailroom/mailroom/internal/strictjson"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -35,25 +32,9 @@ func version(r *http.Request) (string, *rpcError) {
 // readBody reads a JSON body: the content type, the size bound, UTF-8,
 // duplicate keys and depth, as the native routes check them.
 func readBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, *rpcError) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && mt != "application/a2a+json") {
-			return nil, &rpcError{code: codeContentType, msg: "Content-Type: got " + strconv.Quote(ct) + ", expected application/json", status: http.StatusUnsupportedMediaType}
-		}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, &rpcError{code: codeInvalidRequest, msg: "request body: larger than the limit of " + strconv.FormatInt(mbe.Limit, 10) + " bytes (1 MiB); send a smaller message (large files belong behind a url part)", status: http.StatusRequestEntityTooLarge}
-		}
-		return nil, &rpcError{code: codeParse, msg: "request body: could not be read: " + err.Error()}
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, &rpcError{code: codeParse, msg: "request body: empty, expected a JSON-RPC request object"}
-	}
-	if !utf8.Valid(body) {
-		return nil, &rpcError{code: codeParse, msg: "request body: invalid UTF-8, expected UTF-8 JSON"}
+	body, prob := sse.ReadBody(w, r, MaxBodyBytes, jsonOrA2A)
+	if prob != nil {
+		return nil, problem(prob)
 	}
 	if !json.Valid(body) {
 		return nil, &rpcError{code: codeParse, msg: "request body: not valid JSON"}
@@ -488,13 +469,33 @@ func (e *Edge) listAnswer(ctx context.Context, agent string, p listParams, artif
 
 // lastEventID reads a resumed stream's Last-Event-ID.
 func lastEventID(r *http.Request) (*uint64, error) {
-	s := r.Header.Get("Last-Event-ID")
-	if s == "" {
-		return nil, nil
+	after, prob := sse.LastEventID(r)
+	if prob != nil {
+		return nil, problem(prob)
 	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return nil, &rpcError{code: codeInvalidRequest, msg: "Last-Event-ID: got " + strconv.Quote(s) + ", expected the id of the last event received (a number)", field: "Last-Event-ID"}
+	return after, nil
+}
+
+// jsonOrA2A accepts the JSON media types the A2A bindings are sent as.
+func jsonOrA2A(mt string, _ map[string]string) bool {
+	return mt == "application/json" || mt == "application/a2a+json"
+}
+
+// problem puts a request the shared reader refused in the edge's words.
+func problem(p *sse.Problem) *rpcError {
+	switch p.Kind {
+	case sse.ContentType:
+		return &rpcError{code: codeContentType, msg: "Content-Type: got " + strconv.Quote(p.Value) + ", expected application/json", status: http.StatusUnsupportedMediaType}
+	case sse.TooLarge:
+		return &rpcError{code: codeInvalidRequest, msg: "request body: larger than the limit of " + strconv.FormatInt(p.Limit, 10) + " bytes (1 MiB); send a smaller message (large files belong behind a url part)", status: http.StatusRequestEntityTooLarge}
+	case sse.Unreadable:
+		return &rpcError{code: codeParse, msg: "request body: could not be read: " + p.Err.Error()}
+	case sse.Empty:
+		return &rpcError{code: codeParse, msg: "request body: empty, expected a JSON-RPC request object"}
+	case sse.BadUTF8:
+		return &rpcError{code: codeParse, msg: "request body: invalid UTF-8, expected UTF-8 JSON"}
+	case sse.BadLastEventID:
+		return &rpcError{code: codeInvalidRequest, msg: p.Field + ": got " + strconv.Quote(p.Value) + ", expected the id of the last event received (a number)", field: p.Field}
 	}
-	return &n, nil
+	return &rpcError{code: codeInvalidRequest, msg: p.Error()}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/a2a"
 	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/internal/sse/ssetest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -168,16 +169,17 @@ func TestAFollowerCutOffResumes(t *testing.T) {
 	task, lease := it.lease("coder@local")
 	flood()
 	it.answer(task, lease, mailbox.StatusOK, "followed")
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rd := ssetest.NewReader(resp.Body)
 	var states []string
-	for _, line := range strings.Split(string(body), "\n") {
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			continue
+	for {
+		b, err := rd.NextEvent()
+		if err == io.EOF {
+			break
 		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := b.Data
 		var ev struct {
 			Result struct {
 				Kind   string `json:"kind"`

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/internal/sse/ssetest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -23,11 +24,8 @@ func rpcAnswer(t *testing.T, r edgeReply) rpcReply {
 	body := r.body
 	if strings.HasPrefix(r.ctype, "text/event-stream") {
 		body = nil
-		for line := range bytes.SplitSeq(r.body, []byte("\n")) {
-			if d, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
-				body = d
-				break
-			}
+		if b, err := ssetest.NewReader(bytes.NewReader(r.body)).NextEvent(); err == nil {
+			body = []byte(b.Data)
 		}
 	}
 	var rep rpcReply

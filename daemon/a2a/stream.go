@@ -2,10 +2,10 @@ package a2a
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
-	"time"
+
+	"github.com/mailroom/mailroom/internal/sse"
 )
 
 // stream serves a task's events as Server-Sent Events: one `data:` line
@@ -14,70 +14,34 @@ import (
 // refused what it could before the stream opens; an error after that is
 // sent as one last event.
 func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, after *uint64, initial bool, b binding) error {
-	rc := http.NewResponseController(w)
-	started := false
-	start := func() {
-		if started {
-			return
-		}
-		started = true
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		w.WriteHeader(http.StatusOK)
-	}
-	defer rc.SetWriteDeadline(time.Time{})
-	write := func(b []byte) error {
-		if err := rc.SetWriteDeadline(time.Now().Add(e.opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
-		}
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-		return rc.Flush()
+	// Open the stream at once: a client waits for the headers, and a
+	// resumed stream may have nothing to say until the task moves.
+	out := sse.Open(w, e.opts.WriteTimeout)
+	defer out.Close()
+	if err := out.Flush(); err != nil {
+		return nil
 	}
 	emit := func(ev streamEvent) error {
-		start()
 		data, err := json.Marshal(b.event(ev))
 		if err != nil {
 			return err
 		}
-		buf := make([]byte, 0, len(data)+32)
-		buf = append(buf, "id: "...)
-		buf = strconv.AppendUint(buf, ev.task.seq, 10)
-		buf = append(buf, "\ndata: "...)
-		buf = append(buf, data...)
-		buf = append(buf, "\n\n"...)
-		return write(buf)
+		return out.Write(sse.Block(strconv.FormatUint(ev.task.seq, 10), "", data))
 	}
-	ping := func() error {
-		start()
-		return write([]byte(": ping\n\n"))
-	}
-	// Open the stream at once: a client waits for the headers, and a
-	// resumed stream may have nothing to say until the task moves.
-	start()
-	if err := rc.Flush(); err != nil {
-		return nil
-	}
-	err := e.follow(r.Context(), id, after, initial, emit, ping)
+	err := e.follow(r.Context(), id, after, initial, emit, out.Ping)
 	if err == nil || r.Context().Err() != nil {
 		return nil
 	}
 	// The stream has begun: the error goes as a last event the client
 	// can read, then the stream ends.
-	_ = write(b.failure(rpcErrorFrom(err, "")))
+	_ = out.Write(b.failure(rpcErrorFrom(err, "")))
 	return nil
 }
 
 // writeStreamError answers a stream that failed before it began: an event
 // stream holding the error alone.
 func writeStreamError(w http.ResponseWriter, b binding, re *rpcError) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
+	sse.Open(w, 0)
 	_, _ = w.Write(b.failure(re))
 }
 
@@ -96,7 +60,7 @@ func rpcBinding(v string, id json.RawMessage) binding {
 		event: func(ev streamEvent) any { return obj{"jsonrpc": "2.0", "id": id, "result": encodeEvent(v, ev)} },
 		failure: func(re *rpcError) []byte {
 			data, _ := json.Marshal(obj{"jsonrpc": "2.0", "id": id, "error": rpcErrorBody(v, re)})
-			return append(append([]byte("data: "), data...), "\n\n"...)
+			return sse.Block("", "", data)
 		},
 	}
 }
@@ -108,6 +72,6 @@ var restBinding = binding{
 	failure: func(re *rpcError) []byte {
 		_, body := restError(re)
 		data, _ := json.Marshal(body)
-		return append(append([]byte("event: error\ndata: "), data...), "\n\n"...)
+		return sse.Block("", "error", data)
 	},
 }

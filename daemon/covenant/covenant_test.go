@@ -1,7 +1,6 @@
 package covenant_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/covenant"
 	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/internal/sse/ssetest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -459,15 +459,11 @@ func streamedEvent(t *testing.T, d *daemontest.Daemon, after uint64) string {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			return data
-		}
+	b, err := ssetest.NewReader(resp.Body).NextEvent()
+	if err != nil {
+		t.Fatalf("the stream ended: %v", err)
 	}
-	t.Fatalf("the stream ended: %v", sc.Err())
-	return ""
+	return b.Data
 }
 
 func jsonUint(n uint64) string { return string(mustJSON(n)) }

@@ -6,8 +6,6 @@
 package daemontest
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -23,6 +21,7 @@ import (
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
 	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/internal/sse/ssetest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -189,8 +188,9 @@ func (d *Daemon) State(t testing.TB) *mailbox.Snapshot {
 }
 
 // ReadSnapshot reads the event that opens GET /a2a/events at baseURL (a
-// snapshot of the whole state) with nothing but bufio and encoding/json, as
-// any client would, and returns it with the raw data of the event. It
+// snapshot of the whole state) with the plain test reader (ssetest) and
+// encoding/json, as any client would, and returns it with the raw data of
+// the event. It
 // serves daemons that daemontest did not start too (the real binary).
 func ReadSnapshot(t testing.TB, baseURL string) (*mailbox.Snapshot, []byte) {
 	t.Helper()
@@ -209,24 +209,19 @@ func ReadSnapshot(t testing.TB, baseURL string) (*mailbox.Snapshot, []byte) {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("GET /a2a/events = %d %s", resp.StatusCode, b)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 256<<20)
-	for sc.Scan() {
-		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
-		if !ok {
-			continue
-		}
-		var ev mailbox.Event
-		if err := json.Unmarshal(data, &ev); err != nil {
-			t.Fatalf("the first event of GET /a2a/events does not decode with encoding/json: %v", err)
-		}
-		if ev.Type != mailbox.EventSnapshot || ev.Snapshot == nil {
-			t.Fatalf("the first event of GET /a2a/events is %q, want a snapshot", ev.Type)
-		}
-		return ev.Snapshot, bytes.Clone(data)
+	b, err := ssetest.NewReader(resp.Body).NextEvent()
+	if err != nil {
+		t.Fatalf("GET /a2a/events ended before its snapshot: %v", err)
 	}
-	t.Fatalf("GET /a2a/events ended before its snapshot: %v", sc.Err())
-	return nil, nil
+	data := []byte(b.Data)
+	var ev mailbox.Event
+	if err := json.Unmarshal(data, &ev); err != nil {
+		t.Fatalf("the first event of GET /a2a/events does not decode with encoding/json: %v", err)
+	}
+	if ev.Type != mailbox.EventSnapshot || ev.Snapshot == nil {
+		t.Fatalf("the first event of GET /a2a/events is %q, want a snapshot", ev.Type)
+	}
+	return ev.Snapshot, data
 }
 
 // Metric is the value of one sample of GET /metrics, named as it is

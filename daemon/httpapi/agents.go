@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mailroom/mailroom/internal/sse"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -63,7 +64,7 @@ func appendAgents(buf *bytes.Buffer, up mailbox.AgentsUpdate) error {
 	if err != nil {
 		return err
 	}
-	appendBlock(buf, "", mailbox.EventAgents, data)
+	sse.AppendBlock(buf, "", mailbox.EventAgents, data)
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -14,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/mailroom/mailroom/internal/sse"
 	"github.com/mailroom/mailroom/internal/strictjson"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -34,30 +33,38 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, what string) erro
 // readBody reads a request's body for decodeJSON: JSON by its
 // Content-Type, within the body limit, not empty, and valid UTF-8.
 func readBody(w http.ResponseWriter, r *http.Request, what string) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, params, err := mime.ParseMediaType(ct)
-		if cs, ok := params["charset"]; err != nil || mt != "application/json" || (ok && !strings.EqualFold(cs, "utf-8")) {
-			return nil, mailbox.Invalidf("Content-Type", "Content-Type: got %q, expected application/json (in UTF-8)", ct)
-		}
-	}
-	body, err := readAll(http.MaxBytesReader(w, r.Body, mailbox.MaxBodyBytes), r.ContentLength)
-	if err != nil {
-		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, &mailbox.Error{Code: mailbox.CodeTooLarge,
-				Message: fmt.Sprintf("request body: larger than the limit of %d bytes (1 MiB); send %s with less content", mbe.Limit, what)}
-		}
-		return nil, mailbox.Errorf(mailbox.CodeInvalid, "request body: could not be read: %v", err)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, mailbox.Errorf(mailbox.CodeInvalid, "request body: empty, expected a JSON object (%s)", what)
-	}
-	// encoding/json would quietly turn invalid UTF-8 into U+FFFD, storing
-	// text the client never sent.
-	if !utf8.Valid(body) {
-		off, _ := firstInvalidUTF8(body)
-		return nil, mailbox.Errorf(mailbox.CodeInvalid, "request body: invalid UTF-8 at byte offset %d, expected UTF-8 JSON", off)
+	body, prob := sse.ReadBody(w, r, mailbox.MaxBodyBytes, jsonUTF8)
+	if prob != nil {
+		return nil, problem(prob, what)
 	}
 	return body, nil
+}
+
+// jsonUTF8 accepts application/json, in UTF-8 if it names a charset.
+func jsonUTF8(mt string, params map[string]string) bool {
+	cs, ok := params["charset"]
+	return mt == "application/json" && (!ok || strings.EqualFold(cs, "utf-8"))
+}
+
+// problem puts a request the shared reader refused in the native routes'
+// words; what names the body's object ("a task").
+func problem(p *sse.Problem, what string) error {
+	switch p.Kind {
+	case sse.ContentType:
+		return mailbox.Invalidf("Content-Type", "Content-Type: got %q, expected application/json (in UTF-8)", p.Value)
+	case sse.TooLarge:
+		return &mailbox.Error{Code: mailbox.CodeTooLarge,
+			Message: fmt.Sprintf("request body: larger than the limit of %d bytes (1 MiB); send %s with less content", p.Limit, what)}
+	case sse.Unreadable:
+		return mailbox.Errorf(mailbox.CodeInvalid, "request body: could not be read: %v", p.Err)
+	case sse.Empty:
+		return mailbox.Errorf(mailbox.CodeInvalid, "request body: empty, expected a JSON object (%s)", what)
+	case sse.BadUTF8:
+		return mailbox.Errorf(mailbox.CodeInvalid, "request body: invalid UTF-8 at byte offset %d, expected UTF-8 JSON", p.Offset)
+	case sse.BadLastEventID:
+		return mailbox.Invalidf(p.Field, "%s: got %q, expected the seq of the last event received (a non-negative integer)", p.Field, p.Value)
+	}
+	return mailbox.Errorf(mailbox.CodeInvalid, "%v", p)
 }
 
 // decodeJSON decodes one JSON object, read and checked for UTF-8 already,
@@ -82,31 +89,6 @@ func decodeJSON(body []byte, v any, what string) error {
 		return mailbox.Errorf(mailbox.CodeInvalid, "request body: unexpected data after the JSON object at byte offset %d; send exactly one object (%s)", dec.InputOffset(), what)
 	}
 	return nil
-}
-
-// readAll reads r whole, into a buffer sized by the request's
-// Content-Length when it gives one within the body limit, rather than
-// growing one from 512 bytes.
-func readAll(r io.Reader, length int64) ([]byte, error) {
-	if length <= 0 || length > mailbox.MaxBodyBytes {
-		return io.ReadAll(r)
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, length+1)) // +1: ReadFrom reads until EOF
-	_, err := buf.ReadFrom(r)
-	return buf.Bytes(), err
-}
-
-// firstInvalidUTF8 finds where b stops being UTF-8; decodeBody asks only
-// after utf8.Valid, much the faster, has said it does.
-func firstInvalidUTF8(b []byte) (int, bool) {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i, false
-		}
-		i += n
-	}
-	return 0, true
 }
 
 // jsonError rewrites encoding/json's errors, which speak of Go types and

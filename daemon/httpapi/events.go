@@ -6,9 +6,9 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/mailroom/mailroom/internal/sse"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -24,11 +24,6 @@ import (
 // arrive faster than the subscriber reads; it keeps a burst to a few large
 // writes without holding a snapshot-sized buffer per subscriber.
 const maxBatchBytes = 256 << 10
-
-// writeChunk is how much is written under one write deadline.
-const writeChunk = 64 << 10
-
-var pingLine = []byte(": ping\n\n")
 
 func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 	p, err := parseParams(r, "last_event_id", "agents")
@@ -50,37 +45,12 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer sub.Close()
 
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	// Proxies such as nginx buffer responses unless told otherwise, which
-	// would hold events back until the buffer fills.
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-
-	// The deadline outlives this handler on a kept-alive connection; clear
-	// it so the next request on the connection is not cut short.
-	defer rc.SetWriteDeadline(time.Time{})
-
-	// write sends buf in chunks, each with its own deadline: a subscriber
-	// that stops reading (its socket buffer full) ends the stream instead
-	// of holding this goroutine, while a slow but moving one can still take
-	// a snapshot of many megabytes.
-	write := func(buf []byte) error {
-		for {
-			if err := rc.SetWriteDeadline(time.Now().Add(a.opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-				return err
-			}
-			n := min(len(buf), writeChunk)
-			if _, err := w.Write(buf[:n]); err != nil {
-				return err
-			}
-			if buf = buf[n:]; len(buf) == 0 {
-				return rc.Flush()
-			}
-		}
-	}
+	// Each chunk is written under its own deadline (sse.Writer.Write): a
+	// subscriber that stops reading ends the stream instead of holding this
+	// goroutine.
+	out := sse.Open(w, a.opts.WriteTimeout)
+	defer out.Close()
+	write := out.Write
 	if err := write(nil); err != nil { // headers now: the client sees it is connected
 		a.log.Info("event stream ended", "err", err)
 		return nil
@@ -105,7 +75,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 		case <-ctx.Done():
 			return nil
 		case <-heartbeat.C:
-			if err := write(pingLine); err != nil {
+			if err := out.Ping(); err != nil {
 				a.log.Info("event stream ended: write failed", "err", err)
 				return nil
 			}
@@ -207,7 +177,7 @@ func appendEvent(buf *bytes.Buffer, ev mailbox.Event) error {
 	if err != nil {
 		return err
 	}
-	appendBlock(buf, strconv.FormatUint(ev.Seq, 10), ev.Type, data)
+	sse.AppendBlock(buf, strconv.FormatUint(ev.Seq, 10), ev.Type, data)
 	return nil
 }
 
@@ -220,38 +190,20 @@ func encodedOnce(encoded []byte, v any) ([]byte, error) {
 	return json.Marshal(v)
 }
 
-// appendBlock writes one SSE block: an id line unless id is "" (a block
-// without one leaves the reader's Last-Event-ID as it was), the event type,
-// and data as one line of JSON (encoding/json escapes every newline inside
-// strings).
-func appendBlock(buf *bytes.Buffer, id, typ string, data []byte) {
-	if id != "" {
-		buf.WriteString("id: ")
-		buf.WriteString(id)
-		buf.WriteString("\n")
-	}
-	buf.WriteString("event: ")
-	buf.WriteString(typ)
-	buf.WriteString("\ndata: ")
-	buf.Write(data)
-	buf.WriteString("\n\n")
-}
-
 // lastEventID reads where a subscriber resumes: the Last-Event-ID header
 // (what EventSource and our client send) or ?last_event_id= (for tools
 // that cannot set headers). nil means start with a snapshot.
 func lastEventID(r *http.Request, p params) (*uint64, error) {
-	name, v := "Last-Event-ID", strings.TrimSpace(r.Header.Get("Last-Event-ID"))
-	if v == "" {
+	after, prob := sse.LastEventID(r)
+	if after == nil && prob == nil {
 		q, ok := p.get("last_event_id")
 		if !ok {
 			return nil, nil
 		}
-		name, v = "last_event_id", strings.TrimSpace(q)
+		after, prob = sse.ParseID("last_event_id", q)
 	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil {
-		return nil, mailbox.Invalidf(name, "%s: got %q, expected the seq of the last event received (a non-negative integer)", name, v)
+	if prob != nil {
+		return nil, problem(prob, "")
 	}
-	return &n, nil
+	return after, nil
 }

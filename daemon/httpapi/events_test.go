@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/internal/sse/ssetest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -28,7 +28,7 @@ type sseBlock struct {
 // stream reads an event stream's blocks from a raw HTTP response.
 type stream struct {
 	resp *http.Response
-	rd   *bufio.Reader
+	rd   *ssetest.Reader
 }
 
 func openStream(t *testing.T, ctx context.Context, d *daemontest.Daemon, query string, header map[string]string) *stream {
@@ -48,36 +48,16 @@ func openStream(t *testing.T, ctx context.Context, d *daemontest.Daemon, query s
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET /a2a/events = %d", resp.StatusCode)
 	}
-	return &stream{resp: resp, rd: bufio.NewReaderSize(resp.Body, 1<<20)}
+	return &stream{resp: resp, rd: ssetest.NewReader(resp.Body)}
 }
 
 func (s *stream) next(t *testing.T) sseBlock {
 	t.Helper()
-	var b sseBlock
-	for {
-		line, err := s.rd.ReadString('\n')
-		if err != nil {
-			t.Fatalf("reading the event stream: %v", err)
-		}
-		line = strings.TrimSuffix(line, "\n")
-		switch {
-		case line == "":
-			return b
-		case strings.HasPrefix(line, ":"):
-			b.comment = true
-		case strings.HasPrefix(line, "id: "):
-			b.id = line[4:]
-		case strings.HasPrefix(line, "event: "):
-			b.event = line[7:]
-		case strings.HasPrefix(line, "data: "):
-			if b.data != "" {
-				t.Fatalf("event %s has more than one data line", b.id)
-			}
-			b.data = line[6:]
-		default:
-			t.Fatalf("unexpected line %q in the event stream", line)
-		}
+	b, err := s.rd.Next()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return sseBlock{id: b.ID, event: b.Event, data: b.Data, comment: b.Comment}
 }
 
 // nextEvent skips heartbeats and checks that id, event and data agree.

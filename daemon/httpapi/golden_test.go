@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
@@ -17,6 +16,7 @@ import (
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/internal/golden"
+	"github.com/mailroom/mailroom/internal/sse/ssetest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/sse.v*.golden from what the daemon streams")
@@ -135,38 +135,22 @@ func readGoldenStream(t *testing.T, d *daemontest.Daemon, after, last uint64, ou
 	}
 	fmt.Fprintf(out, ": GET %s\n", target)
 
-	rd := bufio.NewReaderSize(resp.Body, 1<<16)
+	rd := ssetest.NewReader(resp.Body)
 	for {
-		var frame bytes.Buffer
-		id := ""
-		for {
-			line, err := rd.ReadString('\n')
-			if err != nil {
-				t.Fatalf("GET %s: reading the stream after %q: %v", target, out.String()[max(0, out.Len()-200):], err)
-			}
-			if line == "\n" {
-				break
-			}
-			switch {
-			case strings.HasPrefix(line, ":"):
-				continue
-			case strings.HasPrefix(line, "id: "):
-				id = strings.TrimSuffix(line[len("id: "):], "\n")
-			case strings.HasPrefix(line, "event: "), strings.HasPrefix(line, "data: "):
-			default:
-				t.Fatalf("GET %s: unexpected line %q", target, line)
-			}
-			frame.WriteString(line)
+		b, err := rd.Next()
+		if err != nil {
+			t.Fatalf("GET %s: reading the stream after %q: %v", target, out.String()[max(0, out.Len()-200):], err)
 		}
-		if frame.Len() == 0 {
-			continue // a heartbeat
+		if b.Heartbeat() {
+			continue
 		}
-		out.Write(frame.Bytes())
+		id := b.ID
+		out.WriteString(b.Raw)
 		out.WriteString("\n")
 		seq, err := strconv.ParseUint(id, 10, 64)
 		switch {
 		case err != nil:
-			t.Fatalf("GET %s: an event with id %q: %s", target, id, frame.String())
+			t.Fatalf("GET %s: an event with id %q: %s", target, id, b.Raw)
 		case seq > last:
 			t.Fatalf("GET %s: event %d is past the end of the golden log, %d", target, seq, last)
 		case seq == last:

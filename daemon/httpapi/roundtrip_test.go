@@ -81,7 +81,7 @@ func checkRoundTrip(t *testing.T, d *daemontest.Daemon, external bool) {
 	live := stateOf(t, d)
 
 	// The event stream: its first event is the whole state as a snapshot,
-	// read here with nothing but bufio and encoding/json, and restored
+	// read here with the plain test reader (ssetest) and encoding/json, and restored
 	// into a mailbox of its own, which must hold the same state.
 	snap, streamed := daemontest.ReadSnapshot(t, d.URL())
 	s := mailbox.NewState()
