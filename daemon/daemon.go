@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -132,7 +131,6 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		ResultCacheMax:      cfg.ResultCacheMax,
 		ResultCacheAge:      cfg.ResultCacheAge,
 		AuditMax:            cfg.AuditMax,
-		ReplayGCPercent:     replayGCPercent(),
 	})
 	if err != nil {
 		st.Close()
@@ -245,16 +243,6 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, ln n
 		"postgres_url", pgstore.Redact(cfg.PostgresURL), "schema", cfg.PostgresSchema, "advertise_url", advertise,
 		"leader", r.Holder, "leader_url", r.LeaderURL, "epoch", r.Epoch)
 	return st, nil
-}
-
-// replayGCPercent is the collector's target while the log replays: 400
-// (a million-event restart a fifth faster), unless the operator chose one
-// with GOGC, which the daemon then leaves alone.
-func replayGCPercent() int {
-	if os.Getenv("GOGC") != "" {
-		return 0
-	}
-	return 400
 }
 
 func tickerSource(interval time.Duration) (<-chan time.Time, func()) {

@@ -5,13 +5,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"text/tabwriter"
 	"time"
 
-	"github.com/mailroom/mailroom/internal/bench"
+	"github.com/mailroom/mailroom/cmd/mailroom/internal/bench"
+	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -106,13 +111,17 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	// The progress lines and the retry notices of every pair share stderr.
 	stderr := &serialWriter{w: e.stderr}
-	opts := bench.Options{Embedded: *embedded, Dir: *dir, Token: *token, Pairs: *pairs, Duration: *duration,
+	opts := bench.Options{Token: *token, Pairs: *pairs, Duration: *duration,
 		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Pipeline: *pipeline, Batch: *batch, Wait: *wait, IdleWorkers: *idle, Progress: stderr,
 		RetryNotice: func(reason string) { fmt.Fprintf(stderr, "mailroom bench: %s; retrying\n", reason) }}
-	if !*embedded {
+	var rep bench.Report
+	var err error
+	if *embedded {
+		rep, err = benchEmbedded(ctx, *dir, opts)
+	} else {
 		opts.Addr = addr
+		rep, err = bench.Run(ctx, opts)
 	}
-	rep, err := bench.Run(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -121,6 +130,61 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	printBench(e.stdout, rep)
 	return nil
+}
+
+// benchEmbedded runs the bench against a daemon it starts in this process
+// on 127.0.0.1:0, with a fresh temporary data dir inside parent ("" for the
+// system's temp dir, which disk is measured), the default configuration
+// (every write fsynced before its answer) and its logs discarded. The
+// report says which filesystem the log was on, with a warning when that
+// keeps it in memory. The daemon is shut down and its data dir removed
+// before it returns. Only the binary wires an embedded daemon: the bench
+// itself is a client of the base URL it is given.
+func benchEmbedded(ctx context.Context, parent string, opts bench.Options) (bench.Report, error) {
+	d, stop, err := startEmbedded(parent)
+	if err != nil {
+		return bench.Report{}, err
+	}
+	defer stop()
+	opts.Addr, opts.Embedded, opts.Warnings = d.Addr(), true, []string{}
+	fs, volatile, err := logstore.Filesystem(d.DataDir())
+	switch {
+	case err != nil:
+		opts.Warnings = append(opts.Warnings, err.Error())
+	case volatile:
+		opts.Warnings = append(opts.Warnings, fmt.Sprintf("the embedded daemon's log is on %s, kept in memory: syncs reach no disk, so these figures measure the CPU, not durable throughput", fs))
+	}
+	opts.DataFS, opts.VolatileLog = fs, volatile
+	return bench.Run(ctx, opts)
+}
+
+// startEmbedded opens a daemon on a fresh temporary directory inside
+// parent ("" for the system's temp dir) and runs it; stop shuts it down
+// and removes the directory.
+func startEmbedded(parent string) (*daemon.Daemon, func(), error) {
+	dir, err := os.MkdirTemp(parent, "mailroom-bench-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("making the embedded daemon's data dir: %w", err)
+	}
+	cfg := config.Default()
+	cfg.Addr, cfg.DataDir = "127.0.0.1:0", dir
+	d, err := daemon.Open(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("starting the embedded daemon: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		d.Run(ctx)
+	}()
+	stop := func() {
+		cancel()
+		<-ran
+		os.RemoveAll(dir)
+	}
+	return d, stop, nil
 }
 
 func printBench(w io.Writer, r bench.Report) {

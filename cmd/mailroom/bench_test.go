@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mailroom/mailroom/cmd/mailroom/internal/bench"
+	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/daemon/store/logstore/logstoretest"
 )
 
@@ -171,5 +175,51 @@ func TestBenchUnreachable(t *testing.T) {
 	o := benchCLI(t, nil, "--addr", addr, "--duration", "1s")
 	if o.code != exitFailure || !strings.Contains(o.stderr, "cannot reach mailroom daemon at "+addr) {
 		t.Errorf("bench against nothing = exit %d, stderr %q; want exit 1 saying it cannot reach %s", o.code, o.stderr, addr)
+	}
+}
+
+// TestRunEmbeddedSaysWhereItsLogIs: the report names the filesystem the
+// embedded daemon's log was on, and a log on tmpfs, whose syncs reach no
+// disk, comes with a warning that the figures are not durable throughput.
+// The run's data dir inside the --dir it was given is removed afterwards.
+// (It moved here from the bench package with the embedded wiring.)
+func TestRunEmbeddedSaysWhereItsLogIs(t *testing.T) {
+	t.Parallel()
+	run := func(dir string) bench.Report {
+		t.Helper()
+		rep, err := benchEmbedded(t.Context(), dir, bench.Options{Pairs: 1, Duration: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.ElapsedS < rep.DurationS || rep.CyclesPerS <= 0 {
+			t.Errorf("elapsed %gs for a %gs run, %g cycles/s", rep.ElapsedS, rep.DurationS, rep.CyclesPerS)
+		}
+		if rep.Cycles == 0 {
+			t.Fatalf("no cycles in %s", dir)
+		}
+		if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
+			t.Errorf("%s after the run holds %v (%v), want nothing", dir, left, err)
+		}
+		return rep
+	}
+
+	disk := t.TempDir()
+	fs, volatile, err := logstore.Filesystem(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := run(disk); rep.DataFS != fs || rep.VolatileLog != volatile || (len(rep.Warnings) != 0) != volatile {
+		t.Errorf("in %s (%s): data_fs %q, volatile %v, warnings %q", disk, fs, rep.DataFS, rep.VolatileLog, rep.Warnings)
+	}
+
+	if _, err := benchEmbedded(t.Context(), "/no/such/dir", bench.Options{Duration: time.Millisecond}); err == nil ||
+		!strings.Contains(err.Error(), "/no/such/dir") {
+		t.Errorf("Run in /no/such/dir: error %v, want one naming the dir", err)
+	}
+
+	shm := logstoretest.TmpfsDir(t)
+	rep := run(shm)
+	if rep.DataFS != "tmpfs" || !rep.VolatileLog || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "not durable throughput") {
+		t.Errorf("on tmpfs: data_fs %q, warnings %q; want tmpfs and a warning that the figures are not durable", rep.DataFS, rep.Warnings)
 	}
 }

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/cmd/mailroom/internal/demo"
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
-	"github.com/mailroom/mailroom/internal/demo"
 	"github.com/mailroom/mailroom/tui"
 )
 

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,12 +47,6 @@ type Options struct {
 	// the subscribers that asked for it (default DefaultAgentsInterval;
 	// negative: never).
 	AgentsInterval time.Duration
-	// ReplayGCPercent, when not zero, is the garbage collector's target
-	// (as GOGC) while Open replays the log, restored after. Replay makes
-	// garbage at a furious rate (a decoded event per line) while the live
-	// heap barely grows; 400 cut a million-event restart by a fifth. The
-	// engine leaves the collector alone by default: the process decides.
-	ReplayGCPercent int
 }
 
 // Defaults for Options.
@@ -165,9 +158,6 @@ var _ mailbox.Service = (*Engine)(nil)
 func Open(st store.Store, opts Options) (*Engine, error) {
 	opts.fill()
 	durable := mailbox.NewState()
-	if opts.ReplayGCPercent != 0 {
-		defer debug.SetGCPercent(debug.SetGCPercent(opts.ReplayGCPercent))
-	}
 	var replayed int
 	err := st.Load(func(ev mailbox.Event) error {
 		replayed++

@@ -8,8 +8,8 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/cmd/mailroom/internal/demo"
 	"github.com/mailroom/mailroom/daemon/daemontest"
-	"github.com/mailroom/mailroom/internal/demo"
 	"github.com/mailroom/mailroom/tui"
 )
 

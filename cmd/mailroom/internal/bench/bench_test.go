@@ -4,15 +4,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/daemon/daemontest"
-	"github.com/mailroom/mailroom/daemon/store/logstore"
-	"github.com/mailroom/mailroom/daemon/store/logstore/logstoretest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -92,22 +89,30 @@ func TestDecodeMetrics(t *testing.T) {
 func TestOptionsRefused(t *testing.T) {
 	for _, o := range []Options{
 		{},
-		{Addr: "127.0.0.1:1", Embedded: true},
-		{Embedded: true, Pairs: -1},
-		{Embedded: true, Duration: -time.Second},
-		{Embedded: true, Cycles: -1},
-		{Embedded: true, PayloadBytes: -1},
-		{Embedded: true, Fanout: -1},
-		{Embedded: true, Rate: -1},
-		{Addr: "127.0.0.1:1", Dir: "/tmp"},
-		{Embedded: true, Batch: 1001},
-		{Embedded: true, Batch: 4, Pipeline: true},
-		{Embedded: true, Wait: 21 * time.Second},
+		{Embedded: true},
+		{Addr: "127.0.0.1:1", Pairs: -1},
+		{Addr: "127.0.0.1:1", Duration: -time.Second},
+		{Addr: "127.0.0.1:1", Cycles: -1},
+		{Addr: "127.0.0.1:1", PayloadBytes: -1},
+		{Addr: "127.0.0.1:1", Fanout: -1},
+		{Addr: "127.0.0.1:1", Rate: -1},
+		{Addr: "127.0.0.1:1", DataFS: "ext4"},
+		{Addr: "127.0.0.1:1", Batch: 1001},
+		{Addr: "127.0.0.1:1", Batch: 4, Pipeline: true},
+		{Addr: "127.0.0.1:1", Wait: 21 * time.Second},
 	} {
-		if _, err := Run(t.Context(), o); err == nil {
-			t.Errorf("Run(%+v) = nil error, want a refusal", o)
+		// A refusal, not the unreachable daemon at 127.0.0.1:1.
+		if _, err := Run(t.Context(), o); err == nil || !strings.HasPrefix(err.Error(), "bench: ") {
+			t.Errorf("Run(%+v) = %v, want a refusal", o, err)
 		}
 	}
+}
+
+// embedded starts a daemon for the test (the binary's `bench --embedded`
+// wiring is cmd/mailroom's benchEmbedded) and returns the options to measure
+// it as an embedded one.
+func embedded(t testing.TB) Options {
+	return Options{Addr: daemontest.Start(t, daemontest.Options{}).Addr(), Embedded: true}
 }
 
 // TestRunEmbedded is a whole short run: every cycle counted is reflected in
@@ -126,7 +131,9 @@ func TestRunEmbedded(t *testing.T) {
 func testRunEmbedded(t *testing.T, pipeline bool) {
 	var progress strings.Builder
 	const cycles = 200
-	rep, err := Run(t.Context(), Options{Embedded: true, Pairs: 2, Cycles: cycles, Fanout: 2, Pipeline: pipeline, Progress: &progress})
+	opts := embedded(t)
+	opts.Pairs, opts.Cycles, opts.Fanout, opts.Pipeline, opts.Progress = 2, cycles, 2, pipeline, &progress
+	rep, err := Run(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +156,7 @@ func testRunEmbedded(t *testing.T, pipeline bool) {
 		}
 	}
 	// The elapsed time covers every cycle counted (and a run bounded by
-	// time, its whole duration: TestRunEmbeddedSaysWhereItsLogIs).
+	// time, its whole duration: cmd/mailroom's TestRunEmbeddedSaysWhereItsLogIs).
 	if rep.ElapsedS*1000 < rep.Latency.Cycle.Max || rep.CyclesPerS <= 0 {
 		t.Errorf("elapsed %gs with a %gms cycle in it, %g cycles/s", rep.ElapsedS, rep.Latency.Cycle.Max, rep.CyclesPerS)
 	}
@@ -167,51 +174,6 @@ func testRunEmbedded(t *testing.T, pipeline bool) {
 	}
 	if !strings.Contains(progress.String(), "cycles/s") {
 		t.Errorf("progress = %q, want a line a second and one at the end", progress.String())
-	}
-}
-
-// TestRunEmbeddedSaysWhereItsLogIs: the report names the filesystem the
-// embedded daemon's log was on, and a log on tmpfs, whose syncs reach no
-// disk, comes with a warning that the figures are not durable throughput.
-// The run's data dir inside Dir is removed afterwards.
-func TestRunEmbeddedSaysWhereItsLogIs(t *testing.T) {
-	t.Parallel()
-	run := func(dir string) Report {
-		t.Helper()
-		rep, err := Run(t.Context(), Options{Embedded: true, Dir: dir, Pairs: 1, Duration: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.ElapsedS < rep.DurationS || rep.CyclesPerS <= 0 {
-			t.Errorf("elapsed %gs for a %gs run, %g cycles/s", rep.ElapsedS, rep.DurationS, rep.CyclesPerS)
-		}
-		if rep.Cycles == 0 {
-			t.Fatalf("no cycles in %s", dir)
-		}
-		if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
-			t.Errorf("%s after the run holds %v (%v), want nothing", dir, left, err)
-		}
-		return rep
-	}
-
-	disk := t.TempDir()
-	fs, volatile, err := logstore.Filesystem(disk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep := run(disk); rep.DataFS != fs || rep.VolatileLog != volatile || (len(rep.Warnings) != 0) != volatile {
-		t.Errorf("in %s (%s): data_fs %q, volatile %v, warnings %q", disk, fs, rep.DataFS, rep.VolatileLog, rep.Warnings)
-	}
-
-	if _, err := Run(t.Context(), Options{Embedded: true, Dir: "/no/such/dir", Duration: time.Millisecond}); err == nil ||
-		!strings.Contains(err.Error(), "/no/such/dir") {
-		t.Errorf("Run in /no/such/dir: error %v, want one naming the dir", err)
-	}
-
-	shm := logstoretest.TmpfsDir(t)
-	rep := run(shm)
-	if rep.DataFS != "tmpfs" || !rep.VolatileLog || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "not durable throughput") {
-		t.Errorf("on tmpfs: data_fs %q, warnings %q; want tmpfs and a warning that the figures are not durable", rep.DataFS, rep.Warnings)
 	}
 }
 
@@ -274,7 +236,9 @@ func testRunHealsLeftovers(t *testing.T, pipeline bool) {
 // TestRunRate checks that a rate cap holds cycles to it.
 func TestRunRate(t *testing.T) {
 	t.Parallel()
-	rep, err := Run(t.Context(), Options{Embedded: true, Pairs: 4, Duration: 300 * time.Millisecond, Rate: 50})
+	opts := embedded(t)
+	opts.Pairs, opts.Duration, opts.Rate = 4, 300*time.Millisecond, 50
+	rep, err := Run(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +266,7 @@ var (
 // profiling the whole path (client, HTTP, engine, log, event stream) in
 // one process:
 //
-//	go test -c -o bench.test ./bench
+//	go test -c -o bench.test ./cmd/mailroom/internal/bench
 //	./bench.test -test.run '^$' -test.bench Embedded -test.benchtime 1x -test.cpuprofile cpu.out -bench.duration 10s [-bench.fanout 200]
 //	go tool pprof -top -cum bench.test cpu.out
 //
@@ -313,7 +277,9 @@ func BenchmarkEmbedded(b *testing.B) {
 	name := fmt.Sprintf("pairs=%d/fanout=%d", *benchPairs, *benchFanout)
 	b.Run(name, func(b *testing.B) {
 		for b.Loop() {
-			rep, err := Run(b.Context(), Options{Embedded: true, Pairs: *benchPairs, Duration: *benchDuration, Fanout: *benchFanout, Rate: *benchRate})
+			opts := embedded(b)
+			opts.Pairs, opts.Duration, opts.Fanout, opts.Rate = *benchPairs, *benchDuration, *benchFanout, *benchRate
+			rep, err := Run(b.Context(), opts)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -369,7 +335,9 @@ func TestRunBatched(t *testing.T) {
 // Idle long-polling workers make no requests while they wait, and a task
 // sent to one is leased by it.
 func TestRunLongPoll(t *testing.T) {
-	rep, err := Run(t.Context(), Options{Embedded: true, IdleWorkers: 10, Wait: 5 * time.Second, Duration: time.Second})
+	opts := embedded(t)
+	opts.IdleWorkers, opts.Wait, opts.Duration = 10, 5*time.Second, time.Second
+	rep, err := Run(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

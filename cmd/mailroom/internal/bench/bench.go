@@ -15,15 +15,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/config"
-	"github.com/mailroom/mailroom/daemon"
-	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -34,17 +29,19 @@ const (
 	DefaultPayloadBytes = 64
 )
 
-// Options say what to measure. Set Addr or Embedded.
+// Options say what to measure. The bench is a client only: it measures the
+// daemon at Addr, whoever started it.
 type Options struct {
 	// Addr is the daemon to measure: host:port or a URL.
 	Addr string
-	// Embedded starts a daemon in this process instead, on 127.0.0.1:0 with
-	// a fresh temporary data dir, the default configuration (every write
-	// fsynced before its answer) and its logs discarded.
-	Embedded bool
-	// Dir is where the embedded daemon's temporary data dir is made, and
-	// so which disk is measured; "" means the system's temp dir.
-	Dir string
+	// Embedded says the daemon at Addr runs in the caller's process
+	// (`mailroom bench --embedded` starts one): the report names its target
+	// "embedded" and carries DataFS, VolatileLog and Warnings, what the
+	// caller found out about the disk its log is on (Report's fields).
+	Embedded    bool
+	DataFS      string
+	VolatileLog bool
+	Warnings    []string
 	// Token is sent as a bearer token.
 	Token string
 	// Pairs is how many sender/recipient pairs run cycles concurrently.
@@ -98,10 +95,10 @@ func (o *Options) fill() error {
 		o.PayloadBytes = DefaultPayloadBytes
 	}
 	switch {
-	case o.Embedded == (o.Addr != ""):
-		return errors.New("bench: set exactly one of Addr and Embedded")
-	case o.Dir != "" && !o.Embedded:
-		return errors.New("bench: Dir is for an embedded daemon only")
+	case o.Addr == "":
+		return errors.New("bench: Addr: the daemon to measure is missing")
+	case !o.Embedded && (o.DataFS != "" || o.VolatileLog || len(o.Warnings) != 0):
+		return errors.New("bench: DataFS, VolatileLog and Warnings describe an embedded daemon only")
 	case o.Pairs < 1:
 		return fmt.Errorf("bench: pairs: got %d, expected at least 1", o.Pairs)
 	case o.Duration < 0:
@@ -184,32 +181,19 @@ const ReportKind = "mailroom_bench"
 // Run measures until opts.Duration has passed, opts.Cycles have been
 // started, or ctx ends, and reports.
 // It returns an error only when it could not measure at all: the daemon
-// unreachable at the start, an embedded daemon that does not open, or
-// subscribers that never connect. Failed requests during the run are
+// unreachable at the start or subscribers that never connect. Failed requests during the run are
 // counted in Report.Errors.
 func Run(ctx context.Context, opts Options) (Report, error) {
 	if err := opts.fill(); err != nil {
 		return Report{}, err
 	}
 	addr, target := opts.Addr, opts.Addr
-	var dataFS string
-	var volatileLog bool
-	warnings := []string{}
+	dataFS, volatileLog, warnings := opts.DataFS, opts.VolatileLog, opts.Warnings
 	if opts.Embedded {
-		d, stop, err := startEmbedded(opts.Dir)
-		if err != nil {
-			return Report{}, err
-		}
-		defer stop()
-		addr, target = d.Addr(), "embedded"
-		fs, volatile, err := logstore.Filesystem(d.DataDir())
-		switch {
-		case err != nil:
-			warnings = append(warnings, err.Error())
-		case volatile:
-			warnings = append(warnings, fmt.Sprintf("the embedded daemon's log is on %s, kept in memory: syncs reach no disk, so these figures measure the CPU, not durable throughput", fs))
-		}
-		dataFS, volatileLog = fs, volatile
+		target = "embedded"
+	}
+	if warnings == nil {
+		warnings = []string{}
 	}
 	// One keep-alive connection per pair and per subscriber; the default
 	// of 2 idle connections per host would make most requests dial anew.
@@ -286,33 +270,4 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		rep.Fanout = &fr
 	}
 	return rep, nil
-}
-
-// startEmbedded opens a daemon on a fresh temporary directory inside
-// parent ("" for the system's temp dir) and runs it; stop shuts it down
-// and removes the directory.
-func startEmbedded(parent string) (*daemon.Daemon, func(), error) {
-	dir, err := os.MkdirTemp(parent, "mailroom-bench-")
-	if err != nil {
-		return nil, nil, fmt.Errorf("making the embedded daemon's data dir: %w", err)
-	}
-	cfg := config.Default()
-	cfg.Addr, cfg.DataDir = "127.0.0.1:0", dir
-	d, err := daemon.Open(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, fmt.Errorf("starting the embedded daemon: %w", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() {
-		defer close(ran)
-		d.Run(ctx)
-	}()
-	stop := func() {
-		cancel()
-		<-ran
-		os.RemoveAll(dir)
-	}
-	return d, stop, nil
 }
