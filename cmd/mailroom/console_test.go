@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gdamore/tcell/v2"
+
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/mailbox"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gdamore/tcell/v2"
+
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/cmd/mailroom/internal/demo"
 	"github.com/mailroom/mailroom/daemon/daemontest"
