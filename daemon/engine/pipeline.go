@@ -182,11 +182,7 @@ func (e *Engine) run(outcome string, stage func(p *pass) error) (made int, err e
 	// before the sync, so many requests share one.
 	for _, u := range p.units {
 		e.pending.Add(1)
-		if len(u.evs) == 1 {
-			e.st.Append(u.evs[0], u.settled)
-		} else {
-			e.st.AppendUnit(u.evs, u.settled)
-		}
+		e.st.AppendUnit(u.evs, u.settled)
 	}
 	e.mu.Unlock()
 	// Wait. The store completes units in seq order and fails every one

@@ -21,7 +21,7 @@ import (
 func appendOne(t *testing.T, s *pgstore.Store, ev mailbox.Event) error {
 	t.Helper()
 	done := make(chan error, 1)
-	s.Append(ev, func(err error) { done <- err })
+	s.AppendUnit([]mailbox.Event{ev}, func(err error) { done <- err })
 	select {
 	case err := <-done:
 		return err

@@ -47,24 +47,25 @@ type row struct {
 	body []byte
 }
 
-// Append hands ev to the writer and returns without waiting; see
-// store.Store. An event whose body replay could not read back is refused
-// like one with the wrong seq, without failing the store.
-func (s *Store) Append(ev mailbox.Event, done func(error)) {
-	body, err := store.EventBody(ev)
-	s.wq.Append(ev, row{ev.AtMs, ev.Type, body}, err, done)
-}
-
-// AppendUnit appends evs as one unit: their items are queued together and
-// never split across two statements, and a statement commits all or none.
+// AppendUnit hands evs to the writer as one unit and returns without
+// waiting; see store.Store. A unit's items are never split across two
+// statements, and a statement commits all or none. An event whose body
+// replay could not read back is refused like one with the wrong seq,
+// without failing the store. A single event (the common case) is made
+// into arrays on the stack.
 func (s *Store) AppendUnit(evs []mailbox.Event, done func(error)) {
-	rows, errs := make([]row, len(evs)), make([]error, len(evs))
+	var oneRow [1]row
+	var oneErr [1]error
+	rows, errs := oneRow[:], oneErr[:]
+	if len(evs) != 1 {
+		rows, errs = make([]row, len(evs)), make([]error, len(evs))
+	}
 	for i, ev := range evs {
 		var body []byte
 		body, errs[i] = store.EventBody(ev)
 		rows[i] = row{ev.AtMs, ev.Type, body}
 	}
-	s.wq.AppendUnit(evs, rows, errs, done)
+	s.wq.Append(evs, rows, errs, done)
 }
 
 // pingEvery keeps the writer session busy enough that idle_session_timeout
