@@ -161,3 +161,18 @@ type Shared interface {
 	// Role is this instance's role now.
 	Role() Role
 }
+
+// Standing is the optional capability of a shared store to say where this
+// instance stands in it, for the status route (a daemon asks for it as
+// river gates a driver's optional features: by interface, not by the
+// store's type).
+type Standing interface {
+	// Role is this instance's role now.
+	Role() Role
+	// Advertise is the URL this instance is reached at, as it told the
+	// others.
+	Advertise() string
+	// Behind is how many events the instance has heard of (the newest
+	// seq announced) and not applied yet (0 for a leader).
+	Behind() uint64
+}
