@@ -235,7 +235,6 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, ln n
 	st, err := pgstore.Open(ctx, pgstore.Options{
 		URL: cfg.PostgresURL, Schema: cfg.PostgresSchema, Advertise: advertise, Logger: logger,
 		SessionTimeout: cfg.PostgresSessionTimeout, CampaignInterval: cfg.PostgresCampaignInterval,
-		Follow: true,
 	})
 	if err != nil {
 		return nil, err
