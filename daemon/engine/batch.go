@@ -39,6 +39,7 @@ func (e *Engine) decideUnit(items []item) ([]itemOutcome, error) {
 		outcome = "nothing was changed"
 	}
 	_, err := e.run(outcome, func(p *pass) error {
+		p.reserve(len(items))
 		for i, it := range items {
 			if it.refused != nil {
 				out[i].err = it.refused

@@ -53,11 +53,13 @@ type unit struct {
 	settled func(error) // u.settle, bound once
 }
 
-func newUnit() *unit {
+// units are the units after a pass's first (a lease of several), reused
+// like passes.
+var units = sync.Pool{New: func() any {
 	u := &unit{done: make(chan error, 1)}
 	u.settled = u.settle
 	return u
-}
+}}
 
 // settle is the unit's done callback, on the store's writer goroutine.
 // Sending on done is the last thing it does: the waiter reuses the unit.
@@ -117,7 +119,7 @@ func (p *pass) cut() error {
 	}
 	u := &p.first
 	if len(p.units) > 0 {
-		u = newUnit()
+		u = units.Get().(*unit)
 	}
 	u.e, u.evs = p.e, evs
 	p.units = append(p.units, u)
@@ -125,11 +127,27 @@ func (p *pass) cut() error {
 	return nil
 }
 
-// release puts p back in the pool, holding nothing of the request.
+// reserve makes room for n events, so that staging a batch does not grow
+// evs step by step.
+func (p *pass) reserve(n int) {
+	if n > 1 && n > cap(p.evs) { // one event goes in p.one
+		p.evs = make([]mailbox.Event, 0, n)
+	}
+}
+
+// maxPooledEvents bounds the events a pooled pass keeps room for.
+const maxPooledEvents = 64
+
+// release puts p (and its units) back in the pools, holding nothing of
+// the request. Every unit's done has been received.
 func (p *pass) release() {
 	clear(p.evs)
 	clear(p.one[:])
-	if cap(p.evs) > 16 {
+	for _, u := range p.units[min(1, len(p.units)):] {
+		u.e, u.evs = nil, nil
+		units.Put(u)
+	}
+	if cap(p.evs) > maxPooledEvents {
 		return
 	}
 	clear(p.units)
@@ -235,6 +253,7 @@ func (e *Engine) decide(fn decision, after func(s *mailbox.State, ev mailbox.Eve
 // changes were made.
 func (e *Engine) decideN(n int, fn decision, after func(s *mailbox.State, ev mailbox.Event)) (int, error) {
 	return e.run("nothing was changed", func(p *pass) error {
+		p.reserve(min(n, 16))
 		for staged := 0; staged < n; staged++ {
 			ev, ok, err := fn(p.s, p.now)
 			if err != nil && staged == 0 {
