@@ -146,15 +146,15 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	}
 	apiOpts := httpapi.Options{Logger: logger, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout, BatchMax: cfg.BatchMax,
 		Metrics: []metrics.Source{eng, st}}
-	if ps, ok := st.(*pgstore.Store); ok {
-		self := ps.Advertise()
+	if ps, ok := st.(store.Standing); ok {
+		self, kind := ps.Advertise(), cfg.Store
 		apiOpts.Store = func() *httpapi.StoreStatus {
 			r := ps.Role()
 			role := "follower"
 			if r.Leader {
 				role = "leader"
 			}
-			return &httpapi.StoreStatus{Kind: config.StorePostgres, Role: role, Epoch: r.Epoch, Leader: r.Holder, LeaderURL: r.LeaderURL, Self: self, Behind: ps.Behind()}
+			return &httpapi.StoreStatus{Kind: kind, Role: role, Epoch: r.Epoch, Leader: r.Holder, LeaderURL: r.LeaderURL, Self: self, Behind: ps.Behind()}
 		}
 	}
 	if authn.Enabled() {
@@ -233,7 +233,6 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, ln n
 	st, err := pgstore.Open(ctx, pgstore.Options{
 		URL: cfg.PostgresURL, Schema: cfg.PostgresSchema, Advertise: advertise, Logger: logger,
 		SessionTimeout: cfg.PostgresSessionTimeout, CampaignInterval: cfg.PostgresCampaignInterval,
-		Follow: true,
 	})
 	if err != nil {
 		return nil, err

@@ -94,7 +94,7 @@ func writeBigLog(t *testing.T, dir string, n int) uint64 {
 		seq++
 		ev.Seq, ev.AtMs = seq, at+int64(seq/1000)
 		wg.Add(1)
-		st.Append(ev, func(err error) {
+		st.AppendUnit([]mailbox.Event{ev}, func(err error) {
 			if err != nil {
 				mu.Lock()
 				failed = err

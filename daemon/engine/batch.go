@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -35,92 +33,46 @@ type itemOutcome struct {
 // together, after one sync, or not at all. A failed write fails the whole
 // request; a refused item only itself.
 func (e *Engine) decideUnit(items []item) ([]itemOutcome, error) {
-	if e.closed.Load() {
-		return nil, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down; retry against the restarted daemon")
-	}
-	if err := e.failed.Load(); err != nil {
-		return nil, err
-	}
 	out := make([]itemOutcome, len(items))
-	e.mu.Lock()
-	if err := e.readyLocked(); err != nil {
-		e.mu.Unlock()
+	outcome := "nothing of the batch was changed"
+	if len(items) == 1 {
+		outcome = "nothing was changed"
+	}
+	_, err := e.run(outcome, func(p *pass) error {
+		p.reserve(len(items))
+		for i, it := range items {
+			if it.refused != nil {
+				out[i].err = it.refused
+				continue
+			}
+			var made []mailbox.Event
+			if it.many != nil {
+				var err error
+				if made, err = it.many(p.s, p.now); err != nil {
+					out[i].err = err
+					continue
+				}
+			} else {
+				ev, ok, err := it.decide(p.s, p.now)
+				if err != nil || !ok {
+					out[i] = itemOutcome{ok: false, err: err}
+					continue
+				}
+				made = []mailbox.Event{ev}
+			}
+			for _, ev := range made {
+				ev, err := p.add(ev, it.after)
+				if err != nil {
+					return err
+				}
+				out[i] = itemOutcome{ev: ev, ok: true}
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	now := e.opts.Now().UnixMilli()
-	evs := make([]mailbox.Event, 0, len(items))
-	at := make([]int, 0, len(items)) // the item of each event
-	for i, it := range items {
-		if it.refused != nil {
-			out[i].err = it.refused
-			continue
-		}
-		var made []mailbox.Event
-		if it.many != nil {
-			var err error
-			if made, err = it.many(e.decided, now); err != nil {
-				out[i].err = err
-				continue
-			}
-		} else {
-			ev, ok, err := it.decide(e.decided, now)
-			if err != nil || !ok {
-				out[i] = itemOutcome{ok: false, err: err}
-				continue
-			}
-			made = []mailbox.Event{ev}
-		}
-		for _, ev := range made {
-			ev.Seq = e.decided.Seq + 1
-			if err := e.decided.Apply(ev); err != nil {
-				e.mu.Unlock()
-				return nil, e.bug(fmt.Errorf("decided event does not apply: %w", err))
-			}
-			if it.after != nil {
-				it.after(e.decided, ev)
-			}
-			e.wakeFor(e.decided, ev)
-			evs = append(evs, ev)
-			at = append(at, i)
-		}
-	}
-	if len(evs) > 1 {
-		evs[0].Unit = len(evs)
-	}
-	for k := range evs {
-		var err error
-		if evs[k].Encoded, err = json.Marshal(evs[k]); err != nil {
-			e.mu.Unlock()
-			return nil, e.bug(fmt.Errorf("decided event %d (%s) does not encode: %w", evs[k].Seq, evs[k].Type, err))
-		}
-		out[at[k]] = itemOutcome{ev: evs[k], ok: true}
-	}
-	if len(evs) == 0 {
-		e.mu.Unlock()
-		// Every item refused, or nothing to do: answers made from the
-		// state with no fenced append to vouch for them.
-		if cerr := e.current(true, 0); cerr != nil {
-			return nil, cerr
-		}
-		return out, nil
-	}
-	done := make(chan error, 1)
-	e.pending.Add(1)
-	e.st.AppendUnit(evs, func(err error) {
-		for _, ev := range evs {
-			e.settle(ev, err)
-		}
-		e.pending.Done()
-		done <- err
-	})
-	e.mu.Unlock()
-	if err := <-done; err != nil {
-		if len(items) == 1 {
-			return nil, e.writeFailure("nothing was changed", err)
-		}
-		return nil, e.writeFailure("nothing of the batch was changed", err)
-	}
-	e.maybeCompact()
 	return out, nil
 }
 

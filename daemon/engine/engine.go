@@ -173,8 +173,8 @@ func Open(st store.Store, opts Options) (*Engine, error) {
 	e.role.Store(&store.Role{Leader: true})
 	if sh, ok := st.(store.Shared); ok {
 		e.shared = sh
-		// Follow reports the role at once: a sole instance leads now, one
-		// of several may later.
+		// Follow reports the role at once: following; the store reports
+		// Leader when this instance wins the lead.
 		sh.Follow(durable.Seq, e.applyFollowed, e.roleChanged)
 	} else {
 		e.leading.Store(true)

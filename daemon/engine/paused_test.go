@@ -22,7 +22,7 @@ func openShared(t *testing.T, url, schema string) (*Engine, *pgstore.Store) {
 	defer cancel()
 	holder := "i-" + uuid.NewString()[:8]
 	st, err := pgstore.Open(ctx, pgstore.Options{URL: url, Schema: schema, Holder: holder, Advertise: "http://" + holder,
-		Follow: true, CampaignInterval: 20 * time.Millisecond, SessionTimeout: time.Second})
+		CampaignInterval: 20 * time.Millisecond, SessionTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

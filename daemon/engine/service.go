@@ -71,7 +71,7 @@ func (e *Engine) LeaseN(ctx context.Context, recipient string, n int, wait time.
 	holder := leasedTo
 	try := func() (bool, error) {
 		got = got[:0]
-		evs, err := e.decideN(n, func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
+		made, err := e.decideN(n, func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
 			ev, ok := s.DecideLease(recipient, leasedTo, e.opts.NewID(), now)
 			return ev, ok, nil
 		}, func(s *mailbox.State, ev mailbox.Event) {
@@ -79,7 +79,7 @@ func (e *Engine) LeaseN(ctx context.Context, recipient string, n int, wait time.
 			got = append(got, mailbox.LeasedTask{Task: task, Lease: lease})
 			holder = ev.LeasedTo
 		})
-		got = got[:len(evs)] // only what was made durable
+		got = got[:made] // only what was made durable
 		return len(got) > 0, err
 	}
 	err := e.poll(ctx, waitKey{waitLease, recipient}, wait, try)
@@ -139,31 +139,23 @@ func (e *Engine) PostResult(ctx context.Context, r mailbox.Result) error {
 	// refused, as whom its token speaks for.
 	holder := mailbox.PrincipalFrom(ctx)
 	decideResult := e.decideResult(ctx, r, &holder)
-	// A result is one event, decided on the single path; one for a
-	// queued task is two (its lease and itself), which only a unit keeps
-	// together.
-	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
-		evs, err := decideResult(s, now)
-		switch {
-		case err != nil:
-			return mailbox.Event{}, false, err
-		case len(evs) > 1:
-			return mailbox.Event{}, false, errTwoEvents
+	// A result is one event; one for a queued task is two (its lease and
+	// itself), one unit.
+	_, err = e.run("nothing was changed", func(p *pass) error {
+		evs, err := decideResult(p.s, p.now)
+		if err != nil {
+			return err
 		}
-		return evs[0], true, nil
-	}, nil)
-	if err == errTwoEvents {
-		var out []itemOutcome
-		if out, err = e.decideUnit([]item{{many: decideResult}}); err == nil {
-			err = out[0].err
+		for _, ev := range evs {
+			if _, err := p.add(ev, nil); err != nil {
+				return err
+			}
 		}
-	}
+		return nil
+	})
 	e.seen(holder)
 	return resultRefusal(ctx, err)
 }
-
-// errTwoEvents sends a result that is a lease and a result to decideUnit.
-var errTwoEvents = errors.New("a result that is two events")
 
 // Drain takes the oldest result pending for sender ("" = any).
 func (e *Engine) Drain(ctx context.Context, sender string) (*mailbox.PendingResult, error) {
@@ -191,14 +183,14 @@ func (e *Engine) DrainN(ctx context.Context, sender string, n int, wait time.Dur
 	var got []mailbox.PendingResult
 	try := func() (bool, error) {
 		got = got[:0]
-		evs, err := e.decideN(n, func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
+		made, err := e.decideN(n, func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
 			ev, r, ok := s.DecideDrain(sender, now)
 			if ok {
 				got = append(got, r)
 			}
 			return ev, ok, nil
 		}, nil)
-		got = got[:len(evs)] // only what was made durable
+		got = got[:made] // only what was made durable
 		return len(got) > 0, err
 	}
 	return got, e.poll(ctx, waitKey{waitDrain, sender}, wait, try)

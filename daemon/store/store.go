@@ -19,9 +19,9 @@ var ErrClosed = errors.New("store: closed")
 
 // Store keeps the mailbox's events durably.
 //
-// The engine calls Load once, then Append from under its own lock in seq
-// order. The store owns one writer that writes a batch of appended events,
-// syncs once, and then calls each event's done callback, in seq order, from
+// The engine calls Load once, then AppendUnit from under its own lock in
+// seq order. The store owns one writer that writes a batch of appended
+// units, syncs once, and then calls each unit's done callback, in seq order, from
 // that one goroutine (group commit). The engine applies events to its
 // committed state inside done, so done must be quick and must not call back
 // into the store except through Stats.
@@ -34,28 +34,24 @@ type Store interface {
 	// replay impossible without buffering every event.)
 	Load(fn func(mailbox.Event) error) error
 
-	// Append hands ev to the writer and returns at once; it never blocks on
-	// I/O. ev.Seq must be one
-	// more than the previous append's (or the last durable seq after Load or
-	// Reset). done is called exactly once: nil when ev is durable, or the
-	// error that means it never will be. Once a write fails, every event
-	// appended until Reset fails too (they were decided on top of the failed
-	// ones) and nothing of the failed batch remains readable. The store
-	// enters that failed mode before it calls the first failing done, and
-	// while failed, Append calls done(err) itself before returning, so no
-	// event decided on top of a failed one can still be queued when Reset
-	// runs. An event with any other seq is refused: done gets an error and
-	// nothing is written.
-	Append(ev mailbox.Event, done func(error))
-
-	// AppendUnit appends evs, consecutive seqs, as one unit: they are
-	// written together and made durable together, and after a crash the
-	// store holds all of them or none (Load cuts a unit it holds only part
-	// of, as it cuts a torn record). With more than one event the first
-	// must carry Unit = len(evs) and the rest none. done is called once:
-	// nil when every event is durable, or the error that means none will
-	// be; an event the store refuses refuses the whole unit, and nothing
-	// of it is written. Otherwise it behaves as Append.
+	// AppendUnit hands evs, consecutive seqs, to the writer as one unit
+	// and returns at once; it never blocks on I/O. A single event is a
+	// unit of one. The first seq must be one more than the previous
+	// append's last (or the last durable seq after Load or Reset). The
+	// events are written together and made durable together, and after a
+	// crash the store holds all of them or none (Load cuts a unit it holds
+	// only part of, as it cuts a torn record). With more than one event
+	// the first must carry Unit = len(evs) and the rest none (a single
+	// event's Unit is written as it is). done is called exactly once: nil when every
+	// event is durable, or the error that means none will be. Once a write
+	// fails, every unit appended until Reset fails too (they were decided
+	// on top of the failed ones) and nothing of the failed batch remains
+	// readable. The store enters that failed mode before it calls the
+	// first failing done, and while failed, AppendUnit calls done(err)
+	// itself before returning, so no event decided on top of a failed one
+	// can still be queued when Reset runs. A unit with any other seq, or
+	// an event the store refuses, refuses the whole unit: done gets an
+	// error and nothing of it is written.
 	AppendUnit(evs []mailbox.Event, done func(error))
 
 	// Reset lets appends through again after a failed write. The next append
@@ -90,7 +86,7 @@ type Store interface {
 
 	// Close writes and syncs everything appended so far, calls every
 	// pending done, and releases the files. Appends after Close fail with
-	// ErrClosed (passed to done before Append returns), and so do Load,
+	// ErrClosed (passed to done before AppendUnit returns), and so do Load,
 	// EventsSince, Compact and Reset; LastSeq and Stats keep answering.
 	// Calling Close again returns the first call's result.
 	Close() error
@@ -151,7 +147,7 @@ type Current interface {
 var ErrBehind = errors.New("this instance's view was behind the shared log")
 
 // Shared is a store several daemons use at once. Exactly one instance
-// leads at a time; only its Append writes, and the others are refused
+// leads at a time; only its AppendUnit writes, and the others are refused
 // with ErrNotLeader.
 type Shared interface {
 	Store
@@ -164,4 +160,19 @@ type Shared interface {
 	Follow(after uint64, apply func(mailbox.Event) error, role func(Role))
 	// Role is this instance's role now.
 	Role() Role
+}
+
+// Standing is the optional capability of a shared store to say where this
+// instance stands in it, for the status route (a daemon asks for it as
+// river gates a driver's optional features: by interface, not by the
+// store's type).
+type Standing interface {
+	// Role is this instance's role now.
+	Role() Role
+	// Advertise is the URL this instance is reached at, as it told the
+	// others.
+	Advertise() string
+	// Behind is how many events the instance has heard of (the newest
+	// seq announced) and not applied yet (0 for a leader).
+	Behind() uint64
 }

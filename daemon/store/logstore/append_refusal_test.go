@@ -40,7 +40,7 @@ func TestAppendRefusesWhatReplayCannotRead(t *testing.T) {
 				Result: &mailbox.Result{TaskID: "t-deep", Status: mailbox.StatusOK,
 					Content: []mailbox.Content{{Type: mailbox.ContentJSON, Value: json.RawMessage(nested(c.depth))}}}}
 			done := make(chan error, 1)
-			s.Append(bad, func(err error) { done <- err })
+			s.AppendUnit([]mailbox.Event{bad}, func(err error) { done <- err })
 			err := <-done
 			wantErrorNaming(t, err, "event 4 (result_posted) cannot be logged", c.cause)
 			if got := readFile(t, path); string(got) != string(before) {

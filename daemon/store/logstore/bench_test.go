@@ -52,7 +52,7 @@ func BenchmarkAppend(b *testing.B) {
 							mu.Unlock()
 							return
 						}
-						s.Append(mailbox.Event{Seq: next, AtMs: deadline, Type: mailbox.EventTaskSent, Task: task}, func(err error) { done <- err })
+						s.AppendUnit([]mailbox.Event{{Seq: next, AtMs: deadline, Type: mailbox.EventTaskSent, Task: task}}, func(err error) { done <- err })
 						next++
 						mu.Unlock()
 						if err := <-done; err != nil {

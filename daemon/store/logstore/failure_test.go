@@ -68,7 +68,7 @@ func TestWriteFailureChild(t *testing.T) {
 		errs  = make(chan error, len(doomed))
 	)
 	for _, ev := range doomed {
-		s.Append(ev, func(err error) {
+		s.AppendUnit([]mailbox.Event{ev}, func(err error) {
 			mu.Lock()
 			order = append(order, ev.Seq)
 			mu.Unlock()
@@ -99,7 +99,7 @@ func TestWriteFailureChild(t *testing.T) {
 	// Failed: every append is refused at once, from Append itself, and
 	// compaction waits for Reset.
 	answered := false
-	s.Append(retry.Next(t), func(err error) {
+	s.AppendUnit([]mailbox.Event{retry.Next(t)}, func(err error) {
 		answered = true
 		if !errors.Is(err, syscall.EFBIG) {
 			t.Errorf("append while failed: done(%v), want the write failure", err)

@@ -189,7 +189,7 @@ func checkTodaysEncoderWrites(t *testing.T, src string, got loadedDir) {
 	}
 	for _, ev := range got.events[1:] {
 		done := make(chan error, 1)
-		st.Append(ev, func(err error) { done <- err })
+		st.AppendUnit([]mailbox.Event{ev}, func(err error) { done <- err })
 		if err := <-done; err != nil {
 			st.Close()
 			t.Fatalf("appending event %d (%s): %v", ev.Seq, ev.Type, err)

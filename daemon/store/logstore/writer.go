@@ -8,36 +8,38 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// Append hands ev to the writer and returns without waiting for I/O. done is
-// called exactly once: nil once ev is durable, or the reason it never will
-// be. Accepted events and those refused for their seq are answered by the
-// writer in queue order. While the store is failed (a write failed and
-// Reset has not run) or closed, Append calls done itself before returning,
+// AppendUnit hands evs, one unit (a single event is a unit of one), to the
+// writer and returns without waiting for I/O. done is called exactly once:
+// nil once every event is durable, or the reason none will be. Accepted
+// units and those refused for their seq are answered by the writer in queue
+// order; a unit's items are queued together, under one lock, so no control
+// step falls between them, and the writer never splits them across two
+// writes. While the store is failed (a write failed and Reset has not run)
+// or closed, AppendUnit calls done itself before returning,
 // as the store.Store contract requires, so that after a failure nothing
 // decided on top of it can still be queued when the engine resets.
 //
-// An event that cannot be encoded, or whose encoding replay could not read
-// back, is refused like one with the wrong seq: done gets the error, nothing
+// A unit holding an event that cannot be encoded, or whose encoding replay
+// could not read back, is refused like one with the wrong seq: done gets
+// the error, nothing
 // is written, and the store is not failed. Nothing decided on top of it can
 // be written either, because the seq it held is still the one expected next;
 // failing the store instead would let one unreadable value stop every write
 // until Reset.
-func (s *Store) Append(ev mailbox.Event, done func(error)) {
-	// Encoding here, outside the lock, fixes the event's bytes before the
-	// caller can touch what its pointers share.
-	line, err := encodeEvent(ev)
-	s.q.Append(ev, line, err, done)
-}
-
-// AppendUnit appends evs as one unit (see store.Store): their items are
-// queued together, under one lock, so no control step falls between them,
-// and the writer never splits them across two writes.
 func (s *Store) AppendUnit(evs []mailbox.Event, done func(error)) {
-	lines, errs := make([][]byte, len(evs)), make([]error, len(evs))
+	// Encoding here, outside the lock, fixes the events' bytes before the
+	// caller can touch what their pointers share. A single event (the
+	// common case) is encoded into arrays on the stack.
+	var oneLine [1][]byte
+	var oneErr [1]error
+	lines, errs := oneLine[:], oneErr[:]
+	if len(evs) != 1 {
+		lines, errs = make([][]byte, len(evs)), make([]error, len(evs))
+	}
 	for i, ev := range evs {
 		lines[i], errs[i] = encodeEvent(ev)
 	}
-	s.q.AppendUnit(evs, lines, errs, done)
+	s.q.Append(evs, lines, errs, done)
 }
 
 // run is the writer goroutine: the only code that writes the active segment.

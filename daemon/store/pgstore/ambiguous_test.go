@@ -1,7 +1,6 @@
 package pgstore_test
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/url"
@@ -152,17 +151,15 @@ func TestAnAppendOfUnknownOutcomeIsSettledByTheTable(t *testing.T) {
 			schema := pgtest.Schema(t, dbURL, t.Name())
 			proxy := startFaultProxy(t, target)
 			w := storetest.NewWorkload(9)
-			s, err := pgstore.Open(context.Background(), pgstore.Options{URL: proxied(t, dbURL, proxy), Schema: schema, Holder: "ambiguous"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := follow(t, pgstore.Options{URL: proxied(t, dbURL, proxy), Schema: schema, Holder: "ambiguous"})
 			defer s.Close()
+			waitLead(t, s)
 			storetest.AppendAll(t, s, w.Events(t, 5)...)
 			epoch := s.Epoch()
 
 			proxy.cut(c.down, 300*time.Millisecond)
 			ev := w.Next(t)
-			err = appendOne(t, s, ev)
+			err := appendOne(t, s, ev)
 			rows := query(t, dbURL, `SELECT count(*) FROM `+schema+`.events WHERE seq = 6 AND epoch = $1`, epoch)
 			switch {
 			case c.written && (err != nil || rows != 1):
@@ -171,16 +168,12 @@ func TestAnAppendOfUnknownOutcomeIsSettledByTheTable(t *testing.T) {
 				t.Fatalf("the statement never arrived: done(%v), %d rows; want an error and no row", err, rows)
 			}
 			if !c.written {
-				if err := s.Reset(); err != nil {
-					t.Fatalf("Reset: %v", err)
-				}
-				if err := appendOne(t, s, ev); err != nil {
-					t.Fatalf("the append again after Reset: %v", err)
-				}
+				// It stepped down; it leads again by a campaign.
+				appendAgain(t, s, ev)
 			}
 			storetest.AppendAll(t, s, w.Events(t, 3)...)
 			s.Close()
-			s2 := open(t, dbURL, schema)
+			s2 := openLeading(t, dbURL, schema)
 			defer s2.Close()
 			st, _ := storetest.LoadState(t, s2)
 			storetest.SameState(t, st, w.State)

@@ -23,6 +23,7 @@ var clock0 = time.Now()
 func mono(t time.Time) int64 { return int64(t.Sub(clock0)) }
 
 var _ store.Current = (*Store)(nil)
+var _ store.Standing = (*Store)(nil)
 
 // leadLease is how long after a round trip on the writer session started
 // this instance may take itself to lead. PostgreSQL frees the lock only by

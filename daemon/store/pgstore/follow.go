@@ -31,11 +31,11 @@ func (s *Store) Follow(after uint64, apply func(mailbox.Event) error, role func(
 	s.wq.Control(func() {}) // wakes the writer
 }
 
-// stepDown turns a shared store's failed leader into a follower: it gives
-// up the lock (if its session still lives), so another instance (or this
-// one, later) takes over, and reads the log from what it last knew.
+// stepDown turns a failed leader into a follower: it gives up the lock
+// (if its session still lives), so another instance (or this one, later)
+// takes over, and reads the log from what it last knew.
 func (s *Store) stepDown() {
-	if !s.shared || s.following {
+	if s.following {
 		return
 	}
 	s.following, s.listening = true, false

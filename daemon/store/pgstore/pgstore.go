@@ -12,9 +12,10 @@
 // statement writes nothing. The writer session pings while idle, so an
 // instance that is alive keeps the lock.
 //
-// Today an instance that does not lead waits in Open, campaigning, and
-// takes over when the leader goes (a hot standby); serving reads and
-// streams while following is the next step.
+// Every instance is one of several sharing the log (store.Shared): one
+// that does not lead follows it (Follow), serving what it reads, and
+// campaigns; it takes over when the leader goes. A leader that fails steps
+// down and follows again.
 package pgstore
 
 import (
@@ -79,16 +80,6 @@ type Options struct {
 	// Logger receives takeovers, lost sessions and failed writes; nil
 	// discards them.
 	Logger *slog.Logger
-	// OnWait, when set, is called once if Open has to wait for another
-	// instance to give up the lease, with that instance's holder and
-	// advertised URL.
-	OnWait func(holder, advertise string)
-	// Follow makes the store shared (store.Shared): Open returns at once
-	// without leading, and once Follow is called the instance follows the
-	// log and campaigns; a leader that fails steps down and follows again.
-	// Without it Open waits until it leads, and a failure is kept until
-	// Reset takes the lease back (a sole instance).
-	Follow bool
 }
 
 // Store is a store.Store in a PostgreSQL schema.
@@ -106,7 +97,6 @@ type Store struct {
 	// The writer goroutine owns conn, following and listening.
 	conn      *pgx.Conn
 	epoch     atomic.Int64
-	shared    bool
 	following bool
 	listening bool
 	channel   string // the schema's NOTIFY channel
@@ -177,10 +167,10 @@ func scrub(msg, conn string) string {
 }
 
 // Open connects, migrates the schema (refusing one newer than this
-// binary), and waits until this instance leads: it campaigns every
-// CampaignInterval until the lock is free or ctx ends. Then it takes over
-// (the epoch goes up by one, waiting for any append of the old term to
-// finish) and is ready for Load.
+// binary) and returns at once, following and not leading: appends are
+// refused until Follow has been called and the writer wins a campaign
+// (every CampaignInterval), takes over (the epoch goes up by one, waiting
+// for any append of the old term to finish) and reports Leader.
 func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Schema == "" {
 		o.Schema = DefaultSchema
@@ -223,7 +213,6 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		s.appName = s.appName[:63]
 	}
 	s.channel = fmt.Sprintf("mailroom_%08x", uint32(lockKey(o.Schema)))
-	s.shared = o.Follow
 	s.appendQ = strings.ReplaceAll(strings.ReplaceAll(appendSQL, "{{s}}", s.q), "{{channel}}", s.channel)
 	s.snapQ = strings.ReplaceAll(snapshotSQL, "{{s}}", s.q)
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
@@ -254,26 +243,18 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		s.abandon()
 		return nil, s.connErr("migrating", err)
 	}
-	if !s.shared {
-		if err := s.campaign(ctx); err != nil {
-			s.abandon()
-			return nil, err
-		}
-	}
 	if err := s.readShape(ctx); err != nil {
 		s.abandon()
 		return nil, s.connErr("reading the log's head", err)
 	}
 	s.wq = writeq.New[row]("the log in schema "+o.Schema, s.lastSeq+1)
-	s.setRole(store.Role{Leader: !s.shared, Epoch: s.epoch.Load(), Holder: o.Holder, LeaderURL: o.Advertise})
-	if s.shared {
-		// Following until the writer wins a campaign.
-		s.following = true
-		s.wq.Fail(s.notLeader())
-		var r store.Role
-		_ = s.conn.QueryRow(ctx, `SELECT epoch, holder, advertise FROM `+s.q+`.leader WHERE id = 1`).Scan(&r.Epoch, &r.Holder, &r.LeaderURL)
-		s.setRole(r)
-	}
+	// Following until the writer wins a campaign.
+	s.following = true
+	s.setRole(store.Role{Epoch: s.epoch.Load(), Holder: o.Holder, LeaderURL: o.Advertise})
+	s.wq.Fail(s.notLeader())
+	var r store.Role
+	_ = s.conn.QueryRow(ctx, `SELECT epoch, holder, advertise FROM `+s.q+`.leader WHERE id = 1`).Scan(&r.Epoch, &r.Holder, &r.LeaderURL)
+	s.setRole(r)
 	s.writerDone = make(chan struct{})
 	go s.run()
 	return s, nil
@@ -328,34 +309,6 @@ func (s *Store) connect(ctx context.Context) error {
 	}
 	s.conn = conn
 	return nil
-}
-
-// campaign waits until this instance holds the lease, then takes over.
-func (s *Store) campaign(ctx context.Context) error {
-	told := false
-	for {
-		var got bool
-		if err := s.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, int32(lockClass), lockKey(s.o.Schema)).Scan(&got); err != nil {
-			return s.connErr("campaigning for the lease", err)
-		}
-		if got {
-			return s.takeOver(ctx)
-		}
-		if !told {
-			told = true
-			var holder, advertise string
-			_ = s.conn.QueryRow(ctx, `SELECT holder, advertise FROM `+s.q+`.leader WHERE id = 1`).Scan(&holder, &advertise)
-			s.log.Info("another instance leads; waiting to take over", "schema", s.o.Schema, "leader", holder, "leader_url", advertise)
-			if s.o.OnWait != nil {
-				s.o.OnWait(holder, advertise)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("postgres store (schema %s): waiting for the lease: %w", s.o.Schema, ctx.Err())
-		case <-time.After(s.o.CampaignInterval):
-		}
-	}
 }
 
 // takeOver bumps the epoch. The UPDATE waits for an old leader's append in

@@ -21,7 +21,7 @@ import (
 func appendOne(t *testing.T, s *pgstore.Store, ev mailbox.Event) error {
 	t.Helper()
 	done := make(chan error, 1)
-	s.Append(ev, func(err error) { done <- err })
+	s.AppendUnit([]mailbox.Event{ev}, func(err error) { done <- err })
 	select {
 	case err := <-done:
 		return err
@@ -62,42 +62,22 @@ func TestASecondInstanceWaitsThenTakesOverWithTheNextEpoch(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
 	w := storetest.NewWorkload(1)
-	a, err := pgstore.Open(context.Background(), pgstore.Options{URL: url, Schema: schema, Holder: "a", Advertise: "http://a:7717"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := follow(t, pgstore.Options{URL: url, Schema: schema, Holder: "a", Advertise: "http://a:7717"})
 	defer a.Close()
+	waitLead(t, a)
 	storetest.AppendAll(t, a, w.Events(t, 20)...)
 
-	waiting := make(chan string, 1)
-	opened := make(chan *pgstore.Store, 1)
-	go func() {
-		b, err := pgstore.Open(context.Background(), pgstore.Options{URL: url, Schema: schema, Holder: "b",
-			OnWait: func(holder, advertise string) { waiting <- holder + " " + advertise }})
-		if err != nil {
-			t.Error(err)
-		}
-		opened <- b
-	}()
-	select {
-	case who := <-waiting:
-		if who != "a http://a:7717" {
-			t.Errorf("b waits for %q, want a http://a:7717", who)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("b neither waited nor opened")
+	b := follow(t, pgstore.Options{URL: url, Schema: schema, Holder: "b"})
+	defer b.Close()
+	if r := b.Role(); r.Holder+" "+r.LeaderURL != "a http://a:7717" {
+		t.Errorf("b waits for %q, want a http://a:7717", r.Holder+" "+r.LeaderURL)
 	}
-	select {
-	case <-opened:
-		t.Fatal("b opened while a leads")
-	case <-time.After(600 * time.Millisecond):
+	time.Sleep(600 * time.Millisecond)
+	if b.Role().Leader {
+		t.Fatal("b leads while a leads")
 	}
 	a.Close()
-	b := <-opened
-	if b == nil {
-		t.FailNow()
-	}
-	defer b.Close()
+	waitLead(t, b)
 	if a.Epoch()+1 != b.Epoch() {
 		t.Errorf("epochs a %d, b %d: want b = a+1", a.Epoch(), b.Epoch())
 	}
@@ -113,20 +93,17 @@ func TestAFencedLeaderWritesNothing(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
 	w := storetest.NewWorkload(2)
-	a, err := pgstore.Open(context.Background(), pgstore.Options{URL: url, Schema: schema, Holder: "fenced-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := follow(t, pgstore.Options{URL: url, Schema: schema, Holder: "fenced-a"})
 	defer a.Close()
+	waitLead(t, a)
 	storetest.AppendAll(t, a, w.Events(t, 10)...)
 
-	// a's session ends (a pause past idle_session_timeout looks the same
-	// to PostgreSQL); b takes over and writes.
+	// a is paused and its session ends (a pause past idle_session_timeout
+	// looks the same to PostgreSQL); b takes over and writes.
+	resume := a.Pause()
+	defer resume()
 	killWriter(t, url, "fenced-a")
-	b, err := pgstore.Open(context.Background(), pgstore.Options{URL: url, Schema: schema, Holder: "fenced-b"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openLeading(t, url, schema)
 	defer b.Close()
 	wb := storetest.NewWorkload(2)
 	_ = wb.Events(t, 10) // the same first ten, so b's state matches the table
@@ -135,7 +112,8 @@ func TestAFencedLeaderWritesNothing(t *testing.T) {
 
 	// a still thinks it leads at seq 10: its append is settled from the
 	// table (not written) and refused, and it stays refused.
-	err = appendOne(t, a, w.Next(t))
+	resume()
+	err := appendOne(t, a, w.Next(t))
 	if err == nil {
 		t.Fatal("a fenced leader's append succeeded")
 	}
@@ -150,15 +128,15 @@ func TestAFencedLeaderWritesNothing(t *testing.T) {
 	}
 }
 
-func TestALostSessionIsTakenBackByReset(t *testing.T) {
+// A leader whose session was lost steps down, refusing appends, and
+// takes the lead back by winning a campaign.
+func TestALostSessionIsTakenBack(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
 	w := storetest.NewWorkload(3)
-	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: url, Schema: schema, Holder: "lost"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := follow(t, pgstore.Options{URL: url, Schema: schema, Holder: "lost"})
 	defer s.Close()
+	waitLead(t, s)
 	storetest.AppendAll(t, s, w.Events(t, 10)...)
 	epoch := s.Epoch()
 	killWriter(t, url, "lost")
@@ -167,25 +145,20 @@ func TestALostSessionIsTakenBackByReset(t *testing.T) {
 	// table: either it was written and done says nil, or it was not and
 	// done says why; the table and done agree.
 	ev := w.Next(t)
-	err = appendOne(t, s, ev)
+	err := appendOne(t, s, ev)
 	in := query(t, url, `SELECT count(*) FROM `+schema+`.events WHERE seq = 11`)
 	if (err == nil) != (in == 1) {
 		t.Fatalf("done(%v) but the table holds %d rows of seq 11", err, in)
 	}
 	if err != nil {
-		if rerr := s.Reset(); rerr != nil {
-			t.Fatalf("Reset after a lost session: %v", rerr)
-		}
-		if err := appendOne(t, s, ev); err != nil {
-			t.Fatalf("append after Reset: %v", err)
-		}
+		appendAgain(t, s, ev)
 	}
 	if s.Epoch() <= epoch {
 		t.Errorf("epoch %d after taking the lease back, want more than %d", s.Epoch(), epoch)
 	}
 	storetest.AppendAll(t, s, w.Events(t, 5)...)
 	s.Close()
-	s2 := open(t, url, schema)
+	s2 := openLeading(t, url, schema)
 	defer s2.Close()
 	st, _ := storetest.LoadState(t, s2)
 	storetest.SameState(t, st, w.State)
@@ -195,11 +168,9 @@ func TestAnIdleLeaderKeepsItsSession(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
 	w := storetest.NewWorkload(4)
-	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: url, Schema: schema, Holder: "idle", SessionTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := follow(t, pgstore.Options{URL: url, Schema: schema, Holder: "idle", SessionTimeout: time.Second})
 	defer s.Close()
+	waitLead(t, s)
 	storetest.AppendAll(t, s, w.Events(t, 3)...)
 	epoch := s.Epoch()
 	// Three idle_session_timeouts with nothing to write: the writer's
@@ -214,7 +185,7 @@ func TestAnIdleLeaderKeepsItsSession(t *testing.T) {
 func TestASchemaNewerThanTheBinaryIsRefused(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
-	s := open(t, url, schema)
+	s := openLeading(t, url, schema)
 	s.Close()
 	pgtest.Exec(t, url, `UPDATE `+schema+`.schema_version SET version = $1`, pgstore.SchemaVersion+1)
 	_, err := pgstore.Open(context.Background(), pgstore.Options{URL: url, Schema: schema})
@@ -254,8 +225,11 @@ func TestTheEpochFencesEveryStatement(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
 	w := storetest.NewWorkload(5)
-	s := open(t, url, schema)
+	// It campaigns once, at once, and not again within the test: the
+	// takeover below is another instance's, which holds the lead after.
+	s := follow(t, pgstore.Options{URL: url, Schema: schema, CampaignInterval: time.Hour})
 	defer s.Close()
+	waitLead(t, s)
 	storetest.AppendAll(t, s, w.Events(t, 4)...)
 	// A takeover this instance did not see (its session and lock are
 	// alive): the fence in the statement alone must stop the append and
@@ -286,12 +260,13 @@ func TestATakeoverWaitsForTheOldLeadersBatchInFlight(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
 	w := storetest.NewWorkload(6)
-	a, err := pgstore.Open(context.Background(), pgstore.Options{URL: url, Schema: schema, Holder: "inflight-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := follow(t, pgstore.Options{URL: url, Schema: schema, Holder: "inflight-a"})
 	defer a.Close()
+	waitLead(t, a)
 	storetest.AppendAll(t, a, w.Events(t, 4)...)
+	// a is paused from here: its session ends under it.
+	resume := a.Pause()
+	defer resume()
 
 	// The old leader's next batch, in flight: fenced in, written, not yet
 	// committed.
@@ -317,30 +292,16 @@ func TestATakeoverWaitsForTheOldLeadersBatchInFlight(t *testing.T) {
 	}
 	killWriter(t, url, "inflight-a")
 
-	opened := make(chan *pgstore.Store, 1)
-	go func() {
-		b, err := pgstore.Open(ctx, pgstore.Options{URL: url, Schema: schema, Holder: "inflight-b"})
-		if err != nil {
-			t.Error(err)
-		}
-		opened <- b
-	}()
-	select {
-	case b := <-opened:
-		if b != nil {
-			b.Close()
-		}
+	b := follow(t, pgstore.Options{URL: url, Schema: schema, Holder: "inflight-b"})
+	defer b.Close()
+	time.Sleep(500 * time.Millisecond)
+	if b.Role().Leader {
 		t.Fatal("the takeover finished while the old term's batch was in flight")
-	case <-time.After(500 * time.Millisecond):
 	}
 	if _, err := tx.Exec(ctx, `COMMIT`); err != nil {
 		t.Fatal(err)
 	}
-	b := <-opened
-	if b == nil {
-		t.FailNow()
-	}
-	defer b.Close()
+	waitLead(t, b)
 	if got := b.LastSeq(); got != 5 {
 		t.Fatalf("the new leader starts after seq %d, want 5 (the batch that was in flight)", got)
 	}

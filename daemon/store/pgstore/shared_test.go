@@ -24,7 +24,7 @@ func TestShared(t *testing.T) {
 		defer cancel()
 		holder := fmt.Sprintf("i%d-%s", i, uuid.NewString()[:8])
 		s, err := pgstore.Open(ctx, pgstore.Options{URL: url, Schema: pgtest.Schema(t, url, dir), Holder: holder,
-			Advertise: "http://" + holder, Follow: true, CampaignInterval: 20 * time.Millisecond, SessionTimeout: 2 * time.Second})
+			Advertise: "http://" + holder, CampaignInterval: 20 * time.Millisecond, SessionTimeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

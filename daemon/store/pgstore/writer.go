@@ -47,24 +47,25 @@ type row struct {
 	body []byte
 }
 
-// Append hands ev to the writer and returns without waiting; see
-// store.Store. An event whose body replay could not read back is refused
-// like one with the wrong seq, without failing the store.
-func (s *Store) Append(ev mailbox.Event, done func(error)) {
-	body, err := store.EventBody(ev)
-	s.wq.Append(ev, row{ev.AtMs, ev.Type, body}, err, done)
-}
-
-// AppendUnit appends evs as one unit: their items are queued together and
-// never split across two statements, and a statement commits all or none.
+// AppendUnit hands evs to the writer as one unit and returns without
+// waiting; see store.Store. A unit's items are never split across two
+// statements, and a statement commits all or none. An event whose body
+// replay could not read back is refused like one with the wrong seq,
+// without failing the store. A single event (the common case) is made
+// into arrays on the stack.
 func (s *Store) AppendUnit(evs []mailbox.Event, done func(error)) {
-	rows, errs := make([]row, len(evs)), make([]error, len(evs))
+	var oneRow [1]row
+	var oneErr [1]error
+	rows, errs := oneRow[:], oneErr[:]
+	if len(evs) != 1 {
+		rows, errs = make([]row, len(evs)), make([]error, len(evs))
+	}
 	for i, ev := range evs {
 		var body []byte
 		body, errs[i] = store.EventBody(ev)
 		rows[i] = row{ev.AtMs, ev.Type, body}
 	}
-	s.wq.AppendUnit(evs, rows, errs, done)
+	s.wq.Append(evs, rows, errs, done)
 }
 
 // pingEvery keeps the writer session busy enough that idle_session_timeout
@@ -102,7 +103,7 @@ func (s *Store) run() {
 }
 
 // keepAlive pings the idle writer session. A session found dead lost the
-// lock with it: the store fails until Reset takes the lease back.
+// lock with it: the store fails and steps down until it leads again.
 func (s *Store) keepAlive() {
 	if s.wq.Failed() != nil || s.conn == nil {
 		return
@@ -118,8 +119,8 @@ func (s *Store) keepAlive() {
 }
 
 // lostSession gives up a leader's writer session that failed a round
-// trip: the lock went with it. The store fails until Reset takes the lease
-// back, and follows meanwhile.
+// trip: the lock went with it. The store fails and follows until it wins
+// the lead again.
 func (s *Store) lostSession(err error) {
 	s.log.Error("the writer session to PostgreSQL is lost, and the lease with it; appends are refused until it is taken back", "schema", s.o.Schema, "err", scrub(err.Error(), s.o.URL))
 	s.conn.Close(context.Background())
@@ -205,7 +206,7 @@ func (s *Store) commit(batch []writeq.Item[row]) {
 // old term can commit after it) and counts the batch's rows of the old
 // epoch. True when they are all there: the caller answers nil. Otherwise
 // the batch and everything queued behind it are refused, and the store
-// fails until Reset.
+// fails (and steps down) until it leads again.
 func (s *Store) settle(batch []writeq.Item[row], first, last int64, cause error) bool {
 	old := s.epoch.Load()
 	s.log.Warn("the writer session broke during an append; settling its outcome from the table", "schema", s.o.Schema, "first_seq", first, "last_seq", last, "err", scrub(cause.Error(), s.o.URL))
@@ -313,7 +314,8 @@ func (s *Store) regain(ctx context.Context) error {
 func (s *Store) setFailed(err error) { s.wq.Fail(err) }
 
 // fail refuses the batch and everything queued, and every append until
-// Reset: the engine decided them on top of the failed ones.
+// the store leads again: the engine decided them on top of the failed
+// ones. The store steps down.
 func (s *Store) fail(batch []writeq.Item[row], err error) {
 	s.log.Error("PostgreSQL append failed; appends are refused until Reset", "schema", s.o.Schema, "err", err)
 	s.setFailed(err)
@@ -324,62 +326,16 @@ func (s *Store) fail(batch []writeq.Item[row], err error) {
 	s.stepDown()
 }
 
-// Reset lets appends through again after a failure, once the writer
-// session works, this instance leads, and the table's head is the last
-// seq it knows: otherwise another instance wrote meanwhile and this one
-// must restart to follow (the error says so).
+// Reset lets appends through again after a failure only by leading: a
+// store that failed has stepped down and appends again only by winning a
+// campaign, which the writer runs by itself, so Reset answers ErrNotLeader
+// while the store is failed (ErrClosed once closed, nil when nothing
+// failed).
 func (s *Store) Reset() error {
-	if s.shared && !s.wq.Closed() && s.wq.Failed() != nil {
-		// A shared store that failed has stepped down: it appends again
-		// only by winning a campaign, which the writer runs by itself.
+	if !s.wq.Closed() && s.wq.Failed() != nil {
 		return s.notLeader()
 	}
-	return s.wq.Reset(s.reset)
-}
-
-func (s *Store) reset() error {
-	failed := s.wq.Failed()
-	if failed == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(s.stopCtx, 30*time.Second)
-	defer cancel()
-	still := func(err error) error {
-		return fmt.Errorf("%w (still failing since: %v)", err, failed)
-	}
-	if s.conn != nil {
-		if _, err := s.conn.Exec(ctx, `SELECT 1`); err != nil {
-			s.conn.Close(context.Background())
-			s.conn = nil
-		}
-	}
-	if s.conn == nil {
-		if err := s.regain(ctx); err != nil {
-			return still(err)
-		}
-	} else {
-		// The session lived: is the epoch still ours?
-		var epoch int64
-		if err := s.conn.QueryRow(ctx, `SELECT epoch FROM `+s.q+`.leader WHERE id = 1`).Scan(&epoch); err != nil {
-			return still(s.connErr("reading the leader row", err))
-		}
-		if epoch != s.epoch.Load() {
-			return still(fmt.Errorf("postgres store (schema %s): %w (epoch %d took over from %d)", s.o.Schema, ErrNotLeader, epoch, s.epoch.Load()))
-		}
-	}
-	var head int64
-	s.statMu.RLock()
-	last, snap := s.lastSeq, s.snapSeq
-	s.statMu.RUnlock()
-	if err := s.conn.QueryRow(ctx, `SELECT coalesce((SELECT max(seq) FROM `+s.q+`.events), $1)`, int64(snap)).Scan(&head); err != nil {
-		return still(s.connErr("reading the log's head", err))
-	}
-	if uint64(head) != last {
-		return still(fmt.Errorf("postgres store (schema %s): the log's head is seq %d, but this instance last wrote %d: another instance wrote meanwhile; restart this one to read its events", s.o.Schema, head, last))
-	}
-	s.wq.Resume(last + 1)
-	s.log.Info("PostgreSQL appends resume after Reset", "schema", s.o.Schema, "epoch", s.epoch.Load(), "next_seq", last+1)
-	return nil
+	return s.wq.Reset(func() error { return nil })
 }
 
 // finish runs when the writer stops: everything was answered. The lease

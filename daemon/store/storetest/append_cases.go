@@ -52,7 +52,7 @@ func testDoneOnceInOrder(t *testing.T, h *harness) {
 		allDone = make(chan struct{})
 	)
 	for _, ev := range evs {
-		s.Append(ev, func(err error) {
+		s.AppendUnit([]mailbox.Event{ev}, func(err error) {
 			if err != nil {
 				t.Errorf("done(seq %d) = %v, want nil", ev.Seq, err)
 			}
@@ -110,7 +110,7 @@ func testSeqMustFollow(t *testing.T, h *harness) {
 			errs := make([]chan error, len(appended))
 			for i, ev := range appended {
 				errs[i] = make(chan error, 1)
-				s.Append(ev, func(err error) { errs[i] <- err })
+				s.AppendUnit([]mailbox.Event{ev}, func(err error) { errs[i] <- err })
 			}
 			var want []mailbox.Event
 			for i, ch := range errs {
@@ -166,7 +166,7 @@ func testCloseAnswersPending(t *testing.T, h *harness) {
 		answers int
 	)
 	for _, ev := range evs {
-		s.Append(ev, func(err error) {
+		s.AppendUnit([]mailbox.Event{ev}, func(err error) {
 			if err != nil {
 				t.Errorf("done(seq %d) = %v, want nil", ev.Seq, err)
 			}

@@ -35,7 +35,7 @@ func (e *engine) step() (mailbox.Event, <-chan error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ev := e.w.Next(e.tb)
-	e.s.Append(ev, func(err error) {
+	e.s.AppendUnit([]mailbox.Event{ev}, func(err error) {
 		if err == nil {
 			e.cmu.Lock()
 			if aerr := e.committed.Apply(ev); aerr != nil {

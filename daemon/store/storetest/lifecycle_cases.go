@@ -20,7 +20,7 @@ func testClosedStoreRefuses(t *testing.T, h *harness) {
 	}
 
 	done := make(chan error, 1)
-	s.Append(w.Next(t), func(err error) { done <- err })
+	s.AppendUnit([]mailbox.Event{w.Next(t)}, func(err error) { done <- err })
 	if err := await(t, done, "done callback after Close"); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Append after Close: done(%v), want ErrClosed", err)
 	}

@@ -155,7 +155,7 @@ func (c *cluster) wave(t *testing.T, m *member, n int) int {
 	errs := make([]chan error, n)
 	for i, ev := range evs {
 		errs[i] = make(chan error, 1)
-		m.s.Append(ev, func(err error) {
+		m.s.AppendUnit([]mailbox.Event{ev}, func(err error) {
 			if err == nil {
 				if aerr := m.applied(ev); aerr != nil {
 					t.Errorf("instance refuses its own durable event: %v", aerr)
@@ -257,7 +257,7 @@ func testOneLeaderAtATime(t *testing.T, c *cluster) {
 			continue
 		}
 		done := make(chan error, 1)
-		m.s.Append(mailbox.Event{Seq: m.s.LastSeq() + 1, Type: mailbox.EventLimitsSet}, func(err error) { done <- err })
+		m.s.AppendUnit([]mailbox.Event{{Seq: m.s.LastSeq() + 1, Type: mailbox.EventLimitsSet}}, func(err error) { done <- err })
 		if err := await(t, done, "a follower's done"); !errors.Is(err, store.ErrNotLeader) {
 			t.Errorf("a follower's Append: %v, want ErrNotLeader", err)
 		}
@@ -455,7 +455,7 @@ func testPausedLeaderFenced(t *testing.T, c *cluster) {
 	// append is refused, and nothing of it reaches the log.
 	ev := mailbox.Event{Seq: old.s.LastSeq() + 1, AtMs: c.nowMs, Type: mailbox.EventLimitsSet, Limits: &mailbox.Limits{RetainDone: 7}}
 	done := make(chan error, 1)
-	old.s.Append(ev, func(err error) { done <- err })
+	old.s.AppendUnit([]mailbox.Event{ev}, func(err error) { done <- err })
 	if err := await(t, done, "the woken leader's done"); err == nil {
 		t.Fatal("a paused leader appended after another took over")
 	}

@@ -150,7 +150,7 @@ func AppendAll(tb testing.TB, s store.Store, evs ...mailbox.Event) {
 func appendAsync(s store.Store, evs []mailbox.Event) <-chan error {
 	errs := make(chan error, len(evs))
 	for _, ev := range evs {
-		s.Append(ev, func(err error) { errs <- err })
+		s.AppendUnit([]mailbox.Event{ev}, func(err error) { errs <- err })
 	}
 	return errs
 }

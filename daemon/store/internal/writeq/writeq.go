@@ -1,7 +1,7 @@
 // Package writeq is the append queue in front of a store's one writer
 // goroutine, shared by every backend so that they all keep the
-// store.Store contract the same way: Append and AppendUnit check the seq
-// and queue without I/O; a unit is never split; control steps (compaction,
+// store.Store contract the same way: Append checks the seq and queues a
+// unit (a single event is a unit of one) without I/O; a unit is never split; control steps (compaction,
 // Reset) run between batches in queue order; once a write fails, every
 // queued event and every later append is refused until the backend
 // resumes.
@@ -57,47 +57,18 @@ func (q *Queue[P]) signal() {
 	}
 }
 
-// Append queues ev with p, what the writer writes for it (encErr: p could
-// not be made). While the queue is failed or closed, done is called before
-// Append returns, as store.Store requires. An event that cannot be encoded
-// or carries the wrong seq is queued as refused: done gets why, in queue
-// order, and the seq stays the one expected.
-func (q *Queue[P]) Append(ev mailbox.Event, p P, encErr error, done func(error)) {
-	if done == nil {
-		done = func(error) {}
-	}
-	it := Item[P]{Seq: ev.Seq, P: p, Done: done}
-	q.mu.Lock()
-	var now error
-	switch {
-	case q.closed:
-		now = store.ErrClosed
-	case q.failed != nil:
-		now = q.failed
-	case encErr != nil:
-		it.Err = fmt.Errorf("event %d (%s) cannot be logged: %w", ev.Seq, ev.Type, encErr)
-	case ev.Seq != q.nextSeq:
-		it.Err = fmt.Errorf("event %d (%s) refused: %s expects seq %d next", ev.Seq, ev.Type, q.where, q.nextSeq)
-	default:
-		q.nextSeq++
-	}
-	if now == nil {
-		q.items = append(q.items, it)
-	}
-	q.mu.Unlock()
-	if now != nil {
-		done(now)
-		return
-	}
-	q.signal()
-}
-
-// AppendUnit queues evs (with ps[i] for evs[i], encErrs[i] when it could
-// not be made) as one unit: together, under one lock, so no control step
-// falls between them. A unit that is not one (its first event's Unit, the
-// others', consecutive seqs) or holds an event that cannot be encoded is
-// refused whole: one refused item stands for it.
-func (q *Queue[P]) AppendUnit(evs []mailbox.Event, ps []P, encErrs []error, done func(error)) {
+// Append queues evs (with ps[i], what the writer writes for evs[i], and
+// encErrs[i] when it could not be made) as one unit: together, under one
+// lock, so no control step falls between them, and never split across two
+// writes. A single event is a unit of one. While the queue is failed or
+// closed, done is called before Append returns, as store.Store requires.
+// A unit of several that is not one (its first event's Unit, the others',
+// consecutive seqs; a single event's Unit is written as it is, so a log's
+// events can be appended again one at a time), that holds an event that cannot be encoded, or that does not
+// carry the seq expected next is queued as refused, one item standing for
+// it: done gets why, in queue order, nothing is written, and the seq stays
+// the one expected.
+func (q *Queue[P]) Append(evs []mailbox.Event, ps []P, encErrs []error, done func(error)) {
 	if done == nil {
 		done = func(error) {}
 	}
@@ -105,7 +76,6 @@ func (q *Queue[P]) AppendUnit(evs []mailbox.Event, ps []P, encErrs []error, done
 		done(nil)
 		return
 	}
-	items := make([]Item[P], len(evs))
 	var refused error
 	for i, ev := range evs {
 		want := 0
@@ -113,16 +83,17 @@ func (q *Queue[P]) AppendUnit(evs []mailbox.Event, ps []P, encErrs []error, done
 			want = len(evs)
 		}
 		switch {
-		case encErrs[i] != nil && refused == nil:
+		case encErrs[i] != nil:
 			refused = fmt.Errorf("event %d (%s) cannot be logged: %w", ev.Seq, ev.Type, encErrs[i])
-		case ev.Unit != want && refused == nil:
+		case len(evs) > 1 && ev.Unit != want:
 			refused = fmt.Errorf("event %d (%s) refused: it is event %d of a unit of %d and says unit %d, expected %d", ev.Seq, ev.Type, i+1, len(evs), ev.Unit, want)
-		case ev.Seq != evs[0].Seq+uint64(i) && refused == nil:
+		case ev.Seq != evs[0].Seq+uint64(i):
 			refused = fmt.Errorf("event %d (%s) refused: the events of a unit must have consecutive seqs", ev.Seq, ev.Type)
 		}
-		items[i] = Item[P]{Seq: ev.Seq, P: ps[i], Done: func(error) {}, Cont: i > 0}
+		if refused != nil {
+			break
+		}
 	}
-	items[len(items)-1].Done = done
 
 	q.mu.Lock()
 	var now error
@@ -134,14 +105,18 @@ func (q *Queue[P]) AppendUnit(evs []mailbox.Event, ps []P, encErrs []error, done
 	case refused == nil && evs[0].Seq != q.nextSeq:
 		refused = fmt.Errorf("event %d (%s) refused: %s expects seq %d next", evs[0].Seq, evs[0].Type, q.where, q.nextSeq)
 	}
-	if now == nil {
-		if refused != nil {
-			// One item stands for the refused unit: done gets the
-			// refusal, nothing is written, the seq stays expected.
-			q.items = append(q.items, Item[P]{Seq: evs[0].Seq, Done: done, Err: refused})
-		} else {
-			q.nextSeq += uint64(len(evs))
-			q.items = append(q.items, items...)
+	switch {
+	case now != nil:
+	case refused != nil:
+		q.items = append(q.items, Item[P]{Seq: evs[0].Seq, Done: done, Err: refused})
+	default:
+		q.nextSeq += uint64(len(evs))
+		for i, ev := range evs {
+			it := Item[P]{Seq: ev.Seq, P: ps[i], Done: nop, Cont: i > 0}
+			if i == len(evs)-1 {
+				it.Done = done
+			}
+			q.items = append(q.items, it)
 		}
 	}
 	q.mu.Unlock()
@@ -151,6 +126,8 @@ func (q *Queue[P]) AppendUnit(evs []mailbox.Event, ps []P, encErrs []error, done
 	}
 	q.signal()
 }
+
+func nop(error) {}
 
 // Control queues fn for the writer; false when the queue is closed.
 func (q *Queue[P]) Control(fn func()) bool {

@@ -21,10 +21,10 @@ func (r record) done(name string) func(error) { return func(err error) { r[name]
 func TestSeqsAreCheckedAndRefusalsKeepTheSeq(t *testing.T) {
 	q := New[string]("the log in test", 1)
 	got := record{}
-	q.Append(ev(1, 0), "one", nil, got.done("1"))
-	q.Append(ev(3, 0), "gap", nil, got.done("gap"))
-	q.Append(ev(2, 0), "bad", errors.New("does not encode"), got.done("unencodable"))
-	q.Append(ev(2, 0), "two", nil, got.done("2"))
+	appendOne(q, ev(1, 0), "one", nil, got.done("1"))
+	appendOne(q, ev(3, 0), "gap", nil, got.done("gap"))
+	appendOne(q, ev(2, 0), "bad", errors.New("does not encode"), got.done("unencodable"))
+	appendOne(q, ev(2, 0), "two", nil, got.done("2"))
 	batch, last := q.Take(100)
 	if last || len(batch) != 4 {
 		t.Fatalf("Take = %d items, last %v; want 4, false", len(batch), last)
@@ -44,9 +44,9 @@ func TestSeqsAreCheckedAndRefusalsKeepTheSeq(t *testing.T) {
 func TestAUnitIsRefusedWholeAndNeverSplit(t *testing.T) {
 	q := New[int]("the log in test", 1)
 	got := record{}
-	q.AppendUnit([]mailbox.Event{ev(1, 3), ev(2, 0), ev(3, 2)}, []int{1, 2, 3}, make([]error, 3), got.done("bad unit"))
-	q.AppendUnit([]mailbox.Event{ev(1, 3), ev(2, 0), ev(3, 0)}, []int{1, 2, 3}, make([]error, 3), got.done("unit"))
-	q.Append(ev(4, 0), 4, nil, got.done("4"))
+	q.Append([]mailbox.Event{ev(1, 3), ev(2, 0), ev(3, 2)}, []int{1, 2, 3}, make([]error, 3), got.done("bad unit"))
+	q.Append([]mailbox.Event{ev(1, 3), ev(2, 0), ev(3, 0)}, []int{1, 2, 3}, make([]error, 3), got.done("unit"))
+	appendOne(q, ev(4, 0), 4, nil, got.done("4"))
 	// At most 2 writes a batch, but a unit is never cut.
 	batch, _ := q.Take(2)
 	var written []int
@@ -73,9 +73,9 @@ func TestAUnitIsRefusedWholeAndNeverSplit(t *testing.T) {
 
 func TestAControlStepRunsBetweenBatches(t *testing.T) {
 	q := New[int]("the log in test", 1)
-	q.Append(ev(1, 0), 1, nil, nil)
+	appendOne(q, ev(1, 0), 1, nil, nil)
 	q.Control(func() {})
-	q.Append(ev(2, 0), 2, nil, nil)
+	appendOne(q, ev(2, 0), 2, nil, nil)
 	for i, want := range []string{"event 1", "control", "event 2"} {
 		batch, _ := q.Take(100)
 		if len(batch) != 1 {
@@ -90,10 +90,10 @@ func TestAControlStepRunsBetweenBatches(t *testing.T) {
 func TestFailedModeRefusesUntilResume(t *testing.T) {
 	q := New[int]("the log in test", 1)
 	got := record{}
-	q.Append(ev(1, 0), 1, nil, got.done("queued"))
+	appendOne(q, ev(1, 0), 1, nil, got.done("queued"))
 	boom := errors.New("disk full")
 	q.Fail(boom)
-	q.Append(ev(2, 0), 2, nil, got.done("after")) // answered at once
+	appendOne(q, ev(2, 0), 2, nil, got.done("after")) // answered at once
 	if !errors.Is(got["after"], boom) {
 		t.Errorf("an append while failed: %v, want the failure", got["after"])
 	}
@@ -130,7 +130,7 @@ func TestFailedModeRefusesUntilResume(t *testing.T) {
 
 func TestClose(t *testing.T) {
 	q := New[int]("the log in test", 1)
-	q.Append(ev(1, 0), 1, nil, nil)
+	appendOne(q, ev(1, 0), 1, nil, nil)
 	if q.Close() {
 		t.Error("the first Close says the queue was closed already")
 	}
@@ -138,7 +138,7 @@ func TestClose(t *testing.T) {
 		t.Errorf("after Close the queued event is still served, and last: %d items, last %v", len(batch), last)
 	}
 	got := record{}
-	q.Append(ev(2, 0), 2, nil, got.done("late"))
+	appendOne(q, ev(2, 0), 2, nil, got.done("late"))
 	if !errors.Is(got["late"], store.ErrClosed) {
 		t.Errorf("an append after Close: %v", got["late"])
 	}
@@ -148,4 +148,9 @@ func TestClose(t *testing.T) {
 	if err := q.Reset(func() error { return nil }); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Reset after Close: %v", err)
 	}
+}
+
+// appendOne appends a unit of one event, as a store appends a single one.
+func appendOne[P any](q *Queue[P], e mailbox.Event, p P, encErr error, done func(error)) {
+	q.Append([]mailbox.Event{e}, []P{p}, []error{encErr}, done)
 }

@@ -188,8 +188,8 @@ func (g *scenario) skipRecord(seq uint64) {
 		log.Fatal(err)
 	}
 	done := make(chan error, 1)
-	st.Append(mailbox.Event{Seq: seq, AtMs: g.clock.now().UnixMilli(), Type: mailbox.EventRecordSkipped,
-		Reason: fmt.Sprintf("moved aside by 'mailroom log repair': seq %d (log-%020d.jsonl, line 1) could not be replayed; the original record is line 1 of log-%020d.jsonl.broken; the operator's reason: written by the 1.4.0 bug", seq, seq, seq)},
+	st.AppendUnit([]mailbox.Event{{Seq: seq, AtMs: g.clock.now().UnixMilli(), Type: mailbox.EventRecordSkipped,
+		Reason: fmt.Sprintf("moved aside by 'mailroom log repair': seq %d (log-%020d.jsonl, line 1) could not be replayed; the original record is line 1 of log-%020d.jsonl.broken; the operator's reason: written by the 1.4.0 bug", seq, seq, seq)}},
 		func(err error) { done <- err })
 	if err := <-done; err != nil {
 		log.Fatal(err)
