@@ -305,7 +305,9 @@ func (e *Engine) Compact(ctx context.Context) (mailbox.CompactOutcome, error) {
 	return out, nil
 }
 
-// View runs fn with the durable state, read-only.
+// View runs fn with the durable state, read-only. Tests read the state
+// through it (here and in daemon/auth's policy tests), where a request
+// would go through the policy they are testing.
 func (e *Engine) View(fn func(s *mailbox.State)) {
 	e.durableMu.RLock()
 	defer e.durableMu.RUnlock()

@@ -202,10 +202,6 @@ func (s *Store) Stats() store.Stats {
 // histogram.
 var syncBuckets = []float64{0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}
 
-// SyncSeconds reports the time spent syncing the log and the number of
-// syncs (group commits) since the store was opened.
-func (s *Store) SyncSeconds() (total float64, syncs uint64) { return s.syncs.Sum() }
-
 // WriteMetrics reports the log's own figures: what it made durable, how
 // long its syncs take, its size and its failures.
 func (s *Store) WriteMetrics(w *metrics.Writer) {
