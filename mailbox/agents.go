@@ -54,6 +54,10 @@ type AgentsUpdate struct {
 	// Encoded, when set, is this update's JSON, made once for every
 	// subscriber; never part of the JSON itself.
 	Encoded []byte `json:"-"`
+	// Seq is the last event the listing counts: a stream hands it on only
+	// after that event, so the listing never gets ahead of the events.
+	// Never part of the JSON.
+	Seq uint64 `json:"-"`
 }
 
 // Agents returns, at time nowMs and sorted by agent id, every agent the

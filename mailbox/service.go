@@ -109,7 +109,9 @@ type Subscription interface {
 	// something changed since the subscription started. A subscription
 	// that never calls Agents is sent none. Nothing waits for the reader:
 	// an update it has not taken is replaced by the next. The channel is
-	// never closed; stop reading it when Events is closed.
+	// never closed; stop reading it when Events is closed. An update may
+	// arrive before the events it counts (up to its Seq) are taken from
+	// Events: a reader that shows both holds it until then.
 	Agents() <-chan AgentsUpdate
 	// Err says why Events was closed: ErrSlowSubscriber, the context's
 	// error, or nil after Close.

@@ -299,14 +299,8 @@ func (e *Engine) pump(ctx context.Context, s *subscription, snap *mailbox.Snapsh
 				return
 			}
 		case up := <-s.agentsIn:
-			// Every event the listing counts was published before it was
-			// made, so it is waiting in s.live already: hand those on
-			// first, so the listing never gets ahead of them.
-			for n := len(s.live); n > 0; n-- {
-				if ev, ok := <-s.live; !forward(ev, ok) {
-					return
-				}
-			}
+			// The stream holds it until it has sent the events it counts
+			// (up.Seq).
 			offerLatest(s.agentsOut, up)
 		case <-ctx.Done():
 			e.hub.end(s, ctx.Err())

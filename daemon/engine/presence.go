@@ -171,10 +171,17 @@ func (e *Engine) Agents(ctx context.Context) ([]mailbox.AgentInfo, error) {
 }
 
 func (e *Engine) agents(nowMs int64) []mailbox.AgentInfo {
+	list, _ := e.agentsAt(nowMs)
+	return list
+}
+
+// agentsAt is the listing with the seq of the last event it counts. The
+// presence figures are filled under the durable state's lock too: settle
+// counts an event in them under it, so they count nothing past seq.
+func (e *Engine) agentsAt(nowMs int64) ([]mailbox.AgentInfo, uint64) {
 	e.durableMu.RLock()
-	list := e.durable.Agents(nowMs)
-	e.durableMu.RUnlock()
-	return e.presence.fill(list, nowMs)
+	defer e.durableMu.RUnlock()
+	return e.presence.fill(e.durable.Agents(nowMs), nowMs), e.durable.Seq
 }
 
 // seen records a call by agent at the engine's clock.
@@ -207,7 +214,8 @@ func (e *Engine) pushAgentsNow() bool {
 	if !e.presence.changed.Swap(false) || !e.hub.wantsAgents() {
 		return false
 	}
-	up := mailbox.AgentsUpdate{Type: mailbox.EventAgents, AtMs: now, Agents: e.agents(now)}
+	list, seq := e.agentsAt(now)
+	up := mailbox.AgentsUpdate{Type: mailbox.EventAgents, AtMs: now, Agents: list, Seq: seq}
 	var err error
 	if up.Encoded, err = json.Marshal(up); err != nil {
 		e.log.Error("the agents listing does not encode", "err", err)

@@ -196,6 +196,9 @@ func TestAgentsPushedAfterChangesToThoseWhoAsked(t *testing.T) {
 	if string(up.Encoded) == "" {
 		t.Error("the update carries no encoded bytes")
 	}
+	if up.Seq != e.DurableSeq() {
+		t.Errorf("the update counts events up to seq %d, want %d: a stream holds it until it has sent that far", up.Seq, e.DurableSeq())
+	}
 	if n := len(plain.(*subscription).agentsIn) + len(plain.(*subscription).agentsOut); n != 0 {
 		t.Errorf("a subscription that never asked holds %d listings", n)
 	}

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom/daemon/httpapi"
+	"github.com/mailroom/mailroom/internal/sse/ssetest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -93,4 +96,68 @@ func TestAnUnavailableThatChangedNothingSaysRetry(t *testing.T) {
 	if r.status != 503 || e.Code != mailbox.CodeUnavailable || resp.Header.Get(mailbox.HeaderRetry) != mailbox.RetryLeaderChanged || resp.Header.Get("Retry-After") != "1" {
 		t.Errorf("answer %d %+v, headers %v; want 503 with Mailroom-Retry: leader-changed and Retry-After: 1", r.status, e, resp.Header)
 	}
+}
+
+// orderedService's one subscription hands out what the test feeds it.
+type orderedService struct {
+	mailbox.Service
+	sub *fedSubscription
+}
+
+func (o orderedService) Subscribe(context.Context, *uint64) (mailbox.Subscription, error) {
+	return o.sub, nil
+}
+
+type fedSubscription struct {
+	events chan mailbox.Event
+	agents chan mailbox.AgentsUpdate
+}
+
+func (f *fedSubscription) Events() <-chan mailbox.Event        { return f.events }
+func (f *fedSubscription) Agents() <-chan mailbox.AgentsUpdate { return f.agents }
+func (f *fedSubscription) Err() error                          { return nil }
+func (f *fedSubscription) Close()                              {}
+
+// A listing that reaches the stream before the events it counts waits for
+// them: the stream gives the events first, whatever order the two channels
+// are ready in.
+func TestAListingWaitsForTheEventsItCounts(t *testing.T) {
+	sub := &fedSubscription{events: make(chan mailbox.Event, 8), agents: make(chan mailbox.AgentsUpdate, 1)}
+	h := httpapi.New(orderedService{sub: sub}, httpapi.Options{Logger: slog.New(slog.DiscardHandler), FlushDelay: -1})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	resp, err := http.Get("http://" + ln.Addr().String() + "/a2a/events?agents=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rd := ssetest.NewReader(resp.Body)
+
+	sub.events <- mailbox.Event{Seq: 0, Type: mailbox.EventSnapshot, Snapshot: &mailbox.Snapshot{}}
+	if b, err := rd.NextEvent(); err != nil || b.Event != mailbox.EventSnapshot {
+		t.Fatalf("first block %+v, %v; want the snapshot", b, err)
+	}
+	sub.agents <- mailbox.AgentsUpdate{Type: mailbox.EventAgents, AtMs: 1, Agents: []mailbox.AgentInfo{{Agent: "w@x", Queued: 2}}, Seq: 2}
+	time.Sleep(50 * time.Millisecond) // the stream has taken the listing and must hold it
+	for seq := uint64(1); seq <= 2; seq++ {
+		sub.events <- mailbox.Event{Seq: seq, AtMs: 1, Type: mailbox.EventTaskSent,
+			Task: &mailbox.Task{ID: "6f9619ff-8b86-4d11-b42d-00c04fc964f" + fmt.Sprint(seq), Sender: "p@x", Recipient: "w@x", IntentText: "x"}}
+	}
+	var got []string
+	for len(got) < 3 {
+		b, err := rd.NextEvent()
+		if err != nil {
+			t.Fatalf("after %v: %v", got, err)
+		}
+		got = append(got, b.Event+":"+b.ID)
+	}
+	if want := []string{"task_sent:1", "task_sent:2", "agents:"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the stream gave %v; want %v: the listing after the events it counts", got, want)
+	}
+	close(sub.events)
 }

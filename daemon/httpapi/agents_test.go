@@ -278,3 +278,56 @@ func nextBlock(t *testing.T, s *stream) sseBlock {
 		}
 	}
 }
+
+// TestAgentsListingNeverGetsAheadOfTheEvents: under a stream of sends,
+// every listing a stream carries counts no task its reader has not been
+// sent yet: the queue it shows for an agent is at most the task_sent
+// events the stream gave before it.
+func TestAgentsListingNeverGetsAheadOfTheEvents(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{})
+	ctx := testContext(t)
+	s := openStream(t, ctx, d, "?agents=true", nil)
+	if ev := s.nextEvent(t); ev.Type != mailbox.EventSnapshot {
+		t.Fatalf("first event %s, want the snapshot", ev.Type)
+	}
+	const n = 300
+	go func() {
+		for i := range n {
+			sendTask(t, d, task("p@x", "w@x", fmt.Sprint("task ", i)))
+			if i%25 == 0 {
+				time.Sleep(100 * time.Millisecond) // spread over a few listing intervals
+			}
+		}
+	}()
+	seen, listings, more := 0, 0, 0
+	for seen < n || listings < 2 {
+		b := nextBlock(t, s)
+		switch b.event {
+		case mailbox.EventTaskSent:
+			var ev mailbox.Event
+			if err := json.Unmarshal([]byte(b.data), &ev); err != nil {
+				t.Fatal(err)
+			}
+			if ev.Task.Recipient == "w@x" {
+				seen++
+			}
+		case mailbox.EventAgents:
+			listings++
+			var up mailbox.AgentsUpdate
+			if err := json.Unmarshal([]byte(b.data), &up); err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range up.Agents {
+				if a.Agent == "w@x" && a.Queued > seen {
+					t.Fatalf("a listing counts %d tasks queued for w@x after the stream gave %d of their task_sent events", a.Queued, seen)
+				}
+			}
+		}
+		if seen == n && listings < 2 && more == listings {
+			// One more change, so that a listing follows the last send.
+			sendTask(t, d, task("p@x", "v@x", "one more change"))
+			more++
+		}
+	}
+}

@@ -66,8 +66,14 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 		agents = sub.Agents()
 	}
 	var buf bytes.Buffer
-	// pending is a listing that waits for the events already queued
-	// before it: it may count them, so it must not reach the client first.
+	// sent is the seq of the last event put on the stream. pending is a
+	// listing that counts events not sent yet (its Seq is past sent): it
+	// waits for them, so it never reaches the client first. This is the
+	// one place that keeps the listing behind the events.
+	var sent uint64
+	if after != nil {
+		sent = *after
+	}
 	var pending *mailbox.AgentsUpdate
 	for {
 		buf.Reset()
@@ -98,28 +104,24 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 				case <-t.C:
 				}
 			}
-			if err := appendEvent(&buf, ev); err != nil {
+			if err := appendEvent(&buf, ev, &sent); err != nil {
 				return err
 			}
 		case up := <-agents:
 			pending = &up
 		}
-		open, all, err := gather(&buf, events)
+		open, err := gather(&buf, events, &sent)
 		if err != nil {
 			return err
 		}
-		if all {
-			select {
-			case up := <-agents:
-				pending = &up
-			default:
+		if pending != nil && pending.Seq <= sent {
+			if err := appendAgents(&buf, *pending); err != nil {
+				return err
 			}
-			if pending != nil {
-				if err := appendAgents(&buf, *pending); err != nil {
-					return err
-				}
-				pending = nil
-			}
+			pending = nil
+		}
+		if buf.Len() == 0 && open {
+			continue // a listing waiting for its events
 		}
 		if err := write(buf.Bytes()); err != nil {
 			a.log.Info("event stream ended: write failed", "err", err)
@@ -152,32 +154,33 @@ func (a *api) endStream(err error) {
 
 // gather appends the events already waiting, up to maxBatchBytes, so a
 // burst costs one flush instead of one per event. open is false when the
-// subscription ended; all says no event is left waiting.
-func gather(buf *bytes.Buffer, events <-chan mailbox.Event) (open, all bool, err error) {
+// subscription ended.
+func gather(buf *bytes.Buffer, events <-chan mailbox.Event, sent *uint64) (open bool, err error) {
 	for buf.Len() < maxBatchBytes {
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				return false, true, nil
+				return false, nil
 			}
-			if err := appendEvent(buf, ev); err != nil {
-				return true, false, err
+			if err := appendEvent(buf, ev, sent); err != nil {
+				return true, err
 			}
 		default:
-			return true, true, nil
+			return true, nil
 		}
 	}
-	return true, false, nil
+	return true, nil
 }
 
 // appendEvent writes one log event (or snapshot) as an SSE block whose id
-// is its seq.
-func appendEvent(buf *bytes.Buffer, ev mailbox.Event) error {
+// is its seq, and notes the seq in *sent.
+func appendEvent(buf *bytes.Buffer, ev mailbox.Event, sent *uint64) error {
 	data, err := encodedOnce(ev.Encoded, ev)
 	if err != nil {
 		return err
 	}
 	sse.AppendBlock(buf, strconv.FormatUint(ev.Seq, 10), ev.Type, data)
+	*sent = ev.Seq
 	return nil
 }
 
