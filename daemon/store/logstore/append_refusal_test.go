@@ -57,7 +57,7 @@ func TestAppendRefusesWhatReplayCannotRead(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			st, loaded := replay(t, dir)
+			st, loaded := reopen(t, dir)
 			storetest.SameEvents(t, loaded, append(good, next...))
 			storetest.SameState(t, st, w.State)
 		})

@@ -38,7 +38,7 @@ func TestCompactionRoundTrips(t *testing.T) {
 	if got, want := dirNames(t, dir), []string{segmentName(201), snapshotName(200)}; !slices.Equal(got, want) {
 		t.Errorf("after two compactions the dir holds %q, want %q", got, want)
 	}
-	st, evs := replay(t, dir)
+	st, evs := reopen(t, dir)
 	storetest.SameEvents(t, evs, tail)
 	storetest.SameState(t, st, w.State)
 }
@@ -127,7 +127,7 @@ func TestCrashDuringCompactionLosesNothing(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			st, _ = replay(t, dir)
+			st, _ = reopen(t, dir)
 			storetest.SameState(t, st, stateWith(t, c.want, c.next))
 			if got := dirNames(t, dir); len(got) != 2 {
 				t.Errorf("after compacting again the dir holds %q, want one segment and one snapshot", got)

@@ -76,7 +76,7 @@ func TestFlippedByteInTheLastLineIsCut(t *testing.T) {
 				wantErrorNaming(t, err, "line 8 ", fmt.Sprintf("byte offset %d)", last), "seq")
 				return
 			}
-			st, _ := replay(t, dir)
+			st, _ := reopen(t, dir)
 			storetest.SameState(t, st, stateOf(t, evs[:7]...))
 			if got := readFile(t, filepath.Join(dir, segmentName(1)+brokenSuffix)); !bytes.Equal(got, damaged) {
 				t.Errorf("the .broken copy is not the file as found")
@@ -124,7 +124,7 @@ func TestDamageInAnEarlierSegmentRefusesToOpen(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := writeDir(t, c.files...)
 			if c.want == nil {
-				st, loaded := replay(t, dir)
+				st, loaded := reopen(t, dir)
 				if len(loaded) != 20 {
 					t.Fatalf("loaded %d events, want 20", len(loaded))
 				}

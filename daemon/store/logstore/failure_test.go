@@ -125,7 +125,7 @@ func TestWriteFailureChild(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, evs := replay(t, dir)
+	st, evs := reopen(t, dir)
 	storetest.SameState(t, st, retry.State)
 	storetest.SameEvents(t, evs[10:], again)
 }

@@ -22,8 +22,8 @@ func mustOpen(t *testing.T, dir string, opts Options) *Store {
 	return s
 }
 
-// replay opens dir, loads it, closes it, and returns what it held.
-func replay(t *testing.T, dir string) (*mailbox.State, []mailbox.Event) {
+// reopen opens dir, loads it, closes it, and returns what it held.
+func reopen(t *testing.T, dir string) (*mailbox.State, []mailbox.Event) {
 	t.Helper()
 	s := mustOpen(t, dir, Options{})
 	st, evs := storetest.LoadState(t, s)

@@ -9,7 +9,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/daemon/store/internal/replay"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -45,10 +45,10 @@ func appendRecord(dst []byte, key string, seq uint64, body []byte) []byte {
 	return append(dst, "}\n"...)
 }
 
-// encodeEvent returns ev's record: store.EventBody (which refuses a body
+// encodeEvent returns ev's record: replay.Body (which refuses a body
 // replay could not read back) in the record frame.
 func encodeEvent(ev mailbox.Event) ([]byte, error) {
-	body, err := store.EventBody(ev)
+	body, err := replay.Body(ev)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func unitOf(body []byte) int {
 	return int(n)
 }
 
-// decodeEvent decodes a record body logged at seq (store.DecodeEvent).
+// decodeEvent decodes a record body logged at seq (replay.Decode).
 func decodeEvent(seq uint64, body []byte) (mailbox.Event, error) {
-	return store.DecodeEvent(seq, body)
+	return replay.Decode(seq, body)
 }

@@ -48,7 +48,7 @@ func wantSkipped(t *testing.T, p plantedLog, out SkipOutcome, atMs int64, why ..
 	if got := readFile(t, out.KeptAs); !bytes.Equal(got, p.data) {
 		t.Errorf("%s is not the segment as it was before the repair", out.KeptAs)
 	}
-	_, loaded := replay(t, p.dir)
+	_, loaded := reopen(t, p.dir)
 	if len(loaded) != len(p.evs) {
 		t.Fatalf("the repaired log holds %d events, want %d", len(loaded), len(p.evs))
 	}
@@ -119,7 +119,7 @@ func TestSkipRecordOfARefusedEvent(t *testing.T) {
 		t.Fatalf("SkipRecord: %v", err)
 	}
 	wantSkipped(t, p, out, p.evs[2].AtMs, "task_sent, task task-a", "sent twice")
-	st, _ := replay(t, p.dir)
+	st, _ := reopen(t, p.dir)
 	if rec, ok := st.Task("task-a"); !ok || rec.Task.IntentText != "do task-a" || rec.State != mailbox.TaskQueued {
 		t.Errorf("task-a after the repair = %+v, want the first send, still queued", rec)
 	}

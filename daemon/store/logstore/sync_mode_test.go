@@ -82,7 +82,7 @@ func TestCommitSyncReleasesItsPAfterASlowSync(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, evs := replay(t, s.dir)
+	_, evs := reopen(t, s.dir)
 	if len(evs) != 9 {
 		t.Fatalf("replay read %d events, want the 9 appended", len(evs))
 	}

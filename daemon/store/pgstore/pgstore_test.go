@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/daemon/store/internal/replay"
 	"github.com/mailroom/mailroom/daemon/store/pgstore"
 	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
 	"github.com/mailroom/mailroom/daemon/store/storetest"
@@ -277,7 +277,7 @@ func TestATakeoverWaitsForTheOldLeadersBatchInFlight(t *testing.T) {
 	}
 	defer tx.Close(ctx)
 	ev := w.Next(t)
-	body, err := store.EventBody(ev)
+	body, err := replay.Body(ev)
 	if err != nil {
 		t.Fatal(err)
 	}

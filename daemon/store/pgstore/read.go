@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/daemon/store/internal/replay"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -87,7 +88,7 @@ func (s *Store) page(ctx context.Context, q querier, after uint64, limit int, fn
 		if uint64(seq) != next {
 			return &gapError{schema: s.o.Schema, after: next - 1, got: uint64(seq)}
 		}
-		ev, err := store.DecodeEvent(uint64(seq), body)
+		ev, err := replay.Decode(uint64(seq), body)
 		if err != nil {
 			return fmt.Errorf("postgres store (schema %s): event %d does not decode: %w", s.o.Schema, seq, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/daemon/store/internal/replay"
 	"github.com/mailroom/mailroom/daemon/store/internal/writeq"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -62,7 +63,7 @@ func (s *Store) AppendUnit(evs []mailbox.Event, done func(error)) {
 	}
 	for i, ev := range evs {
 		var body []byte
-		body, errs[i] = store.EventBody(ev)
+		body, errs[i] = replay.Body(ev)
 		rows[i] = row{ev.AtMs, ev.Type, body}
 	}
 	s.wq.Append(evs, rows, errs, done)
