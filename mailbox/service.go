@@ -5,48 +5,131 @@ import (
 	"time"
 )
 
-// Service is the mailbox as the HTTP API and in-process callers use it. The
-// daemon's engine implements it.
+// Service is the whole mailbox, every role together. The daemon's engine
+// implements it; auth.Guard decorates it role by role; each edge takes only
+// the roles it calls. Every error is an *Error whose code says what
+// happened (errors.go maps codes to HTTP statuses); the codes each method
+// may answer are listed with it. Any method may also answer unavailable
+// (the log cannot be written, the daemon is shutting down, this instance
+// of a shared mailbox does not lead or cannot vouch for its view: see
+// ErrorDetails.Retry), and, behind auth.Guard, unauthorized or forbidden.
 type Service interface {
+	Mailbox
+	Operator
+	Registry
+	A2A
+	Stream
+}
+
+// Mailbox is what agents call: send work, take it, answer it, collect the
+// answers.
+type Mailbox interface {
 	// Send queues a task (its ID set and normalized by the caller or assigned
-	// by the service when empty) and returns its id.
+	// by the service when empty) and returns its id. Errors: invalid (a
+	// field, named), conflict (the id was sent before).
 	Send(ctx context.Context, t Task) (TaskQueuedResponse, error)
-	// Lease leases the oldest task queued for recipient ("" = any recipient).
-	// Both results are nil when nothing is queued.
-	Lease(ctx context.Context, recipient string) (*Task, *Lease, error)
 	// SendBatch sends each task as Send would, answering each in its place;
-	// the tasks accepted are durable together or not at all.
+	// the tasks accepted are durable together or not at all. Errors (of the
+	// whole batch): unavailable; each item carries its own refusal.
 	SendBatch(ctx context.Context, tasks []Task) ([]BatchItem, error)
-	// PostResults posts each result as PostResult would, in the same way.
-	PostResults(ctx context.Context, results []Result) ([]BatchItem, error)
+	// Lease leases the oldest task queued for recipient ("" = any recipient):
+	// a convenience for LeaseN of one without waiting. Both results are nil
+	// when nothing is queued. Errors: invalid (recipient).
+	Lease(ctx context.Context, recipient string) (*Task, *Lease, error)
 	// LeaseN leases up to n tasks queued for recipient ("" = any), oldest
 	// first. When none is queued it waits up to wait for one to be sent or
 	// requeued, behind the callers already waiting for the same recipient;
 	// it answers what it has (possibly nothing) when the wait ends or the
-	// daemon shuts down, and takes nothing once ctx has ended.
+	// daemon shuts down, and takes nothing once ctx has ended. Errors:
+	// invalid (recipient, max, wait_ms).
 	LeaseN(ctx context.Context, recipient string, n int, wait time.Duration) ([]LeasedTask, error)
+	// PostResult records a task's result: from its lease's holder (see
+	// Acting), under lease_id when given; a result for a queued task from
+	// its recipient is its lease and its result. Errors: invalid, not_found
+	// (never sent, or forgotten), conflict (not in flight, or another
+	// lease), forbidden (another agent's lease).
 	PostResult(ctx context.Context, r Result) error
-	// Drain takes the oldest result pending for sender ("" = any sender);
-	// nil when none is pending.
+	// PostResults posts each result as PostResult would, in the same way
+	// as SendBatch.
+	PostResults(ctx context.Context, results []Result) ([]BatchItem, error)
+	// Drain takes the oldest result pending for sender ("" = any sender):
+	// a convenience for DrainN of one without waiting; nil when none is
+	// pending. Errors: invalid (sender).
 	Drain(ctx context.Context, sender string) (*PendingResult, error)
 	// DrainN drains up to n results pending for sender ("" = any), waiting
-	// for one as LeaseN waits for a task.
+	// for one as LeaseN waits for a task. Errors: invalid (sender, max,
+	// wait_ms).
 	DrainN(ctx context.Context, sender string, n int, wait time.Duration) ([]PendingResult, error)
+}
+
+// Operator is what people and their tools call to see and repair the
+// mailbox.
+type Operator interface {
+	// RecentTasks lists queued tasks, oldest first, without taking them.
+	// Errors: invalid (limit).
 	RecentTasks(ctx context.Context, limit int) ([]Task, error)
+	// RecentResults lists pending results, oldest first, without taking
+	// them. Errors: invalid (limit).
 	RecentResults(ctx context.Context, limit int) ([]PendingResult, error)
+	// Queue lists queue entries and pending results, filtered before the
+	// limit. Errors: invalid (limit, state, the ages).
 	Queue(ctx context.Context, f QueueFilter) (QueueView, error)
+	// Repair requeues or force-errors an in-flight lease, guarded by the
+	// lease id the operator saw. Errors: invalid (a field, named),
+	// not_found, conflict (not in flight, or another lease: details name
+	// the current one).
 	Repair(ctx context.Context, req RepairRequest) (RepairOutcome, error)
+	// Compact snapshots the state and drops the log before it. Errors:
+	// unavailable.
 	Compact(ctx context.Context) (CompactOutcome, error)
 	// RetryStale runs the retry-stale scan (a dry run unless p.Enabled).
+	// Errors: invalid (a policy field, named).
 	RetryStale(ctx context.Context, p RetryPolicy) (RetryReport, error)
-	// Task returns what the mailbox remembers of one task (not_found when
-	// it was never sent here, or drained long ago and forgotten).
+	// Task returns what the mailbox remembers of one task. Errors: invalid
+	// (task_id), not_found (never sent here, or drained long ago and
+	// forgotten).
 	Task(ctx context.Context, id string) (TaskRecord, error)
 	// Audit lists repairs newest first, for one task when taskID != "".
+	// Errors: invalid (task_id, limit).
 	Audit(ctx context.Context, taskID string, limit int) ([]AuditRecord, error)
 	// Agents lists every agent the mailbox knows or has heard from, sorted
 	// by agent id.
 	Agents(ctx context.Context) ([]AgentInfo, error)
+}
+
+// Registry holds agents' A2A cards.
+type Registry interface {
+	// RegisterAgent registers agent's card, or replaces the one it has.
+	// Errors: invalid (the agent id or a card field, named).
+	RegisterAgent(ctx context.Context, agent string, card AgentCard) (RegisteredAgent, error)
+	// DeregisterAgent removes agent's card; its tasks stay. Errors:
+	// invalid, not_found (it has no card).
+	DeregisterAgent(ctx context.Context, agent string) error
+	// Registered returns agent's registry entry. It needs no rights: a
+	// card is public. Errors: invalid, not_found (it has no card).
+	Registered(ctx context.Context, agent string) (RegisteredAgent, error)
+}
+
+// A2A is what the A2A edge calls besides sending: its callers read,
+// list and cancel the tasks they sent, and take their results by reading
+// them.
+type A2A interface {
+	// Task is Operator.Task: an A2A caller follows its task by reading it.
+	Task(ctx context.Context, id string) (TaskRecord, error)
+	// Cancel ends a queued or in-flight task and returns the task as it
+	// now stands. Errors: invalid, not_found, conflict (it has finished).
+	Cancel(ctx context.Context, taskID, reason string) (TaskRecord, error)
+	// Delivered marks a task's pending result as delivered to its A2A
+	// caller; a task without one is left alone. Errors: invalid,
+	// not_found.
+	Delivered(ctx context.Context, taskID string) error
+	// AgentTasks lists one recipient's tasks, newest first. Errors:
+	// invalid (the agent, the page).
+	AgentTasks(ctx context.Context, q AgentTasksQuery) (AgentTasksPage, error)
+}
+
+// Stream is the change feed and the daemon's health.
+type Stream interface {
 	// Subscribe streams events. With after == nil the first event is a
 	// snapshot; otherwise the events after *after follow (or a snapshot when
 	// they were compacted away).
@@ -54,23 +137,6 @@ type Service interface {
 	// Status reports the durable state's sizes and last seq, for health
 	// checks; it needs no rights.
 	Status() Status
-
-	// RegisterAgent registers agent's card, or replaces the one it has.
-	RegisterAgent(ctx context.Context, agent string, card AgentCard) (RegisteredAgent, error)
-	// DeregisterAgent removes agent's card (not_found when it has none);
-	// its tasks stay.
-	DeregisterAgent(ctx context.Context, agent string) error
-	// Registered returns agent's registry entry (not_found when it has
-	// none). It needs no rights: a card is public.
-	Registered(ctx context.Context, agent string) (RegisteredAgent, error)
-	// Cancel ends a queued or in-flight task (conflict when it has
-	// finished) and returns the task as it now stands.
-	Cancel(ctx context.Context, taskID, reason string) (TaskRecord, error)
-	// Delivered marks a task's pending result as delivered to its A2A
-	// caller; a task without one is left alone.
-	Delivered(ctx context.Context, taskID string) error
-	// AgentTasks lists one recipient's tasks, newest first.
-	AgentTasks(ctx context.Context, q AgentTasksQuery) (AgentTasksPage, error)
 }
 
 // Status is how large the mailbox is and how far its log goes.

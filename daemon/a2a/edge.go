@@ -50,6 +50,15 @@ type Options struct {
 	WriteTimeout time.Duration
 }
 
+// Service is the part of the mailbox the edge calls (guarded): it sends
+// tasks, reads agents' cards, and reads, lists and cancels the tasks its
+// callers sent.
+type Service interface {
+	Send(ctx context.Context, t mailbox.Task) (mailbox.TaskQueuedResponse, error)
+	Registered(ctx context.Context, agent string) (mailbox.RegisteredAgent, error)
+	mailbox.A2A
+}
+
 // Feed is what the edge follows tasks with, unguarded: the engine itself.
 type Feed interface {
 	Status() mailbox.Status
@@ -68,8 +77,8 @@ var followBuffer = 256
 
 // Edge is the A2A server of every registered agent.
 type Edge struct {
-	svc  mailbox.Service // guarded: every caller's request goes here
-	feed Feed            // unguarded: only to follow a task the caller may read
+	svc  Service // guarded: every caller's request goes here
+	feed Feed    // unguarded: only to follow a task the caller may read
 	opts Options
 	log  *slog.Logger
 }
@@ -77,7 +86,7 @@ type Edge struct {
 // New returns the edge over svc (the guarded service) and feed (the
 // engine without the guard, used only to follow the events of a task the
 // guard has already let the caller read).
-func New(svc mailbox.Service, feed Feed, opts Options) *Edge {
+func New(svc Service, feed Feed, opts Options) *Edge {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

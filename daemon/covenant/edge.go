@@ -40,7 +40,7 @@ type Options struct {
 
 // Edge is the dialect's http.Handler.
 type Edge struct {
-	svc    mailbox.Service
+	svc    Service
 	opts   Options
 	log    *slog.Logger
 	routes map[string]map[string]route // path under Prefix -> method -> route
@@ -56,8 +56,16 @@ type route struct {
 }
 
 // New returns the dialect serving svc, which should be the guarded
+
+// Service is the part of the mailbox Covenant's routes call (guarded): an
+// agent's mailbox calls and the operator's reads and repair.
+type Service interface {
+	mailbox.Mailbox
+	mailbox.Operator
+}
+
 // service.
-func New(svc mailbox.Service, opts Options) *Edge {
+func New(svc Service, opts Options) *Edge {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -112,7 +112,7 @@ var bodiless = map[string]string{
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 type api struct {
-	svc  mailbox.Service
+	svc  Service
 	opts Options
 	log  *slog.Logger
 	mux  *http.ServeMux
@@ -121,8 +121,17 @@ type api struct {
 	denied requestCounter
 }
 
+// Service is the part of the mailbox the native routes call (guarded):
+// every role but the A2A edge's.
+type Service interface {
+	mailbox.Mailbox
+	mailbox.Operator
+	mailbox.Registry
+	mailbox.Stream
+}
+
 // New returns the HTTP handler for svc.
-func New(svc mailbox.Service, opts Options) http.Handler {
+func New(svc Service, opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
