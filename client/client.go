@@ -77,7 +77,9 @@ func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = 
 
 // WithStreamIdleTimeout sets how long an event stream may stay silent
 // before the client gives up on the connection and reconnects. The daemon
-// sends a heartbeat every 15 s by default; the default is 45 s.
+// sends a heartbeat every 15 s by default; the default is 45 s. A daemon
+// configured with a longer heartbeat needs a longer one; the tests of the
+// silence detection use a short one.
 func WithStreamIdleTimeout(d time.Duration) Option { return func(c *Client) { c.idle = d } }
 
 // DefaultStreamIdleTimeout is three default heartbeats.

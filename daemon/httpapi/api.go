@@ -1,5 +1,6 @@
-// Package httpapi serves mailbox.Service over HTTP: the JSON routes of
-// DESIGN.md, the SSE event stream, /healthz and /metrics. Handlers return
+// Package httpapi serves the mailbox over HTTP: the native JSON routes
+// (README.md, "HTTP API reference"), the SSE event stream, /healthz and
+// /metrics. Handlers return
 // errors; one adapter turns every error into a status and the one error body.
 package httpapi
 

@@ -1,5 +1,5 @@
 // Package logstore keeps the mailbox's events in an append-only JSONL log
-// (DESIGN.md, "Durability contract"): one writer goroutine, group commit with
+// (ARCHITECTURE.md, "The durability contract"): one writer goroutine, group commit with
 // one fdatasync per batch, a CRC-32C per line, torn-tail repair on open, and
 // snapshots that let the log before them go.
 //
