@@ -32,14 +32,7 @@ func (brokenService) Compact(context.Context) (mailbox.CompactOutcome, error) {
 func TestInternalErrorsAreNotShown(t *testing.T) {
 	var logs bytes.Buffer
 	h := httpapi.New(brokenService{}, httpapi.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	base := "http://" + ln.Addr().String()
+	base := serve(t, h)
 
 	resp, err := http.Post(base+"/a2a/compact", "", nil)
 	if err != nil {
@@ -80,14 +73,7 @@ func (movedService) Queue(context.Context, mailbox.QueueFilter) (mailbox.QueueVi
 // without reading the body, and when to try again.
 func TestAnUnavailableThatChangedNothingSaysRetry(t *testing.T) {
 	h := httpapi.New(movedService{}, httpapi.Options{Logger: slog.New(slog.DiscardHandler)})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	resp, err := http.Get("http://" + ln.Addr().String() + "/a2a/queue")
+	resp, err := http.Get(serve(t, h) + "/a2a/queue")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,14 +110,7 @@ func (f *fedSubscription) Close()                              {}
 func TestAListingWaitsForTheEventsItCounts(t *testing.T) {
 	sub := &fedSubscription{events: make(chan mailbox.Event, 8), agents: make(chan mailbox.AgentsUpdate, 1)}
 	h := httpapi.New(orderedService{sub: sub}, httpapi.Options{Logger: slog.New(slog.DiscardHandler), FlushDelay: -1})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	resp, err := http.Get("http://" + ln.Addr().String() + "/a2a/events?agents=true")
+	resp, err := http.Get(serve(t, h) + "/a2a/events?agents=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,4 +139,18 @@ func TestAListingWaitsForTheEventsItCounts(t *testing.T) {
 		t.Fatalf("the stream gave %v; want %v: the listing after the events it counts", got, want)
 	}
 	close(sub.events)
+}
+
+// serve runs h, wired by hand over a service no real daemon has, on
+// 127.0.0.1 for the test, and returns its base URL.
+func serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
 }
