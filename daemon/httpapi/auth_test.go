@@ -36,9 +36,16 @@ type authed struct {
 
 func startAuthed(t *testing.T) *authed {
 	t.Helper()
+	return startWithTokens(t, matrixTokens)
+}
+
+// startWithTokens starts a daemon requiring tokens, one for each of
+// tokens' principals, and returns it with their secrets.
+func startWithTokens(t *testing.T, tokens map[string]auth.Token) *authed {
+	t.Helper()
 	a := &authed{tokens: map[string]string{}, logs: &testlog.Buffer{}}
 	var cfg []auth.Token
-	for p, tok := range matrixTokens {
+	for p, tok := range tokens {
 		secret, hash, err := auth.NewToken()
 		if err != nil {
 			t.Fatal(err)

@@ -26,19 +26,7 @@ var trustTokens = map[string]auth.Token{
 
 func startTrust(t *testing.T) *authed {
 	t.Helper()
-	a := &authed{tokens: map[string]string{}}
-	var cfg []auth.Token
-	for p, tok := range trustTokens {
-		secret, hash, err := auth.NewToken()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok.SHA256 = hash
-		cfg = append(cfg, tok)
-		a.tokens[p] = secret
-	}
-	a.d = daemontest.Start(t, daemontest.Options{Tokens: cfg})
-	return a
+	return startWithTokens(t, trustTokens)
 }
 
 // leasedBy sends a task from planner to worker and leases it as worker.
