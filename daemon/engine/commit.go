@@ -149,8 +149,8 @@ const confirmTimeout = 10 * time.Second
 // only if reading the table to its head found nothing past seq
 // (store.ErrBehind otherwise: the caller may make it again, see read).
 func (e *Engine) current(led bool, seq uint64) error {
-	c, ok := e.st.(store.Current)
-	if !ok || c.CurrentAt(time.Now()) {
+	c := e.cur
+	if c == nil || c.CurrentAt(time.Now()) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), confirmTimeout)
@@ -183,6 +183,11 @@ func (e *Engine) current(led bool, seq uint64) error {
 // it only when that state was current (see current): a follower found
 // behind the table has caught up, and fn runs again.
 func (e *Engine) read(fn func()) error {
+	if e.cur == nil {
+		// A store of its own: the view is always current.
+		fn()
+		return nil
+	}
 	for range 3 {
 		led, seq := e.leading.Load(), e.DurableSeq()
 		fn()

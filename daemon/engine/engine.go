@@ -136,7 +136,10 @@ type Engine struct {
 
 	// On a shared store (several daemons on one log), only the instance
 	// that leads decides; the others apply what the leader wrote.
-	shared  store.Shared
+	shared store.Shared
+	// cur is the store's word on whether this instance's view is current
+	// (store.Current); nil on a store of its own, whose view always is.
+	cur     store.Current
 	leading atomic.Bool
 	rebuild atomic.Bool // decided must be rebuilt from durable before the next decision
 	opened  atomic.Bool
@@ -171,6 +174,7 @@ func Open(st store.Store, opts Options) (*Engine, error) {
 	c := durable.Counts()
 	opts.Logger.Info("mailbox replayed", "seq", durable.Seq, "events", replayed, "queued", c.Queued, "in_flight", c.InFlight, "results_pending", c.ResultsPending)
 	e.role.Store(&store.Role{Leader: true})
+	e.cur, _ = st.(store.Current)
 	if sh, ok := st.(store.Shared); ok {
 		e.shared = sh
 		// Follow reports the role at once: following; the store reports
