@@ -281,8 +281,11 @@ func nextBlock(t *testing.T, s *stream) sseBlock {
 
 // TestAgentsListingNeverGetsAheadOfTheEvents: under a stream of sends,
 // every listing a stream carries counts no task its reader has not been
-// sent yet: the queue it shows for an agent is at most the task_sent
-// events the stream gave before it.
+// sent yet (the queue it shows for an agent is at most the task_sent
+// events the stream gave before it), and listings held for their events
+// are still given (the stream carries at least two). The order itself is
+// pinned deterministically by TestAListingWaitsForTheEventsItCounts, which
+// feeds a listing before its events; here the real daemon rarely does.
 func TestAgentsListingNeverGetsAheadOfTheEvents(t *testing.T) {
 	t.Parallel()
 	d := daemontest.Start(t, daemontest.Options{})
