@@ -147,7 +147,7 @@ const confirmTimeout = 10 * time.Second
 // made while leading stands only if the instance still leads with the
 // same epoch (then nobody else wrote since); one made while following
 // only if reading the table to its head found nothing past seq
-// (store.ErrBehind otherwise: the caller may make it again, see read).
+// (errBehind otherwise: the caller may make it again, see read).
 func (e *Engine) current(led bool, seq uint64) error {
 	c := e.cur
 	if c == nil || c.CurrentAt(time.Now()) {
@@ -159,12 +159,12 @@ func (e *Engine) current(led bool, seq uint64) error {
 	if err == nil && !led && e.DurableSeq() != seq {
 		// Read to the head now, but the answer was made before some of
 		// it (by this call's Confirm or another's).
-		err = store.ErrBehind
+		err = errBehind
 	}
 	if now := e.leading.Load(); err == nil && now != led {
 		// The role changed under the answer (another question's Confirm
 		// stepped this instance down, or it took the lead).
-		err = store.ErrBehind
+		err = errBehind
 		if led {
 			err = store.ErrNotLeader
 		}
@@ -172,7 +172,7 @@ func (e *Engine) current(led bool, seq uint64) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, store.ErrBehind) && !led:
+	case errors.Is(err, errBehind) && !led:
 		return err
 	}
 	e.log.Warn("an answer made from this instance's state was withheld: its view of the shared mailbox could not be confirmed current", "err", err)
@@ -191,12 +191,16 @@ func (e *Engine) read(fn func()) error {
 	for range 3 {
 		led, seq := e.leading.Load(), e.DurableSeq()
 		fn()
-		if err := e.current(led, seq); !errors.Is(err, store.ErrBehind) {
+		if err := e.current(led, seq); !errors.Is(err, errBehind) {
 			return err
 		}
 	}
 	return leaderChanged("this instance's view of the shared mailbox kept moving while it answered; nothing was changed")
 }
+
+// errBehind says a follower's view was behind the shared log when an
+// answer was made from it: it is current now, and the answer is made again.
+var errBehind = errors.New("this instance's view was behind the shared log")
 
 // leaderChanged is the answer to a request an instance cannot stand
 // behind: 503, nothing changed, safe to send again (through any instance).

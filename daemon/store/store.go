@@ -134,17 +134,13 @@ type Current interface {
 	// have taken over since); a follower read the table less than that
 	// before t.
 	CurrentAt(t time.Time) bool
-	// Confirm says whether the view was current when it was called: a
-	// leader checks on its session that its epoch still leads (and steps
-	// down when it does not: ErrNotLeader); a follower reads to the
-	// table's head, and answers ErrBehind when that brought it anything
-	// (an answer made before the call missed it: make it again).
+	// Confirm makes the view current or says it cannot: a leader checks
+	// on its session that its epoch still leads (and steps down when it
+	// does not: ErrNotLeader); a follower reads to the table's head (what
+	// that brought tells its caller whether an answer made before the call
+	// missed anything).
 	Confirm(ctx context.Context) error
 }
-
-// ErrBehind is Confirm's answer when the instance's view was behind the
-// shared log: it is current now, but an answer made before is not.
-var ErrBehind = errors.New("this instance's view was behind the shared log")
 
 // Shared is a store several daemons use at once. Exactly one instance
 // leads at a time; only its AppendUnit writes, and the others are refused
