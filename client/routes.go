@@ -95,6 +95,16 @@ func (c *Client) PostResult(ctx context.Context, r mailbox.Result) error {
 	return c.do(ctx, http.MethodPost, "/a2a/results", nil, r, nil, mailbox.KindResultPosted)
 }
 
+// Reply answers a task waiting on its sender (its worker asked with
+// input_required or auth_required); r.Sender must be the task's sender.
+func (c *Client) Reply(ctx context.Context, r mailbox.Reply) (mailbox.ReplyOutcome, error) {
+	var out mailbox.TaskRepliedResponse
+	if err := c.do(ctx, http.MethodPost, "/a2a/tasks/"+url.PathEscape(r.TaskID)+"/reply", nil, r, &out, mailbox.KindTaskReplied); err != nil {
+		return mailbox.ReplyOutcome{}, err
+	}
+	return out.ReplyOutcome, nil
+}
+
 // Drain takes the oldest result pending for sender ("" = any sender); nil
 // when none is pending. It uses POST for the same reason as Lease.
 func (c *Client) Drain(ctx context.Context, sender string) (*mailbox.PendingResult, error) {

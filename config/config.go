@@ -68,6 +68,10 @@ type Config struct {
 	// AuditMax is how many repair records GET /a2a/audit can list; the log
 	// keeps every repair regardless.
 	AuditMax int `yaml:"audit_max"`
+	// MaxTurns and MaxTurnsBytes bound one task's conversation: how many
+	// questions and answers it may hold, and their content's total size.
+	MaxTurns      int   `yaml:"max_turns"`
+	MaxTurnsBytes int64 `yaml:"max_turns_bytes"`
 	// A2ABlockingTimeout bounds how long a blocking A2A send waits for its
 	// task to finish before answering with the task as it stands.
 	A2ABlockingTimeout time.Duration `yaml:"a2a_blocking_timeout"`
@@ -144,6 +148,8 @@ func DefaultFor(getenv func(string) string) Config {
 		ResultCacheMax:        mailbox.DefaultResultCacheMax,
 		ResultCacheAge:        time.Duration(mailbox.DefaultResultCacheAgeMs) * time.Millisecond,
 		AuditMax:              mailbox.DefaultAuditMax,
+		MaxTurns:              mailbox.DefaultMaxTurns,
+		MaxTurnsBytes:         mailbox.DefaultMaxTurnsBytes,
 		A2ABlockingTimeout:    DefaultA2ABlockingTimeout,
 		BatchMax:              mailbox.DefaultBatchMax,
 

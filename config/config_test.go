@@ -171,6 +171,8 @@ retry_stale_scan_limit: 10000
 result_cache_max: 0
 result_cache_age: 1h
 audit_max: 50
+max_turns: 8
+max_turns_bytes: 64KiB
 a2a_blocking_timeout: 45s
 batch_max: 250
 store: postgres
@@ -189,6 +191,7 @@ postgres_campaign_interval: 100ms
 				},
 				RetryStaleInterval: 30 * time.Second, RetryStaleMinLeaseAge: 2 * time.Minute, RetryStaleMaxAttempts: 5,
 				RetryStaleMaxRequeues: 0, RetryStaleScanLimit: 10000, ResultCacheMax: 0, ResultCacheAge: time.Hour, AuditMax: 50,
+				MaxTurns: 8, MaxTurnsBytes: 64 << 10,
 				A2ABlockingTimeout: 45 * time.Second, BatchMax: 250,
 				Store: "postgres", PostgresURL: "postgres://mr:pw@db:5432/mail", PostgresSchema: "team_a", AdvertiseURL: "http://10.0.0.5:7717",
 				PostgresSessionTimeout: 3 * time.Second, PostgresCampaignInterval: 100 * time.Millisecond})

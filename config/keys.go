@@ -58,6 +58,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		{&count{"result_cache_max", &c.ResultCacheMax, 0, math.MaxInt}, "finished idempotent tasks whose result answers a duplicate send"},
 		{positive("result_cache_age", &c.ResultCacheAge), "forget a finished idempotent task's result for duplicates after this long" + aDuration},
 		{&count{"audit_max", &c.AuditMax, 1, math.MaxInt}, "repair records kept for the audit list (the log keeps all)"},
+		{&count{"max_turns", &c.MaxTurns, 1, 10000}, "questions and answers one task's conversation may hold"},
+		{&size{"max_turns_bytes", &c.MaxTurnsBytes}, "total content size of one task's conversation (bytes, or 512KiB, 1MiB)"},
 		{positive("a2a_blocking_timeout", &c.A2ABlockingTimeout), "a blocking A2A send answers with the task as it stands after this long" + aDuration},
 		{&count{"batch_max", &c.BatchMax, 1, mailbox.MaxBatch}, "most items in a batch request, and most tasks (results) one lease (drain) takes"},
 		{oneOf("store", &c.Store, StoreLog, StorePostgres), "where the mailbox lives: log (files in data_dir) or postgres (a schema several instances share)"},

@@ -131,6 +131,8 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		ResultCacheMax:      cfg.ResultCacheMax,
 		ResultCacheAge:      cfg.ResultCacheAge,
 		AuditMax:            cfg.AuditMax,
+		MaxTurns:            cfg.MaxTurns,
+		MaxTurnsBytes:       int(cfg.MaxTurnsBytes),
 	})
 	if err != nil {
 		st.Close()

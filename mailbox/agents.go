@@ -23,6 +23,11 @@ type AgentInfo struct {
 	// ResultsPending counts results waiting for the agent, as the sender,
 	// to drain them.
 	ResultsPending int `json:"results_pending"`
+	// Waiting counts the tasks waiting on the agent, as their sender, to
+	// answer their workers' questions; OldestWaitingMs is how long the
+	// oldest of them has waited (0 when none).
+	Waiting         int   `json:"waiting,omitempty"`
+	OldestWaitingMs int64 `json:"oldest_waiting_ms,omitempty"`
 	// ResultsOK5m and ResultsError5m count the results the agent posted (as
 	// the lease holder) with status ok or error in the last five minutes;
 	// forced errors count as errors.
@@ -91,6 +96,11 @@ func (s *State) Agents(nowMs int64) []AgentInfo {
 	}
 	for id, h := range s.bySender {
 		get(id).ResultsPending = h.Len()
+	}
+	for _, t := range s.waiting {
+		a := get(t.Task.Sender)
+		a.Waiting++
+		a.OldestWaitingMs = max(a.OldestWaitingMs, nowMs-t.WaitingSince())
 	}
 	out := make([]AgentInfo, 0, len(byID))
 	for _, a := range byID {

@@ -76,14 +76,14 @@ func (s *State) DecideCancel(taskID, principal, reason string, nowMs int64) (Eve
 			Details: &ErrorDetails{Field: "task_id"}}
 	}
 	switch t.State {
-	case TaskQueued, TaskInFlight:
+	case TaskQueued, TaskInFlight, TaskWaiting:
 	default:
 		why := map[string]string{
 			TaskResultPending: "it already has a result",
 			TaskDone:          "it already has a result, and its sender has it",
 			TaskCanceled:      "it was already canceled" + t.canceledBy(),
 		}[t.State]
-		return Event{}, &Error{Code: CodeConflict, Message: "cannot cancel task " + taskID + ": " + why + "; only a queued or in-flight task can be canceled",
+		return Event{}, &Error{Code: CodeConflict, Message: "cannot cancel task " + taskID + ": " + why + "; only a queued, in-flight or waiting task can be canceled",
 			Details: &ErrorDetails{TaskState: t.State, Attempt: t.Attempt}}
 	}
 	return Event{AtMs: nowMs, Type: EventTaskCanceled, TaskID: t.Task.ID, LeaseID: t.LeaseID, LeasedTo: t.LeasedTo, Attempt: t.Attempt, Principal: principal, Reason: reason}, nil
@@ -118,8 +118,11 @@ func (s *State) applyCancel(ev Event) error {
 			return errorString("task " + t.Task.ID + ": canceled under lease " + ev.LeaseID + ", not the current lease " + t.LeaseID)
 		}
 		s.clearLease(t)
+	case TaskWaiting:
+		s.dropPendingResult(t.Task.ID)
+		delete(s.waiting, t.Task.ID)
 	default:
-		return errorString("task " + t.Task.ID + " is " + t.State + ", not queued or in flight")
+		return errorString("task " + t.Task.ID + " is " + t.State + ", not queued, in flight or waiting")
 	}
 	s.untrackLive(t)
 	t.addHistory(ev)

@@ -182,7 +182,7 @@ func TestLateResultAndRepairNameTheCanceler(t *testing.T) {
 		_, err = b.repair(id, lease.LeaseID, ActionForceError)
 		wantConflict(t, "a force_error", err, TaskCanceled, "cannot force an error on task "+id, who.named+when)
 		_, err = b.cancelAs(id, "bob@local", "")
-		wantConflict(t, "a second cancel", err, TaskCanceled, "already canceled", who.named+when, "only a queued or in-flight task")
+		wantConflict(t, "a second cancel", err, TaskCanceled, "already canceled", who.named+when, "only a queued, in-flight or waiting task")
 		if after := stateJSON(t, b.s, true); after != before {
 			t.Errorf("a refusal changed the state:\n%s\n%s", before, after)
 		}

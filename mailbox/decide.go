@@ -134,6 +134,11 @@ func (s *State) DecideResult(r Result, poster string, newLeaseID func() string, 
 				Message: "task_id: task " + r.TaskID + " is queued for another agent, and this token speaks for " + quote(poster) + "; only its recipient (or an a2a.admin token) may post its result",
 				Details: &ErrorDetails{Field: "task_id", TaskState: t.State, Capability: "a2a.admin"}}
 		}
+		if Asks(r.Status) {
+			if err := s.checkTurn(t, "status", contentBytes(r.Content, nil)); err != nil {
+				return nil, err
+			}
+		}
 		leaseID := newLeaseID()
 		lease := Event{AtMs: nowMs, Type: EventTaskLeased, TaskID: t.Task.ID, LeaseID: leaseID, LeasedTo: t.Task.Recipient, Attempt: t.Attempt + 1}
 		r.LeaseID = leaseID
@@ -142,6 +147,11 @@ func (s *State) DecideResult(r Result, poster string, newLeaseID func() string, 
 	ev, err := s.DecidePostResult(r, nowMs)
 	if err != nil {
 		return nil, err
+	}
+	if Asks(r.Status) {
+		if err := s.checkTurn(s.tasks[r.TaskID], "status", contentBytes(r.Content, nil)); err != nil {
+			return nil, err
+		}
 	}
 	if poster != "" && ev.LeasedTo != poster {
 		return nil, &Error{Code: CodeForbidden,
@@ -153,11 +163,21 @@ func (s *State) DecideResult(r Result, poster string, newLeaseID func() string, 
 
 // applyResult ends a lease with a result for the task's sender: one its
 // worker posted (cached for idempotent twins) or one an operator forced
-// (recorded in the repair trail instead).
+// (recorded in the repair trail instead). A worker's question ends the
+// lease without finishing the task: it waits on its sender, and the
+// question is the sender's to drain. A forced error also ends a task
+// waiting on its sender, whose undrained question it replaces.
 func (s *State) applyResult(ev Event) error {
-	t, err := s.taskIn(ev.TaskID, TaskInFlight)
-	if err != nil {
-		return err
+	forced := ev.Type == EventTaskForceErrored
+	t, ok := s.tasks[ev.TaskID]
+	if !ok {
+		return fmt.Errorf("unknown task %s", ev.TaskID)
+	}
+	switch {
+	case t.State == TaskInFlight:
+	case t.State == TaskWaiting && forced:
+	default:
+		return fmt.Errorf("task %s is %s, not %s", ev.TaskID, t.State, TaskInFlight)
 	}
 	if ev.Result == nil || ev.Result.TaskID != t.Task.ID {
 		return fmt.Errorf("no result for task %s", t.Task.ID)
@@ -165,10 +185,21 @@ func (s *State) applyResult(ev Event) error {
 	if ev.LeaseID != "" && ev.LeaseID != t.LeaseID {
 		return fmt.Errorf("task %s: lease %s is not the current lease %s", t.Task.ID, ev.LeaseID, t.LeaseID)
 	}
+	if Asks(ev.Result.Status) {
+		if forced {
+			return fmt.Errorf("task %s: a forced result cannot ask", t.Task.ID)
+		}
+		s.ask(t, ev)
+		s.addResult(t, ev, PendingResult{Result: *ev.Result})
+		return nil
+	}
+	if t.State == TaskWaiting {
+		s.dropPendingResult(t.Task.ID)
+		delete(s.waiting, t.Task.ID)
+	}
 	s.clearLease(t)
 	t.State = TaskResultPending
 	s.untrackLive(t)
-	forced := ev.Type == EventTaskForceErrored
 	t.keepResult(*ev.Result)
 	if forced {
 		s.recordAudit(ev, "")
@@ -213,8 +244,12 @@ func (s *State) applyDrain(ev Event) error {
 	}
 	delete(s.results, ev.TaskID)
 	if t, ok := s.tasks[ev.TaskID]; ok {
-		t.State, t.DoneAtMs, t.DoneSeq = TaskDone, ev.AtMs, ev.Seq
 		t.addHistory(ev)
+		if t.State == TaskWaiting {
+			// A question drained: the task still waits for the answer.
+			return nil
+		}
+		t.State, t.DoneAtMs, t.DoneSeq = TaskDone, ev.AtMs, ev.Seq
 		s.remember(t.Task.ID)
 	}
 	return nil
@@ -225,6 +260,9 @@ func (s *State) applyDrain(ev Event) error {
 func (s *State) DecideRepair(req RepairRequest, principal string, nowMs int64) (Event, error) {
 	c := req.Command
 	doing := map[string]string{ActionRequeue: "requeue", ActionForceError: "force an error on"}[c.Action]
+	if t, ok := s.tasks[req.TaskID]; ok && t.State == TaskWaiting {
+		return s.decideRepairWaiting(t, req, principal, nowMs)
+	}
 	t, err := s.inFlightTask(req.TaskID, c.LeaseID, "command.lease_id", doing)
 	if err != nil {
 		return Event{}, err
@@ -248,6 +286,27 @@ func (s *State) DecideRepair(req RepairRequest, principal string, nowMs int64) (
 		ev.Result = &Result{TaskID: t.Task.ID, Status: StatusError, Content: []Content{}, ErrorMessage: c.Message, LeaseID: t.LeaseID}
 	}
 	return ev, nil
+}
+
+// decideRepairWaiting force-errors a task waiting on its sender: a
+// question nobody answers. Its guard is the lease that asked (the one an
+// operator saw), when given. A requeue is refused: the worker's turn is
+// over, and only the sender's reply (or an error) moves the task on.
+func (s *State) decideRepairWaiting(t *taskRec, req RepairRequest, principal string, nowMs int64) (Event, error) {
+	c := req.Command
+	q, _ := t.Task.Question()
+	if c.Action == ActionRequeue {
+		return Event{}, &Error{Code: CodeConflict,
+			Message: "cannot requeue task " + t.Task.ID + ": it is waiting on its sender " + t.Task.Sender + " to answer its worker's question (" + q.Status + "); force an error on it, or cancel it, to end it",
+			Details: &ErrorDetails{TaskState: t.State, Attempt: t.Attempt}}
+	}
+	if c.LeaseID != "" && c.LeaseID != q.LeaseID {
+		return Event{}, &Error{Code: CodeConflict,
+			Message: "command.lease_id: cannot force an error on task " + t.Task.ID + " under lease " + c.LeaseID + ": it is waiting on its sender, and its question was asked under lease " + q.LeaseID,
+			Details: &ErrorDetails{Field: "command.lease_id", ExpectedLeaseID: c.LeaseID, ActualLeaseID: q.LeaseID, TaskState: t.State, Attempt: t.Attempt}}
+	}
+	return Event{AtMs: nowMs, Type: EventTaskForceErrored, TaskID: t.Task.ID, Attempt: t.Attempt, Principal: principal, Reason: req.Reason,
+		Result: &Result{TaskID: t.Task.ID, Status: StatusError, Content: []Content{}, ErrorMessage: c.Message}}, nil
 }
 
 // checkMove refuses to hand an idempotent task to a recipient for which its

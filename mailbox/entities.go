@@ -40,6 +40,11 @@ type Task struct {
 	// Covenant is set on tasks sent through Covenant's dialect
 	// (/compat/covenant/), never by clients of the native routes.
 	Covenant *CovenantOrigin `json:"covenant,omitempty"`
+	// Turns is the conversation after the task's first message: each
+	// question its worker asked and each answer its sender gave, in order.
+	// Set only by the daemon (a lease carries them, so the worker sees the
+	// whole conversation); a send that gives turns is refused.
+	Turns []Turn `json:"turns,omitempty"`
 }
 
 // Kind returns the task kind or "" when it has none.
@@ -63,12 +68,22 @@ func (t *Task) DuplicateSafety() string {
 	return t.Idempotency.DuplicateSafety
 }
 
-// Result statuses.
+// Result statuses. ok, error, partial and rejected finish the task;
+// input_required and auth_required end the worker's turn with a question
+// for the sender (see conversation.go). rejected is an error the worker
+// chose (it refuses the work), kept apart so A2A callers see "rejected".
 const (
-	StatusOK      = "ok"
-	StatusError   = "error"
-	StatusPartial = "partial"
+	StatusOK            = "ok"
+	StatusError         = "error"
+	StatusPartial       = "partial"
+	StatusRejected      = "rejected"
+	StatusInputRequired = "input_required"
+	StatusAuthRequired  = "auth_required"
 )
+
+// Asks reports whether a result status ends a turn with a question rather
+// than finishing the task.
+func Asks(status string) bool { return status == StatusInputRequired || status == StatusAuthRequired }
 
 // Content part types.
 const (
@@ -144,13 +159,15 @@ type PendingResult struct {
 
 // QueueEntry is a task in the queue, leased or not.
 type QueueEntry struct {
-	State      string `json:"state"` // TaskQueued or TaskInFlight
+	State      string `json:"state"` // TaskQueued, TaskInFlight or TaskWaiting
 	Task       Task   `json:"task"`
 	LeaseID    string `json:"lease_id,omitempty"`
 	LeasedTo   string `json:"leased_to,omitempty"`
 	LeasedAtMs int64  `json:"leased_at_ms,omitempty"`
 	Attempt    int    `json:"attempt"`
 	QueuedAtMs int64  `json:"queued_at_ms"`
+	// WaitingSinceMs is when a waiting task's worker asked its question.
+	WaitingSinceMs int64 `json:"waiting_since_ms,omitempty"`
 }
 
 // LeasedTask is one task of a lease of several, with its lease.
@@ -240,7 +257,7 @@ type QueueFilter struct {
 	Limit            int
 	MinLeaseAgeMs    *int64
 	DeadlineWithinMs *int64
-	State            string // "", TaskQueued or TaskInFlight
+	State            string // "", TaskQueued, TaskInFlight or TaskWaiting
 }
 
 // Queue limits.

@@ -29,6 +29,10 @@ const (
 	EventAgentRegistered = "agent_registered"
 	// EventAgentDeregistered removes an agent's card; its tasks stay.
 	EventAgentDeregistered = "agent_deregistered"
+	// EventTaskReplied answers a task waiting on its sender: the sender's
+	// turn is added to the task's turns and the task is queued again for
+	// its recipient, in its old place (see conversation.go).
+	EventTaskReplied = "task_replied"
 	// EventSnapshot is sent only over SSE: the whole state at Seq.
 	EventSnapshot = "snapshot"
 )
@@ -66,6 +70,8 @@ type Event struct {
 	// task_requeued: the task's new recipient, when the requeue handed it
 	// to another one (absent: it stays with its recipient).
 	Recipient string `json:"recipient,omitempty"`
+	// task_replied: the sender's turn (its seq and time are the event's).
+	Turn *Turn `json:"turn,omitempty"`
 	// result_replayed: the task whose result was copied.
 	ReplayedFrom string `json:"replayed_from,omitempty"`
 	// limits_set: the limits in force from this event on.
@@ -84,11 +90,14 @@ type Event struct {
 	Encoded []byte `json:"-"`
 }
 
-// Task lifecycle states: the state keeps these four and TaskCanceled, and a
-// queue entry is TaskQueued or TaskInFlight.
+// Task lifecycle states: the state keeps these five and TaskCanceled, and a
+// queue entry is TaskQueued, TaskInFlight or TaskWaiting.
 const (
-	TaskQueued        = "queued"
-	TaskInFlight      = "in_flight"
+	TaskQueued   = "queued"
+	TaskInFlight = "in_flight"
+	// TaskWaiting is a task whose worker ended its turn with a question
+	// (input_required or auth_required): it waits on its sender's reply.
+	TaskWaiting       = "waiting"
 	TaskResultPending = "result_pending"
 	TaskDone          = "done"
 )

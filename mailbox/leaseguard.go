@@ -20,6 +20,7 @@ func (s *State) inFlightTask(taskID, leaseID, leaseField, doing string) (*taskRe
 		why := map[string]string{
 			TaskQueued:        "it is queued and not leased (it may have been requeued)",
 			TaskResultPending: "it already has a result waiting for its sender",
+			TaskWaiting:       "its worker asked its sender a question, and it waits for the answer (the lease ended with the question)",
 			TaskDone:          "it is already resolved and its result was drained",
 			TaskCanceled:      "it was canceled" + t.canceledBy() + ", and its caller no longer wants a result",
 		}[t.State]

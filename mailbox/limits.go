@@ -23,6 +23,44 @@ type Limits struct {
 	ResultCacheAgeMs int64 `json:"result_cache_age_ms"`
 	// AuditMax is how many repair records the audit query can list.
 	AuditMax int `json:"audit_max"`
+	// MaxTurns and MaxTurnsBytes bound a task's conversation: how many
+	// turns (questions and answers) it may hold, and their content's total
+	// size. They are checked when a turn is added, never on replay. Zero is
+	// the default, and the only way the default is recorded (see
+	// canonical), so logs and snapshots written before these bounds existed
+	// read, and are written back, byte for byte as they were.
+	MaxTurns      int `json:"max_turns,omitempty"`
+	MaxTurnsBytes int `json:"max_turns_bytes,omitempty"`
+}
+
+// Conversation bounds by default.
+const (
+	DefaultMaxTurns      = 50
+	DefaultMaxTurnsBytes = 4 << 20
+)
+
+// canonical returns l with the conversation bounds at their defaults
+// written as zero.
+func (l Limits) canonical() Limits {
+	if l.MaxTurns == DefaultMaxTurns {
+		l.MaxTurns = 0
+	}
+	if l.MaxTurnsBytes == DefaultMaxTurnsBytes {
+		l.MaxTurnsBytes = 0
+	}
+	return l
+}
+
+// turnBounds returns the conversation bounds in force.
+func (l Limits) turnBounds() (turns, bytes int) {
+	turns, bytes = l.MaxTurns, l.MaxTurnsBytes
+	if turns == 0 {
+		turns = DefaultMaxTurns
+	}
+	if bytes == 0 {
+		bytes = DefaultMaxTurnsBytes
+	}
+	return turns, bytes
 }
 
 // DefaultLimits are the limits of a log (or snapshot) that records none.
@@ -31,12 +69,13 @@ func DefaultLimits() Limits {
 }
 
 func (l Limits) String() string {
-	return fmt.Sprintf("retain_done=%d result_cache_max=%d result_cache_age=%v audit_max=%d",
-		l.RetainDone, l.ResultCacheMax, time.Duration(l.ResultCacheAgeMs)*time.Millisecond, l.AuditMax)
+	turns, bytes := l.turnBounds()
+	return fmt.Sprintf("retain_done=%d result_cache_max=%d result_cache_age=%v audit_max=%d max_turns=%d max_turns_bytes=%d",
+		l.RetainDone, l.ResultCacheMax, time.Duration(l.ResultCacheAgeMs)*time.Millisecond, l.AuditMax, turns, bytes)
 }
 
 func (l Limits) validate() error {
-	if l.RetainDone < 0 || l.ResultCacheMax < 0 || l.ResultCacheAgeMs < 0 || l.AuditMax < 0 {
+	if l.RetainDone < 0 || l.ResultCacheMax < 0 || l.ResultCacheAgeMs < 0 || l.AuditMax < 0 || l.MaxTurns < 0 || l.MaxTurnsBytes < 0 {
 		return fmt.Errorf("negative limits (%v)", l)
 	}
 	return nil
@@ -45,6 +84,7 @@ func (l Limits) validate() error {
 // DecideLimits returns the limits_set event that puts l in force, or
 // ok=false when l is already.
 func (s *State) DecideLimits(l Limits, nowMs int64) (ev Event, ok bool) {
+	l = l.canonical()
 	if s.Limits == l {
 		return Event{}, false
 	}
@@ -59,7 +99,7 @@ func (s *State) applyLimits(ev Event) error {
 	if err := ev.Limits.validate(); err != nil {
 		return err
 	}
-	s.setLimits(*ev.Limits)
+	s.setLimits(ev.Limits.canonical())
 	return nil
 }
 

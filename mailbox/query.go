@@ -4,15 +4,17 @@ import "sort"
 
 // Counts are the sizes of the mailbox's parts.
 type Counts struct {
-	Queued         int `json:"queued"`
-	InFlight       int `json:"in_flight"`
+	Queued   int `json:"queued"`
+	InFlight int `json:"in_flight"`
+	// Waiting counts tasks waiting on their sender's reply.
+	Waiting        int `json:"waiting"`
 	ResultsPending int `json:"results_pending"`
 	Known          int `json:"known"`
 }
 
 // Counts returns how many tasks are queued, in flight, and results pending.
 func (s *State) Counts() Counts {
-	return Counts{Queued: s.queued.Len(), InFlight: len(s.inFlight), ResultsPending: len(s.results), Known: len(s.tasks)}
+	return Counts{Queued: s.queued.Len(), InFlight: len(s.inFlight), Waiting: len(s.waiting), ResultsPending: len(s.results), Known: len(s.tasks)}
 }
 
 // Task returns a copy of what the state knows about a task.
@@ -51,9 +53,13 @@ func (t *taskRec) copyRecord() TaskRecord {
 
 func (t *taskRec) entry() QueueEntry {
 	e := QueueEntry{State: TaskQueued, Task: t.Task, Attempt: t.Attempt, QueuedAtMs: t.QueuedAtMs}
-	if t.State == TaskInFlight {
+	switch t.State {
+	case TaskInFlight:
 		e.State = TaskInFlight
 		e.LeaseID, e.LeasedTo, e.LeasedAtMs = t.LeaseID, t.LeasedTo, t.LeasedAtMs
+	case TaskWaiting:
+		e.State = TaskWaiting
+		e.WaitingSinceMs = t.WaitingSince()
 	}
 	return e
 }
@@ -95,6 +101,25 @@ func entries(recs []*taskRec) []QueueEntry {
 	return out
 }
 
+func (s *State) sortedWaiting() []*taskRec {
+	recs := make([]*taskRec, 0, len(s.waiting))
+	for _, t := range s.waiting {
+		recs = append(recs, t)
+	}
+	sort.Slice(recs, func(i, j int) bool {
+		a, b := recs[i].WaitingSince(), recs[j].WaitingSince()
+		if a != b {
+			return a < b
+		}
+		return recs[i].SendSeq < recs[j].SendSeq
+	})
+	return recs
+}
+
+// WaitingTasks returns the tasks waiting on their senders, longest
+// waiting first.
+func (s *State) WaitingTasks() []QueueEntry { return entries(s.sortedWaiting()) }
+
 // QueuedTasks returns the queued tasks in lease order (oldest first).
 func (s *State) QueuedTasks() []QueueEntry { return entries(s.sortedQueued()) }
 
@@ -112,8 +137,10 @@ func (s *State) PendingResults() []PendingResult {
 }
 
 // Query answers a queue query at time nowMs: queued tasks FIFO, then
-// in-flight tasks oldest lease first, filtered before the limit; pending
-// results oldest first, up to the limit.
+// in-flight tasks oldest lease first, then tasks waiting on their senders
+// longest waiting first, filtered before the limit; pending results
+// oldest first, up to the limit. A lease-age filter keeps in-flight tasks
+// only.
 func (s *State) Query(f QueueFilter, nowMs int64) QueueView {
 	limit := f.Limit
 	if limit <= 0 {
@@ -130,11 +157,14 @@ func (s *State) Query(f QueueFilter, nowMs int64) QueueView {
 	}
 	view := QueueView{Tasks: []QueueEntry{}, Results: []PendingResult{}}
 	var parts [][]*taskRec
-	if f.State != TaskInFlight && f.MinLeaseAgeMs == nil {
+	if (f.State == "" || f.State == TaskQueued) && f.MinLeaseAgeMs == nil {
 		parts = append(parts, s.sortedQueued())
 	}
-	if f.State != TaskQueued {
+	if f.State == "" || f.State == TaskInFlight {
 		parts = append(parts, s.sortedInFlight())
+	}
+	if (f.State == "" || f.State == TaskWaiting) && f.MinLeaseAgeMs == nil {
+		parts = append(parts, s.sortedWaiting())
 	}
 	for _, part := range parts {
 		for _, t := range part {

@@ -60,6 +60,13 @@ type Mailbox interface {
 	// for one as LeaseN waits for a task. Errors: invalid (sender, max,
 	// wait_ms).
 	DrainN(ctx context.Context, sender string, n int, wait time.Duration) ([]PendingResult, error)
+	// Reply answers a task waiting on its sender (its worker asked with
+	// input_required or auth_required): the answer becomes the task's
+	// newest turn and the task is queued again for its recipient. Only
+	// the task's sender replies (see Acting). Errors: invalid (a field,
+	// named; a conversation bound), not_found, conflict (the task is not
+	// waiting), forbidden (another agent's task).
+	Reply(ctx context.Context, r Reply) (ReplyOutcome, error)
 }
 
 // Operator is what people and their tools call to see and repair the

@@ -38,7 +38,7 @@ func (s *State) Restore(snap *Snapshot) error {
 		if err := snap.Limits.validate(); err != nil {
 			return fmt.Errorf("snapshot %d: %w", snap.Seq, err)
 		}
-		n.Limits = *snap.Limits
+		n.Limits = snap.Limits.canonical()
 	}
 	var done []*taskRec
 	for _, tr := range snap.Tasks {
@@ -55,6 +55,12 @@ func (s *State) Restore(snap *Snapshot) error {
 		case TaskInFlight:
 			n.inFlight[t.Task.ID] = t
 			n.trackLive(t)
+		case TaskWaiting:
+			if len(t.Task.Turns) == 0 || t.Task.Turns[len(t.Task.Turns)-1].Role != RoleWorker {
+				return fmt.Errorf("snapshot %d: task %s waits on its sender without a question", snap.Seq, tr.Task.ID)
+			}
+			n.waiting[t.Task.ID] = t
+			n.trackLive(t)
 		case TaskDone, TaskCanceled:
 			done = append(done, t)
 		case TaskResultPending:
@@ -68,7 +74,7 @@ func (s *State) Restore(snap *Snapshot) error {
 	}
 	for i, pr := range snap.Results {
 		t, ok := n.tasks[pr.TaskID]
-		if !ok || t.State != TaskResultPending {
+		if !ok || (t.State != TaskResultPending && t.State != TaskWaiting) {
 			return fmt.Errorf("snapshot %d: result for task %s, which is not waiting for one", snap.Seq, pr.TaskID)
 		}
 		r := &resultRec{PendingResult: pr, seq: uint64(i), gidx: -1, sidx: -1}

@@ -35,6 +35,7 @@ type State struct {
 	queued      *indexedHeap[*taskRec]
 	byRecipient map[string]*indexedHeap[*taskRec]
 	inFlight    map[string]*taskRec
+	waiting     map[string]*taskRec // tasks waiting on their sender's reply
 	results     map[string]*resultRec
 	resultsAll  *indexedHeap[*resultRec]
 	bySender    map[string]*indexedHeap[*resultRec]
@@ -65,6 +66,7 @@ func (s *State) reset() {
 	s.queued = newTaskHeap(func(t *taskRec) *int { return &t.gidx })
 	s.byRecipient = make(map[string]*indexedHeap[*taskRec])
 	s.inFlight = make(map[string]*taskRec)
+	s.waiting = make(map[string]*taskRec)
 	s.results = make(map[string]*resultRec)
 	s.resultsAll = newResultHeap(func(r *resultRec) *int { return &r.gidx })
 	s.bySender = make(map[string]*indexedHeap[*resultRec])
@@ -126,6 +128,8 @@ func (s *State) apply(ev Event) error {
 		return s.applyLimits(ev)
 	case EventTaskCanceled:
 		return s.applyCancel(ev)
+	case EventTaskReplied:
+		return s.applyReply(ev)
 	case EventAgentRegistered, EventAgentDeregistered:
 		return s.applyRegistry(ev)
 	case EventRecordSkipped:

@@ -3,7 +3,6 @@ package mailbox
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -213,6 +212,9 @@ func NormalizeTask(t Task) (Task, error) {
 			return t, err
 		}
 	}
+	if t.Turns != nil {
+		return t, Invalidf("turns", "turns: set only by the daemon (a task's conversation grows by its worker's questions and its sender's replies, POST /a2a/tasks/{id}/reply); omit the field")
+	}
 	return t, nil
 }
 
@@ -258,40 +260,15 @@ func NormalizeResult(r Result) (Result, error) {
 		return r, err
 	}
 	switch r.Status {
-	case StatusOK, StatusError, StatusPartial:
+	case StatusOK, StatusError, StatusPartial, StatusRejected, StatusInputRequired, StatusAuthRequired:
 	default:
-		return r, Invalidf("status", "status: got %s, expected \"ok\", \"error\" or \"partial\"", quote(r.Status))
+		return r, Invalidf("status", "status: got %s, expected \"ok\", \"error\", \"partial\", \"rejected\", or \"input_required\" or \"auth_required\" to ask the sender", quote(r.Status))
 	}
-	for i, c := range r.Content {
-		field := "content[" + strconv.Itoa(i) + "]"
-		switch c.Type {
-		case ContentText:
-			if len(c.Value) != 0 {
-				return r, Invalidf(field+".value", "%s.value: a text part carries \"text\", not \"value\"", field)
-			}
-			if !utf8.ValidString(c.Text) {
-				return r, Invalidf(field+".text", "%s.text: got invalid UTF-8, expected text", field)
-			}
-		case ContentJSON:
-			if len(c.Value) == 0 {
-				return r, Invalidf(field+".value", "%s.value: missing, expected a JSON value for a part of type \"json\"", field)
-			}
-			if c.Text != "" {
-				return r, Invalidf(field+".text", "%s.text: a json part carries \"value\", not \"text\"", field)
-			}
-			if !json.Valid(c.Value) {
-				return r, Invalidf(field+".value", "%s.value: not valid JSON", field)
-			}
-			if err := strictjson.CheckValue(c.Value, field+".value", MaxValueDepth); err != nil {
-				e, _ := err.(*strictjson.Error)
-				return r, Invalidf(e.Path, "%s", e.Error())
-			}
-		default:
-			return r, Invalidf(field+".type", "%s.type: got %s, expected \"text\" or \"json\"", field, quote(c.Type))
-		}
+	if r.Content, err = normalizeContent(r.Content); err != nil {
+		return r, err
 	}
-	if r.Content == nil {
-		r.Content = []Content{}
+	if Asks(r.Status) && len(r.Content) == 0 {
+		return r, Invalidf("content", "content: got no parts, expected the question for the sender with status %s, such as [{\"type\":\"text\",\"text\":\"which database?\"}]", quote(r.Status))
 	}
 	if !utf8.ValidString(r.ErrorMessage) {
 		return r, Invalidf("error_message", "error_message: got invalid UTF-8, expected text")
@@ -302,6 +279,33 @@ func NormalizeResult(r Result) (Result, error) {
 		}
 	}
 	return r, nil
+}
+
+// checkContent checks one content part.
+func checkContent(field string, c Content) error {
+	switch c.Type {
+	case ContentText:
+		if len(c.Value) != 0 {
+			return Invalidf(field+".value", "%s.value: a text part carries \"text\", not \"value\"", field)
+		}
+		return validUTF8(field+".text", c.Text)
+	case ContentJSON:
+		if len(c.Value) == 0 {
+			return Invalidf(field+".value", "%s.value: missing, expected a JSON value for a part of type \"json\"", field)
+		}
+		if c.Text != "" {
+			return Invalidf(field+".text", "%s.text: a json part carries \"value\", not \"text\"", field)
+		}
+		if !json.Valid(c.Value) {
+			return Invalidf(field+".value", "%s.value: not valid JSON", field)
+		}
+		if err := strictjson.CheckValue(c.Value, field+".value", MaxValueDepth); err != nil {
+			e, _ := err.(*strictjson.Error)
+			return Invalidf(e.Path, "%s", e.Error())
+		}
+		return nil
+	}
+	return Invalidf(field+".type", "%s.type: got %s, expected \"text\" or \"json\"", field, quote(c.Type))
 }
 
 // NormalizeRepair validates a repair request and returns it with canonical ids.

@@ -82,7 +82,7 @@ func TestNormalizeResultErrors(t *testing.T) {
 		want  string
 	}{
 		{"bad task id", func(r *Result) { r.TaskID = "x" }, "task_id", `task_id: got "x"`},
-		{"unknown status", func(r *Result) { r.Status = "done" }, "status", `status: got "done", expected "ok", "error" or "partial"`},
+		{"unknown status", func(r *Result) { r.Status = "done" }, "status", `status: got "done", expected "ok", "error", "partial", "rejected", or "input_required" or "auth_required" to ask the sender`},
 		{"bad content type", func(r *Result) { r.Content = []Content{{Type: "html"}} }, "content[0].type", `content[0].type: got "html"`},
 		{"json without value", func(r *Result) { r.Content = []Content{{Type: "text", Text: "a"}, {Type: "json"}} }, "content[1].value", "expected a JSON value"},
 		{"text with value", func(r *Result) { r.Content = []Content{{Type: "text", Value: json.RawMessage("1")}} }, "content[0].value", `carries "text"`},

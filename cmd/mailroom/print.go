@@ -170,6 +170,9 @@ func printResult(w io.Writer, r mailbox.PendingResult) {
 			fmt.Fprintf(w, "json       %s\n", c.Value)
 		}
 	}
+	if mailbox.Asks(r.Status) {
+		fmt.Fprintf(w, "waiting    the worker asks %s; answer with: mailroom reply %s --text ...\n", r.Sender, r.TaskID)
+	}
 }
 
 // visible is s as it may be written to a terminal: as it is when every

@@ -62,11 +62,11 @@ func runResultPost(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "result post",
 		summary: resultPostSummary,
-		usage:   "TASK_ID --status ok|error|partial [flags]",
+		usage:   "TASK_ID --status ok|error|partial|rejected|input_required|auth_required [flags]",
 		example: "mailroom result post 6f9619ff --status ok --text 'fixed in abc123' --lease-id 0b5c7e21   # ids in full, or a unique prefix of 6+ characters",
 	})
 	cf := addClientFlags(fs, e)
-	status := fs.String("status", "", "ok, error or partial (required)")
+	status := fs.String("status", "", "ok, error, partial or rejected to finish; input_required or auth_required to ask the sender (the question in --text/--json-value) (required)")
 	var texts repeated
 	fs.Var(&texts, "text", "a text part of the result (repeatable)")
 	jsonValue := fs.String("json-value", "", "a JSON part of the result, such as '{\"files\":3}'")
@@ -81,9 +81,9 @@ func runResultPost(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	switch *status {
-	case mailbox.StatusOK, mailbox.StatusError, mailbox.StatusPartial:
+	case mailbox.StatusOK, mailbox.StatusError, mailbox.StatusPartial, mailbox.StatusRejected, mailbox.StatusInputRequired, mailbox.StatusAuthRequired:
 	default:
-		return usagef("--status: got %q, expected ok, error or partial", *status)
+		return usagef("--status: got %q, expected ok, error, partial, rejected, input_required or auth_required", *status)
 	}
 	r := mailbox.Result{Status: *status, Content: []mailbox.Content{}, ErrorMessage: *errMsg}
 	for _, t := range texts {
@@ -113,6 +113,10 @@ func runResultPost(ctx context.Context, e *env, args []string) error {
 	}
 	if *asJSON {
 		return writeJSON(e.stdout, mailbox.ResultPostedResponse{Kind: mailbox.KindResultPosted, TaskID: r.TaskID})
+	}
+	if mailbox.Asks(r.Status) {
+		fmt.Fprintf(e.stdout, "asked the sender of task %s (%s): the task waits for its answer\n", r.TaskID, r.Status)
+		return nil
 	}
 	fmt.Fprintf(e.stdout, "posted %s result for task %s\n", r.Status, r.TaskID)
 	return nil

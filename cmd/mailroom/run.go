@@ -47,6 +47,7 @@ func commands() []command {
 		{"send", sendSummary, runSend},
 		{"lease", leaseSummary, runLease},
 		{"result", resultSummary, runResult},
+		{"reply", replySummary, runReply},
 		{"status", statusSummary, runStatus},
 		{"requeue", requeueSummary, runRequeue},
 		{"force-error", forceErrorSummary, runForceError},

@@ -12,7 +12,7 @@ import (
 	"github.com/mailroom/mailroom/tui"
 )
 
-const statusSummary = "show queued and in-flight tasks and pending results"
+const statusSummary = "show queued, in-flight and waiting tasks and pending results"
 
 // statusReport is the --json shape. Its keys are a contract for scripts:
 // exactly these, with unset filters as null rather than absent.
@@ -35,6 +35,9 @@ type statusReport struct {
 type statusCounts struct {
 	Queued   int `json:"queued"`
 	InFlight int `json:"in_flight"`
+	// Waiting counts tasks waiting on their senders to answer their
+	// workers' questions.
+	Waiting int `json:"waiting"`
 	// Stale counts in-flight leases held at least StaleAfterMs. It is
 	// counted up to mailbox.MaxLimit; StaleCapped says there may be more.
 	Stale          int   `json:"stale"`
@@ -48,14 +51,14 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		verb:    "status",
 		summary: statusSummary,
 		usage:   "[flags]",
-		example: "mailroom status --state in_flight --min-lease-age-ms 600000   # leases held over 10 minutes",
+		example: "mailroom status --state in_flight --min-lease-age-ms 600000   # leases held over 10 minutes\nmailroom status --state waiting                                # questions waiting on their senders",
 	})
 	cf := addClientFlags(fs, e)
 	limit := fs.Int("n", mailbox.DefaultLimit, fmt.Sprintf("show at most this many tasks (in-flight leases first) and results (1 to %d); filters apply first", mailbox.MaxLimit))
 	var minAge, deadlineWithin optionalInt64
 	fs.Var(&minAge, "min-lease-age-ms", "only in-flight tasks leased at least this many milliseconds ago")
 	fs.Var(&deadlineWithin, "deadline-within-ms", "only tasks whose deadline is at most this many milliseconds away")
-	state := fs.String("state", "", "only tasks in this state: queued or in_flight")
+	state := fs.String("state", "", "only tasks in this state: queued, in_flight or waiting")
 	staleAfter := fs.Duration("stale-after", tui.DefaultStaleAfter, "count leases held longer than this as stale, as the console does")
 	asJSON := fs.Bool("json", false, "print one a2a_status JSON object")
 	if _, err := parseExact(fs, args); err != nil {
@@ -65,9 +68,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return usagef("-n: got %d, expected a number from 1 to %d", *limit, mailbox.MaxLimit)
 	}
 	switch *state {
-	case "", mailbox.TaskQueued, mailbox.TaskInFlight:
+	case "", mailbox.TaskQueued, mailbox.TaskInFlight, mailbox.TaskWaiting:
 	default:
-		return usagef("--state: got %q, expected queued or in_flight", *state)
+		return usagef("--state: got %q, expected queued, in_flight or waiting", *state)
 	}
 	if minAge.v != nil && *minAge.v < 0 {
 		return usagef("--min-lease-age-ms: got %d, expected 0 or more", *minAge.v)
@@ -108,10 +111,11 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// leasesFirst lists the tasks f selects with in-flight leases first, and
-// queued tasks only in the room they leave: the daemon lists queued tasks
-// first, so with more of them than the limit no lease would be shown, and
-// leases are what an operator repairs.
+// leasesFirst lists the tasks f selects with in-flight leases first, then
+// tasks waiting on their senders, and queued tasks only in the room they
+// leave: the daemon lists queued tasks first, so with more of them than
+// the limit no lease would be shown, and leases and unanswered questions
+// are what an operator looks after.
 func leasesFirst(ctx context.Context, c *client.Client, f mailbox.QueueFilter) (mailbox.QueueView, error) {
 	if f.State != "" {
 		return c.Queue(ctx, f)
@@ -119,17 +123,22 @@ func leasesFirst(ctx context.Context, c *client.Client, f mailbox.QueueFilter) (
 	leases := f
 	leases.State = mailbox.TaskInFlight
 	view, err := c.Queue(ctx, leases)
-	// A lease age filter leaves out every queued task.
+	// A lease age filter leaves out every queued and waiting task.
 	if err != nil || len(view.Tasks) >= f.Limit || f.MinLeaseAgeMs != nil {
 		return view, err
 	}
-	queued := f
-	queued.State, queued.Limit = mailbox.TaskQueued, f.Limit-len(view.Tasks)
-	more, err := c.Queue(ctx, queued)
-	if err != nil {
-		return view, err
+	for _, state := range []string{mailbox.TaskWaiting, mailbox.TaskQueued} {
+		if len(view.Tasks) >= f.Limit {
+			break
+		}
+		more := f
+		more.State, more.Limit = state, f.Limit-len(view.Tasks)
+		got, err := c.Queue(ctx, more)
+		if err != nil {
+			return view, err
+		}
+		view.Tasks = append(view.Tasks, got.Tasks...)
 	}
-	view.Tasks = append(view.Tasks, more.Tasks...)
 	return view, nil
 }
 
@@ -140,7 +149,7 @@ func countAll(ctx context.Context, c *client.Client, staleAfter time.Duration) (
 	if err != nil {
 		return statusCounts{}, nil, err
 	}
-	counts := statusCounts{Queued: total.Queued, InFlight: total.InFlight, ResultsPending: total.ResultsPending, StaleAfterMs: staleAfter.Milliseconds()}
+	counts := statusCounts{Queued: total.Queued, InFlight: total.InFlight, Waiting: total.Waiting, ResultsPending: total.ResultsPending, StaleAfterMs: staleAfter.Milliseconds()}
 	if total.InFlight == 0 {
 		return counts, total.Store, nil
 	}
@@ -173,21 +182,34 @@ func printStatus(w io.Writer, rep statusReport, now time.Time) {
 	if n.StaleCapped {
 		stale = fmt.Sprintf("at least %d", n.Stale)
 	}
-	fmt.Fprintf(w, "%d queued, %d in flight, %s stale (leased over %s), %d results pending\n",
-		n.Queued, n.InFlight, stale, time.Duration(n.StaleAfterMs)*time.Millisecond, n.ResultsPending)
+	// Waiting tasks are named only when there are some: most mailboxes
+	// never hold a conversation.
+	waitingNote := ""
+	if n.Waiting > 0 {
+		waitingNote = fmt.Sprintf(", %d waiting on their senders", n.Waiting)
+	}
+	fmt.Fprintf(w, "%d queued, %d in flight, %s stale (leased over %s)%s, %d results pending\n",
+		n.Queued, n.InFlight, stale, time.Duration(n.StaleAfterMs)*time.Millisecond, waitingNote, n.ResultsPending)
 
-	var queued, inFlight int
+	var queued, inFlight, waiting int
 	for _, t := range rep.Tasks {
-		if t.State == mailbox.TaskInFlight {
+		switch t.State {
+		case mailbox.TaskInFlight:
 			inFlight++
-		} else {
+		case mailbox.TaskWaiting:
+			waiting++
+		default:
 			queued++
 		}
 	}
 	filtered := rep.StateFilter != nil || rep.MinLeaseAgeMs != nil || rep.DeadlineWithinMs != nil
 	cut := len(rep.Tasks) >= rep.Limit || len(rep.Results) >= rep.Limit
-	if filtered || cut || len(rep.Tasks) < n.Queued+n.InFlight || len(rep.Results) < n.ResultsPending {
-		fmt.Fprintf(w, "listed: %d in flight, %d queued, %d results", inFlight, queued, len(rep.Results))
+	if filtered || cut || len(rep.Tasks) < n.Queued+n.InFlight+n.Waiting || len(rep.Results) < n.ResultsPending {
+		if n.Waiting > 0 || waiting > 0 {
+			fmt.Fprintf(w, "listed: %d in flight, %d waiting, %d queued, %d results", inFlight, waiting, queued, len(rep.Results))
+		} else {
+			fmt.Fprintf(w, "listed: %d in flight, %d queued, %d results", inFlight, queued, len(rep.Results))
+		}
 		if filtered {
 			fmt.Fprint(w, " matching the filters")
 		}
@@ -206,8 +228,27 @@ func printStatus(w io.Writer, rep statusReport, now time.Time) {
 			if t.State == mailbox.TaskInFlight {
 				leaseAge = age(now, t.LeasedAtMs)
 			}
+			if t.State == mailbox.TaskWaiting {
+				// A waiting task holds no lease; its age is how long its
+				// question has waited.
+				leaseAge = "waited " + age(now, t.WaitingSinceMs)
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s -> %s\t%s\t%d\t%s\t%s\t%s\n", t.State, t.Task.ID, t.Task.Sender, t.Task.Recipient,
 				orDash(t.Task.Kind()), t.Attempt, leaseAge, orDash(t.LeasedTo), truncate(t.Task.IntentText, 48))
+		}
+		tw.Flush()
+	}
+	if waiting > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "WAITING TASK\tWAITING ON\tASKED BY\tWAITED\tTURNS\tQUESTION")
+		for _, t := range rep.Tasks {
+			if t.State != mailbox.TaskWaiting {
+				continue
+			}
+			q, _ := t.Task.Question()
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", t.Task.ID, t.Task.Sender, q.Agent, age(now, t.WaitingSinceMs), len(t.Task.Turns),
+				truncate(q.Status+": "+contentLine(mailbox.Result{Content: q.Content}), 60))
 		}
 		tw.Flush()
 	}

@@ -115,7 +115,7 @@ func TestStatusJSONCounts(t *testing.T) {
 	}
 	mustJSON(t, addr, &raw, "status", "--json", "--state", "queued")
 	keys := strings.Join(slices.Sorted(maps.Keys(raw.Counts)), ",")
-	if keys != "in_flight,queued,results_pending,stale,stale_after_ms,stale_capped" {
+	if keys != "in_flight,queued,results_pending,stale,stale_after_ms,stale_capped,waiting" {
 		t.Errorf("counts keys = %s", keys)
 	}
 }

@@ -81,6 +81,24 @@ func (g guard) PostResult(ctx context.Context, r mailbox.Result) error {
 	return g.next.PostResult(ctx, r)
 }
 
+// Reply is a send of more work to the task's recipient: it needs what a
+// send of the task needs (speaking for its sender, a2a.send.<recipient>),
+// and the service checks under its lock that the caller is the task's
+// sender (mailbox.Acting). A malformed or unknown task id is left to next,
+// so it is a 400 or 404 before any capability is looked at.
+func (g guard) Reply(ctx context.Context, r mailbox.Reply) (mailbox.ReplyOutcome, error) {
+	id := IdentityFrom(ctx)
+	ctx = acting(ctx, id)
+	if taskID, err := mailbox.CanonicalUUID("task_id", r.TaskID); err == nil && mailbox.ValidateAgentID("sender", r.Sender) == nil {
+		if rec, err := g.next.Task(ctx, taskID); err == nil {
+			if err := id.CheckSend(mailbox.Task{Sender: r.Sender, Recipient: rec.Task.Recipient}); err != nil {
+				return mailbox.ReplyOutcome{}, err
+			}
+		}
+	}
+	return g.next.Reply(ctx, r)
+}
+
 func (g guard) Drain(ctx context.Context, sender string) (*mailbox.PendingResult, error) {
 	if sender == "" || mailbox.ValidateAgentID("sender", sender) == nil {
 		var err error

@@ -108,7 +108,7 @@ func TestRefusals(t *testing.T) {
 			[]string{"larger than the limit"}},
 
 		{"result bad status", "POST", "/a2a/results", "", `{"task_id":"` + id + `","status":"done","content":[]}`, 200, "invalid",
-			[]string{`status: got "done", expected "ok", "error" or "partial"`}},
+			[]string{`status: got "done", expected "ok", "error", "partial", "rejected"`}},
 		{"result bad content", "POST", "/a2a/results", "", `{"task_id":"` + id + `","status":"ok","content":[{"type":"image","data":"x"}]}`, 200, "invalid",
 			[]string{"data"}},
 		{"result lease_id", "POST", "/a2a/results", "", `{"task_id":"` + id + `","status":"ok","lease_id":"x"}`, 200, "invalid",

@@ -40,6 +40,10 @@ type Options struct {
 	ResultCacheMax int
 	ResultCacheAge time.Duration
 	AuditMax       int
+	// MaxTurns and MaxTurnsBytes bound a task's conversation (see
+	// mailbox.Limits), recorded like the limits above.
+	MaxTurns      int
+	MaxTurnsBytes int
 	// ReplaySnapshotGap: a resuming subscriber further behind than this many
 	// events gets a snapshot instead of a replay.
 	ReplaySnapshotGap uint64
@@ -87,6 +91,12 @@ func (o *Options) fill() {
 	if o.AuditMax <= 0 {
 		o.AuditMax = mailbox.DefaultAuditMax
 	}
+	if o.MaxTurns <= 0 {
+		o.MaxTurns = mailbox.DefaultMaxTurns
+	}
+	if o.MaxTurnsBytes <= 0 {
+		o.MaxTurnsBytes = mailbox.DefaultMaxTurnsBytes
+	}
 	if o.AgentsInterval == 0 {
 		o.AgentsInterval = DefaultAgentsInterval
 	}
@@ -97,7 +107,8 @@ func (o *Options) fill() {
 
 // limits are the mailbox limits the options ask for (after fill).
 func (o *Options) limits() mailbox.Limits {
-	return mailbox.Limits{RetainDone: o.RetainDone, ResultCacheMax: o.ResultCacheMax, ResultCacheAgeMs: o.ResultCacheAge.Milliseconds(), AuditMax: o.AuditMax}
+	return mailbox.Limits{RetainDone: o.RetainDone, ResultCacheMax: o.ResultCacheMax, ResultCacheAgeMs: o.ResultCacheAge.Milliseconds(), AuditMax: o.AuditMax,
+		MaxTurns: o.MaxTurns, MaxTurnsBytes: o.MaxTurnsBytes}
 }
 
 // Engine implements mailbox.Service over a store.Store.

@@ -267,9 +267,9 @@ func (e *Engine) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.Queu
 	}
 	f.Limit = limit
 	switch f.State {
-	case "", mailbox.TaskQueued, mailbox.TaskInFlight:
+	case "", mailbox.TaskQueued, mailbox.TaskInFlight, mailbox.TaskWaiting:
 	default:
-		return mailbox.QueueView{}, mailbox.Invalidf("state", "state: got %q, expected \"queued\" or \"in_flight\"", f.State)
+		return mailbox.QueueView{}, mailbox.Invalidf("state", "state: got %q, expected \"queued\", \"in_flight\" or \"waiting\"", f.State)
 	}
 	for _, d := range []struct {
 		name string

@@ -125,7 +125,7 @@ func (e *Engine) wakeFor(s *mailbox.State, ev mailbox.Event) {
 	switch ev.Type {
 	case mailbox.EventTaskSent:
 		e.waiting.wake(waitLease, ev.Task.Recipient)
-	case mailbox.EventTaskRequeued:
+	case mailbox.EventTaskRequeued, mailbox.EventTaskReplied:
 		if _, recipient, ok := s.Parties(ev.TaskID); ok {
 			e.waiting.wake(waitLease, recipient)
 		}

@@ -68,6 +68,7 @@ const (
 	RouteLeaseTask     = "POST /a2a/tasks/next"
 	RouteRecentTasks   = "GET /a2a/tasks/recent"
 	RoutePostResult    = "POST /a2a/results"
+	RouteReply         = "POST /a2a/tasks/{id}/reply"
 	RouteDrainGet      = "GET /a2a/results/next"
 	RouteDrain         = "POST /a2a/results/next"
 	RouteRecentResults = "GET /a2a/results/recent"
@@ -156,6 +157,7 @@ func New(svc Service, opts Options) http.Handler {
 	a.handle(RouteLeaseTask, a.leaseTask)
 	a.handle(RouteRecentTasks, a.recentTasks)
 	a.handle(RoutePostResult, a.postResult)
+	a.handle(RouteReply, a.reply)
 	a.handle(RouteDrainGet, a.drainResult)
 	a.handle(RouteDrain, a.drainResult)
 	a.handle(RouteRecentResults, a.recentResults)

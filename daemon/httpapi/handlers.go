@@ -99,6 +99,27 @@ func (a *api) postResult(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// reply answers a task waiting on its sender.
+func (a *api) reply(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	var rep mailbox.Reply
+	if err := decodeBody(w, r, &rep, "a reply"); err != nil {
+		return err
+	}
+	if rep.A2A != nil {
+		return mailbox.Invalidf("a2a", "a2a: set only by the A2A edge; answer an A2A task with a message naming its taskId, or omit the field")
+	}
+	rep.TaskID = r.PathValue("id")
+	out, err := a.svc.Reply(r.Context(), rep)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.TaskRepliedResponse{Kind: mailbox.KindTaskReplied, ReplyOutcome: out})
+	return nil
+}
+
 // drainResult serves GET and POST alike, like leaseTask.
 // drainResult drains as leaseTask leases: max for a list, wait_ms to wait.
 func (a *api) drainResult(w http.ResponseWriter, r *http.Request) error {
@@ -164,7 +185,7 @@ func (a *api) queue(w http.ResponseWriter, r *http.Request) error {
 	}
 	var given bool
 	if f.State, given = p.get("state"); given && f.State == "" {
-		return mailbox.Invalidf("state", "state: got \"\", expected \"queued\" or \"in_flight\"; omit the parameter for both")
+		return mailbox.Invalidf("state", "state: got \"\", expected \"queued\", \"in_flight\" or \"waiting\"; omit the parameter for all three")
 	}
 	view, err := a.svc.Queue(r.Context(), f)
 	if err != nil {

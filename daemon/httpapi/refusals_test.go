@@ -77,7 +77,7 @@ func TestRefusals(t *testing.T) {
 
 		// Result validation.
 		{"result bad task id", "POST", "/a2a/results", js, `{"task_id":"t","status":"ok","content":[]}`, nil, 400, "task_id", []string{`task_id: got "t"`}},
-		{"result bad status", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"done","content":[]}`, nil, 400, "status", []string{`status: got "done"`, `"ok", "error" or "partial"`}},
+		{"result bad status", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"done","content":[]}`, nil, 400, "status", []string{`status: got "done"`, `"ok", "error", "partial", "rejected", or "input_required" or "auth_required"`}},
 		{"result unknown part type", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"ok","content":[{"type":"image"}]}`, nil, 400, "content[0].type", []string{`content[0].type: got "image"`}},
 		{"result json part without value", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"ok","content":[{"type":"text","text":"a"},{"type":"json"}]}`, nil, 400, "content[1].value", []string{"content[1].value: missing"}},
 		{"result text part with value", "POST", "/a2a/results", js, `{"task_id":"` + id1 + `","status":"ok","content":[{"type":"text","value":1}]}`, nil, 400, "content[0].value", nil},
@@ -107,8 +107,8 @@ func TestRefusals(t *testing.T) {
 		{"limit over the cap", "GET", "/a2a/results/recent?limit=10001", "", "", nil, 400, "limit", []string{"limit: got 10001", "from 1 to 10000"}},
 		{"negative limit", "GET", "/a2a/queue?limit=-1", "", "", nil, 400, "limit", nil},
 		{"limit given twice", "GET", "/a2a/tasks/recent?limit=1&limit=2", "", "", nil, 400, "limit", []string{"given 2 times"}},
-		{"unknown state", "GET", "/a2a/queue?state=done", "", "", nil, 400, "state", []string{`state: got "done"`, `"queued" or "in_flight"`}},
-		{"empty state", "GET", "/a2a/queue?state=", "", "", nil, 400, "state", []string{`state: got ""`, `"queued" or "in_flight"`, "omit the parameter"}},
+		{"unknown state", "GET", "/a2a/queue?state=done", "", "", nil, 400, "state", []string{`state: got "done"`, `"queued", "in_flight" or "waiting"`}},
+		{"empty state", "GET", "/a2a/queue?state=", "", "", nil, 400, "state", []string{`state: got ""`, `"queued", "in_flight" or "waiting"`, "omit the parameter"}},
 		{"negative lease age", "GET", "/a2a/queue?min_lease_age_ms=-5", "", "", nil, 400, "min_lease_age_ms", []string{`got "-5"`, "expected milliseconds from 0 to 3153600000000"}},
 		{"deadline window not a number", "GET", "/a2a/queue?deadline_within_ms=soon", "", "", nil, 400, "deadline_within_ms", nil},
 		{"misspelt recipient", "POST", "/a2a/tasks/next?recipent=w@x", "", "", nil, 400, "recipent", []string{"unknown query parameter", "only recipient"}},
