@@ -140,6 +140,15 @@ func (s *State) checkTurn(t *taskRec, field string, add int) error {
 	return nil
 }
 
+// checkAsk refuses a question on a task whose sender has no way to answer
+// it: one sent through Covenant's dialect, whose client knows no reply.
+func (s *State) checkAsk(t *taskRec) error {
+	if t.Task.Covenant != nil {
+		return Invalidf("status", "status: task %s came through Covenant's dialect, whose senders cannot answer a question; finish it with ok, error, partial or rejected", t.Task.ID)
+	}
+	return nil
+}
+
 // DecideReply checks a normalized reply from replier (the agent the access
 // policy holds the caller to; "" for a trusted caller) and returns its
 // task_replied event, or ok=false when it repeats the task's newest answer

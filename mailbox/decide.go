@@ -135,6 +135,9 @@ func (s *State) DecideResult(r Result, poster string, newLeaseID func() string, 
 				Details: &ErrorDetails{Field: "task_id", TaskState: t.State, Capability: "a2a.admin"}}
 		}
 		if Asks(r.Status) {
+			if err := s.checkAsk(t); err != nil {
+				return nil, err
+			}
 			if err := s.checkTurn(t, "status", contentBytes(r.Content, nil)); err != nil {
 				return nil, err
 			}
@@ -149,6 +152,9 @@ func (s *State) DecideResult(r Result, poster string, newLeaseID func() string, 
 		return nil, err
 	}
 	if Asks(r.Status) {
+		if err := s.checkAsk(s.tasks[r.TaskID]); err != nil {
+			return nil, err
+		}
 		if err := s.checkTurn(s.tasks[r.TaskID], "status", contentBytes(r.Content, nil)); err != nil {
 			return nil, err
 		}

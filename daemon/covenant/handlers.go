@@ -184,9 +184,15 @@ func (e *Edge) queue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := queueView{Kind: KindQueue, Tasks: make([]QueueEntry, len(view.Tasks)), Results: fromMailboxResults(view.Results)}
-	for i, t := range view.Tasks {
-		out.Tasks[i] = fromQueueEntry(t)
+	out := queueView{Kind: KindQueue, Tasks: make([]QueueEntry, 0, len(view.Tasks)), Results: fromMailboxResults(view.Results)}
+	for _, t := range view.Tasks {
+		// Covenant's queue states are queued and in_flight; a task
+		// waiting on its sender's reply is in neither, and its client
+		// would refuse the whole listing for it.
+		if t.State == mailbox.TaskWaiting {
+			continue
+		}
+		out.Tasks = append(out.Tasks, fromQueueEntry(t))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -233,6 +233,16 @@ func fromMailboxResult(r mailbox.Result) Result {
 	if out.Content == nil {
 		out.Content = []mailbox.Content{}
 	}
+	if r.Status == mailbox.StatusRejected {
+		// Covenant's status enum is ok, error and partial: a refusal is
+		// an error that says so.
+		out.Status = mailbox.StatusError
+		if r.ErrorMessage == "" {
+			r.ErrorMessage = "the worker rejected the task"
+		} else {
+			r.ErrorMessage = "rejected: " + r.ErrorMessage
+		}
+	}
 	if r.ErrorMessage != "" {
 		m := r.ErrorMessage
 		out.ErrorMessage = &m
