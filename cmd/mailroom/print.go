@@ -127,6 +127,14 @@ func printTask(w io.Writer, t mailbox.Task, now time.Time) {
 		fmt.Fprintf(w, "duplicate  %s (key %s)\n", t.Idempotency.DuplicateSafety, t.Idempotency.Key)
 	}
 	fmt.Fprintf(w, "intent     %s\n", t.IntentText)
+	// The conversation so far: the worker reads every question and answer.
+	for i, turn := range t.Turns {
+		who := "asked by " + turn.Agent + " (" + turn.Status + ")"
+		if turn.Role == mailbox.RoleSender {
+			who = "answered by " + turn.Agent
+		}
+		fmt.Fprintf(w, "turn %-5d %s %s: %s\n", i+1, time.UnixMilli(turn.AtMs).UTC().Format(time.RFC3339), who, contentLine(mailbox.Result{Content: turn.Content}))
+	}
 }
 
 // contentLine is a result's content on one line: its texts, JSON values,
