@@ -1,9 +1,11 @@
 // Package demo runs synthetic agents against a mailroom daemon so the console
 // has something real to show: a planner that delegates work and drains
 // results, three workers that lease tasks, take their time, answer ok,
-// error or partial, and now and then crash mid-task, leaving a lease to go
-// stale for the operator to repair; and an outside A2A caller that sends
-// the workers (registered with cards) work through the A2A edge.
+// error, partial or rejected, now and then ask the planner a question
+// (which it mostly answers, and sometimes leaves waiting), and now and then
+// crash mid-task, leaving a lease to go stale for the operator to repair;
+// and an outside A2A caller that sends the workers (registered with cards)
+// work through the A2A edge.
 package demo
 
 import (
@@ -185,7 +187,8 @@ func plan(ctx context.Context, a *agent) {
 }
 
 // drain is the planner taking its results back, every few seconds, all
-// that are waiting.
+// that are waiting. A worker's question is answered at once, but one in
+// five is forgotten: it waits for an operator to notice.
 func drain(ctx context.Context, a *agent) {
 	for wait(ctx, a.jitter(a.opts.DrainEvery)) {
 		for {
@@ -198,6 +201,9 @@ func drain(ctx context.Context, a *agent) {
 				break
 			}
 			a.log.Debug("demo planner drained a result", "task", r.TaskID, "status", r.Status, "forced", r.Forced, "replayed", r.Replayed)
+			if mailbox.Asks(r.Status) && a.rng.IntN(5) > 0 {
+				a.reply(ctx, *r)
+			}
 		}
 	}
 }
@@ -246,10 +252,49 @@ func work(ctx context.Context, a *agent) {
 	}
 }
 
-// answer makes a worker's result: mostly ok, some errors, some partial.
+// reply is the planner answering a worker's question.
+func (a *agent) reply(ctx context.Context, q mailbox.PendingResult) {
+	answer := answers[a.rng.IntN(len(answers))]
+	if q.Status == mailbox.StatusAuthRequired {
+		answer = "logged in; try again"
+	}
+	_, err := a.c.Reply(ctx, mailbox.Reply{TaskID: q.TaskID, Sender: Planner, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: answer}}})
+	if err != nil && !errors.Is(err, mailbox.ErrConflict) {
+		a.trouble(ctx, "answering a question", err)
+	}
+}
+
+var (
+	questions = []string{"which branch should I base this on?", "the spec says two things; which one wins?", "may I drop the old table?"}
+	answers   = []string{"use main", "the newer one", "yes, it is backed up", "no, keep it for now"}
+)
+
+// answer makes a worker's result: mostly ok, some errors, some partial,
+// a few refusals; on a task's first turn it sometimes asks the planner a
+// question instead, and once answered it finishes saying so.
 func (a *agent) answer(t *mailbox.Task, l *mailbox.Lease) mailbox.Result {
 	r := mailbox.Result{TaskID: t.ID, LeaseID: l.LeaseID}
+	if len(t.Turns) > 0 {
+		last := t.Turns[len(t.Turns)-1]
+		r.Status = mailbox.StatusOK
+		r.Content = []mailbox.Content{{Type: mailbox.ContentText, Text: fmt.Sprintf("%s done by %s as told (%q)", t.Kind(), a.name, contentText(last.Content))}}
+		return r
+	}
+	if t.Covenant == nil && t.A2A == nil && a.rng.IntN(100) < 8 {
+		r.Status = mailbox.StatusInputRequired
+		if a.rng.IntN(4) == 0 {
+			r.Status = mailbox.StatusAuthRequired
+			r.Content = []mailbox.Content{{Type: mailbox.ContentText, Text: "the repository needs a login: sign in at https://git.example.test/login"}}
+			return r
+		}
+		r.Content = []mailbox.Content{{Type: mailbox.ContentText, Text: questions[a.rng.IntN(len(questions))]}}
+		return r
+	}
 	switch n := a.rng.IntN(100); {
+	case n < 3:
+		r.Status = mailbox.StatusRejected
+		r.Content = []mailbox.Content{}
+		r.ErrorMessage = "not something " + a.name + " does"
 	case n < 72:
 		r.Status = mailbox.StatusOK
 		r.Content = []mailbox.Content{{Type: mailbox.ContentText, Text: fmt.Sprintf("%s done by %s (attempt %d)", t.Kind(), a.name, l.Attempt)}}
@@ -263,4 +308,15 @@ func (a *agent) answer(t *mailbox.Task, l *mailbox.Lease) mailbox.Result {
 		r.ErrorMessage = errorReasons[a.rng.IntN(len(errorReasons))]
 	}
 	return r
+}
+
+// contentText is the text parts of content, joined.
+func contentText(cs []mailbox.Content) string {
+	s := ""
+	for _, c := range cs {
+		if c.Type == mailbox.ContentText {
+			s += c.Text
+		}
+	}
+	return s
 }

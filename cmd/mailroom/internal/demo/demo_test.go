@@ -40,7 +40,8 @@ func TestAgentsExerciseEveryPath(t *testing.T) {
 	want := func() []string {
 		var missing []string
 		for _, w := range []string{"leased", "drained", mailbox.StatusOK, mailbox.StatusError, mailbox.StatusPartial,
-			"idempotent", "unsafe", "deadline", "no deadline", "parent", "abandoned lease", "a2a sent", "a2a delivered"} {
+			"idempotent", "unsafe", "deadline", "no deadline", "parent", "abandoned lease", "a2a sent", "a2a delivered",
+			mailbox.StatusRejected, mailbox.StatusInputRequired, mailbox.StatusAuthRequired, "replied", "finished after a reply"} {
 			if !seen[w] {
 				missing = append(missing, w)
 			}
@@ -82,6 +83,11 @@ func TestAgentsExerciseEveryPath(t *testing.T) {
 				seen["leased"] = true
 			case mailbox.EventResultPosted:
 				seen[ev.Result.Status] = true
+				if rec, ok := state.Task(ev.TaskID); ok && len(rec.Task.Turns) > 1 && ev.Result.Status == mailbox.StatusOK {
+					seen["finished after a reply"] = true
+				}
+			case mailbox.EventTaskReplied:
+				seen["replied"] = true
 			case mailbox.EventResultDrained:
 				seen["drained"] = true
 				// The A2A caller read its finished task: its result was
