@@ -45,6 +45,10 @@ func agentsByHand(s *State, nowMs int64) []AgentInfo {
 			a := get(t.LeasedTo)
 			a.InFlight++
 			a.OldestLeaseAgeMs = max(a.OldestLeaseAgeMs, nowMs-t.LeasedAtMs)
+		case TaskWaiting:
+			a := get(t.Task.Sender)
+			a.Waiting++
+			a.OldestWaitingMs = max(a.OldestWaitingMs, nowMs-t.Task.Turns[len(t.Task.Turns)-1].AtMs)
 		}
 	}
 	for _, r := range snap.Results {

@@ -38,11 +38,20 @@ func checkInvariants(s *State) error {
 			return fmt.Errorf("in-flight task %s is %s (queued %v, lease %q, attempt %d)", id, t.State, queued[id], t.LeaseID, t.Attempt)
 		}
 	}
+	for id, t := range s.waiting {
+		if t.State != TaskWaiting || queued[id] || s.inFlight[id] != nil || t.LeaseID != "" {
+			return fmt.Errorf("waiting task %s is %s (queued %v, lease %q)", id, t.State, queued[id], t.LeaseID)
+		}
+		if q, ok := t.lastTurn(); !ok || q.Role != RoleWorker || !Asks(q.Status) {
+			return fmt.Errorf("waiting task %s has no question as its newest turn (%+v)", id, t.Task.Turns)
+		}
+	}
 	for id, t := range s.tasks {
-		if t.State == TaskQueued && !queued[id] || t.State == TaskInFlight && s.inFlight[id] == nil {
+		if t.State == TaskQueued && !queued[id] || t.State == TaskInFlight && s.inFlight[id] == nil || t.State == TaskWaiting && s.waiting[id] == nil {
 			return fmt.Errorf("task %s is %s but not indexed so", id, t.State)
 		}
-		if _, ok := s.results[id]; ok != (t.State == TaskResultPending) {
+		// A waiting task's question is pending until its sender drains it.
+		if _, ok := s.results[id]; ok && t.State != TaskResultPending && t.State != TaskWaiting || !ok && t.State == TaskResultPending {
 			return fmt.Errorf("task %s is %s, pending result %v", id, t.State, ok)
 		}
 	}
@@ -72,6 +81,8 @@ func FuzzApply(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 0, 2, 0, 4, 0, 1, 0, 3, 0})
 	f.Add([]byte{0, 1, 0, 2, 1, 1, 5, 1, 1, 1, 2, 2, 6, 2})
 	f.Add([]byte{0, 0, 0, 0, 1, 7, 1, 0, 9, 9, 4, 0, 4, 0})
+	f.Add([]byte{0, 0, 1, 0, 8, 0, 3, 0, 9, 0, 1, 0, 8, 0, 9, 0, 1, 0, 2, 0, 3, 0})
+	f.Add([]byte{0, 1, 1, 1, 8, 1, 5, 1, 0, 2, 1, 2, 8, 2, 9, 10, 9, 2, 4, 2})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		s := NewState()
 		s.RetainDone, s.ResultCacheMax = 3, 2
@@ -79,7 +90,7 @@ func FuzzApply(f *testing.F) {
 		attempts := map[string]int{}
 		leases := map[string]string{}
 		for i := 0; i+1 < len(ops); i += 2 {
-			op, id := ops[i]%8, ids[int(ops[i+1])%len(ids)]
+			op, id := ops[i]%10, ids[int(ops[i+1])%len(ids)]
 			seq := s.Seq + 1
 			if ops[i+1] >= 200 {
 				seq += uint64(ops[i+1] % 3) // sometimes a gap
@@ -107,6 +118,14 @@ func FuzzApply(f *testing.F) {
 				ev.Type, ev.Task, ev.Result = EventResultReplayed, &Task{ID: id, Sender: "s", Recipient: "r0", IntentText: "x"}, &Result{TaskID: id, Status: StatusOK}
 			case 7:
 				ev.Type, ev.Attempt = EventTaskLeased, int(ops[i+1]) // usually a wrong attempt
+			case 8:
+				// A worker's question: the task waits on its sender.
+				ev.Type, ev.LeaseID, ev.Result = EventResultPosted, leases[id], &Result{TaskID: id, Status: StatusInputRequired, Content: []Content{{Type: ContentText, Text: "?"}}}
+			case 9:
+				ev.Type, ev.Turn = EventTaskReplied, &Turn{Role: RoleSender, Agent: "s", Content: []Content{{Type: ContentText, Text: "!"}}}
+				if ops[i+1]&8 != 0 {
+					ev.Turn = nil // a reply without its turn is refused
+				}
 			}
 			before, _ := json.Marshal(s.Snapshot(0))
 			if err := s.Apply(ev); err != nil {

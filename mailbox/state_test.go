@@ -359,12 +359,31 @@ func TestRandomOpsMatchModel(t *testing.T) {
 			case op < 9:
 				if fl := b.s.InFlightTasks(); len(fl) > 0 {
 					e := fl[rng.Intn(len(fl))]
-					if err := b.post(e.Task.ID, e.LeaseID); err != nil {
+					var err error
+					if rng.Intn(3) == 0 {
+						// The worker asks instead: the task waits on its sender.
+						err = b.result(e.Task.ID, e.LeaseID, StatusInputRequired, text("which?"), "")
+					} else {
+						err = b.post(e.Task.ID, e.LeaseID)
+					}
+					if err != nil {
 						t.Fatal(err)
 					}
 				}
 			default:
+				if w := b.s.WaitingTasks(); len(w) > 0 && rng.Intn(2) == 0 {
+					// The sender answers: the task is queued in its old place.
+					e := w[rng.Intn(len(w))]
+					if _, err := b.reply(e.Task.ID, e.Task.Sender, "", text("that one")); err != nil {
+						t.Fatal(err)
+					}
+					queueOrder = insertBySend(queueOrder, e.Task.ID, b.s)
+					break
+				}
 				b.drain(recipients[rng.Intn(3)] + "-sender")
+			}
+			if err := checkInvariants(b.s); err != nil {
+				t.Fatalf("round %d step %d: %v", round, step, err)
 			}
 			got := ids(b.s.QueuedTasks())
 			if !reflect.DeepEqual(got, queueOrder) && !(len(got) == 0 && len(queueOrder) == 0) {
