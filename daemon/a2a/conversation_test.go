@@ -386,3 +386,158 @@ func TestConversationBlockingSendsWaitForTheTurn(t *testing.T) {
 		})
 	}
 }
+
+// An answer to a task that is not waiting on its caller is refused, in
+// every binding, and changes nothing: UnsupportedOperation (-32004, REST
+// 400), or TaskNotFound for a task that is not there.
+func TestConversationRefusals(t *testing.T) {
+	for _, b := range convBindings {
+		t.Run(b.name, func(t *testing.T) {
+			it := newInterop(t, daemontest.Options{})
+			base := it.register("coder@local")
+			send := func(id string) string {
+				return b.mustTask(t, b.send(t, base, b.message(id, "", "work "+id), false), true, "send").ID
+			}
+			canceled := send("canceled")
+			call03(t, base, "tasks/cancel", `{"id":"`+canceled+`"}`)
+			finished := send("finished")
+			task, lease := it.lease("coder@local")
+			it.answer(task, lease, mailbox.StatusOK, "done")
+			inflight := send("inflight")
+			it.lease("coder@local")
+			queued := send("queued")
+
+			unsupported, notFound := -32004, -32001
+			if b.name == "v1.0 HTTP+JSON" {
+				unsupported, notFound = 400, 404
+			}
+			for _, c := range []struct {
+				name, taskID, contextID string
+				code                    int
+				says                    string
+			}{
+				{"queued", queued, "", unsupported, "it is queued"},
+				{"in flight", inflight, "", unsupported, "it is in flight"},
+				{"finished", finished, "", unsupported, "it is finished"},
+				{"canceled", canceled, "", unsupported, "it was canceled"},
+				{"unknown", "6f9619ff-8b86-4d11-b42d-00c04fc964ff", "", notFound, "not found"},
+			} {
+				before := it.seq()
+				_, code, msg := b.task(t, b.send(t, base, b.message("answer-"+c.name, c.taskID, "more"), false), true)
+				if code != c.code || !strings.Contains(msg, c.says) {
+					t.Errorf("an answer to a %s task: %d %q; want %d saying %q", c.name, code, msg, c.code, c.says)
+				}
+				if after := it.seq(); after != before {
+					t.Errorf("the refused answer to a %s task changed the mailbox: seq %d -> %d", c.name, before, after)
+				}
+			}
+
+			// A waiting task in another context is refused too, naming
+			// both.
+			task, lease = it.lease("coder@local")
+			if task.ID != queued {
+				t.Fatalf("leased %s, want the queued task %s", task.ID, queued)
+			}
+			it.ask(task, lease, mailbox.StatusInputRequired, "which one?")
+			before := it.seq()
+			msg := strings.Replace(b.message("elsewhere", queued, "that one"), `"messageId"`, `"contextId":"ctx-other","messageId"`, 1)
+			if _, code, text := b.task(t, b.send(t, base, msg, false), true); code == 0 || !strings.Contains(text, "message.contextId") || !strings.Contains(text, "ctx-other") {
+				t.Errorf("an answer in another context: %d %q; want a refusal naming message.contextId", code, text)
+			}
+			if after := it.seq(); after != before {
+				t.Errorf("the refused answer changed the mailbox: seq %d -> %d", before, after)
+			}
+
+			// The same answer twice is one turn.
+			first := b.mustTask(t, b.send(t, base, b.message("once", queued, "that one"), false), true, "answer")
+			again := b.mustTask(t, b.send(t, base, b.message("once", queued, "that one"), false), true, "retried answer")
+			if first.turns() != again.turns() || len(again.History) != 3 {
+				t.Errorf("a retried answer: history %q then %q; want the one answer", first.turns(), again.turns())
+			}
+		})
+	}
+}
+
+// With tokens, only the task's sender (or an admin) answers it; another
+// caller is refused, naming why, and nothing changes.
+func TestConversationWithTokens(t *testing.T) {
+	it := newInterop(t, daemontest.Options{Tokens: edgeTokens})
+	base := it.register("coder@local")
+	msg := func(id, taskID string) string {
+		task := ""
+		if taskID != "" {
+			task = `,"taskId":"` + taskID + `"`
+		}
+		return `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"` + id + `"` + task + `,"parts":[{"kind":"text","text":"hi"}]},"configuration":{"blocking":false}}}`
+	}
+	st, rep := rpc(t, base, "tok-alice", msg("a1", ""))
+	var sent convTask
+	if st != 200 || rep.Error != nil || json.Unmarshal(rep.Result, &sent) != nil {
+		t.Fatalf("alice's send: %d %+v", st, rep.Error)
+	}
+	task, lease := it.lease("coder@local")
+	it.ask(task, lease, mailbox.StatusInputRequired, "which branch?")
+	for _, c := range []struct {
+		tok    string
+		status int
+		says   string
+	}{
+		{"tok-bob", 403, "a2a.read"},
+		{"tok-reader", 403, "only its sender"},
+		{"tok-eve", 403, "a2a.read"},
+	} {
+		before := it.seq()
+		st, rep := rpc(t, base, c.tok, msg("x-"+c.tok, sent.ID))
+		if st != c.status || rep.Error == nil || !strings.Contains(rep.Error.Message, c.says) {
+			t.Errorf("%s answers alice's task: %d %+v; want %d saying %q", c.tok, st, rep.Error, c.status, c.says)
+		}
+		if after := it.seq(); after != before {
+			t.Errorf("%s's refused answer changed the mailbox: seq %d -> %d", c.tok, before, after)
+		}
+	}
+	st, rep = rpc(t, base, "tok-alice", msg("a2", sent.ID))
+	var answered convTask
+	if st != 200 || rep.Error != nil || json.Unmarshal(rep.Result, &answered) != nil || answered.Status.State != "submitted" {
+		t.Fatalf("alice answers her task: %d %+v %s", st, rep.Error, rep.Result)
+	}
+	task, lease = it.lease("coder@local")
+	if len(task.Turns) != 2 || task.Turns[1].Agent != "alice@local" {
+		t.Fatalf("turns %+v; want alice's answer", task.Turns)
+	}
+	// An admin answers in the sender's name.
+	it.ask(task, lease, mailbox.StatusInputRequired, "and the tag?")
+	if st, rep = rpc(t, base, "tok-admin", msg("ops1", sent.ID)); st != 200 || rep.Error != nil {
+		t.Fatalf("an admin answers alice's task: %d %+v", st, rep.Error)
+	}
+}
+
+// ListTasks filters by the interrupted states, in both bindings.
+func TestListTasksByInterruptedState(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	ids := map[string]string{}
+	for _, st := range []string{mailbox.StatusInputRequired, mailbox.StatusAuthRequired, mailbox.StatusRejected} {
+		ids[st] = sendV03(t, base, "l-"+st, "work")
+		task, lease := it.lease("coder@local")
+		it.ask(task, lease, st, "about "+st)
+	}
+	sendV03(t, base, "l-queued", "work")
+	for st, want := range map[string]string{"TASK_STATE_INPUT_REQUIRED": ids[mailbox.StatusInputRequired], "TASK_STATE_AUTH_REQUIRED": ids[mailbox.StatusAuthRequired], "TASK_STATE_REJECTED": ids[mailbox.StatusRejected]} {
+		for _, r := range []edgeReply{
+			post(t, base, v1Header, `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"status":"`+st+`"}}`),
+			do(t, mustRequest(t, "GET", base+"tasks?status="+st), v1Header),
+		} {
+			var list struct {
+				Tasks []convTask `json:"tasks"`
+			}
+			var rep rpcReply
+			body := r.body
+			if json.Unmarshal(r.body, &rep) == nil && rep.Result != nil {
+				body = rep.Result
+			}
+			if r.status != 200 || json.Unmarshal(body, &list) != nil || len(list.Tasks) != 1 || list.Tasks[0].ID != want || list.Tasks[0].Status.State != st {
+				t.Errorf("ListTasks status %s: %d %s; want task %s alone", st, r.status, r.body, want)
+			}
+		}
+	}
+}
