@@ -833,3 +833,40 @@ func TestLegacyContinuesAWaitingTask(t *testing.T) {
 		t.Fatalf("the refused message changed the mailbox: seq %d -> %d", before, after)
 	}
 }
+
+// A task sent and answered in the legacy dialect reads in v0.3 with every
+// turn, each message under an id of its own.
+func TestLegacyConversationReadsInV03(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("gmf@local")
+	url := gmfEndpoint(base)
+	wait := it.worker("gmf@local", mailbox.StatusInputRequired, "which region?")
+	res, err := gmfParse(legacyPost(t, url, nil, gmfSend("r1", "task-8", gmfMessage("deploy", gmfContext))))
+	wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := mailroomTaskID(t, res)
+	answered := sendInBackground(t, url, nil, gmfSend("r2", "task-8", gmfMessage("eu-west-1", gmfContext)))
+	task, lease := it.lease("gmf@local")
+	it.answer(task, lease, mailbox.StatusOK, "deployed")
+	if _, err := gmfParse(answered()); err != nil {
+		t.Fatal(err)
+	}
+	got := call03(t, base, "tasks/get", `{"id":"`+id+`"}`)
+	var ids []string
+	var texts []string
+	for _, raw := range got.History {
+		var m convMsg
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		ids, texts = append(ids, m.MessageID), append(texts, m.Role+":"+m.text())
+	}
+	if want := "user:deploy agent:which region? user:eu-west-1"; strings.Join(texts, " ") != want {
+		t.Fatalf("history %v, want %s", texts, want)
+	}
+	if ids[0] != "task-8" || ids[2] == ids[0] || ids[2] == ids[1] {
+		t.Fatalf("history message ids %v; want the client's id first and an id of its own for each turn", ids)
+	}
+}

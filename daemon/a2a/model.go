@@ -54,7 +54,7 @@ type taskView struct {
 	contextID string
 	state     string
 	// statusMessage says why the task is in its state (an error, a
-	// requeue, a cancel), or nil.
+	// requeue, a cancel, the worker's question), or nil.
 	statusMessage *message
 	timestamp     time.Time
 	artifacts     []artifact

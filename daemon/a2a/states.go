@@ -124,14 +124,20 @@ func view(rec mailbox.TaskRecord, origin *message) taskView {
 // worker's question from the agent, a sender's answer from the user, the
 // message as its client sent it when it came through the edge.
 func turnMessage(rec mailbox.TaskRecord, turn mailbox.Turn) message {
+	id := "turn-" + rec.Task.ID + "-" + strconv.FormatUint(turn.Seq, 10)
 	var m message
 	if turn.A2A != nil {
 		if d := decodeOrigin(mailbox.TaskRecord{Task: mailbox.Task{A2A: turn.A2A}}); d != nil {
 			m = *d
 		}
+		if turn.A2A.Version == versionLegacy {
+			// The dialect has no message ids: its "id" names the task,
+			// as the first message's id already does.
+			m.messageID = id
+		}
 	}
 	if m.role == "" {
-		m = message{role: "user", parts: contentParts(turn.Content), messageID: "turn-" + rec.Task.ID + "-" + strconv.FormatUint(turn.Seq, 10)}
+		m = message{role: "user", parts: contentParts(turn.Content), messageID: id}
 		if turn.Role == mailbox.RoleWorker {
 			m.role = "agent"
 		}
