@@ -541,3 +541,24 @@ func TestListTasksByInterruptedState(t *testing.T) {
 		}
 	}
 }
+
+// A task waiting on its caller may be canceled instead of answered; an
+// answer after that is refused.
+func TestCancelAWaitingTask(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	id := sendV03(t, base, "w1", "work")
+	task, lease := it.lease("coder@local")
+	it.ask(task, lease, mailbox.StatusInputRequired, "which one?")
+	if got := call03(t, base, "tasks/cancel", `{"id":"`+id+`"}`); got.Status.State != "canceled" {
+		t.Fatalf("cancel of a waiting task: %+v; want canceled", got.Status)
+	}
+	before := it.seq()
+	r := post(t, base, nil, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"w2","taskId":"`+id+`","parts":[{"kind":"text","text":"that one"}]}}}`)
+	if rep := rpcAnswer(t, r); rep.Error == nil || rep.Error.Code != -32004 || !strings.Contains(rep.Error.Message, "canceled") {
+		t.Fatalf("an answer to the canceled task: %s; want -32004 saying it was canceled", r.body)
+	}
+	if after := it.seq(); after != before {
+		t.Fatalf("the refused answer changed the mailbox: seq %d -> %d", before, after)
+	}
+}
