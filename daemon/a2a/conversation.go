@@ -43,8 +43,14 @@ func (e *Edge) reply(ctx context.Context, agent string, p sendParams) (string, u
 		return "", 0, &rpcError{code: codeInvalidParams, field: "message.contextId",
 			msg: "message.contextId: got " + strconv.Quote(m.contextID) + ", but task " + rec.Task.ID + " is in context " + strconv.Quote(rec.Task.A2A.ContextID) + "; send the task's contextId, or none"}
 	}
-	if seq, ok := answered(rec, p.version, m.messageID); ok {
-		return rec.Task.ID, seq, nil
+	// A retry of an answer is answered without asking the service, but
+	// only to the one who gave it: any other token goes to the service,
+	// which refuses a caller who may not answer (and takes an admin's
+	// answer as an answer).
+	if who := mailbox.PrincipalFrom(ctx); who == "" || who == rec.Task.Sender {
+		if seq, ok := answered(rec, p.version, m.messageID); ok {
+			return rec.Task.ID, seq, nil
+		}
 	}
 	origin := &mailbox.A2AOrigin{Version: p.version, MessageID: m.messageID, ContextID: rec.Task.A2A.ContextID, Message: p.raw}
 	return e.answer(ctx, rec, replyContent(m), origin, "message.taskId", "send a message without taskId")

@@ -504,6 +504,14 @@ func TestConversationWithTokens(t *testing.T) {
 	if len(task.Turns) != 2 || task.Turns[1].Agent != "alice@local" {
 		t.Fatalf("turns %+v; want alice's answer", task.Turns)
 	}
+	// Alice's answer retried by another caller is refused all the same.
+	before := it.seq()
+	if st, rep := rpc(t, base, "tok-reader", msg("a2", sent.ID)); st != 403 || rep.Error == nil {
+		t.Errorf("reader@local retries alice's answer: %d %+v; want 403", st, rep.Error)
+	}
+	if after := it.seq(); after != before {
+		t.Errorf("the refused retry changed the mailbox: seq %d -> %d", before, after)
+	}
 	// An admin answers in the sender's name.
 	it.ask(task, lease, mailbox.StatusInputRequired, "and the tag?")
 	if st, rep = rpc(t, base, "tok-admin", msg("ops1", sent.ID)); st != 200 || rep.Error != nil {
