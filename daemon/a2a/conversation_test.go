@@ -570,3 +570,31 @@ func TestCancelAWaitingTask(t *testing.T) {
 		t.Fatalf("the refused answer changed the mailbox: seq %d -> %d", before, after)
 	}
 }
+
+// An answer given on the native route (mailroom reply) reads in the A2A
+// history as a user message made of its content, under an id of its own.
+func TestNativeReplyReadsInTheHistory(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	id := sendV03(t, base, "n1", "work")
+	task, lease := it.lease("coder@local")
+	it.ask(task, lease, mailbox.StatusInputRequired, "which one?")
+	if _, err := it.native.Reply(it.ctx, mailbox.Reply{TaskID: id, Sender: a2a.AnonymousSender,
+		Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "that one"}, {Type: mailbox.ContentJSON, Value: json.RawMessage(`{"n":1}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := call03(t, base, "tasks/get", `{"id":"`+id+`"}`)
+	if got.Status.State != "submitted" || len(got.History) != 3 {
+		t.Fatalf("the task after a native reply: %+v; want submitted with three turns", got)
+	}
+	var m struct {
+		convMsg
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(got.History[2], &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Role != "user" || len(m.Parts) != 2 || m.Parts[0]["text"] != "that one" || m.Parts[1]["kind"] != "data" || !strings.HasPrefix(m.MessageID, "turn-"+id+"-") || m.TaskID != id {
+		t.Fatalf("the native answer in the history: %s; want a user message with its text and data parts, on the task", got.History[2])
+	}
+}
