@@ -51,10 +51,11 @@ type Options struct {
 }
 
 // Service is the part of the mailbox the edge calls (guarded): it sends
-// tasks, reads agents' cards, and reads, lists and cancels the tasks its
-// callers sent.
+// tasks, answers their questions, reads agents' cards, and reads, lists
+// and cancels the tasks its callers sent.
 type Service interface {
 	Send(ctx context.Context, t mailbox.Task) (mailbox.TaskQueuedResponse, error)
+	Reply(ctx context.Context, r mailbox.Reply) (mailbox.ReplyOutcome, error)
 	Registered(ctx context.Context, agent string) (mailbox.RegisteredAgent, error)
 	mailbox.A2A
 }

@@ -3,6 +3,7 @@ package a2a
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/mailroom/mailroom/mailbox"
@@ -17,11 +18,14 @@ type streamEvent struct {
 
 // follow streams the changes of task id to emit: first the task as it
 // stands (unless resuming), then a status update for every change and an
-// artifact update when the result arrives, until the task finishes (the
-// last status update is final), ctx ends or emit fails. Resuming after a
-// seq (a stream's Last-Event-ID) sends only what changed after it. Every
-// event's seq is the log seq of the change it shows, so a reconnect with
-// the last id resumes without a gap, across a restart too.
+// artifact update when the result arrives, until the task finishes or its
+// worker asks its caller (input-required, auth-required: the last status
+// update is final), ctx ends or emit fails. Resuming after a seq (a
+// stream's Last-Event-ID) sends only what changed after it: a stream that
+// ended at a question and resumes from there follows the task into its
+// next turn. Every event's seq is the log seq of the change it shows, so
+// a reconnect with the last id resumes without a gap, across a restart
+// too.
 //
 // The caller has checked that the caller may read the task; the events
 // come from the unguarded feed. ping, when set, is called when nothing was
@@ -59,6 +63,12 @@ func (e *Edge) follow(ctx context.Context, id string, after *uint64, initial boo
 		// Finished before the stream began (or before the position it
 		// resumes from): say how, so the stream ends on a final event.
 		return e.finish(ctx, cur, emit)
+	}
+	if interrupted(cur.state) && after == nil {
+		// Waiting on its caller already: the stream has nothing more to
+		// say until the caller answers (with a message of its own, which
+		// streams the next turn).
+		return e.interrupt(ctx, cur, emit)
 	}
 	var tick <-chan time.Time
 	if ping != nil {
@@ -111,6 +121,15 @@ func (e *Edge) follow(ctx context.Context, id string, after *uint64, initial boo
 			if terminal(next.state) {
 				return e.finish(ctx, next, emit)
 			}
+			if interrupted(next.state) {
+				if next.questionSeq != cur.questionSeq {
+					return e.interrupt(ctx, next, emit)
+				}
+				// The same question (marked delivered since): nothing
+				// to show.
+				cur = next
+				continue
+			}
 			if next.state != cur.state || next.statusMessage != nil {
 				if err := emit(streamEvent{kind: "status", task: next}); err != nil {
 					return err
@@ -138,44 +157,69 @@ func (e *Edge) finish(ctx context.Context, tv taskView, emit func(streamEvent) e
 	return nil
 }
 
+// interrupt ends a stream at a question: the final status update holds
+// it, and it is marked delivered, as a finished task's result is.
+func (e *Edge) interrupt(ctx context.Context, tv taskView, emit func(streamEvent) error) error {
+	if err := emit(streamEvent{kind: "status", task: tv, final: true}); err != nil {
+		return err
+	}
+	e.delivered(ctx, tv)
+	return nil
+}
+
 // concerns reports whether ev changes task id.
 func concerns(ev mailbox.Event, id string) bool {
 	return ev.TaskID == id || (ev.Task != nil && ev.Task.ID == id)
 }
 
 // advance applies one event of the task to its record, as far as the view
-// needs: the state, the history entry that explains it, the result.
+// needs: the state, the history entry that explains it, the result, the
+// turns of its conversation.
 func advance(rec mailbox.TaskRecord, ev mailbox.Event) mailbox.TaskRecord {
 	h := mailbox.HistoryEntry{Seq: ev.Seq, AtMs: ev.AtMs, Type: ev.Type, LeaseID: ev.LeaseID, LeasedTo: ev.LeasedTo,
 		Attempt: ev.Attempt, Principal: ev.Principal, Reason: ev.Reason, DuplicateRisk: ev.DuplicateRisk, Recipient: ev.Recipient}
-	switch ev.Type {
-	case mailbox.EventTaskLeased:
-		rec.State = mailbox.TaskInFlight
-	case mailbox.EventTaskRequeued:
-		rec.State = mailbox.TaskQueued
-	case mailbox.EventResultPosted, mailbox.EventTaskForceErrored:
-		rec.State = mailbox.TaskResultPending
+	if ev.Result != nil {
+		h.Status = ev.Result.Status
+	}
+	switch {
+	case ev.Type == mailbox.EventResultPosted && ev.Result != nil && mailbox.Asks(ev.Result.Status):
+		rec.Task.Turns = append(slices.Clip(rec.Task.Turns), mailbox.Turn{Seq: ev.Seq, AtMs: ev.AtMs, Role: mailbox.RoleWorker, Agent: rec.Task.Recipient,
+			Status: ev.Result.Status, Content: ev.Result.Content, LeaseID: ev.LeaseID, Attempt: ev.Attempt})
+	case ev.Type == mailbox.EventTaskReplied && ev.Turn != nil:
+		turn := *ev.Turn
+		turn.Seq, turn.AtMs = ev.Seq, ev.AtMs
+		rec.Task.Turns = append(slices.Clip(rec.Task.Turns), turn)
+	case ev.Type == mailbox.EventResultPosted || ev.Type == mailbox.EventTaskForceErrored:
 		if ev.Result != nil {
 			r := *ev.Result
 			rec.Result = &r
 		}
-	default:
-		rec.State = stateAfter(ev.Type, rec.State)
 	}
+	rec.State = stateAfter(h, rec.State)
 	rec.History = append(append([]mailbox.HistoryEntry(nil), rec.History...), h)
 	return rec
 }
 
-// stateAfter is a task's mailbox state after an event of type typ.
-func stateAfter(typ, state string) string {
-	switch typ {
-	case mailbox.EventTaskSent, mailbox.EventTaskRequeued:
+// stateAfter is a task's mailbox state after the event h records, from
+// state.
+func stateAfter(h mailbox.HistoryEntry, state string) string {
+	switch h.Type {
+	case mailbox.EventTaskSent, mailbox.EventTaskRequeued, mailbox.EventTaskReplied:
 		return mailbox.TaskQueued
 	case mailbox.EventTaskLeased:
 		return mailbox.TaskInFlight
-	case mailbox.EventResultPosted, mailbox.EventTaskForceErrored, mailbox.EventResultReplayed:
+	case mailbox.EventResultPosted:
+		if mailbox.Asks(h.Status) {
+			return mailbox.TaskWaiting
+		}
+		return mailbox.TaskResultPending
+	case mailbox.EventTaskForceErrored, mailbox.EventResultReplayed:
 		return mailbox.TaskResultPending
 	case mailbox.EventResultDrained:
+		if state == mailbox.TaskWaiting {
+			// Its question was delivered: it still waits for the answer.
+			return state
+		}
 		return mailbox.TaskDone
 	case mailbox.EventTaskCanceled:
 		return mailbox.TaskCanceled
@@ -183,8 +227,8 @@ func stateAfter(typ, state string) string {
 	return state
 }
 
-// rewind returns the task as it stood at seq: its history up to seq, and
-// the state and result that history leads to.
+// rewind returns the task as it stood at seq: its history and turns up to
+// seq, and the state and result that history leads to.
 func rewind(rec mailbox.TaskRecord, seq uint64) mailbox.TaskRecord {
 	if lastSeq(rec) <= seq {
 		return rec
@@ -194,10 +238,16 @@ func rewind(rec mailbox.TaskRecord, seq uint64) mailbox.TaskRecord {
 	for _, h := range rec.History {
 		if h.Seq <= seq {
 			hist = append(hist, h)
-			state = stateAfter(h.Type, state)
+			state = stateAfter(h, state)
 		}
 	}
-	rec.History, rec.State = hist, state
+	var turns []mailbox.Turn
+	for _, t := range rec.Task.Turns {
+		if t.Seq <= seq {
+			turns = append(turns, t)
+		}
+	}
+	rec.History, rec.State, rec.Task.Turns = hist, state, turns
 	if state != mailbox.TaskResultPending && state != mailbox.TaskDone {
 		rec.Result = nil
 	}

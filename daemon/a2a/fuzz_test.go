@@ -32,13 +32,27 @@ func FuzzEdge(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, agent := range []string{"coder@local", "other@local"} {
+	for _, agent := range []string{"coder@local", "other@local", "asker@local"} {
 		if _, err := native.RegisterAgent(ctx, agent, mailbox.AgentCard{Name: "Coder", Skills: []mailbox.AgentSkill{{ID: "code"}}}); err != nil {
 			f.Fatal(err)
 		}
 	}
 	task := fuzzSend(f, d.URL()+"/agents/coder@local/")
 	other := fuzzSend(f, d.URL()+"/agents/other@local/")
+	// A task waiting on its caller, which a message with its id answers.
+	waiting := fuzzSend(f, d.URL()+"/agents/asker@local/")
+	leased, lease, err := native.Lease(ctx, "asker@local")
+	if err != nil || leased == nil {
+		f.Fatalf("leasing the seed task: %v", err)
+	}
+	if err := native.PostResult(ctx, mailbox.Result{TaskID: leased.ID, LeaseID: lease.LeaseID, Status: mailbox.StatusInputRequired,
+		Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "which one?"}}}); err != nil {
+		f.Fatal(err)
+	}
+	answer03 := func(taskID string) string {
+		return `{"kind":"message","role":"user","messageId":"a1","taskId":"` + taskID + `","parts":[{"kind":"text","text":"that one"}]}`
+	}
+	answer10 := `{"role":"ROLE_USER","messageId":"a2","taskId":"` + waiting + `","parts":[{"text":"that one"},{"data":{"n":1}}]}`
 
 	msg03 := `{"kind":"message","role":"user","messageId":"f1","parts":[{"kind":"text","text":"hi"}]}`
 	msg10 := `{"role":"ROLE_USER","messageId":"f2","parts":[{"text":"hi"}]}`
@@ -52,6 +66,12 @@ func FuzzEdge(f *testing.F) {
 		{"POST", "coder@local/", "", "application/json", rpc("message/send", `{"message":`+msg03+`,"configuration":{"blocking":false}}`)},
 		{"POST", "coder@local/", "", "application/json", rpc("message/stream", `{"message":`+msg03+`}`)},
 		{"POST", "coder@local/", "", "application/json", rpc("tasks/get", `{"id":"`+task+`","historyLength":1}`)},
+		{"POST", "coder@local/", "", "application/json", rpc("message/send", `{"message":`+answer03(task)+`}`)},
+		{"POST", "asker@local/", "", "application/json", rpc("message/send", `{"message":`+answer03(waiting)+`,"configuration":{"blocking":false}}`)},
+		{"POST", "asker@local/", "1.0", "application/json", rpc("SendStreamingMessage", `{"message":`+answer10+`}`)},
+		{"POST", "asker@local/message:send", "1.0", "application/json", []byte(`{"message":` + answer10 + `,"configuration":{"returnImmediately":true}}`)},
+		{"POST", "asker@local/rpc", "", "application/json", rpc("tasks/send", `{"id":"`+waiting+`","message":{"role":"user","parts":[{"type":"text","text":"that one","data":null}]}}`)},
+		{"POST", "asker@local/", "1.0", "application/json", rpc("ListTasks", `{"status":"TASK_STATE_INPUT_REQUIRED"}`)},
 		{"POST", "coder@local/", "", "application/json", rpc("tasks/get", `{"id":"`+other+`"}`)},
 		{"POST", "coder@local/", "", "application/json", rpc("tasks/cancel", `{"id":"`+other+`"}`)},
 		{"POST", "coder@local/", "", "application/json", rpc("tasks/resubscribe", `{"id":"`+task+`"}`)},

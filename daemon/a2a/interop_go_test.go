@@ -365,3 +365,122 @@ func TestA2AGoClientResubscribe(t *testing.T) {
 		t.Fatalf("resubscribe ended on %#v after %d events, want a final completed status", last, n)
 	}
 }
+
+// The whole loop of a conversation with a2a-go: a blocking send answered
+// at the worker's question (input-required), the answer sent with the
+// task's id, and the completed task with every turn in its history.
+func TestA2AGoClientConversation(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	c, _ := it.a2aClient(base, a2aclient.Config{})
+	wait := it.worker("coder@local", mailbox.StatusInputRequired, "which database?")
+	res, err := c.SendMessage(it.ctx, textMessage("migrate the schema"))
+	wait()
+	asked, ok := res.(*a2apkg.Task)
+	if err != nil || !ok || asked.Status.State != a2apkg.TaskStateInputRequired {
+		t.Fatalf("blocking SendMessage whose worker asked: %#v, %v; want an input-required task", res, err)
+	}
+	if m := asked.Status.Message; m == nil || m.Role != a2apkg.MessageRoleAgent || len(m.Parts) != 1 || m.Parts[0].(a2apkg.TextPart).Text != "which database?" {
+		t.Fatalf("input-required status message %+v, want the worker's question", asked.Status.Message)
+	}
+
+	wait = it.worker("coder@local", mailbox.StatusOK, "migrated on staging")
+	res, err = c.SendMessage(it.ctx, &a2apkg.MessageSendParams{Message: a2apkg.NewMessageForTask(a2apkg.MessageRoleUser, asked, a2apkg.TextPart{Text: "use staging"})})
+	wait()
+	done, ok := res.(*a2apkg.Task)
+	if err != nil || !ok || done.ID != asked.ID || done.Status.State != a2apkg.TaskStateCompleted {
+		t.Fatalf("the answer with taskId: %#v, %v; want task %s completed", res, err, asked.ID)
+	}
+	if txt := artifactText(t, done); txt != "migrated on staging" {
+		t.Fatalf("artifact text %q", txt)
+	}
+	var turns []string
+	for _, m := range done.History {
+		turns = append(turns, string(m.Role)+":"+m.Parts[0].(a2apkg.TextPart).Text)
+	}
+	if want := "user:migrate the schema agent:which database? user:use staging"; strings.Join(turns, " ") != want {
+		t.Fatalf("history %v, want %s", turns, want)
+	}
+}
+
+// A stream follows two turns: the first ends at the question (final),
+// the answer's stream runs the next turn to completed; a resubscribe to
+// the waiting task shows it and ends.
+func TestA2AGoClientStreamFollowsTwoTurns(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	c, _ := it.a2aClient(base, a2aclient.Config{})
+	stream := func(msg *a2apkg.MessageSendParams) []a2apkg.Event {
+		var events []a2apkg.Event
+		for ev, err := range c.SendStreamingMessage(it.ctx, msg) {
+			if err != nil {
+				t.Fatalf("stream: %v (after %d events)", err, len(events))
+			}
+			events = append(events, ev)
+		}
+		return events
+	}
+	lastStatus := func(events []a2apkg.Event) *a2apkg.TaskStatusUpdateEvent {
+		t.Helper()
+		st, ok := events[len(events)-1].(*a2apkg.TaskStatusUpdateEvent)
+		if !ok || !st.Final {
+			t.Fatalf("stream %#v: want it to end on a final status update", events)
+		}
+		return st
+	}
+	wait := it.worker("coder@local", mailbox.StatusInputRequired, "which database?")
+	first := stream(textMessage("migrate the schema"))
+	wait()
+	asked := lastStatus(first)
+	if asked.Status.State != a2apkg.TaskStateInputRequired || asked.Status.Message == nil || asked.Status.Message.Parts[0].(a2apkg.TextPart).Text != "which database?" {
+		t.Fatalf("the first stream ended on %+v; want input-required with the question", asked.Status)
+	}
+	var resub []a2apkg.Event
+	for ev, err := range c.ResubscribeToTask(it.ctx, &a2apkg.TaskIDParams{ID: asked.TaskID}) {
+		if err != nil {
+			t.Fatalf("resubscribe: %v", err)
+		}
+		resub = append(resub, ev)
+	}
+	if st := lastStatus(resub); st.Status.State != a2apkg.TaskStateInputRequired {
+		t.Fatalf("resubscribe to the waiting task ended on %+v; want input-required", st.Status)
+	}
+
+	wait = it.worker("coder@local", mailbox.StatusOK, "migrated")
+	second := stream(&a2apkg.MessageSendParams{Message: a2apkg.NewMessageForTask(a2apkg.MessageRoleUser, asked, a2apkg.TextPart{Text: "use staging"})})
+	wait()
+	if task, ok := second[0].(*a2apkg.Task); !ok || task.ID != asked.TaskID || task.Status.State != a2apkg.TaskStateSubmitted || len(task.History) != 3 {
+		t.Fatalf("the answer's stream began with %#v; want the task submitted again, with three turns", second[0])
+	}
+	if st := lastStatus(second); st.Status.State != a2apkg.TaskStateCompleted || st.TaskID != asked.TaskID {
+		t.Fatalf("the answer's stream ended on %+v; want task %s completed", st, asked.TaskID)
+	}
+}
+
+// An answer to a task that is not waiting is ErrUnsupportedOperation; to
+// a task that is not there, ErrTaskNotFound.
+func TestA2AGoClientContinuationRefused(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	c, _ := it.a2aClient(base, a2aclient.Config{Polling: true})
+	res, err := c.SendMessage(it.ctx, textMessage("queued work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := res.(*a2apkg.Task)
+	before := it.seq()
+	_, err = c.SendMessage(it.ctx, &a2apkg.MessageSendParams{Message: a2apkg.NewMessageForTask(a2apkg.MessageRoleUser, queued, a2apkg.TextPart{Text: "more"})})
+	// (a2a-go keeps the code, not the message: TestConversationRefusals
+	// reads the message.)
+	if !errors.Is(err, a2apkg.ErrUnsupportedOperation) {
+		t.Fatalf("an answer to a queued task: %v; want ErrUnsupportedOperation", err)
+	}
+	unknown := a2apkg.NewMessage(a2apkg.MessageRoleUser, a2apkg.TextPart{Text: "more"})
+	unknown.TaskID = "6f9619ff-8b86-4d11-b42d-00c04fc964ff"
+	if _, err := c.SendMessage(it.ctx, &a2apkg.MessageSendParams{Message: unknown}); !errors.Is(err, a2apkg.ErrTaskNotFound) {
+		t.Fatalf("an answer to an unknown task: %v; want ErrTaskNotFound", err)
+	}
+	if after := it.seq(); after != before {
+		t.Fatalf("refused answers changed the mailbox: seq %d -> %d", before, after)
+	}
+}

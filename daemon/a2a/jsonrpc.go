@@ -318,19 +318,20 @@ func (c *call) send(stream bool) error {
 		return err
 	}
 	if !stream {
-		tv, err := c.edge.send(c.ctx(), c.req.agent, p)
+		tv, _, err := c.edge.send(c.ctx(), c.req.agent, p)
 		if err != nil {
 			return err
 		}
 		return c.answer(sendResult(c.v, tv))
 	}
 	p.blocking = false
-	tv, err := c.edge.send(c.ctx(), c.req.agent, p)
+	tv, from, err := c.edge.send(c.ctx(), c.req.agent, p)
 	if err != nil {
 		return err
 	}
-	// From the send on: the task as it was sent, then every change.
-	return c.edge.stream(c.w, c.r, tv.id, &tv.sendSeq, true, rpcBinding(c.v, c.id))
+	// From the message on: the task as it was sent (or answered), then
+	// every change.
+	return c.edge.stream(c.w, c.r, tv.id, &from, true, rpcBinding(c.v, c.id))
 }
 
 // sendResult is a send's answer: v0.3 the Task itself, v1.0 {"task": Task}.

@@ -198,10 +198,16 @@ func (e *Edge) legacySend(ctx context.Context, agent string, params map[string]j
 	if sessionID == "" {
 		sessionID = uuid.NewString()
 	}
-	id, err := e.enqueue(ctx, legacyTaskID(agent, sender, clientID), sender, agent, m, meta,
-		&mailbox.A2AOrigin{Version: versionLegacy, MessageID: clientID, ContextID: sessionID, Message: rawMsg})
+	id, err := e.legacyContinue(ctx, agent, legacyTaskID(agent, sender, clientID), m, rawMsg, clientID)
 	if err != nil {
 		return nil, err
+	}
+	if id == "" {
+		id, err = e.enqueue(ctx, legacyTaskID(agent, sender, clientID), sender, agent, m, meta,
+			&mailbox.A2AOrigin{Version: versionLegacy, MessageID: clientID, ContextID: sessionID, Message: rawMsg})
+		if err != nil {
+			return nil, err
+		}
 	}
 	tv, err := e.wait(ctx, agent, id, nil)
 	if err != nil {
@@ -215,6 +221,34 @@ func (e *Edge) legacySend(ctx context.Context, agent string, params map[string]j
 			e.opts.BlockingTimeout.String() + "); read it later with tasks/get {\"id\":" + strconv.Quote(clientID) + "}"
 	}
 	return out, nil
+}
+
+// legacyContinue is a tasks/send naming a task the caller already sent:
+// the dialect's way to answer the question its worker asked. It returns
+// the task's id once answered, or "" when there is no such task (the
+// tasks/send sends one). The message the task was sent with, or an
+// answer already given, sent again is a retry: nothing changes. Any other
+// message answers the task, or is refused when the task is not waiting on
+// its caller.
+func (e *Edge) legacyContinue(ctx context.Context, agent, id string, m message, raw json.RawMessage, clientID string) (string, error) {
+	if _, err := e.feed.Task(ctx, id); mailbox.ErrorCode(err) == mailbox.CodeNotFound {
+		return "", nil
+	}
+	rec, err := e.read(ctx, agent, id)
+	if err != nil {
+		return "", legacyNotFoundAs(err, clientID, agent)
+	}
+	if sameJSON(rec.Task.A2A.Message, raw) {
+		return rec.Task.ID, nil
+	}
+	for _, t := range rec.Task.Turns {
+		if t.Role == mailbox.RoleSender && t.A2A != nil && t.A2A.Version == versionLegacy && sameJSON(t.A2A.Message, raw) {
+			return rec.Task.ID, nil
+		}
+	}
+	_, _, err = e.answer(ctx, rec, replyContent(m), &mailbox.A2AOrigin{Version: versionLegacy, MessageID: clientID, ContextID: rec.Task.A2A.ContextID, Message: raw},
+		"params.id", "send tasks/send with a new id")
+	return rec.Task.ID, err
 }
 
 // legacyGet is tasks/get.

@@ -784,3 +784,89 @@ func FuzzLegacyRPC(f *testing.F) {
 		}
 	})
 }
+
+// In the legacy dialect the answer to a question is a tasks/send with the
+// task's id and a new message: gmf reads the question as the status
+// message of an input-required task, and its answer runs the next turn to
+// the end. The first message sent again is a retry; a new message for a
+// task that is not waiting is refused and changes nothing.
+func TestLegacyContinuesAWaitingTask(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("gmf@local")
+	url := gmfEndpoint(base)
+	first := gmfSend("r1", "task-7", gmfMessage("deploy the service", gmfContext))
+	wait := it.worker("gmf@local", mailbox.StatusInputRequired, "which region?")
+	res, err := gmfParse(legacyPost(t, url, nil, first))
+	wait()
+	if err != nil || res.success || res.err == nil || *res.err != "which region?" {
+		t.Fatalf("tasks/send whose worker asked: %+v %v; want not completed, the question as the status message", res, err)
+	}
+	status, body := legacyPost(t, url, nil, first)
+	if !strings.Contains(string(body), `"state":"input-required"`) {
+		t.Fatalf("the first message again: %d %s; want the waiting task, as a retry", status, body)
+	}
+
+	answer := gmfSend("r2", "task-7", gmfMessage("eu-west-1", gmfContext))
+	answered := sendInBackground(t, url, nil, answer)
+	task, lease := it.lease("gmf@local")
+	if len(task.Turns) != 2 || task.Turns[1].Content[0].Text != "eu-west-1" || task.Turns[1].A2A == nil ||
+		task.Turns[1].A2A.Version != "legacy" || string(task.Turns[1].A2A.Message) != compactJSON(t, gmfMessage("eu-west-1", gmfContext)) {
+		t.Fatalf("the next lease's turns %+v; want the question and the answer as sent", task.Turns)
+	}
+	it.answer(task, lease, mailbox.StatusOK, "deployed to eu-west-1")
+	res, err = gmfParse(answered())
+	if err != nil || !res.success || res.output != "deployed to eu-west-1" {
+		t.Fatalf("the answer: %+v %v; want the completed task's output", res, err)
+	}
+
+	// The answer again is a retry; a new message is refused: the task is
+	// finished.
+	if res, err := gmfParse(legacyPost(t, url, nil, answer)); err != nil || !res.success {
+		t.Fatalf("the answer again: %+v %v; want the finished task", res, err)
+	}
+	before := it.seq()
+	_, err = gmfParse(legacyPost(t, url, nil, gmfSend("r3", "task-7", gmfMessage("and eu-central-1", gmfContext))))
+	if !isRPC(err, -32004) || !strings.Contains(err.Error(), "params.id") || !strings.Contains(err.Error(), "it is finished") {
+		t.Fatalf("a new message for the finished task: %v; want -32004 naming params.id and why", err)
+	}
+	if after := it.seq(); after != before {
+		t.Fatalf("the refused message changed the mailbox: seq %d -> %d", before, after)
+	}
+}
+
+// A task sent and answered in the legacy dialect reads in v0.3 with every
+// turn, each message under an id of its own.
+func TestLegacyConversationReadsInV03(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("gmf@local")
+	url := gmfEndpoint(base)
+	wait := it.worker("gmf@local", mailbox.StatusInputRequired, "which region?")
+	res, err := gmfParse(legacyPost(t, url, nil, gmfSend("r1", "task-8", gmfMessage("deploy", gmfContext))))
+	wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := mailroomTaskID(t, res)
+	answered := sendInBackground(t, url, nil, gmfSend("r2", "task-8", gmfMessage("eu-west-1", gmfContext)))
+	task, lease := it.lease("gmf@local")
+	it.answer(task, lease, mailbox.StatusOK, "deployed")
+	if _, err := gmfParse(answered()); err != nil {
+		t.Fatal(err)
+	}
+	got := call03(t, base, "tasks/get", `{"id":"`+id+`"}`)
+	var ids []string
+	var texts []string
+	for _, raw := range got.History {
+		var m convMsg
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		ids, texts = append(ids, m.MessageID), append(texts, m.Role+":"+m.text())
+	}
+	if want := "user:deploy agent:which region? user:eu-west-1"; strings.Join(texts, " ") != want {
+		t.Fatalf("history %v, want %s", texts, want)
+	}
+	if ids[0] != "task-8" || ids[2] == ids[0] || ids[2] == ids[1] {
+		t.Fatalf("history message ids %v; want the client's id first and an id of its own for each turn", ids)
+	}
+}

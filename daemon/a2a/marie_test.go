@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -225,5 +226,66 @@ func TestUnknownKeysAreAcceptedAndKept(t *testing.T) {
 		if stored[id] != m.msg {
 			t.Errorf("message %s stored as %s, want %s", id, stored[id], m.msg)
 		}
+	}
+}
+
+// marieContinue is send_message(content, task_id=...) as Marie's client
+// sends it: the same pydantic dump, with the task's id and no context.
+func marieContinue(requestID, messageID, taskID, text, method string) string {
+	return `{"id": "` + requestID + `", "jsonrpc": "2.0", "method": "` + method + `", "params": {"configuration": {"acceptedOutputModes": null, "blocking": true, "historyLength": null, "pushNotificationConfig": null, "extensions": null}, "message": {"role": "user", "parts": [{"kind": "text", "text": ` + strconv.Quote(text) + `, "metadata": null}], "messageId": "` + messageID + `", "taskId": "` + taskID + `", "contextId": null, "metadata": null, "extensions": null, "referenceTaskIds": null}, "metadata": null}}`
+}
+
+// Marie's multi-turn: its blocking send answered at the worker's
+// question, send_message(task_id=...) answering it (blocking), and
+// stream_message(task_id=...) answering the next question on a stream,
+// each read as its client reads it.
+func TestMarieAIClientContinuation(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("marie@local")
+	wait := it.worker("marie@local", mailbox.StatusInputRequired, "Which quarter?")
+	r := post(t, base, nil, marieSend)
+	wait()
+	asked := marieResult(t, r.body)
+	status, _ := asked["status"].(map[string]any)
+	msg, _ := status["message"].(map[string]any)
+	if status["state"] != "input-required" || !strings.Contains(string(mustJSON(t, msg)), `"text":"Which quarter?"`) {
+		t.Fatalf("send answered %v; want input-required with the question", asked)
+	}
+	id, _ := asked["id"].(string)
+
+	answered := make(chan edgeReply, 1)
+	go func() {
+		answered <- post(t, base, nil, marieContinue("7f4e2a10-0000-4d6e-8f90-a1b2c3d4e5f6", "5d2c1b0a-9f8e-4d7c-8b6a-5f4e3d2c1b0a", id, "Q3, please", "message/send"))
+	}()
+	task, lease := it.lease("marie@local")
+	if task.ID != id || len(task.Turns) != 2 || task.Turns[1].Content[0].Text != "Q3, please" {
+		t.Fatalf("the worker leased %s with turns %+v; want the answer", task.ID, task.Turns)
+	}
+	it.ask(task, lease, mailbox.StatusInputRequired, "Revenue or costs?")
+	a := <-answered
+	again := marieResult(t, a.body)
+	if st, _ := again["status"].(map[string]any); a.status != 200 || again["id"] != id || st["state"] != "input-required" {
+		t.Fatalf("send_message(task_id=...) answered %d %v; want the task at its next question", a.status, again)
+	}
+	hist, _ := again["history"].([]any)
+	if len(hist) != 4 {
+		t.Fatalf("history %v; want the message, the question, the answer, the next question", again["history"])
+	}
+
+	// stream_message(task_id=...): every data: line parses, the stream
+	// ends on the final completed status.
+	wait = it.worker("marie@local", mailbox.StatusOK, "Q3 revenue up 4%")
+	resp := openStream(t, base, marieContinue("0b9c8d7e-0000-4b3c-2d1e-0f9e8d7c6b5a", "6e3d2c1b-0a9f-4e8d-7c6b-5a4f3e2d1c0b", id, "Revenue", "message/stream"))
+	events := marieEvents(t, resp.Body)
+	resp.Body.Close()
+	wait()
+	if len(events) < 3 {
+		t.Fatalf("stream events %v, want the task, its changes and the final status", events)
+	}
+	first, _ := events[0]["result"].(map[string]any)
+	last, _ := events[len(events)-1]["result"].(map[string]any)
+	lastStatus, _ := last["status"].(map[string]any)
+	if first["kind"] != "task" || first["id"] != id || last["final"] != true || lastStatus["state"] != "completed" {
+		t.Fatalf("the answer's stream began %v and ended %v; want task %s, then a final completed status", first, last, id)
 	}
 }

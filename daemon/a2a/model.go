@@ -54,7 +54,7 @@ type taskView struct {
 	contextID string
 	state     string
 	// statusMessage says why the task is in its state (an error, a
-	// requeue, a cancel), or nil.
+	// requeue, a cancel, the worker's question), or nil.
 	statusMessage *message
 	timestamp     time.Time
 	artifacts     []artifact
@@ -63,8 +63,12 @@ type taskView struct {
 	// seq is the log seq of the task's last change: the id of the stream
 	// event that shows this view.
 	seq uint64
-	// resultPending: the task's result has not been marked delivered.
+	// resultPending: the task's result (or the question it waits on)
+	// has not been marked delivered.
 	resultPending bool
+	// questionSeq is the seq of the question an interrupted task waits
+	// on: a stream shows each question once.
+	questionSeq uint64
 	// sendSeq is the seq of the event that sent the task.
 	sendSeq uint64
 }

@@ -31,33 +31,44 @@ type sendParams struct {
 var taskNamespace = uuid.MustParse("5b7e0f3a-8f0c-4d43-9a41-6a2a6d61726f")
 
 // send turns a message into a mailbox task for the agent (or finds the
-// task a retry of the same message already made) and, when blocking, waits
-// until the task finishes or the bound passes.
-func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, error) {
+// task a retry of the same message already made), or, when the message
+// carries a task's id, answers that task's question (conversation.go);
+// when blocking, it waits until the task finishes, asks again, or the
+// bound passes. It returns the task and the seq its stream of this
+// message begins at.
+func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, uint64, error) {
 	m := p.msg
+	var id string
+	var from uint64
 	if m.taskID != "" {
-		// A task that is not this agent's (or not there) is TaskNotFound,
-		// as every SDK server answers; one that is cannot be continued.
-		if _, err := e.read(ctx, agent, m.taskID); err != nil {
-			return taskView{}, err
+		var err error
+		if id, from, err = e.reply(ctx, agent, p); err != nil {
+			return taskView{}, 0, err
 		}
-		return taskView{}, &rpcError{code: codeUnsupported,
-			msg: "message.taskId: got " + strconv.Quote(m.taskID) + ", but this server does not continue tasks (no multi-turn input-required); send a new message without taskId"}
+	} else {
+		sender := e.caller(ctx, p.meta)
+		contextID := m.contextID
+		if contextID == "" {
+			contextID = uuid.NewString()
+		}
+		var err error
+		id, err = e.enqueue(ctx, uuid.NewSHA1(taskNamespace, []byte(agent+"\x00"+sender+"\x00"+m.messageID)).String(), sender, agent, m, p.meta,
+			&mailbox.A2AOrigin{Version: p.version, MessageID: m.messageID, ContextID: contextID, Message: p.raw})
+		if err != nil {
+			return taskView{}, 0, err
+		}
 	}
-	sender := e.caller(ctx, p.meta)
-	contextID := m.contextID
-	if contextID == "" {
-		contextID = uuid.NewString()
+	var tv taskView
+	var err error
+	if p.blocking {
+		tv, err = e.wait(ctx, agent, id, p.historyLength)
+	} else {
+		tv, err = e.get(ctx, agent, id, p.historyLength)
 	}
-	id, err := e.enqueue(ctx, uuid.NewSHA1(taskNamespace, []byte(agent+"\x00"+sender+"\x00"+m.messageID)).String(), sender, agent, m, p.meta,
-		&mailbox.A2AOrigin{Version: p.version, MessageID: m.messageID, ContextID: contextID, Message: p.raw})
-	if err != nil {
-		return taskView{}, err
+	if from == 0 {
+		from = tv.sendSeq
 	}
-	if !p.blocking {
-		return e.get(ctx, agent, id, p.historyLength)
-	}
-	return e.wait(ctx, agent, id, p.historyLength)
+	return tv, from, err
 }
 
 // enqueue sends message m as task id from sender to agent, with its
@@ -81,8 +92,8 @@ func (e *Edge) enqueue(ctx context.Context, id, sender, agent string, m message,
 	return "", err
 }
 
-// wait follows a task until it finishes or the blocking bound passes, and
-// returns it as it then stands.
+// wait follows a task until it finishes, its worker asks its caller, or
+// the blocking bound passes, and returns it as it then stands.
 func (e *Edge) wait(ctx context.Context, agent, id string, historyLength *int) (taskView, error) {
 	wctx, cancel := context.WithTimeout(ctx, e.opts.BlockingTimeout)
 	defer cancel()
@@ -140,9 +151,11 @@ func (e *Edge) readWith(ctx context.Context, svc interface {
 	return rec, nil
 }
 
-// delivered marks a finished task's result delivered to its caller, once.
+// delivered marks a finished task's result, or the question a task waits
+// on, delivered to its caller, once: the caller reads it on the task, and
+// nobody is left to drain it.
 func (e *Edge) delivered(ctx context.Context, tv taskView) {
-	if !tv.resultPending || !terminal(tv.state) {
+	if !tv.resultPending || !terminal(tv.state) && !interrupted(tv.state) {
 		return
 	}
 	if err := e.svc.Delivered(actor(ctx), tv.id); err != nil && mailbox.ErrorCode(err) != mailbox.CodeForbidden {

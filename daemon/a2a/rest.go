@@ -56,7 +56,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 		if path == "message:stream" {
 			p.blocking = false
 		}
-		tv, err := e.send(ctx, req.agent, p)
+		tv, from, err := e.send(ctx, req.agent, p)
 		if err != nil {
 			return err
 		}
@@ -64,7 +64,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			writeJSONAs(w, http.StatusOK, contentTypeA2A, sendResult(v10, tv))
 			return nil
 		}
-		return e.stream(w, r, tv.id, &tv.sendSeq, true, restBinding)
+		return e.stream(w, r, tv.id, &from, true, restBinding)
 	case path == "tasks":
 		if err := allow(http.MethodGet); err != nil {
 			return err

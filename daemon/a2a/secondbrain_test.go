@@ -172,3 +172,70 @@ func sbStream(t *testing.T, url, lastID string, n int) []sbEvent {
 	}
 	return out
 }
+
+// SecondBrain's `--task-id` continues a task in place: a v1.0 message
+// with the task's id in its chat session's context, over HTTP+JSON (not
+// waiting, then following the task's stream from the last event it saw)
+// and over JSON-RPC (waiting, with --wait); a repeated continuation does
+// not add to the task's history.
+func TestSecondBrainClientContinuation(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("researcher@local")
+	r := post(t, base+"message:send", sbHeaders, `{"message":`+sbMessage+`,"configuration":{"returnImmediately":true}}`)
+	var sent struct {
+		Task sbTask `json:"task"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &sent) != nil {
+		t.Fatalf("message:send = %d %s", r.status, r.body)
+	}
+	id := sent.Task.ID
+	task, lease := it.lease("researcher@local")
+	it.ask(task, lease, mailbox.StatusInputRequired, "Which product line?")
+
+	// Its stream of the task ends at the question.
+	asked := sbStream(t, base+"tasks/"+id+":subscribe", "", 0)
+	if len(asked) == 0 || !strings.Contains(asked[len(asked)-1].data, "TASK_STATE_INPUT_REQUIRED") || !strings.Contains(asked[len(asked)-1].data, "Which product line?") {
+		t.Fatalf("subscribe to the waiting task: %+v; want it to end at the question", asked)
+	}
+
+	// sb chat --task-id: the answer, not waiting; the same message again
+	// (a retry) is the same task and adds nothing.
+	cont := `{"message":{"messageId":"sb-msg-0002","contextId":"chat-session-7","taskId":"` + id + `","role":"ROLE_USER","parts":[{"text":"The mobile app","mediaType":"text/plain"},{"data":{"product":"mobile"},"mediaType":"application/json"}]},"configuration":{"returnImmediately":true}}`
+	for range 2 {
+		r = post(t, base+"message:send", sbHeaders, cont)
+		var got struct {
+			Task sbTask `json:"task"`
+		}
+		if r.status != 200 || json.Unmarshal(r.body, &got) != nil || got.Task.ID != id || got.Task.Status.State != "TASK_STATE_SUBMITTED" || len(got.Task.History) != 3 {
+			t.Fatalf("the continuation = %d %s; want task %s submitted again with three turns", r.status, r.body, id)
+		}
+	}
+	// The worker reads the answer: text, and the payload as json.
+	task, lease = it.lease("researcher@local")
+	if len(task.Turns) != 2 || len(task.Turns[1].Content) != 2 || task.Turns[1].Content[0].Text != "The mobile app" || string(task.Turns[1].Content[1].Value) != `{"product":"mobile"}` {
+		t.Fatalf("the next lease's turns %+v; want the answer's text and payload", task.Turns)
+	}
+	it.ask(task, lease, mailbox.StatusInputRequired, "Since which release?")
+
+	// The stream resumed from the last event it saw replays the turn it
+	// missed, to the next question.
+	resumed := sbStream(t, base+"tasks/"+id+":subscribe", asked[len(asked)-1].id, 0)
+	if len(resumed) < 3 || !strings.Contains(resumed[0].data, "TASK_STATE_SUBMITTED") || !strings.Contains(resumed[len(resumed)-1].data, "Since which release?") {
+		t.Fatalf("the resumed stream %+v; want the answer's turn, from submitted to the next question", resumed)
+	}
+
+	// sb chat --task-id --wait, over JSON-RPC: answered with the finished
+	// task.
+	wait := it.worker("researcher@local", mailbox.StatusOK, "4 releases since 2.0")
+	rpc := `{"jsonrpc":"2.0","id":"sb-2","method":"SendMessage","params":{"message":{"messageId":"sb-msg-0003","contextId":"chat-session-7","taskId":"` + id + `","role":"ROLE_USER","parts":[{"text":"Since 2.0","mediaType":"text/plain"}]}}}`
+	r = post(t, base, map[string]string{"A2A-Version": "1.0"}, rpc)
+	wait()
+	var rep struct {
+		Result struct {
+			Task sbTask `json:"task"`
+		} `json:"result"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &rep) != nil || rep.Result.Task.ID != id || rep.Result.Task.Status.State != "TASK_STATE_COMPLETED" || len(rep.Result.Task.History) != 5 {
+		t.Fatalf("SendMessage with taskId, waiting = %d %s; want the completed task with five turns", r.status, r.body)
+	}
+}

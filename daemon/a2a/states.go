@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,10 +21,23 @@ const (
 	stateCompleted = "completed"
 	stateFailed    = "failed"
 	stateCanceled  = "canceled"
+	stateRejected  = "rejected"
+	// The interrupted states: the worker asked its sender (a task
+	// waiting on its sender), who answers with a message carrying the
+	// task's id.
+	stateInputRequired = "input-required"
+	stateAuthRequired  = "auth-required"
 )
 
 func terminal(state string) bool {
-	return state == stateCompleted || state == stateFailed || state == stateCanceled
+	return state == stateCompleted || state == stateFailed || state == stateCanceled || state == stateRejected
+}
+
+// interrupted reports whether a task waits on its caller: a stream ends
+// there, as at a terminal state, and the caller's next message continues
+// the task.
+func interrupted(state string) bool {
+	return state == stateInputRequired || state == stateAuthRequired
 }
 
 // message, decoded once by the caller.
@@ -33,11 +47,24 @@ func view(rec mailbox.TaskRecord, origin *message) taskView {
 	switch rec.State {
 	case mailbox.TaskQueued:
 		tv.state = stateSubmitted
-		if h, ok := lastOf(rec, mailbox.EventTaskRequeued); ok {
+		// Queued again by a requeue (say who and why), or by its
+		// sender's answer (the answer is the newest message of the
+		// history: no status message).
+		if h, ok := lastOf(rec, mailbox.EventTaskRequeued, mailbox.EventTaskReplied); ok && h.Type == mailbox.EventTaskRequeued {
 			tv.statusMessage = agentText(rec, "requeued by "+who(h.Principal)+": "+h.Reason)
 		}
 	case mailbox.TaskInFlight:
 		tv.state = stateWorking
+	case mailbox.TaskWaiting:
+		tv.state = stateInputRequired
+		if q, ok := rec.Task.Question(); ok {
+			if q.Status == mailbox.StatusAuthRequired {
+				tv.state = stateAuthRequired
+			}
+			m := turnMessage(rec, q)
+			tv.statusMessage, tv.questionSeq = &m, q.Seq
+			tv.resultPending = questionPending(rec, q)
+		}
 	case mailbox.TaskCanceled:
 		tv.state = stateCanceled
 		if h, ok := lastOf(rec, mailbox.EventTaskCanceled); ok {
@@ -65,6 +92,15 @@ func view(rec mailbox.TaskRecord, origin *message) taskView {
 				msg = "the agent reported an error"
 			}
 			tv.statusMessage = agentText(rec, msg)
+		case mailbox.StatusRejected:
+			// The worker refused the task: its reason, if it gave one
+			// (any content it gave is the artifact, as for any result).
+			tv.state = stateRejected
+			msg := r.ErrorMessage
+			if msg == "" {
+				msg = "the agent rejected the task"
+			}
+			tv.statusMessage = agentText(rec, msg)
 		case mailbox.StatusPartial:
 			tv.metadata = map[string]any{"mailroom": map[string]any{"status": mailbox.StatusPartial}}
 		}
@@ -75,29 +111,76 @@ func view(rec mailbox.TaskRecord, origin *message) taskView {
 	if origin != nil {
 		m := *origin
 		m.taskID, m.contextID = rec.Task.ID, rec.Task.A2A.ContextID
-		tv.history = []message{m}
+		tv.history = make([]message, 0, 1+len(rec.Task.Turns))
+		tv.history = append(tv.history, m)
+		for _, turn := range rec.Task.Turns {
+			tv.history = append(tv.history, turnMessage(rec, turn))
+		}
 	}
 	return tv
+}
+
+// turnMessage is one turn of a task's conversation as an A2A message: a
+// worker's question from the agent, a sender's answer from the user, the
+// message as its client sent it when it came through the edge.
+func turnMessage(rec mailbox.TaskRecord, turn mailbox.Turn) message {
+	id := "turn-" + rec.Task.ID + "-" + strconv.FormatUint(turn.Seq, 10)
+	var m message
+	if turn.A2A != nil {
+		if d := decodeOrigin(mailbox.TaskRecord{Task: mailbox.Task{A2A: turn.A2A}}); d != nil {
+			m = *d
+		}
+		if turn.A2A.Version == versionLegacy {
+			// The dialect has no message ids: its "id" names the task,
+			// as the first message's id already does.
+			m.messageID = id
+		}
+	}
+	if m.role == "" {
+		m = message{role: "user", parts: contentParts(turn.Content), messageID: id}
+		if turn.Role == mailbox.RoleWorker {
+			m.role = "agent"
+		}
+	}
+	m.taskID, m.contextID = rec.Task.ID, rec.Task.A2A.ContextID
+	return m
+}
+
+// questionPending reports whether a waiting task's question q has not
+// been marked delivered: no drain followed the result that asked it.
+func questionPending(rec mailbox.TaskRecord, q mailbox.Turn) bool {
+	for _, h := range rec.History {
+		if h.Type == mailbox.EventResultDrained && h.Seq > q.Seq {
+			return false
+		}
+	}
+	return true
 }
 
 // resultArtifact is a result's content as one artifact: text content as
 // text parts, json content as data parts (values that are not objects
 // wrapped as {"value": ...}).
 func resultArtifact(taskID string, r *mailbox.Result) artifact {
-	a := artifact{id: "result-" + taskID, name: "result"}
-	for _, c := range r.Content {
+	return artifact{id: "result-" + taskID, name: "result", parts: contentParts(r.Content)}
+}
+
+// contentParts is mailbox content as A2A parts: text as text parts, json
+// as data parts (values that are not objects wrapped as {"value": ...}).
+func contentParts(cs []mailbox.Content) []part {
+	var parts []part
+	for _, c := range cs {
 		switch c.Type {
 		case mailbox.ContentText:
-			a.parts = append(a.parts, part{kind: "text", text: c.Text})
+			parts = append(parts, part{kind: "text", text: c.Text})
 		case mailbox.ContentJSON:
 			v := c.Value
 			if t := strings.TrimLeft(string(v), " \t\r\n"); !strings.HasPrefix(t, "{") {
 				v = json.RawMessage(`{"value":` + string(v) + `}`)
 			}
-			a.parts = append(a.parts, part{kind: "data", data: v})
+			parts = append(parts, part{kind: "data", data: v})
 		}
 	}
-	return a
+	return parts
 }
 
 func agentText(rec mailbox.TaskRecord, text string) *message {
@@ -113,9 +196,10 @@ func who(principal string) string {
 	return principal
 }
 
-func lastOf(rec mailbox.TaskRecord, typ string) (mailbox.HistoryEntry, bool) {
+// lastOf is the newest history entry of one of types.
+func lastOf(rec mailbox.TaskRecord, types ...string) (mailbox.HistoryEntry, bool) {
 	for i := len(rec.History) - 1; i >= 0; i-- {
-		if rec.History[i].Type == typ {
+		if slices.Contains(types, rec.History[i].Type) {
 			return rec.History[i], true
 		}
 	}

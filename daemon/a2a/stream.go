@@ -10,9 +10,9 @@ import (
 
 // stream serves a task's events as Server-Sent Events: one `data:` line
 // per event (the JSON of wrap(event)) with `id:` the log seq of the change
-// it shows, until the task finishes or the client goes. The caller has
-// refused what it could before the stream opens; an error after that is
-// sent as one last event.
+// it shows, until the task finishes, its worker asks the caller, or the
+// client goes. The caller has refused what it could before the stream
+// opens; an error after that is sent as one last event.
 func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, after *uint64, initial bool, b binding) error {
 	// Open the stream at once: a client waits for the headers, and a
 	// resumed stream may have nothing to say until the task moves.

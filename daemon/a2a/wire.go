@@ -191,6 +191,10 @@ var states10 = map[string]string{
 	stateCompleted: "TASK_STATE_COMPLETED",
 	stateFailed:    "TASK_STATE_FAILED",
 	stateCanceled:  "TASK_STATE_CANCELED",
+	stateRejected:  "TASK_STATE_REJECTED",
+
+	stateInputRequired: "TASK_STATE_INPUT_REQUIRED",
+	stateAuthRequired:  "TASK_STATE_AUTH_REQUIRED",
 }
 
 // state10 reads a v1.0 state filter; "" when unknown.

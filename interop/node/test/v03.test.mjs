@@ -2,11 +2,11 @@
 // SDK calls used, checked in node_modules/a2a-v03/dist/client/index.d.ts:
 // ClientFactory (createFromUrl), ClientFactoryOptions.createFrom, Client
 // (sendMessage, sendMessageStream, getTask, cancelTask, resubscribeTask),
-// TaskNotFoundError, TaskNotCancelableError.
+// TaskNotFoundError, TaskNotCancelableError, UnsupportedOperationError.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { ClientFactory, ClientFactoryOptions, TaskNotFoundError, TaskNotCancelableError } from 'a2a-v03/client';
+import { ClientFactory, ClientFactoryOptions, TaskNotFoundError, TaskNotCancelableError, UnsupportedOperationError } from 'a2a-v03/client';
 import { newAgent, lease, answer, work, withTimeout, collect } from './mailroom.mjs';
 
 async function client(base, polling) {
@@ -19,6 +19,12 @@ async function client(base, polling) {
 
 const message = (text, messageId = randomUUID()) => ({
   message: { kind: 'message', role: 'user', messageId, parts: [{ kind: 'text', text }] },
+});
+
+// answerTo is the caller's answer to task's question: a message with the
+// task's id and context.
+const answerTo = (task, text) => ({
+  message: { kind: 'message', role: 'user', messageId: randomUUID(), taskId: task.id, contextId: task.contextId, parts: [{ kind: 'text', text }] },
 });
 
 test('v0.3: the card, a send, the worker, and the completed task', async () => {
@@ -106,4 +112,58 @@ test('v0.3: the same messageId twice is the same task', async () => {
   const a = await c.sendMessage(message('only once', id));
   const b = await c.sendMessage(message('only once', id));
   assert.equal(b.id, a.id, 'a retried message is answered with its task');
+});
+
+test('v0.3: the worker asks, the caller answers with taskId, the task completes', async () => {
+  const { agent, base } = await newAgent('js03-conv');
+  const c = await client(base, false);
+  let worker = work(agent, 'input_required', 'which database?');
+  const asked = await withTimeout(c.sendMessage(message('migrate the schema')), 10000, 'blocking send');
+  await worker;
+  assert.equal(asked.status.state, 'input-required', 'a blocking send answers at the question');
+  assert.equal(asked.status.message?.role, 'agent', 'the question is the agent\'s');
+  assert.equal(asked.status.message?.parts?.[0]?.text, 'which database?', 'the question is the status message');
+
+  worker = (async () => {
+    const held = await lease(agent);
+    assert.deepEqual(held.task.turns.map((t) => [t.role, t.content[0].text]), [['worker', 'which database?'], ['sender', 'use staging']],
+      'the next lease carries the question and the answer');
+    assert.equal(await answer(held, 'ok', 'migrated on staging'), 200, 'the worker finishes');
+  })();
+  const done = await withTimeout(c.sendMessage(answerTo(asked, 'use staging')), 10000, 'blocking answer');
+  await worker;
+  assert.equal(done.id, asked.id, 'the answer continues the task');
+  assert.equal(done.status.state, 'completed', 'and the task completes');
+  assert.equal(done.artifacts?.[0]?.parts?.[0]?.text, 'migrated on staging', 'with the result');
+  assert.deepEqual(done.history.map((m) => [m.role, m.parts[0].text]),
+    [['user', 'migrate the schema'], ['agent', 'which database?'], ['user', 'use staging']], 'every turn is in the history, in order');
+});
+
+test('v0.3: a stream follows two turns', async () => {
+  const { agent, base } = await newAgent('js03-conv-stream');
+  const c = await client(base, false);
+  let worker = work(agent, 'input_required', 'which database?');
+  const first = await collect(c.sendMessageStream(message('migrate the schema')), 'first stream');
+  await worker;
+  const asked = first.at(-1);
+  assert.equal(asked.kind, 'status-update', 'the first stream ends on a status update');
+  assert.equal(asked.status.state, 'input-required', 'at the question');
+  assert.equal(asked.final, true, 'marked final');
+  worker = work(agent, 'ok', 'migrated');
+  const second = await collect(c.sendMessageStream(answerTo({ id: asked.taskId, contextId: asked.contextId }, 'use staging')), 'second stream');
+  await worker;
+  assert.equal(second[0]?.kind, 'task', 'the answer\'s stream starts with the task');
+  assert.equal(second[0].id, asked.taskId, 'the same task');
+  assert.equal(second[0].status.state, 'submitted', 'queued again');
+  const last = second.at(-1);
+  assert.equal(last.status.state, 'completed', 'the second turn completes');
+  assert.equal(last.final, true, 'marked final');
+});
+
+test('v0.3: an answer to a task that is not waiting is UnsupportedOperation', async () => {
+  const { base } = await newAgent('js03-conv-refused');
+  const c = await client(base, true);
+  const queued = await c.sendMessage(message('queued work'));
+  await assert.rejects(c.sendMessage(answerTo(queued, 'more')), UnsupportedOperationError, 'an answer to a queued task');
+  await assert.rejects(c.sendMessage(answerTo({ id: randomUUID(), contextId: queued.contextId }, 'more')), TaskNotFoundError, 'an answer to an unknown task');
 });

@@ -4,14 +4,14 @@
 // multitransport-client-*.d.ts: ClientFactory (createFromUrl),
 // ClientFactoryOptions.createFrom, Client (sendMessage, sendMessageStream,
 // getTask, cancelTask, listTasks, resubscribeTask), TaskState and Role
-// from the package root, TaskNotFoundError and TaskNotCancelableError from
-// a2a-v1/errors.
+// from the package root, TaskNotFoundError, TaskNotCancelableError and
+// UnsupportedOperationError from a2a-v1/errors.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ClientFactory, ClientFactoryOptions } from 'a2a-v1/client';
 import { TaskState, Role } from 'a2a-v1';
-import { TaskNotFoundError, TaskNotCancelableError } from 'a2a-v1/errors';
+import { TaskNotFoundError, TaskNotCancelableError, UnsupportedOperationError } from 'a2a-v1/errors';
 import { newAgent, lease, answer, work, withTimeout, collect } from './mailroom.mjs';
 
 async function client(base, transport, polling) {
@@ -32,6 +32,14 @@ const message = (text, messageId = randomUUID(), contextId = '') => ({
   configuration: undefined,
   metadata: undefined,
 });
+
+// answerTo is the caller's answer to task's question: a message with the
+// task's id and context.
+const answerTo = (task, text) => {
+  const m = message(text, randomUUID(), task.contextId);
+  m.message.taskId = task.id;
+  return m;
+};
 
 const textOf = (part) => (part?.content?.$case === 'text' ? part.content.value : undefined);
 
@@ -132,5 +140,60 @@ for (const transport of ['JSONRPC', 'HTTP+JSON']) {
     assert.equal(list.tasks.length, 2, 'two tasks in the context');
     assert.ok(list.tasks.every((t) => t.contextId === ctx), 'all of the context');
     assert.equal(list.totalSize, 2, 'totalSize counts them');
+  });
+
+  test(`v1.0 ${transport}: the worker asks, the caller answers with taskId, the task completes`, async () => {
+    const { agent, base } = await newAgent('js1-conv');
+    const c = await client(base, transport, false);
+    let worker = work(agent, 'input_required', 'which database?');
+    const asked = await withTimeout(c.sendMessage(message('migrate the schema')), 10000, 'blocking send');
+    await worker;
+    assert.equal(asked.status.state, TaskState.TASK_STATE_INPUT_REQUIRED, 'a blocking send answers at the question');
+    assert.equal(asked.status.message?.role, Role.ROLE_AGENT, "the question is the agent's");
+    assert.equal(textOf(asked.status.message?.parts[0]), 'which database?', 'the question is the status message');
+
+    worker = (async () => {
+      const held = await lease(agent);
+      assert.deepEqual(held.task.turns.map((t) => [t.role, t.content[0].text]), [['worker', 'which database?'], ['sender', 'use staging']],
+        'the next lease carries the question and the answer');
+      assert.equal(await answer(held, 'ok', 'migrated on staging'), 200, 'the worker finishes');
+    })();
+    const done = await withTimeout(c.sendMessage(answerTo(asked, 'use staging')), 10000, 'blocking answer');
+    await worker;
+    assert.equal(done.id, asked.id, 'the answer continues the task');
+    assert.equal(done.status.state, TaskState.TASK_STATE_COMPLETED, 'and the task completes');
+    assert.equal(textOf(done.artifacts[0]?.parts[0]), 'migrated on staging', 'with the result');
+    assert.deepEqual(done.history.map((m) => [m.role, textOf(m.parts[0])]),
+      [[Role.ROLE_USER, 'migrate the schema'], [Role.ROLE_AGENT, 'which database?'], [Role.ROLE_USER, 'use staging']], 'every turn is in the history, in order');
+    const listed = await c.listTasks({ tenant: '', contextId: asked.contextId, status: TaskState.TASK_STATE_COMPLETED, pageToken: '' });
+    assert.deepEqual(listed.tasks.map((t) => t.id), [asked.id], 'listed by its state');
+  });
+
+  test(`v1.0 ${transport}: a stream follows two turns`, async () => {
+    const { agent, base } = await newAgent('js1-conv-stream');
+    const c = await client(base, transport, false);
+    let worker = work(agent, 'auth_required', 'sign in at https://id.example/device');
+    const first = await collect(c.sendMessageStream(message('deploy')), 'first stream');
+    await worker;
+    const asked = first.at(-1).payload;
+    assert.equal(asked.$case, 'statusUpdate', 'the first stream ends on a status update');
+    assert.equal(asked.value.status.state, TaskState.TASK_STATE_AUTH_REQUIRED, 'at the question');
+    const waiting = await c.listTasks({ tenant: '', contextId: asked.value.contextId, status: TaskState.TASK_STATE_AUTH_REQUIRED, pageToken: '' });
+    assert.deepEqual(waiting.tasks.map((t) => t.id), [asked.value.taskId], 'ListTasks finds it by its state');
+    worker = work(agent, 'ok', 'deployed');
+    const second = await collect(c.sendMessageStream(answerTo({ id: asked.value.taskId, contextId: asked.value.contextId }, 'signed in')), 'second stream');
+    await worker;
+    assert.equal(second[0]?.payload?.$case, 'task', "the answer's stream starts with the task");
+    assert.equal(second[0].payload.value.id, asked.value.taskId, 'the same task');
+    assert.equal(second[0].payload.value.status.state, TaskState.TASK_STATE_SUBMITTED, 'queued again');
+    assert.equal(second.at(-1).payload.value.status.state, TaskState.TASK_STATE_COMPLETED, 'the second turn completes');
+  });
+
+  test(`v1.0 ${transport}: an answer to a task that is not waiting is UnsupportedOperation`, async () => {
+    const { base } = await newAgent('js1-conv-refused');
+    const c = await client(base, transport, true);
+    const queued = await c.sendMessage(message('queued work'));
+    await assert.rejects(c.sendMessage(answerTo(queued, 'more')), UnsupportedOperationError, 'an answer to a queued task');
+    await assert.rejects(c.sendMessage(answerTo({ id: randomUUID(), contextId: queued.contextId }, 'more')), TaskNotFoundError, 'an answer to an unknown task');
   });
 }
