@@ -183,7 +183,12 @@ func advance(rec mailbox.TaskRecord, ev mailbox.Event) mailbox.TaskRecord {
 	}
 	switch {
 	case ev.Type == mailbox.EventResultPosted && ev.Result != nil && mailbox.Asks(ev.Result.Status):
-		rec.Task.Turns = append(slices.Clip(rec.Task.Turns), mailbox.Turn{Seq: ev.Seq, AtMs: ev.AtMs, Role: mailbox.RoleWorker, Agent: rec.Task.Recipient,
+		// The asker is the lease's holder, as the mailbox records it.
+		asker := ev.LeasedTo
+		if asker == "" {
+			asker = rec.Task.Recipient
+		}
+		rec.Task.Turns = append(slices.Clip(rec.Task.Turns), mailbox.Turn{Seq: ev.Seq, AtMs: ev.AtMs, Role: mailbox.RoleWorker, Agent: asker,
 			Status: ev.Result.Status, Content: ev.Result.Content, LeaseID: ev.LeaseID, Attempt: ev.Attempt})
 	case ev.Type == mailbox.EventTaskReplied && ev.Turn != nil:
 		turn := *ev.Turn
