@@ -273,7 +273,7 @@ func checkCoversTheFormat(t *testing.T, got loadedDir) {
 	for _, tr := range snap.Tasks {
 		states[tr.State] = true
 	}
-	for _, s := range []string{mailbox.TaskQueued, mailbox.TaskInFlight, mailbox.TaskResultPending, mailbox.TaskDone} {
+	for _, s := range []string{mailbox.TaskQueued, mailbox.TaskInFlight, mailbox.TaskWaiting, mailbox.TaskResultPending, mailbox.TaskDone} {
 		if !states[s] {
 			t.Errorf("the golden snapshot holds no %s task", s)
 		}
