@@ -65,7 +65,8 @@ func turnsOf(ts []mailbox.Turn) []string {
 // depends on it, is the same after a restart, after a compaction, and
 // after a restart from the snapshot; then that the conversations go on
 // from there: a reply to each waiting task, and a task replied to keeps
-// its place ahead of tasks sent after it.
+// its place ahead of tasks sent after it; and a question asked after the
+// snapshot replays from the snapshot and the log after it.
 func TestWaitingTasksSurviveRestartAndCompaction(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -192,6 +193,22 @@ func TestWaitingTasksSurviveRestartAndCompaction(t *testing.T) {
 	}
 	if c := e.Status().Counts; c.Waiting != 0 {
 		t.Fatalf("counts %+v after every waiting task was answered", c)
+	}
+
+	// A question asked after the snapshot: the snapshot and the log after
+	// it replay to the same state, the task waiting on its new question.
+	if err := e.PostResult(ctx, mailbox.Result{TaskID: replied, LeaseID: l.LeaseID, Status: mailbox.StatusInputRequired, Content: text("which region?")}); err != nil {
+		t.Fatal(err)
+	}
+	before = snapshotOf(e)
+	e.Close()
+	e = open(t, dir, Options{})
+	if got := snapshotOf(e); !reflect.DeepEqual(got, before) {
+		t.Fatalf("the snapshot and the log after it replay to another state:\n got %+v\nwant %+v", got, before)
+	}
+	r, err := e.Task(ctx, replied)
+	if err != nil || r.State != mailbox.TaskWaiting || !reflect.DeepEqual(turnsOf(r.Task.Turns), []string{"worker:staging or production?", "sender:staging", "worker:which region?"}) {
+		t.Fatalf("task %s after the last restart: %s with turns %q (%v)", replied, r.State, turnsOf(r.Task.Turns), err)
 	}
 }
 
