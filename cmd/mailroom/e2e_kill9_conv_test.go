@@ -52,7 +52,7 @@ type convLedger struct {
 	unanswered map[string][2]string // replies the kill left without an answer: task -> sender and question, retried after the restart
 
 	acks, replies, questions, duplicates, conflicts, retried atomic.Int64
-	waitingAtKill                                            int // tasks waiting when a verify ran, summed
+	waitingSeen                                              int // tasks waiting when a verify ran, summed
 	killed                                                   atomic.Bool
 }
 
@@ -68,18 +68,13 @@ func (l *convLedger) do(f func()) {
 	f()
 }
 
-// stopped says whether a client must stop after err: the run ended, or the
-// daemon is being killed (every request in flight fails, unanswered). Any
-// other failure fails the test.
-func (l *convLedger) stopped(ctx context.Context, what string, err error) bool {
-	if ctx.Err() != nil {
-		return true
+// failed takes a request that got no answer: the client stops, as every
+// later request would fail too. That is expected when the run ends or the
+// daemon is being killed; any other failure fails the test.
+func (l *convLedger) failed(ctx context.Context, what string, err error) {
+	if ctx.Err() == nil && !l.killed.Load() {
+		l.t.Errorf("%s before the kill: %v", what, err)
 	}
-	if l.killed.Load() {
-		return true
-	}
-	l.t.Errorf("%s before the kill: %v", what, err)
-	return true
 }
 
 // convLoad is one pair's sender and worker.
@@ -98,10 +93,8 @@ func (w *convLoad) worker(ctx context.Context, rng *rand.Rand) {
 		// no spinning on an empty queue.
 		leases, err := w.c.LeaseN(ctx, w.recipient, 1, 100*time.Millisecond)
 		if err != nil {
-			if w.l.stopped(ctx, "lease", err) {
-				return
-			}
-			continue
+			w.l.failed(ctx, "lease", err)
+			return
 		}
 		for _, lt := range leases {
 			task := lt.Task
@@ -121,10 +114,8 @@ func (w *convLoad) worker(ctx context.Context, rng *rand.Rand) {
 				r.Content = []mailbox.Content{{Type: mailbox.ContentText, Text: q}}
 				w.l.do(func() { w.l.askTried[q] = true })
 				if err := w.c.PostResult(ctx, r); err != nil {
-					if w.l.stopped(ctx, "ask", err) {
-						return
-					}
-					continue
+					w.l.failed(ctx, "ask", err)
+					return
 				}
 				w.l.do(func() { w.l.asked[task.ID] = append(w.l.asked[task.ID], q) })
 				w.l.questions.Add(1)
@@ -133,10 +124,8 @@ func (w *convLoad) worker(ctx context.Context, rng *rand.Rand) {
 				r.Content = []mailbox.Content{{Type: mailbox.ContentText, Text: "done " + task.ID}}
 				w.l.do(func() { w.l.finTried[task.ID] = true })
 				if err := w.c.PostResult(ctx, r); err != nil {
-					if w.l.stopped(ctx, "finish", err) {
-						return
-					}
-					continue
+					w.l.failed(ctx, "finish", err)
+					return
 				}
 				w.l.do(func() { w.l.finished[task.ID] = true })
 			}
@@ -158,10 +147,8 @@ func (w *convLoad) converse(ctx context.Context, rng *rand.Rand) {
 		}
 		res, err := w.c.Drain(ctx, w.sender)
 		if err != nil {
-			if w.l.stopped(ctx, "drain", err) {
-				return
-			}
-			continue
+			w.l.failed(ctx, "drain", err)
+			return
 		}
 		// Half the questions drained are answered at once; the others
 		// wait for the queue listing, so kills find tasks waiting.
@@ -175,10 +162,8 @@ func (w *convLoad) converse(ctx context.Context, rng *rand.Rand) {
 		}
 		view, err := w.c.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskWaiting, Limit: mailbox.MaxLimit})
 		if err != nil {
-			if w.l.stopped(ctx, "queue", err) {
-				return
-			}
-			continue
+			w.l.failed(ctx, "queue", err)
+			return
 		}
 		for _, e := range view.Tasks {
 			if e.Task.Sender != w.sender {
@@ -201,7 +186,8 @@ func (w *convLoad) send(ctx context.Context) bool {
 	w.l.do(func() { w.l.tried[id] = true })
 	out, err := w.c.Send(ctx, mailbox.Task{ID: id, Sender: w.sender, Recipient: w.recipient, IntentText: "converse " + id[:8]})
 	if err != nil {
-		return !w.l.stopped(ctx, "send", err)
+		w.l.failed(ctx, "send", err)
+		return false
 	}
 	if out.TaskID != id {
 		w.l.t.Errorf("send %s acknowledged as %s", id, out.TaskID)
@@ -225,7 +211,8 @@ func (w *convLoad) reply(ctx context.Context, id, question string) bool {
 		if w.l.killed.Load() && ctx.Err() == nil {
 			w.l.do(func() { w.l.unanswered[id] = [2]string{w.sender, question} })
 		}
-		return !w.l.stopped(ctx, "reply", err)
+		w.l.failed(ctx, "reply", err)
+		return false
 	}
 	w.l.ackReply(id, a, out)
 	return true
@@ -408,7 +395,7 @@ func (l *convLedger) verify(c *client.Client, addr, when string) {
 	if status.Waiting != waiting {
 		t.Errorf("%s: status counts %d tasks waiting, the state holds %d", when, status.Waiting, waiting)
 	}
-	l.waitingAtKill += waiting
+	l.waitingSeen += waiting
 }
 
 // TestFaultKill9Conversations kills the real daemon with SIGKILL while
@@ -490,6 +477,6 @@ func TestFaultKill9Conversations(t *testing.T) {
 		longest = max(longest, n)
 	}
 	t.Logf("%d kills; acknowledged %d sends, %d questions, %d replies (%d retried after a kill, %d duplicates), %d final results; %d reply conflicts; %d tasks waiting summed over the restarts; longest conversation %d turns; %d *.broken files",
-		*convKills, len(l.sent), l.questions.Load(), l.replies.Load(), l.retried.Load(), l.duplicates.Load(), len(l.finished), l.conflicts.Load(), l.waitingAtKill, longest,
+		*convKills, len(l.sent), l.questions.Load(), l.replies.Load(), l.retried.Load(), l.duplicates.Load(), len(l.finished), l.conflicts.Load(), l.waitingSeen, longest,
 		len(brokenFiles(t, dir)))
 }

@@ -108,7 +108,7 @@ func TestPostgresKill9Conversations(t *testing.T) {
 		t.Errorf("%d questions and %d replies acknowledged: the load held no conversations", l.questions.Load(), l.replies.Load())
 	}
 	t.Logf("%d failovers; acknowledged %d sends, %d questions, %d replies (%d retried after a kill, %d duplicates), %d final results; %d reply conflicts; %d tasks waiting summed over the checks",
-		*pgConvFailovers, len(l.sent), l.questions.Load(), l.replies.Load(), l.retried.Load(), l.duplicates.Load(), len(l.finished), l.conflicts.Load(), l.waitingAtKill)
+		*pgConvFailovers, len(l.sent), l.questions.Load(), l.replies.Load(), l.retried.Load(), l.duplicates.Load(), len(l.finished), l.conflicts.Load(), l.waitingSeen)
 	for _, p := range procs {
 		p.stop(t)
 	}
