@@ -340,6 +340,7 @@ func (e *Engine) WriteMetrics(w *metrics.Writer) {
 	st := e.Stats()
 	w.Gauge("mailroom_tasks_queued", "Tasks waiting to be leased.", float64(st.Queued))
 	w.Gauge("mailroom_tasks_in_flight", "Tasks leased and not yet resolved.", float64(st.InFlight))
+	w.Gauge("mailroom_tasks_waiting", "Tasks whose worker asked a question, waiting on their sender's reply.", float64(st.Waiting))
 	w.Gauge("mailroom_results_pending", "Results waiting for their sender to drain them.", float64(st.ResultsPending))
 	w.Gauge("mailroom_tasks_known", "Tasks the state remembers, finished ones included.", float64(st.Known))
 	w.Gauge("mailroom_last_seq", "Sequence number of the last durable event.", float64(st.LastSeq))

@@ -26,12 +26,20 @@ var update = flag.Bool("update", false, "rewrite testdata/sse.v*.golden from wha
 // a snapshot at seq 13 and a segment holding every event type of its day;
 // v2 adds the agent registry, task_canceled and A2A tasks; v3 a batch of
 // tasks and one of results, each one unit; v4 tasks sent through
-// Covenant's dialect, with their public keys.
-var goldenStreams = []struct{ dataDir, golden string }{
-	{"../store/logstore/testdata/v1/datadir", "testdata/sse.v1.golden"},
-	{"../store/logstore/testdata/v2/datadir", "testdata/sse.v2.golden"},
-	{"../store/logstore/testdata/v3/datadir", "testdata/sse.v3.golden"},
-	{"../store/logstore/testdata/v4/datadir", "testdata/sse.v4.golden"},
+// Covenant's dialect, with their public keys; v5 conversations: questions
+// (input_required, auth_required), task_replied, a rejected result, tasks
+// waiting on their sender in the snapshot and at the end, and limits with
+// max_turns. maxTurns and maxTurnsBytes are the conversation bounds the
+// log ends with (zero: the defaults, as v1 to v4 record none).
+var goldenStreams = []struct {
+	dataDir, golden         string
+	maxTurns, maxTurnsBytes int
+}{
+	{"../store/logstore/testdata/v1/datadir", "testdata/sse.v1.golden", 0, 0},
+	{"../store/logstore/testdata/v2/datadir", "testdata/sse.v2.golden", 0, 0},
+	{"../store/logstore/testdata/v3/datadir", "testdata/sse.v3.golden", 0, 0},
+	{"../store/logstore/testdata/v4/datadir", "testdata/sse.v4.golden", 0, 0},
+	{"../store/logstore/testdata/v5/datadir", "testdata/sse.v5.golden", 8, 65536},
 }
 
 // TestGoldenEventStream freezes the SSE wire: a daemon on a copy of each
@@ -43,11 +51,11 @@ var goldenStreams = []struct{ dataDir, golden string }{
 // daemon's clock, fixed here.
 func TestGoldenEventStream(t *testing.T) {
 	for _, g := range goldenStreams {
-		t.Run(filepath.Base(g.golden), func(t *testing.T) { checkGoldenStream(t, g.dataDir, g.golden) })
+		t.Run(filepath.Base(g.golden), func(t *testing.T) { checkGoldenStream(t, g.dataDir, g.golden, g.maxTurns, g.maxTurnsBytes) })
 	}
 }
 
-func checkGoldenStream(t *testing.T, dataDir, path string) {
+func checkGoldenStream(t *testing.T, dataDir, path string, maxTurns, maxTurnsBytes int) {
 	dir := t.TempDir()
 	snapSeq, lastSeq := copyGoldenDataDir(t, dataDir, dir)
 	d := daemontest.Start(t, daemontest.Options{
@@ -57,6 +65,9 @@ func checkGoldenStream(t *testing.T, dataDir, path string) {
 			// The limits the golden log ends with, so the daemon appends
 			// no limits_set on start.
 			c.RetainDone, c.ResultCacheMax, c.ResultCacheAge, c.AuditMax = 200, 100, 2*time.Hour, 50
+			if maxTurns != 0 {
+				c.MaxTurns, c.MaxTurnsBytes = maxTurns, int64(maxTurnsBytes)
+			}
 			c.SSEHeartbeat = time.Hour
 		},
 	})

@@ -263,9 +263,22 @@ func checkCoversTheFormat(t *testing.T, got loadedDir) {
 	for _, ev := range got.events[1:] {
 		logged[ev.Type] = true
 	}
-	for _, typ := range declaredEventTypes(t) {
+	for _, typ := range declaredConsts(t, "events.go", "Event") {
 		if typ != mailbox.EventSnapshot && !logged[typ] {
 			t.Errorf("event type %q is in mailbox/events.go but in no golden segment: write a new golden data dir (testdata/README.md)", typ)
+		}
+	}
+	// Every result status too: a worker's question (input_required,
+	// auth_required) is a result whose status decides what replay does.
+	posted := make(map[string]bool)
+	for _, ev := range got.events[1:] {
+		if ev.Result != nil {
+			posted[ev.Result.Status] = true
+		}
+	}
+	for _, status := range declaredConsts(t, "entities.go", "Status") {
+		if !posted[status] {
+			t.Errorf("result status %q is in mailbox/entities.go but no golden segment posts it: write a new golden data dir (testdata/README.md)", status)
 		}
 	}
 	snap := got.events[0].Snapshot
@@ -273,7 +286,7 @@ func checkCoversTheFormat(t *testing.T, got loadedDir) {
 	for _, tr := range snap.Tasks {
 		states[tr.State] = true
 	}
-	for _, s := range []string{mailbox.TaskQueued, mailbox.TaskInFlight, mailbox.TaskResultPending, mailbox.TaskDone} {
+	for _, s := range []string{mailbox.TaskQueued, mailbox.TaskInFlight, mailbox.TaskWaiting, mailbox.TaskResultPending, mailbox.TaskDone} {
 		if !states[s] {
 			t.Errorf("the golden snapshot holds no %s task", s)
 		}
@@ -284,12 +297,13 @@ func checkCoversTheFormat(t *testing.T, got loadedDir) {
 	}
 }
 
-// declaredEventTypes reads the values of the Event* constants in
-// mailbox/events.go, so a type added there is checked without editing this
+// declaredConsts reads the values of the string constants named prefix*
+// in mailbox/file (the Event* types of events.go, the Status* of
+// entities.go), so a value added there is checked without editing this
 // test.
-func declaredEventTypes(t *testing.T) []string {
+func declaredConsts(t *testing.T, file, prefix string) []string {
 	t.Helper()
-	path := filepath.Join("..", "..", "..", "mailbox", "events.go")
+	path := filepath.Join("..", "..", "..", "mailbox", file)
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +317,7 @@ func declaredEventTypes(t *testing.T) []string {
 		for _, spec := range gd.Specs {
 			vs := spec.(*ast.ValueSpec)
 			for i, n := range vs.Names {
-				if !strings.HasPrefix(n.Name, "Event") || i >= len(vs.Values) {
+				if !strings.HasPrefix(n.Name, prefix) || i >= len(vs.Values) {
 					continue
 				}
 				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {

@@ -82,6 +82,12 @@ func (m *member) seq() uint64 {
 	return m.st.Seq
 }
 
+func (m *member) counts() mailbox.Counts {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.Counts()
+}
+
 func (m *member) leads() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -148,7 +154,7 @@ func (c *cluster) leader(t *testing.T) *member {
 func (c *cluster) wave(t *testing.T, m *member, n int) int {
 	t.Helper()
 	m.mu.Lock()
-	w := &Workload{State: m.st.Clone(), rng: c.rng, nowMs: c.nowMs}
+	w := &Workload{State: m.st.Clone(), Conversations: true, rng: c.rng, nowMs: c.nowMs}
 	m.mu.Unlock()
 	evs := w.Events(t, n)
 	c.nowMs = w.nowMs
@@ -272,12 +278,28 @@ func testOneLeaderAtATime(t *testing.T, c *cluster) {
 func testFollowersSeeEveryEvent(t *testing.T, c *cluster) {
 	c.start(t, 3)
 	lead := c.leader(t)
+	sawWaiting := false
 	for range 20 {
 		if got := c.wave(t, lead, 25); got != 25 {
 			t.Fatalf("%d of 25 acknowledged with no failover", got)
 		}
+		// Followers reach the leader's state while tasks wait on their
+		// senders, questions drained or not.
+		if n := lead.counts().Waiting; n > 0 {
+			sawWaiting = true
+			c.converge(t, lead.seq())
+			for _, m := range c.members {
+				m.mu.Lock()
+				SameState(t, m.st, lead.st)
+				m.mu.Unlock()
+			}
+		}
 	}
 	c.converge(t, 500)
+	checkConversations(t, c.acked)
+	if !sawWaiting {
+		t.Errorf("no task was waiting on its sender after any wave: the workload no longer leaves questions open")
+	}
 	for _, m := range c.members {
 		if m == lead {
 			continue
@@ -353,6 +375,11 @@ func testCompactionSeenByFollowers(t *testing.T, c *cluster) {
 	if err != nil || out.Seq != 60 {
 		t.Fatalf("Compact = %+v, %v", out, err)
 	}
+	// The workload's first 60 events (the suite's seed) leave tasks
+	// waiting on their senders: the snapshot carries them to followers.
+	if n := lead.counts().Waiting; n == 0 {
+		t.Errorf("the snapshot at seq 60 holds no task waiting on its sender: the workload or its seed changed, and this test no longer shows followers loading one")
+	}
 	c.wave(t, lead, 15)
 	c.converge(t, 75)
 	for _, m := range c.members {
@@ -407,6 +434,16 @@ func testFollowerBehindCompaction(t *testing.T, c *cluster) {
 	}
 	resume := c.hooks.Pause(t, behind.s)
 	c.wave(t, lead, 40)
+	// Play on until a task waits on its sender, so that the snapshot the
+	// follower reloads from holds one.
+	for lead.counts().Waiting == 0 {
+		if lead.seq() >= 200 {
+			resume()
+			t.Fatalf("no task waits on its sender at seq %d: the workload no longer leaves questions open", lead.seq())
+		}
+		c.wave(t, lead, 1)
+	}
+	snapSeq := lead.seq()
 	if _, err := lead.s.Compact(func() *mailbox.Snapshot {
 		lead.mu.Lock()
 		defer lead.mu.Unlock()
@@ -419,8 +456,8 @@ func testFollowerBehindCompaction(t *testing.T, c *cluster) {
 	c.checkAll(t, lead)
 	behind.mu.Lock()
 	defer behind.mu.Unlock()
-	if behind.st.Seq != 70 {
-		t.Errorf("the follower that fell behind is at seq %d, want 70", behind.st.Seq)
+	if behind.st.Seq != snapSeq+10 {
+		t.Errorf("the follower that fell behind is at seq %d, want %d", behind.st.Seq, snapSeq+10)
 	}
 }
 
@@ -464,4 +501,23 @@ func testPausedLeaderFenced(t *testing.T, c *cluster) {
 		t.Errorf("the new leader is at seq %d, want %d", got, head+5)
 	}
 	c.checkAll(t, next)
+}
+
+// checkConversations requires the acknowledged events to hold
+// conversations (questions and replies), so that followers are shown to
+// apply them.
+func checkConversations(t *testing.T, acked map[uint64]mailbox.Event) {
+	t.Helper()
+	questions, replies := 0, 0
+	for _, ev := range acked {
+		switch {
+		case ev.Type == mailbox.EventResultPosted && mailbox.Asks(ev.Result.Status):
+			questions++
+		case ev.Type == mailbox.EventTaskReplied:
+			replies++
+		}
+	}
+	if questions == 0 || replies == 0 {
+		t.Errorf("%d events acknowledged with %d questions and %d replies: the workload no longer plays conversations", len(acked), questions, replies)
+	}
 }

@@ -11,16 +11,23 @@ import (
 
 // Workload plays realistic mailbox traffic against a State: sends (some
 // idempotent, some answered from the result cache), leases, results,
-// drains, operator repairs and retry-stale requeues. Each event is decided
+// drains, operator repairs and retry-stale requeues, and, when
+// Conversations is set, conversations: workers ask their senders
+// (input_required, auth_required) or refuse (rejected), senders reply, and
+// operators or callers end tasks waiting on a reply. Each event is decided
 // by the State's own Decide functions and applied to it, so the sequence is
 // exactly what an engine would append, and State is the state those events
 // make. The same seed gives the same events.
 type Workload struct {
 	State *mailbox.State
-	rng   *rand.Rand
-	nowMs int64
-	ids   uint64
-	sent  []string
+	// Conversations adds conversation traffic. Without it the workload
+	// plays what it played before conversations existed, event for event,
+	// so tests tuned to a seed's traffic keep their meaning.
+	Conversations bool
+	rng           *rand.Rand
+	nowMs         int64
+	ids           uint64
+	sent          []string
 }
 
 var (
@@ -69,6 +76,12 @@ func (w *Workload) decide(tb testing.TB) mailbox.Event {
 			ev mailbox.Event
 			ok bool
 		)
+		if w.Conversations {
+			if ev, ok = w.tryConversing(tb); ok {
+				return ev
+			}
+			continue
+		}
 		switch r := w.rng.IntN(100); {
 		case r < 28:
 			ev, ok = w.send(tb)
@@ -86,6 +99,31 @@ func (w *Workload) decide(tb testing.TB) mailbox.Event {
 		if ok {
 			return ev
 		}
+	}
+}
+
+// tryConversing is one try of decide with conversations: a little less of
+// everything else, to make room for replies and for ending tasks that wait
+// on one (fewer than questions are asked, so tasks do wait).
+func (w *Workload) tryConversing(tb testing.TB) (mailbox.Event, bool) {
+	tb.Helper()
+	switch r := w.rng.IntN(100); {
+	case r < 26:
+		return w.send(tb)
+	case r < 48:
+		return w.lease()
+	case r < 69:
+		return w.post(tb)
+	case r < 82:
+		return w.drain()
+	case r < 86:
+		return w.reply(tb)
+	case r < 87:
+		return w.endWaiting(tb)
+	case r < 97:
+		return w.repair(tb)
+	default:
+		return w.retryStale(tb)
 	}
 }
 
@@ -160,14 +198,27 @@ func (w *Workload) post(tb testing.TB) (mailbox.Event, bool) {
 	if !ok {
 		return mailbox.Event{}, false
 	}
-	r := mailbox.Result{TaskID: e.Task.ID, LeaseID: lease, Status: pick(w, []string{mailbox.StatusOK, mailbox.StatusOK, mailbox.StatusPartial, mailbox.StatusError})}
+	statuses := []string{mailbox.StatusOK, mailbox.StatusOK, mailbox.StatusPartial, mailbox.StatusError}
+	if w.Conversations {
+		statuses = append(statuses, mailbox.StatusRejected)
+		if len(e.Task.Turns) < maxWorkloadTurns {
+			statuses = append(statuses, mailbox.StatusInputRequired, mailbox.StatusAuthRequired)
+		}
+	}
+	r := mailbox.Result{TaskID: e.Task.ID, LeaseID: lease, Status: pick(w, statuses)}
 	r.Content = []mailbox.Content{{Type: mailbox.ContentText, Text: fmt.Sprintf("done in attempt %d: \"quoted\", unicode é, newline\nand tab\t", e.Attempt)}}
+	if mailbox.Asks(r.Status) {
+		r.Content[0].Text = fmt.Sprintf("question %d in attempt %d: staging or \"production\"?", len(e.Task.Turns)/2+1, e.Attempt)
+	}
 	if w.rng.IntN(2) == 0 {
 		v, _ := json.Marshal(map[string]any{"files": w.rng.IntN(40), "ok": r.Status == mailbox.StatusOK, "tags": []string{"a", "b"}})
 		r.Content = append(r.Content, mailbox.Content{Type: mailbox.ContentJSON, Value: v})
 	}
-	if r.Status == mailbox.StatusError {
+	switch r.Status {
+	case mailbox.StatusError:
 		r.ErrorMessage = "the build failed: exit status 2"
+	case mailbox.StatusRejected:
+		r.ErrorMessage = "not mine to do"
 	}
 	ev, err := w.State.DecidePostResult(r, w.nowMs)
 	if err != nil {
@@ -217,6 +268,67 @@ func (w *Workload) retryStale(tb testing.TB) (mailbox.Event, bool) {
 	ev, err := w.State.DecideRetryRequeue(rep.Requeued[0], "retry-stale", w.nowMs)
 	if err != nil {
 		tb.Fatalf("workload: retry-stale requeue: %v", err)
+	}
+	return ev, true
+}
+
+// maxWorkloadTurns keeps the workload's conversations well inside the
+// default max_turns, which the state checks only when a turn is decided
+// through the service, never on Apply.
+const maxWorkloadTurns = 8
+
+// reply answers a task waiting on its sender, sometimes with the answer
+// in two parts (text and json).
+func (w *Workload) reply(tb testing.TB) (mailbox.Event, bool) {
+	tb.Helper()
+	waiting := w.State.WaitingTasks()
+	if len(waiting) == 0 {
+		return mailbox.Event{}, false
+	}
+	e := pick(w, waiting)
+	r := mailbox.Reply{TaskID: e.Task.ID, Sender: e.Task.Sender,
+		Content: []mailbox.Content{{Type: mailbox.ContentText, Text: fmt.Sprintf("answer %d: use \"staging\", é", len(e.Task.Turns)/2+1)}}}
+	if w.rng.IntN(3) == 0 {
+		v, _ := json.Marshal(map[string]any{"env": "staging", "token": w.rng.IntN(1000)})
+		r.Content = append(r.Content, mailbox.Content{Type: mailbox.ContentJSON, Value: v})
+	}
+	r, err := mailbox.NormalizeReply(r)
+	if err != nil {
+		tb.Fatalf("workload: reply: %v", err)
+	}
+	ev, _, ok, err := w.State.DecideReply(r, "", w.nowMs)
+	if err != nil || !ok {
+		tb.Fatalf("workload: reply to waiting task %s: %v (ok %v)", e.Task.ID, err, ok)
+	}
+	return ev, true
+}
+
+// endWaiting ends a task waiting on its sender without a reply: an
+// operator's forced error, or its sender's cancel.
+func (w *Workload) endWaiting(tb testing.TB) (mailbox.Event, bool) {
+	tb.Helper()
+	waiting := w.State.WaitingTasks()
+	if len(waiting) == 0 {
+		return mailbox.Event{}, false
+	}
+	e := pick(w, waiting)
+	var (
+		ev  mailbox.Event
+		err error
+	)
+	if w.rng.IntN(2) == 0 {
+		// Guarded, or not, by the lease that asked.
+		guard := ""
+		if q, _ := e.Task.Question(); w.rng.IntN(2) == 0 {
+			guard = q.LeaseID
+		}
+		ev, err = w.State.DecideRepair(mailbox.RepairRequest{TaskID: e.Task.ID, Reason: "nobody answers",
+			Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: guard, Message: "the question went unanswered"}}, "operator@local", w.nowMs)
+	} else {
+		ev, err = w.State.DecideCancel(e.Task.ID, e.Task.Sender, "answered elsewhere", w.nowMs)
+	}
+	if err != nil {
+		tb.Fatalf("workload: ending waiting task %s: %v", e.Task.ID, err)
 	}
 	return ev, true
 }

@@ -2,18 +2,19 @@
 // over the real log store, with fixed ids and a fixed clock, so the same
 // code writes the same bytes on every run. From the repository root:
 //
-//	go run ./daemon/store/logstore/testdata/gen -out daemon/store/logstore/testdata/v4/datadir
+//	go run ./daemon/store/logstore/testdata/gen -out daemon/store/logstore/testdata/v5/datadir
 //
 // It refuses a directory that exists: a golden data dir, once checked in,
 // is never rewritten (see ../README.md). It lives under testdata so that
 // neither `go test ./...` nor any build runs it, and so that the log
 // store's own tests do not depend on the engine.
 //
-// The dir is a snapshot at seq 21 holding tasks in every state (canceled
-// too), a pending result, a cached result, audit records, limits, the agent
-// registry and an A2A task with its kept result, then one segment whose
-// events cover every event type the log holds, ending with a batch of
-// tasks, one of results, and tasks sent through Covenant's dialect.
+// The dir is a snapshot at seq 28 holding tasks in every state (canceled
+// and waiting too), a pending result, a cached result, audit records,
+// limits, the agent registry and an A2A task with its kept result, then one
+// segment whose events cover every event type the log holds, ending with a
+// batch of tasks, one of results, tasks sent through Covenant's dialect,
+// and conversations.
 package main
 
 import (
@@ -38,8 +39,8 @@ import (
 // at the end of the log. The SSE golden test in daemon/httpapi configures
 // limitsB so that its daemon appends nothing on start.
 var (
-	limitsA = mailbox.Limits{RetainDone: 100, ResultCacheMax: 100, ResultCacheAgeMs: 3600000, AuditMax: 50}
-	limitsB = mailbox.Limits{RetainDone: 200, ResultCacheMax: 100, ResultCacheAgeMs: 7200000, AuditMax: 50}
+	limitsA = mailbox.Limits{RetainDone: 100, ResultCacheMax: 100, ResultCacheAgeMs: 3600000, AuditMax: 50, MaxTurns: 20, MaxTurnsBytes: 1 << 20}
+	limitsB = mailbox.Limits{RetainDone: 200, ResultCacheMax: 100, ResultCacheAgeMs: 7200000, AuditMax: 50, MaxTurns: 8, MaxTurnsBytes: 65536}
 )
 
 func main() {
@@ -128,6 +129,7 @@ func (g *scenario) open(l mailbox.Limits) {
 		Now: g.clock.now, NewID: g.newLeaseID, AutoCompactFactor: -1,
 		RetainDone: l.RetainDone, ResultCacheMax: l.ResultCacheMax,
 		ResultCacheAge: time.Duration(l.ResultCacheAgeMs) * time.Millisecond, AuditMax: l.AuditMax,
+		MaxTurns: l.MaxTurns, MaxTurnsBytes: l.MaxTurnsBytes,
 	})
 	if err != nil {
 		st.Close()
@@ -204,6 +206,7 @@ func text(s string) mailbox.Content { return mailbox.Content{Type: mailbox.Conte
 // run writes the scenario. The comments give each event's seq.
 func (g *scenario) run() {
 	const planner, coder, writer = "planner@local", "coder@local", "writer@local"
+	const lead, analyst = "lead@local", "analyst@local"
 	kind := func(k string) *string { return &k }
 	deadline := int64(1735776000000) // 2025-01-02T00:00:00Z
 	review := mailbox.Task{ID: taskID(1), Sender: planner, Recipient: coder, IntentText: "review the design doc",
@@ -235,72 +238,138 @@ func (g *scenario) run() {
 	g.delivered(10)                                                                                                                  // 19 result_drained by the caller
 	g.send(mailbox.Task{ID: taskID(11), Sender: planner, Recipient: reviewer, IntentText: "review PR 8"})                            // 20
 	g.cancel(11, "superseded by PR 9")                                                                                               // 21 task_canceled: queued
-	if out, err := g.eng.Compact(context.Background()); err != nil || out.Seq != 21 {
-		log.Fatalf("compact = %+v, %v, want a snapshot at seq 21", out, err)
+	// Conversations in the snapshot: two tasks waiting on their sender,
+	// one whose question it drained and one whose question it has not.
+	g.send(mailbox.Task{ID: taskID(19), Sender: lead, Recipient: analyst, IntentText: "pick the database for the report"}) // 22
+	l19 := g.lease(analyst, 19)                                                                                            // 23
+	g.post(mailbox.Result{TaskID: taskID(19), Status: mailbox.StatusInputRequired, LeaseID: l19,
+		Content: []mailbox.Content{text("staging or production?")}}) // 24 result_posted: input_required, waiting
+	g.send(mailbox.Task{ID: taskID(20), Sender: lead, Recipient: analyst, IntentText: "rotate the API key"}) // 25
+	l20 := g.lease(analyst, 20)                                                                              // 26
+	g.post(mailbox.Result{TaskID: taskID(20), Status: mailbox.StatusAuthRequired, LeaseID: l20,
+		Content: []mailbox.Content{text("I need a token for the key vault"), {Type: mailbox.ContentJSON, Value: json.RawMessage(`{"scope":"vault:write"}`)}}}) // 27 result_posted: auth_required, undrained
+	g.drain(lead, 19) // 28 result_drained: task 19 still waits
+	if out, err := g.eng.Compact(context.Background()); err != nil || out.Seq != 28 {
+		log.Fatalf("compact = %+v, %v, want a snapshot at seq 28", out, err)
 	}
 	g.close()
 
 	// Phase 2, the segment after the snapshot: every event type.
-	g.skipRecord(22)
-	g.open(limitsB) // 23 limits_set
+	g.skipRecord(29)
+	g.open(limitsB) // 30 limits_set
 	g.send(mailbox.Task{ID: taskID(5), Sender: planner, Recipient: coder, IntentText: "fix the flaky test\nsee CI run #42 (café)",
 		TaskKind: kind("fix"), Parent: taskID(1), DeadlineMs: &deadline,
-		Idempotency: &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: "fix-42"}}) // 24 task_sent with every optional field
+		Idempotency: &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: "fix-42"}}) // 31 task_sent with every optional field
 	dup := review
 	dup.ID = taskID(6)
-	g.send(dup)            // 25 result_replayed from task 1
-	l2 = g.lease(coder, 2) // 26: attempt 2
+	g.send(dup)            // 32 result_replayed from task 1
+	l2 = g.lease(coder, 2) // 33: attempt 2
 	g.post(mailbox.Result{TaskID: taskID(2), Status: mailbox.StatusOK, LeaseID: l2, Content: []mailbox.Content{
 		text("changelog written"),
 		{Type: mailbox.ContentJSON, Value: json.RawMessage(`{"commit":"abc123","files":["CHANGELOG.md"],"lines":{"added":12,"removed":0},"draft":false,"note":null}`)},
-	}}) // 27 result_posted: text and json
-	l5 := g.lease(coder, 5) // 28
+	}}) // 34 result_posted: text and json
+	l5 := g.lease(coder, 5) // 35
 	g.repair(mailbox.RepairRequest{TaskID: taskID(5), Reason: "coder@local restarted",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l5, DuplicateRisk: mailbox.RiskIdempotent}}) // 29 task_requeued: idempotent
-	g.lease(coder, 5) // 30
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l5, DuplicateRisk: mailbox.RiskIdempotent}}) // 36 task_requeued: idempotent
+	g.lease(coder, 5) // 37
 	rep, err := g.eng.RetryStale(context.Background(), mailbox.RetryPolicy{Enabled: true, MinLeaseAgeMs: 1000, MaxAttempts: 5, MaxRequeues: 10, ScanLimit: 100})
 	if err != nil || len(rep.Requeued) != 1 || rep.Requeued[0].TaskID != taskID(5) {
 		log.Fatalf("retry-stale = %+v, %v, want task 5 requeued", rep, err)
-	} // 31 task_requeued: auto
-	l5 = g.lease(coder, 5) // 32: attempt 3
+	} // 38 task_requeued: auto
+	l5 = g.lease(coder, 5) // 39: attempt 3
 	g.repair(mailbox.RepairRequest{TaskID: taskID(5), Reason: "stuck on attempt 3",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: l5, Message: "gave up after three attempts"}}) // 33 task_force_errored
+		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: l5, Message: "gave up after three attempts"}}) // 40 task_force_errored
 	g.post(mailbox.Result{TaskID: taskID(4), Status: mailbox.StatusError, LeaseID: l4, Content: []mailbox.Content{},
-		ErrorMessage: "the README has no source language"}) // 34 result_posted: error
-	g.drain(planner, 3)                                                                                    // 35 result_drained
-	g.send(mailbox.Task{ID: taskID(7), Sender: planner, Recipient: writer, IntentText: "check the links"}) // 36
-	l7 := g.lease(writer, 7)                                                                               // 37
+		ErrorMessage: "the README has no source language"}) // 41 result_posted: error
+	g.drain(planner, 3)                                                                                    // 42 result_drained
+	g.send(mailbox.Task{ID: taskID(7), Sender: planner, Recipient: writer, IntentText: "check the links"}) // 43
+	l7 := g.lease(writer, 7)                                                                               // 44
 	g.repair(mailbox.RepairRequest{TaskID: taskID(7), Reason: "writer@local hung",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l7, DuplicateRisk: mailbox.RiskOperatorAccepted}}) // 38 task_requeued: operator_accepted
-	l7 = g.lease(writer, 7)                                                                                                                         // 39
-	g.post(mailbox.Result{TaskID: taskID(7), Status: mailbox.StatusPartial, LeaseID: l7, Content: []mailbox.Content{text("3 of 5 links checked")}}) // 40 result_posted: partial
-	g.send(mailbox.Task{ID: taskID(8), Sender: planner, Recipient: writer, IntentText: "tag the release"})                                          // 41
-	g.lease(writer, 8)                                                                                                                              // 42: in_flight at the end
-	g.send(mailbox.Task{ID: taskID(9), Sender: planner, Recipient: coder, IntentText: "bump the version"})                                          // 43: queued at the end
-	g.register(writer, writerCard)                                                                                                                  // 44 agent_registered: replaces the card
-	g.register("scratch@local", mailbox.AgentCard{Name: "Scratch", Skills: []mailbox.AgentSkill{}})                                                 // 45
-	g.deregister("scratch@local")                                                                                                                   // 46 agent_deregistered
-	g.send(a2aTask(12, reviewer, "a2a-msg-12", "ctx-1", msg12))                                                                                     // 47
-	g.lease(reviewer, 12)                                                                                                                           // 48
-	g.cancel(12, "")                                                                                                                                // 49 task_canceled: in flight
-	g.send(a2aTask(13, reviewer, "a2a-msg-13", "ctx-2", msg13))                                                                                     // 50: queued at the end
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l7, DuplicateRisk: mailbox.RiskOperatorAccepted}}) // 45 task_requeued: operator_accepted
+	l7 = g.lease(writer, 7)                                                                                                                         // 46
+	g.post(mailbox.Result{TaskID: taskID(7), Status: mailbox.StatusPartial, LeaseID: l7, Content: []mailbox.Content{text("3 of 5 links checked")}}) // 47 result_posted: partial
+	g.send(mailbox.Task{ID: taskID(8), Sender: planner, Recipient: writer, IntentText: "tag the release"})                                          // 48
+	g.lease(writer, 8)                                                                                                                              // 49: in_flight at the end
+	g.send(mailbox.Task{ID: taskID(9), Sender: planner, Recipient: coder, IntentText: "bump the version"})                                          // 50: queued at the end
+	g.register(writer, writerCard)                                                                                                                  // 51 agent_registered: replaces the card
+	g.register("scratch@local", mailbox.AgentCard{Name: "Scratch", Skills: []mailbox.AgentSkill{}})                                                 // 52
+	g.deregister("scratch@local")                                                                                                                   // 53 agent_deregistered
+	g.send(a2aTask(12, reviewer, "a2a-msg-12", "ctx-1", msg12))                                                                                     // 54
+	g.lease(reviewer, 12)                                                                                                                           // 55
+	g.cancel(12, "")                                                                                                                                // 56 task_canceled: in flight
+	g.send(a2aTask(13, reviewer, "a2a-msg-13", "ctx-2", msg13))                                                                                     // 57: queued at the end
 	// A batch: three tasks sent as one unit (the first event says so), and
 	// two results posted as one unit.
 	g.sendBatch(
 		mailbox.Task{ID: taskID(14), Sender: planner, Recipient: writer, IntentText: "batch one"},
 		mailbox.Task{ID: taskID(15), Sender: planner, Recipient: writer, IntentText: "batch two"},
-		mailbox.Task{ID: taskID(16), Sender: planner, Recipient: writer, IntentText: "batch three"}) // 51-53 task_sent, unit 3
-	l14 := g.lease(writer, 14) // 54
-	l15 := g.lease(writer, 15) // 55
+		mailbox.Task{ID: taskID(16), Sender: planner, Recipient: writer, IntentText: "batch three"}) // 58-60 task_sent, unit 3
+	l14 := g.lease(writer, 14) // 61
+	l15 := g.lease(writer, 15) // 62
 	g.postResults(
 		mailbox.Result{TaskID: taskID(14), Status: mailbox.StatusOK, LeaseID: l14, Content: []mailbox.Content{text("one")}},
-		mailbox.Result{TaskID: taskID(15), Status: mailbox.StatusOK, LeaseID: l15, Content: []mailbox.Content{text("two")}}) // 56-57 result_posted, unit 2
+		mailbox.Result{TaskID: taskID(15), Status: mailbox.StatusOK, LeaseID: l15, Content: []mailbox.Content{text("two")}}) // 63-64 result_posted, unit 2
 	// Tasks sent through Covenant's dialect, with the public keys of its
 	// AgentIds: one leased, one left queued.
-	g.send(covenantTask(17, "fetch papers"))    // 58
-	g.lease("bob@local", 17)                    // 59
-	g.send(covenantTask(18, "rank the papers")) // 60: queued at the end
+	g.send(covenantTask(17, "fetch papers"))    // 65
+	g.lease("bob@local", 17)                    // 66
+	g.send(covenantTask(18, "rank the papers")) // 67: queued at the end
+	// Conversations: replies to the snapshot's waiting tasks (task 20's
+	// question undrained, so the reply drops it), leases that carry every
+	// turn, a question drained while its task waits, a refusal, a question
+	// left waiting at the end, and a waiting task force-errored by the
+	// operator and one canceled by its A2A caller.
+	g.reply(lead, 20, nil, text("the token is in the vault at ops/api"))                                                                // 68 task_replied: undrained question
+	l20 = g.leaseTurns(analyst, 20, 2)                                                                                                  // 69: attempt 2, two turns
+	g.post(mailbox.Result{TaskID: taskID(20), Status: mailbox.StatusOK, LeaseID: l20, Content: []mailbox.Content{text("key rotated")}}) // 70
+	g.reply(lead, 19, nil, text("staging"))                                                                                             // 71 task_replied: drained question
+	l19 = g.leaseTurns(analyst, 19, 2)                                                                                                  // 72
+	g.post(mailbox.Result{TaskID: taskID(19), Status: mailbox.StatusInputRequired, LeaseID: l19,
+		Content: []mailbox.Content{text("which schema, public or reports?")}}) // 73 result_posted: input_required again
+	g.drain(lead, 20)                       // 74 result_drained
+	g.drain(lead, 19)                       // 75 result_drained: a question, task 19 waits
+	g.reply(lead, 19, nil, text("reports")) // 76
+	l19 = g.leaseTurns(analyst, 19, 4)      // 77: attempt 3, four turns
+	g.post(mailbox.Result{TaskID: taskID(19), Status: mailbox.StatusRejected, LeaseID: l19,
+		Content: []mailbox.Content{}, ErrorMessage: "the reports schema is not mine to read"}) // 78 result_posted: rejected
+	g.send(mailbox.Task{ID: taskID(21), Sender: lead, Recipient: analyst, IntentText: "renew the TLS certificate"}) // 79
+	l21 := g.lease(analyst, 21)                                                                                     // 80
+	g.post(mailbox.Result{TaskID: taskID(21), Status: mailbox.StatusAuthRequired, LeaseID: l21,
+		Content: []mailbox.Content{text("I need DNS write access")}}) // 81: waiting at the end, undrained
+	g.send(mailbox.Task{ID: taskID(22), Sender: lead, Recipient: analyst, IntentText: "archive old logs"}) // 82
+	l22 := g.lease(analyst, 22)                                                                            // 83
+	g.post(mailbox.Result{TaskID: taskID(22), Status: mailbox.StatusInputRequired, LeaseID: l22,
+		Content: []mailbox.Content{text("older than how many days?")}}) // 84
+	g.repair(mailbox.RepairRequest{TaskID: taskID(22), Reason: "nobody answers",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, Message: "lead@local never answered"}}) // 85 task_force_errored: waiting, no lease id
+	g.send(a2aTask(23, analyst, "a2a-msg-23", "ctx-3", msg23)) // 86
+	l23 := g.lease(analyst, 23)                                // 87
+	g.post(mailbox.Result{TaskID: taskID(23), Status: mailbox.StatusInputRequired, LeaseID: l23,
+		Content: []mailbox.Content{text("which branch?")}}) // 88
+	g.reply("caller@a2a", 23, &mailbox.A2AOrigin{Version: "0.3", MessageID: "a2a-msg-23b", ContextID: "ctx-3", Message: json.RawMessage(msg23b)},
+		text("main")) // 89 task_replied: an A2A message
+	l23 = g.leaseTurns(analyst, 23, 2) // 90
+	g.post(mailbox.Result{TaskID: taskID(23), Status: mailbox.StatusInputRequired, LeaseID: l23,
+		Content: []mailbox.Content{text("which commit on main?")}}) // 91
+	g.cancel(23, "found it myself") // 92 task_canceled: waiting
 	g.close()
+}
+
+// reply answers task n for sender.
+func (g *scenario) reply(sender string, n int, a2a *mailbox.A2AOrigin, content ...mailbox.Content) {
+	if _, err := g.eng.Reply(context.Background(), mailbox.Reply{TaskID: taskID(n), Sender: sender, Content: content, A2A: a2a}); err != nil {
+		log.Fatalf("reply to %s: %v", taskID(n), err)
+	}
+}
+
+// leaseTurns leases task want for recipient, which must carry turns turns:
+// a lease after a reply hands the worker the whole conversation.
+func (g *scenario) leaseTurns(recipient string, want, turns int) string {
+	task, lease, err := g.eng.Lease(context.Background(), recipient)
+	if err != nil || task == nil || task.ID != taskID(want) || len(task.Turns) != turns {
+		log.Fatalf("lease for %s = %+v, %v, want task %s with %d turns", recipient, task, err, taskID(want), turns)
+	}
+	return lease.LeaseID
 }
 
 // covenantTask is a task as Covenant's dialect sends it: the sender's and
@@ -339,9 +408,11 @@ const reviewer = "reviewer@local"
 
 // The A2A messages of the golden A2A tasks: v0.3 (with kinds) and v1.0.
 const (
-	msg10 = `{"kind":"message","role":"user","messageId":"a2a-msg-10","parts":[{"kind":"text","text":"review PR 7"}]}`
-	msg12 = `{"role":"ROLE_USER","messageId":"a2a-msg-12","contextId":"ctx-1","parts":[{"text":"check the migration"},{"data":{"table":"tasks","rows":3}},{"url":"https://example.com/m.sql","mediaType":"application/sql","filename":"m.sql"}],"metadata":{"mailroom.sender":"caller@a2a"}}`
-	msg13 = `{"kind":"message","role":"user","messageId":"a2a-msg-13","parts":[{"kind":"data","data":{"q":1}}]}`
+	msg10  = `{"kind":"message","role":"user","messageId":"a2a-msg-10","parts":[{"kind":"text","text":"review PR 7"}]}`
+	msg12  = `{"role":"ROLE_USER","messageId":"a2a-msg-12","contextId":"ctx-1","parts":[{"text":"check the migration"},{"data":{"table":"tasks","rows":3}},{"url":"https://example.com/m.sql","mediaType":"application/sql","filename":"m.sql"}],"metadata":{"mailroom.sender":"caller@a2a"}}`
+	msg13  = `{"kind":"message","role":"user","messageId":"a2a-msg-13","parts":[{"kind":"data","data":{"q":1}}]}`
+	msg23  = `{"kind":"message","role":"user","messageId":"a2a-msg-23","contextId":"ctx-3","parts":[{"kind":"text","text":"find the regression"}]}`
+	msg23b = `{"kind":"message","role":"user","messageId":"a2a-msg-23b","contextId":"ctx-3","taskId":"7a5c0000-0000-4000-8000-000000000023","parts":[{"kind":"text","text":"main"}]}`
 )
 
 var (

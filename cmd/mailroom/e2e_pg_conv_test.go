@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
+)
+
+var pgConvFailovers = flag.Int("pg.conv-failovers", 3, "kill -9 failovers of TestPostgresKill9Conversations (.ci/run runs 8)")
+
+// TestPostgresKill9Conversations is TestFaultKill9Conversations on three
+// `mailroom daemon` processes sharing one PostgreSQL schema: each pair
+// talks to an instance of its own (a follower forwards to the leader), the
+// leader is killed with SIGKILL mid-conversation, a follower takes over
+// and a new instance joins. After every failover the new leader holds
+// every acknowledged question and reply, and every instance, followers
+// included, holds the same mailbox.
+func TestPostgresKill9Conversations(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url, t.Name())
+	pg := []string{"--store", "postgres", "--postgres-url", url, "--postgres-schema", schema, "--postgres-campaign-interval", "50ms"}
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -fault.seed %d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed>>2))
+	l := newConvLedger(t)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2*convPairs + 2}}
+	defer hc.CloseIdleConnections()
+
+	var procs []*proc
+	for range 3 {
+		procs = append(procs, startProc(t, t.TempDir(), pg...))
+	}
+	waitLeader := func(what string) *proc {
+		deadline := time.Now().Add(60 * time.Second) // a watchdog, not synchronisation
+		for {
+			if p := leaderOf(procs); p != nil {
+				return p
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no instance leads after 60s", what)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	check := func(when string) *proc {
+		t.Helper()
+		leader := waitLeader(when)
+		c, err := client.New(leader.addr, client.WithHTTPClient(hc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.verify(c, leader.addr, when)
+		sameMailboxes(t, procs, leader, when)
+		if t.Failed() {
+			t.Fatalf("%s: stopping at the first failed check (seed %d); the leader's log:\n%s", when, seed, leader.out)
+		}
+		l.retryUnanswered(c)
+		return leader
+	}
+
+	for i := range *pgConvFailovers {
+		leader := check(fmt.Sprintf("failover %d", i))
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		for n := range convPairs {
+			c, err := client.New(procs[n%len(procs)].addr, client.WithHTTPClient(hc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &convLoad{c: c, l: l, sender: fmt.Sprintf("conv-s-%d@local", n), recipient: fmt.Sprintf("conv-r-%d@local", n)}
+			srng, wrng := rand.New(rand.NewPCG(rng.Uint64(), uint64(n))), rand.New(rand.NewPCG(rng.Uint64(), uint64(n)+convPairs))
+			wg.Go(func() { w.converse(ctx, srng) })
+			wg.Go(func() { w.worker(ctx, wrng) })
+		}
+		// The kill comes at a random moment 0.5-1.5 s into the load.
+		before := l.acks.Load()
+		time.Sleep(500*time.Millisecond + time.Duration(rng.Int64N(int64(time.Second))))
+		l.killed.Store(true)
+		leader.kill9(t)
+		cancel()
+		wg.Wait()
+		l.killed.Store(false)
+		if l.acks.Load() == before {
+			t.Errorf("failover %d: no request was acknowledged in the load before the kill; the leader's log:\n%s", i, leader.out)
+		}
+		for j, p := range procs {
+			if p == leader {
+				procs = append(procs[:j], procs[j+1:]...)
+				break
+			}
+		}
+		procs = append(procs, startProc(t, t.TempDir(), pg...))
+	}
+	check("after the last failover")
+	if l.replies.Load() == 0 || l.questions.Load() == 0 {
+		t.Errorf("%d questions and %d replies acknowledged: the load held no conversations", l.questions.Load(), l.replies.Load())
+	}
+	t.Logf("%d failovers; acknowledged %d sends, %d questions, %d replies (%d retried after a kill, %d duplicates), %d final results; %d reply conflicts; %d tasks waiting summed over the checks",
+		*pgConvFailovers, len(l.sent), l.questions.Load(), l.replies.Load(), l.retried.Load(), l.duplicates.Load(), len(l.finished), l.conflicts.Load(), l.waitingSeen)
+	for _, p := range procs {
+		p.stop(t)
+	}
+}
+
+// sameMailboxes waits until every instance has applied the leader's last
+// event and requires each to hold the leader's tasks and results, byte
+// for byte as their event streams give them.
+func sameMailboxes(t *testing.T, procs []*proc, leader *proc, when string) {
+	t.Helper()
+	want, _ := daemontest.ReadSnapshot(t, "http://"+leader.addr)
+	for _, p := range procs {
+		if p == leader {
+			continue
+		}
+		deadline := time.Now().Add(30 * time.Second) // a watchdog, not synchronisation
+		for {
+			h, err := healthOf(p.addr)
+			if err == nil && h.LastSeq >= want.Seq {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: instance %s stays at seq %d, the leader is at %d", when, p.addr, h.LastSeq, want.Seq)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		got, _ := daemontest.ReadSnapshot(t, "http://"+p.addr)
+		if got.Seq != want.Seq || jsonOf(t, got.Tasks) != jsonOf(t, want.Tasks) || jsonOf(t, got.Results) != jsonOf(t, want.Results) {
+			t.Errorf("%s: instance %s at seq %d holds another mailbox than the leader at seq %d", when, p.addr, got.Seq, want.Seq)
+		}
+	}
+}
