@@ -25,8 +25,10 @@ const (
 // Turn is one step of a task's conversation after its first message: a
 // worker's question or a sender's answer.
 type Turn struct {
-	Seq  uint64 `json:"seq"`
-	AtMs int64  `json:"at_ms"`
+	// Seq and AtMs are the event's that added the turn; a task_replied
+	// event's turn leaves them out (they are the event's own).
+	Seq  uint64 `json:"seq,omitempty"`
+	AtMs int64  `json:"at_ms,omitempty"`
 	// Role is "worker" (a question) or "sender" (an answer); Agent is who
 	// took the turn.
 	Role  string `json:"role"`
