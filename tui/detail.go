@@ -147,6 +147,11 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	if r.LeaseID != "" {
 		fmt.Fprintf(&b, "[::b]lease[::-] %s held by %s since %s\n", r.LeaseID, escapeTags(r.LeasedTo), formatClock(r.LeasedAtMs))
 	}
+	if since := r.WaitingSince(); since != 0 {
+		q, _ := r.Task.Question()
+		fmt.Fprintf(&b, "[aqua::b]waiting on[-::-] %s since %s (%s): %s from %s, below\n", escapeTags(r.Task.Sender), formatClock(since),
+			formatAge(msAge(nowMs, since)), escapeTags(q.Status), escapeTags(q.Agent))
+	}
 	// Parent and children are links (regions) in the order links() lists.
 	link := 0
 	linkTo := func(id string) string {
@@ -176,6 +181,7 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	// task from the Audit pane; a long lease history would push them below
 	// the fold.
 	renderRepairs(&b, d, nowMs)
+	renderTurns(&b, r.Task.Turns)
 
 	b.WriteString("\n[::b]Lease history[::-]\n")
 	// Two lines an event: the second carries the full lease id and holder,
@@ -208,6 +214,38 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	b.WriteString("\n[::b]Record[::-]\n")
 	b.WriteString(escapeTags(indentJSON(r)) + "\n")
 	return b.String()
+}
+
+// turnRunes bounds one turn's text in the conversation; the record below
+// holds it whole.
+const turnRunes = 1000
+
+// renderTurns writes a task's conversation, oldest turn first: each
+// question its worker asked and each answer its sender gave, its text
+// line by line as the agent wrote it, made safe for the terminal.
+func renderTurns(b *strings.Builder, turns []mailbox.Turn) {
+	if len(turns) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n[::b]Conversation[::-] (%d turns, oldest first)\n", len(turns))
+	for i, t := range turns {
+		what := "answered"
+		if t.Role == mailbox.RoleWorker {
+			what = fmt.Sprintf("asked (%s, lease %s, attempt %d)", t.Status, orDash(t.LeaseID), t.Attempt)
+		}
+		color := "green"
+		if t.Role == mailbox.RoleWorker {
+			color = "aqua"
+		}
+		fmt.Fprintf(b, "[%s]#%d %s %s %s[-]\n", color, i+1, formatClock(t.AtMs), escapeTags(t.Agent), escapeTags(what))
+		text := truncate(contentText(t.Content), turnRunes)
+		if text == "" {
+			text = "(no text)"
+		}
+		for _, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
+			b.WriteString("    " + escapeTags(visible(strings.ReplaceAll(line, "\t", "    "))) + "\n")
+		}
+	}
 }
 
 // renderA2A writes what came through the A2A edge with a task: the

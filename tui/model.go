@@ -249,8 +249,8 @@ func (m *model) rows() *rows {
 	if m.auditRows == nil || m.auditBuilt != m.auditVer {
 		m.auditRows, m.auditBuilt = m.state.Audit("", m.state.AuditMax), m.auditVer
 	}
-	r := &rows{version: m.version, seq: m.state.Seq, queued: m.state.QueuedTasks(), leases: m.state.InFlightTasks(), audit: m.auditRows}
-	r.agents = joinAgents(m.agents, r.leases)
+	r := &rows{version: m.version, seq: m.state.Seq, queued: m.state.QueuedTasks(), leases: m.state.InFlightTasks(), waiting: m.state.WaitingTasks(), audit: m.auditRows}
+	r.agents = joinAgents(m.agents, r.leases, r.waiting)
 	pending := m.state.PendingResults()
 	r.results = make([]resultRow, len(pending))
 	for i := range pending {
