@@ -72,6 +72,7 @@ const (
 	actMark
 	actMarkAll
 	actRequeue
+	actRequeueWaiting
 	actForceError
 	actZoom
 	actCopy
@@ -160,8 +161,11 @@ func defaultRegistry() registry {
 		{id: actMarkAll, keys: []keySpec{{key: tcell.KeyCtrlSpace}, ctrlRune(' '), runeKey('*')}, label: "Ctrl-Space *", desc: "mark every lease the pane shows (again: unmark them)", panes: inLeases},
 		{id: actRequeue, keys: []keySpec{runeKey('R')}, short: "requeue", hint: 90, label: "R", desc: "requeue the marked leases, or the selected one; on Agents every lease the agent holds",
 			dangerous: true, needs: []string{capAdmin, capRequeue}, panes: inLeases | inAgents},
-		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", hint: 85, label: "E", desc: "force an error result on the marked leases or the selected one; on Agents the agent's",
-			dangerous: true, needs: []string{capAdmin, capForceError}, panes: inLeases | inAgents},
+		// Not offered on the Waiting pane (no hint), but an operator used to
+		// R on a stuck task is told why nothing happens, and what would.
+		{id: actRequeueWaiting, keys: []keySpec{runeKey('R')}, label: "R", desc: "says why R does nothing to a waiting task: only its sender's reply (or E) ends the wait", panes: inWaiting},
+		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", hint: 85, label: "E", desc: "force an error result on the marked leases or the selected one; on Agents the agent's; on Waiting the selected task's",
+			dangerous: true, needs: []string{capAdmin, capForceError}, panes: inLeases | inAgents | inWaiting},
 		{id: actZoom, keys: []keySpec{runeKey('z')}, short: "zoom", hint: 65, label: "z", desc: "zoom the focused pane to the full screen and back", panes: inAll},
 		{id: actCopy, keys: []keySpec{runeKey('y')}, short: "copy id", hint: 35, label: "y", desc: "copy the selected row's full task id to the clipboard (OSC 52)", panes: inAll},
 		{id: actSaveCSV, keys: []keySpec{{key: tcell.KeyCtrlS}}, short: "save csv", hint: 25, label: "Ctrl-S", desc: "save the pane, as filtered and sorted, to a CSV file", panes: inAll},

@@ -53,6 +53,8 @@ func (c *Console) onKey(ev *tcell.EventKey) *tcell.EventKey {
 		p.markAll()
 	case actRequeue, actForceError:
 		c.openRepair(a.id)
+	case actRequeueWaiting:
+		c.refuseRequeueWaiting()
 	case actZoom:
 		c.zoomed = !c.zoomed
 	case actCopy:
