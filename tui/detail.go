@@ -149,8 +149,8 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	}
 	if since := r.WaitingSince(); since != 0 {
 		q, _ := r.Task.Question()
-		fmt.Fprintf(&b, "[aqua::b]waiting on[-::-] %s since %s (%s): %s from %s, below\n", escapeTags(r.Task.Sender), formatClock(since),
-			formatAge(msAge(nowMs, since)), escapeTags(q.Status), escapeTags(q.Agent))
+		fmt.Fprintf(&b, "[aqua::b]waiting on[-::-] %s since %s (%s): %s\n", escapeTags(r.Task.Sender), formatClock(since),
+			formatAge(msAge(nowMs, since)), escapeTags(q.Status))
 	}
 	// Parent and children are links (regions) in the order links() lists.
 	link := 0
@@ -231,7 +231,9 @@ func renderTurns(b *strings.Builder, turns []mailbox.Turn) {
 	for i, t := range turns {
 		what := "answered"
 		if t.Role == mailbox.RoleWorker {
-			what = fmt.Sprintf("asked (%s, lease %s, attempt %d)", t.Status, orDash(t.LeaseID), t.Attempt)
+			// The short lease id keeps the line on 80 columns; the record
+			// below has it in full.
+			what = fmt.Sprintf("asked (%s, lease %s, attempt %d)", t.Status, orDash(mailbox.ShortID(t.LeaseID)), t.Attempt)
 		}
 		color := "green"
 		if t.Role == mailbox.RoleWorker {
