@@ -97,6 +97,14 @@ func (m *model) applyLocked(ev mailbox.Event) {
 			return // already applied: the stream promises no doubles, but a double must not break the replica
 		}
 	}
+	// A drained question leaves its task waiting on the answer, its final
+	// result still to come: the Results pane will need the task again.
+	// Whether it was a question is known only before the drain applies.
+	drainedQuestion := false
+	if ev.Type == mailbox.EventResultDrained {
+		r, ok := m.state.PendingResult(ev.TaskID)
+		drainedQuestion = ok && mailbox.Asks(r.Status)
+	}
 	if err := m.state.Apply(ev); err != nil {
 		m.gap = err
 		m.gapVer++
@@ -125,7 +133,11 @@ func (m *model) applyLocked(ev mailbox.Event) {
 		}
 	case mailbox.EventTaskSent, mailbox.EventResultReplayed:
 		m.open[ev.Task.ID] = ev.Task
-	case mailbox.EventResultDrained, mailbox.EventTaskCanceled:
+	case mailbox.EventResultDrained:
+		if !drainedQuestion {
+			delete(m.open, ev.TaskID)
+		}
+	case mailbox.EventTaskCanceled:
 		delete(m.open, ev.TaskID)
 	}
 	switch ev.Type {
