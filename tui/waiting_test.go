@@ -423,3 +423,24 @@ func TestForceErrorDialogNoticesAnAnsweredQuestion(t *testing.T) {
 		t.Errorf("the answered task is %s, want queued", e.State)
 	}
 }
+
+// A lease whose worker asks its sender a question while a repair dialog
+// is open on it is no longer there to repair: the dialog says what became
+// of it.
+func TestRepairDialogNoticesALeaseThatEndedWithAQuestion(t *testing.T) {
+	t.Parallel()
+	d, api := startMailbox(t)
+	id := api.send("worker-a@local", "migrate the schemas")
+	_, lease := api.lease("worker-a@local")
+	r := runConsole(t, api.c, Options{Addr: d.URL()})
+	r.scr.waitForText(t, "no auth")
+	r.scr.press(char('2'))
+	r.scr.waitForText(t, "[2] Leases 1 of 1")
+	r.scr.press(char('E'))
+	r.scr.waitForText(t, "Force an error result")
+	api.ask(id, lease.LeaseID, mailbox.StatusInputRequired, oldQuestion)
+	f := r.scr.waitForText(t, "The lease changed while this dialog was open")
+	if !f.contains("its worker asked planner@local a question (input_required)") || f.contains("Force error ") {
+		t.Errorf("the dialog should say the lease ended with a question and offer no confirm:\n%s", f)
+	}
+}
