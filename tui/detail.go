@@ -239,8 +239,17 @@ func renderTurns(b *strings.Builder, turns []mailbox.Turn) {
 		if t.Role == mailbox.RoleWorker {
 			color = "aqua"
 		}
+		if t.A2A != nil {
+			what += " through A2A"
+		}
 		fmt.Fprintf(b, "[%s]#%d %s %s %s[-]\n", color, i+1, formatClock(t.AtMs), escapeTags(t.Agent), escapeTags(what))
-		text := truncate(contentText(t.Content), turnRunes)
+		text := contentText(t.Content)
+		if text == "" && t.A2A != nil {
+			// An answer sent through the A2A edge may carry its parts only
+			// in the message, as its client sent it.
+			text = strings.Join(a2aPartLines(t.A2A), "\n")
+		}
+		text = truncate(text, turnRunes)
 		if text == "" {
 			text = "(no text)"
 		}
@@ -256,19 +265,28 @@ func renderTurns(b *strings.Builder, turns []mailbox.Turn) {
 // raw or url).
 func renderA2A(b *strings.Builder, o *mailbox.A2AOrigin) {
 	fmt.Fprintf(b, "[::b]a2a[::-] v%s message %s  [::b]context[::-] %s\n", escapeTags(o.Version), escapeTags(o.MessageID), escapeTags(o.ContextID))
-	var m struct {
-		Parts []map[string]json.RawMessage `json:"parts"`
-	}
-	if json.Unmarshal(o.Message, &m) != nil {
-		return
-	}
-	for i, p := range m.Parts {
+	for i, l := range a2aPartLines(o) {
 		label := "      "
 		if i == 0 {
 			label = "[::b]parts[::-] "
 		}
-		b.WriteString(label + escapeTags(partLine(p)) + "\n")
+		b.WriteString(label + escapeTags(l) + "\n")
 	}
+}
+
+// a2aPartLines are an A2A message's parts, one a line.
+func a2aPartLines(o *mailbox.A2AOrigin) []string {
+	var m struct {
+		Parts []map[string]json.RawMessage `json:"parts"`
+	}
+	if json.Unmarshal(o.Message, &m) != nil {
+		return nil
+	}
+	lines := make([]string, len(m.Parts))
+	for i, p := range m.Parts {
+		lines[i] = partLine(p)
+	}
+	return lines
 }
 
 // partLine is one part of an A2A message on one line.

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -442,5 +443,27 @@ func TestRepairDialogNoticesALeaseThatEndedWithAQuestion(t *testing.T) {
 	f := r.scr.waitForText(t, "The lease changed while this dialog was open")
 	if !f.contains("its worker asked planner@local a question (input_required)") || f.contains("Force error ") {
 		t.Errorf("the dialog should say the lease ended with a question and offer no confirm:\n%s", f)
+	}
+}
+
+// An answer sent through the A2A edge may carry its text only in the A2A
+// message: the conversation shows its parts.
+func TestDetailShowsAnA2AAnswersParts(t *testing.T) {
+	rec := mailbox.TaskRecord{
+		Task: mailbox.Task{ID: "6f9619ff-8b86-4d11-b42d-00c04fc964ff", Sender: "caller@a2a", Recipient: "coder@local", IntentText: "check",
+			Turns: []mailbox.Turn{
+				{Seq: 3, Role: mailbox.RoleWorker, Agent: "coder@local", Status: mailbox.StatusInputRequired, LeaseID: "0c0b6328-aaaa-4000-8000-000000000001", Attempt: 1,
+					Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "which branch?"}}},
+				{Seq: 4, Role: mailbox.RoleSender, Agent: "caller@a2a", Content: []mailbox.Content{},
+					A2A: &mailbox.A2AOrigin{Version: "1.0", MessageID: "m2", ContextID: "ctx", Message: json.RawMessage(`{"parts":[{"text":"main"},{"data":{"pr":7}}]}`)}},
+			}},
+		State: mailbox.TaskQueued,
+	}
+	text := renderDetail(rec.Task.ID, detail{record: rec, known: true}, 0)
+	for _, want := range []string{"#1 ", "coder@local asked (input_required, lease 0c0b6328, attempt 1)", "which branch?",
+		"#2 ", "caller@a2a answered through A2A", "text: main\n", "data: {\"pr\":7}"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the conversation lacks %q:\n%s", want, text)
+		}
 	}
 }
