@@ -467,3 +467,22 @@ func TestDetailShowsAnA2AAnswersParts(t *testing.T) {
 		}
 	}
 }
+
+// Read-only, the Waiting pane offers no force error, and R's refusal does
+// not point at a key that is not there.
+func TestReadOnlyWaitingPaneHasNoRepairKeys(t *testing.T) {
+	t.Parallel()
+	m := newWaitingMailbox(t)
+	r := runConsole(t, m.api.c, Options{Addr: m.d.URL(), Now: m.clk.Now, StaleAfter: staleAfterForTests, ReadOnly: true})
+	r.scr.waitForText(t, "no auth")
+	r.scr.press(char('6'))
+	r.scr.waitForText(t, "[6] Waiting 1-2 of 2")
+	r.scr.press(char('E'), char('R'))
+	f := r.scr.waitForText(t, "cannot requeue task "+short(m.old))
+	if f.contains("<E>") || f.contains("Force an error") || f.contains("E forces") {
+		t.Errorf("a read-only console offers a force error on a waiting task:\n%s", f)
+	}
+	if e, _ := m.api.entry(m.old); e.State != mailbox.TaskWaiting {
+		t.Errorf("a read-only console changed the waiting task: %+v", e)
+	}
+}
