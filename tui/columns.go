@@ -51,9 +51,10 @@ var paneColumns = [paneCount][]column{
 	paneResults: resultsColumns,
 	paneAudit:   auditColumns,
 	paneAgents:  agentsColumns,
+	paneWaiting: waitingColumns,
 }
 
-const maxColumns = 9
+const maxColumns = 10
 
 // sortSpec is how a pane is ordered: by the column whose letter is key,
 // largest first when desc. The zero value is the pane's own order: on the
@@ -65,10 +66,10 @@ type sortSpec struct {
 }
 
 // naturalSort is the order the state lists pane p in, so sorting by it
-// costs nothing: leases and results oldest first.
+// costs nothing: leases, results and questions oldest first.
 func naturalSort(p paneID) sortSpec {
 	switch p {
-	case paneLeases, paneResults:
+	case paneLeases, paneResults, paneWaiting:
 		return sortSpec{key: 'A', desc: true}
 	}
 	return sortSpec{}
@@ -152,17 +153,17 @@ func rowComparer(r *rows, p paneID, key rune) func(a, b int) int {
 		return func(a, b int) int { return cmp.Compare(f(b), f(a)) }
 	}
 	switch p {
-	case paneQueue, paneLeases:
-		es := r.queued
-		if p == paneLeases {
-			es = r.leases
-		}
+	case paneQueue, paneLeases, paneWaiting:
+		es := r.entries(p)
 		switch key {
 		case 'T':
 			return byString(func(i int) string { return es[i].Task.ID })
 		case 'A':
-			if p == paneLeases {
+			switch p {
+			case paneLeases:
 				return olderLater(func(i int) int64 { return es[i].LeasedAtMs })
+			case paneWaiting:
+				return olderLater(func(i int) int64 { return es[i].WaitingSinceMs })
 			}
 			return olderLater(func(i int) int64 { return es[i].QueuedAtMs })
 		case 'S':
@@ -181,6 +182,10 @@ func rowComparer(r *rows, p paneID, key rune) func(a, b int) int {
 			return byString(func(i int) string { return es[i].LeaseID })
 		case 'I':
 			return byString(func(i int) string { return es[i].Task.IntentText })
+		case 'U':
+			return byString(func(i int) string { return questionOf(&es[i].Task).Status })
+		case 'Q':
+			return byString(func(i int) string { return questionText(&es[i].Task) })
 		}
 	case paneResults:
 		rs := r.results
@@ -196,7 +201,7 @@ func rowComparer(r *rows, p paneID, key rune) func(a, b int) int {
 		case 'A':
 			return olderLater(func(i int) int64 { return rs[i].PostedAtMs })
 		case 'M':
-			return byString(func(i int) string { return rs[i].ErrorMessage })
+			return byString(func(i int) string { return resultMessage(&rs[i].PendingResult) })
 		}
 	}
 	return nil
@@ -246,6 +251,8 @@ func sortAgentRows(as []agentRow, st staleness, s sortSpec, idx []int32) {
 		compare = func(x, y *agentRow) int { return cmp.Compare(x.Queued, y.Queued) }
 	case 'P':
 		compare = func(x, y *agentRow) int { return cmp.Compare(x.ResultsPending, y.ResultsPending) }
+	case 'W':
+		compare = func(x, y *agentRow) int { return cmp.Compare(x.waiting, y.waiting) }
 	case 'K':
 		compare = func(x, y *agentRow) int {
 			return cmp.Or(cmp.Compare(x.ResultsError5m, y.ResultsError5m), cmp.Compare(x.ResultsOK5m, y.ResultsOK5m))

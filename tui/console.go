@@ -1,8 +1,9 @@
 // Package tui is Mailroom's live operator console: a tview application that
 // keeps a replica of the mailbox state from the daemon's event stream, shows
-// queued tasks, leases, pending results and the repair audit trail in four
-// panes, and repairs stuck leases, one or many, through guarded requeue and
-// force-error dialogs.
+// queued tasks, leases, pending results, the repair audit trail, the agents
+// and the tasks waiting on their senders' answers in panes, and repairs
+// stuck leases, one or many, and unanswered questions through guarded
+// requeue and force-error dialogs.
 package tui
 
 import (
@@ -169,6 +170,8 @@ func (c *Console) layout() {
 	stack := &paneStack{Flex: tview.NewFlex().SetDirection(tview.FlexRow), c: c}
 	for p := paneQueue; p < paneCount; p++ {
 		c.panes[p] = newPane(p, c.opts.Now, c.opts.StaleAfter)
+	}
+	for _, p := range screenOrder {
 		stack.AddItem(c.panes[p], 0, 1, p == paneQueue)
 	}
 	c.main = tview.NewFlex().SetDirection(tview.FlexRow).AddItem(c.header, 2, 0, false).AddItem(stack, 0, 1, true)
@@ -357,8 +360,10 @@ func (c *Console) install(fresh *rows, st status, spark [sparkSeconds]int) {
 			p.show(fresh)
 		}
 	} else if c.rows != nil {
-		if lp := c.panes[paneLeases]; lp.params.staleOnly {
-			lp.show(c.rows) // leases turn stale as time passes
+		for _, id := range []paneID{paneLeases, paneWaiting} {
+			if p := c.panes[id]; p.params.staleOnly {
+				p.show(c.rows) // leases and questions turn stale as time passes
+			}
 		}
 		c.panes[paneAgents].show(c.rows) // and agents that hold them go quiet
 	}

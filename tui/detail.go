@@ -147,6 +147,11 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	if r.LeaseID != "" {
 		fmt.Fprintf(&b, "[::b]lease[::-] %s held by %s since %s\n", r.LeaseID, escapeTags(r.LeasedTo), formatClock(r.LeasedAtMs))
 	}
+	if since := r.WaitingSince(); since != 0 {
+		q, _ := r.Task.Question()
+		fmt.Fprintf(&b, "[aqua::b]waiting on[-::-] %s since %s (%s): %s\n", escapeTags(r.Task.Sender), formatClock(since),
+			formatAge(msAge(nowMs, since)), escapeTags(q.Status))
+	}
 	// Parent and children are links (regions) in the order links() lists.
 	link := 0
 	linkTo := func(id string) string {
@@ -176,6 +181,7 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	// task from the Audit pane; a long lease history would push them below
 	// the fold.
 	renderRepairs(&b, d, nowMs)
+	renderTurns(&b, r.Task.Turns)
 
 	b.WriteString("\n[::b]Lease history[::-]\n")
 	// Two lines an event: the second carries the full lease id and holder,
@@ -210,25 +216,77 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	return b.String()
 }
 
+// turnRunes bounds one turn's text in the conversation; the record below
+// holds it whole.
+const turnRunes = 1000
+
+// renderTurns writes a task's conversation, oldest turn first: each
+// question its worker asked and each answer its sender gave, its text
+// line by line as the agent wrote it, made safe for the terminal.
+func renderTurns(b *strings.Builder, turns []mailbox.Turn) {
+	if len(turns) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n[::b]Conversation[::-] (%d turns, oldest first)\n", len(turns))
+	for i, t := range turns {
+		what := "answered"
+		if t.Role == mailbox.RoleWorker {
+			// The short lease id keeps the line on 80 columns; the record
+			// below has it in full.
+			what = fmt.Sprintf("asked (%s, lease %s, attempt %d)", t.Status, orDash(mailbox.ShortID(t.LeaseID)), t.Attempt)
+		}
+		color := "green"
+		if t.Role == mailbox.RoleWorker {
+			color = "aqua"
+		}
+		if t.A2A != nil {
+			what += " through A2A"
+		}
+		fmt.Fprintf(b, "[%s]#%d %s %s %s[-]\n", color, i+1, formatClock(t.AtMs), escapeTags(t.Agent), escapeTags(what))
+		text := contentText(t.Content)
+		if text == "" && t.A2A != nil {
+			// An answer sent through the A2A edge may carry its parts only
+			// in the message, as its client sent it.
+			text = strings.Join(a2aPartLines(t.A2A), "\n")
+		}
+		text = truncate(text, turnRunes)
+		if text == "" {
+			text = "(no text)"
+		}
+		for _, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
+			b.WriteString("    " + escapeTags(visible(strings.ReplaceAll(line, "\t", "    "))) + "\n")
+		}
+	}
+}
+
 // renderA2A writes what came through the A2A edge with a task: the
 // protocol generation, the message and context ids, and the message's
 // parts one a line (v0.3 parts carry a kind; v1.0 parts are text, data,
 // raw or url).
 func renderA2A(b *strings.Builder, o *mailbox.A2AOrigin) {
 	fmt.Fprintf(b, "[::b]a2a[::-] v%s message %s  [::b]context[::-] %s\n", escapeTags(o.Version), escapeTags(o.MessageID), escapeTags(o.ContextID))
-	var m struct {
-		Parts []map[string]json.RawMessage `json:"parts"`
-	}
-	if json.Unmarshal(o.Message, &m) != nil {
-		return
-	}
-	for i, p := range m.Parts {
+	for i, l := range a2aPartLines(o) {
 		label := "      "
 		if i == 0 {
 			label = "[::b]parts[::-] "
 		}
-		b.WriteString(label + escapeTags(partLine(p)) + "\n")
+		b.WriteString(label + escapeTags(l) + "\n")
 	}
+}
+
+// a2aPartLines are an A2A message's parts, one a line.
+func a2aPartLines(o *mailbox.A2AOrigin) []string {
+	var m struct {
+		Parts []map[string]json.RawMessage `json:"parts"`
+	}
+	if json.Unmarshal(o.Message, &m) != nil {
+		return nil
+	}
+	lines := make([]string, len(m.Parts))
+	for i, p := range m.Parts {
+		lines[i] = partLine(p)
+	}
+	return lines
 }
 
 // partLine is one part of an A2A message on one line.

@@ -145,6 +145,8 @@ func (x exportJob) writeJSON(w io.Writer) error {
 			row = x.rows.queued[j]
 		case paneLeases:
 			row = x.rows.leases[j]
+		case paneWaiting:
+			row = x.rows.waiting[j]
 		case paneResults:
 			row = x.rows.results[j].PendingResult
 		case paneAgents:
@@ -153,6 +155,10 @@ func (x exportJob) writeJSON(w io.Writer) error {
 			a.InFlight = a.held
 			if a.held > 0 {
 				a.OldestLeaseAgeMs = x.st.nowMs - a.oldestLeasedAtMs
+			}
+			a.Waiting, a.OldestWaitingMs = a.waiting, 0
+			if a.waiting > 0 {
+				a.OldestWaitingMs = x.st.nowMs - a.oldestWaitingMs
 			}
 			row = struct {
 				mailbox.AgentInfo

@@ -189,7 +189,7 @@ func TestSaveTheAgentsPaneAsShown(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the CSV file does not parse: %v\n%s", err, data)
 		}
-		if got := strings.Join(recs[0], ","); got != "AGENT,STATUS,SEEN,HELD,OLDEST,QUEUED,RESULTS,OK/ERR,NOTE,LAST SEEN AT,OLDEST LEASED AT" {
+		if got := strings.Join(recs[0], ","); got != "AGENT,STATUS,SEEN,HELD,OLDEST,QUEUED,RESULTS,WAITING,OK/ERR,NOTE,LAST SEEN AT,OLDEST LEASED AT,OLDEST WAITING SINCE" {
 			t.Errorf("CSV heading = %s", got)
 		}
 		var saved []string

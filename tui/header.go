@@ -142,12 +142,27 @@ func (c *Console) headerText(width int) string {
 	if staleN > 0 {
 		stale = "[red::b]stale " + commas(staleN) + "[-::-]"
 	}
+	// Questions unanswered past the stale limit make the waiting count
+	// red and as important as the stale leases: both are incidents. With
+	// nothing waiting, the count is what a narrow header drops first.
+	waitingN := c.rows.len(paneWaiting)
+	waiting := segment{prio: 75, variants: []string{"waiting " + commas(waitingN)}}
+	switch staleW := c.rows.countStaleWaiting(staleness{nowMs: c.opts.Now().UnixMilli(), afterMs: c.opts.StaleAfter.Milliseconds()}); {
+	case staleW > 0:
+		waiting = segment{prio: 95, variants: []string{
+			"[red::b]waiting " + commas(waitingN) + " (" + commas(staleW) + " stale)[-::-]",
+			"[red::b]" + staleMarker + "waiting " + commas(waitingN) + "[-::-]",
+		}}
+	case waitingN == 0:
+		waiting = segment{prio: 40, variants: []string{"waiting 0", ""}}
+	}
 	perS := float64(sum(c.spark[len(c.spark)-rateSeconds:])) / rateSeconds
 	rate := fmt.Sprintf("events/s %.1f", perS)
 	bottom := []segment{
 		{prio: 90, variants: []string{"queued " + commas(c.rows.len(paneQueue))}},
 		{prio: 90, variants: []string{"in flight " + commas(c.rows.len(paneLeases)), "leased " + commas(c.rows.len(paneLeases))}},
 		{prio: 100, variants: []string{stale}},
+		waiting,
 		{prio: 80, variants: []string{"results pending " + commas(c.rows.len(paneResults)), "results " + commas(c.rows.len(paneResults))}},
 		{prio: 60, variants: []string{
 			rate + " [aqua]" + sparkline(c.spark[:]) + "[-]",

@@ -23,13 +23,18 @@ const (
 	// leases and when it was last seen; those that hold leases and went
 	// quiet are marked as probably gone.
 	paneAgents
+	// paneWaiting lists the tasks waiting on their senders: a worker
+	// ended its turn with a question (input_required, auth_required) and
+	// only the sender's reply moves the task on. Last, so the keys of the
+	// panes before it stay where operators learned them.
+	paneWaiting
 	// paneCount is the number of panes; a pane added before it gets its
 	// number key, its hint and its help line from the registry below.
 	paneCount
 )
 
 func (p paneID) String() string {
-	return [...]string{"Queue", "Leases", "Results", "Audit", "Agents"}[p]
+	return [...]string{"Queue", "Leases", "Results", "Audit", "Agents", "Waiting"}[p]
 }
 
 // paneSet is the set of panes an action applies to.
@@ -41,9 +46,10 @@ const (
 	inResults paneSet = 1 << paneResults
 	inAudit   paneSet = 1 << paneAudit
 	inAgents  paneSet = 1 << paneAgents
+	inWaiting paneSet = 1 << paneWaiting
 	// inTasks are the panes of tasks and results, which sort; the Audit
 	// pane is a trail and always reads newest first.
-	inTasks = inQueue | inLeases | inResults
+	inTasks = inQueue | inLeases | inResults | inWaiting
 	inAll   = paneSet(1<<paneCount - 1)
 )
 
@@ -66,6 +72,7 @@ const (
 	actMark
 	actMarkAll
 	actRequeue
+	actRequeueWaiting
 	actForceError
 	actZoom
 	actCopy
@@ -139,23 +146,26 @@ func defaultRegistry() registry {
 		paneKeys, paneLabels, paneNames = append(paneKeys, runeKey(rune('0'+p+1))), append(paneLabels, n), append(paneNames, p.String())
 	}
 	return registry{actions: []action{
-		{id: actFocusNext, keys: []keySpec{{key: tcell.KeyTab}}, label: "Tab", desc: "focus the next pane", panes: inAll},
-		{id: actFocusPrev, keys: []keySpec{{key: tcell.KeyBacktab}}, label: "Shift-Tab", desc: "focus the previous pane", panes: inAll},
+		{id: actFocusNext, keys: []keySpec{{key: tcell.KeyTab}}, label: "Tab", desc: "focus the next pane down the screen", panes: inAll},
+		{id: actFocusPrev, keys: []keySpec{{key: tcell.KeyBacktab}}, label: "Shift-Tab", desc: "focus the previous pane up the screen", panes: inAll},
 		{id: actFocusPane, keys: paneKeys, short: "pane", hintKey: "1-" + strconv.Itoa(int(paneCount)), hint: 80, label: strings.Join(paneLabels, " "), desc: "focus " + strings.Join(paneNames, " / "), panes: inAll},
 		{id: actMove, keys: []keySpec{{key: tcell.KeyUp}, {key: tcell.KeyDown}, runeKey('j'), runeKey('k'), runeKey('g'), runeKey('G'), {key: tcell.KeyPgUp}, {key: tcell.KeyPgDn}},
 			label: "↑ ↓ j k g G PgUp PgDn", desc: "move the selection (g first, G last)", panes: inAll, widget: true},
 		{id: actDetail, keys: []keySpec{{key: tcell.KeyEnter}}, short: "detail", hint: 50, label: "Enter", desc: "detail view: every id in full, lease and repair history; Enter opens the parent or a child", panes: inAll &^ inAgents},
 		{id: actShowAgent, keys: []keySpec{{key: tcell.KeyEnter}}, short: "show in all panes", hint: 50, label: "Enter", desc: "show only the selected agent's tasks, leases, results and repairs in every other pane (Esc: all again)", panes: inAgents},
-		{id: actFilter, keys: []keySpec{runeKey('/')}, short: "filter", hint: 70, label: "/", desc: "filter the pane by id, sender, recipient, kind, intent; Audit by task, principal, action, reason", panes: inAll},
+		{id: actFilter, keys: []keySpec{runeKey('/')}, short: "filter", hint: 70, label: "/", desc: "filter the pane by id, sender, recipient, kind, intent (Waiting: and question); Audit by task, principal, action, reason", panes: inAll},
 		{id: actBack, keys: []keySpec{{key: tcell.KeyEscape}}, label: "Esc", desc: "clear the filter, the agent shown, stale-only and marks; leave the detail view, help page or a dialog", panes: inAll},
 		{id: actSort, keys: sortKeys(), short: "sort", hint: 30, label: "Shift-letter", desc: "sort by the column with that letter (below); again to reverse", panes: inTasks | inAgents},
-		{id: actStaleOnly, keys: []keySpec{runeKey('!')}, short: "stale only", hint: 55, label: "!", desc: "show only stale leases", panes: inLeases},
+		{id: actStaleOnly, keys: []keySpec{runeKey('!')}, short: "stale only", hint: 55, label: "!", desc: "show only stale leases; on Waiting, the questions unanswered for as long", panes: inLeases | inWaiting},
 		{id: actMark, keys: []keySpec{runeKey(' ')}, short: "mark", hint: 75, label: "Space", desc: "mark or unmark the selected lease for a repair of many", panes: inLeases},
 		{id: actMarkAll, keys: []keySpec{{key: tcell.KeyCtrlSpace}, ctrlRune(' '), runeKey('*')}, label: "Ctrl-Space *", desc: "mark every lease the pane shows (again: unmark them)", panes: inLeases},
 		{id: actRequeue, keys: []keySpec{runeKey('R')}, short: "requeue", hint: 90, label: "R", desc: "requeue the marked leases, or the selected one; on Agents every lease the agent holds",
 			dangerous: true, needs: []string{capAdmin, capRequeue}, panes: inLeases | inAgents},
-		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", hint: 85, label: "E", desc: "force an error result on the marked leases or the selected one; on Agents the agent's",
-			dangerous: true, needs: []string{capAdmin, capForceError}, panes: inLeases | inAgents},
+		// Not offered on the Waiting pane (no hint), but an operator used to
+		// R on a stuck task is told why nothing happens, and what would.
+		{id: actRequeueWaiting, keys: []keySpec{runeKey('R')}, label: "R", desc: "says why R does nothing to a waiting task: only its sender's reply (or E) ends the wait", panes: inWaiting},
+		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", hint: 85, label: "E", desc: "force an error result on the marked leases or the selected one; on Agents the agent's; on Waiting the selected task's",
+			dangerous: true, needs: []string{capAdmin, capForceError}, panes: inLeases | inAgents | inWaiting},
 		{id: actZoom, keys: []keySpec{runeKey('z')}, short: "zoom", hint: 65, label: "z", desc: "zoom the focused pane to the full screen and back", panes: inAll},
 		{id: actCopy, keys: []keySpec{runeKey('y')}, short: "copy id", hint: 35, label: "y", desc: "copy the selected row's full task id to the clipboard (OSC 52)", panes: inAll},
 		{id: actSaveCSV, keys: []keySpec{{key: tcell.KeyCtrlS}}, short: "save csv", hint: 25, label: "Ctrl-S", desc: "save the pane, as filtered and sorted, to a CSV file", panes: inAll},

@@ -12,10 +12,10 @@ func TestZoomTheFocusedPane(t *testing.T) {
 	d, api := startMailbox(t)
 	api.fill("worker-a@local", "lease", 70)
 	api.leaseAll("worker-a@local", 70)
-	api.send("worker-b@local", "waiting")
+	api.send("worker-b@local", "not yet leased")
 	forSizes(t, func(t *testing.T, w, h int) {
 		r := runConsoleSized(t, api.c, Options{Addr: d.URL()}, w, h)
-		r.scr.waitForText(t, "waiting")
+		r.scr.waitForText(t, "not yet leased")
 		r.scr.press(char('2'))
 		f := r.scr.waitForText(t, "<R> requeue")
 		_, before, _, _ := shownRange(f, "[2] Leases")

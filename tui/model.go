@@ -97,6 +97,14 @@ func (m *model) applyLocked(ev mailbox.Event) {
 			return // already applied: the stream promises no doubles, but a double must not break the replica
 		}
 	}
+	// A drained question leaves its task waiting on the answer, its final
+	// result still to come: the Results pane will need the task again.
+	// Whether it was a question is known only before the drain applies.
+	drainedQuestion := false
+	if ev.Type == mailbox.EventResultDrained {
+		r, ok := m.state.PendingResult(ev.TaskID)
+		drainedQuestion = ok && mailbox.Asks(r.Status)
+	}
 	if err := m.state.Apply(ev); err != nil {
 		m.gap = err
 		m.gapVer++
@@ -125,7 +133,11 @@ func (m *model) applyLocked(ev mailbox.Event) {
 		}
 	case mailbox.EventTaskSent, mailbox.EventResultReplayed:
 		m.open[ev.Task.ID] = ev.Task
-	case mailbox.EventResultDrained, mailbox.EventTaskCanceled:
+	case mailbox.EventResultDrained:
+		if !drainedQuestion {
+			delete(m.open, ev.TaskID)
+		}
+	case mailbox.EventTaskCanceled:
 		delete(m.open, ev.TaskID)
 	}
 	switch ev.Type {
@@ -249,8 +261,8 @@ func (m *model) rows() *rows {
 	if m.auditRows == nil || m.auditBuilt != m.auditVer {
 		m.auditRows, m.auditBuilt = m.state.Audit("", m.state.AuditMax), m.auditVer
 	}
-	r := &rows{version: m.version, seq: m.state.Seq, queued: m.state.QueuedTasks(), leases: m.state.InFlightTasks(), audit: m.auditRows}
-	r.agents = joinAgents(m.agents, r.leases)
+	r := &rows{version: m.version, seq: m.state.Seq, queued: m.state.QueuedTasks(), leases: m.state.InFlightTasks(), waiting: m.state.WaitingTasks(), audit: m.auditRows}
+	r.agents = joinAgents(m.agents, r.leases, r.waiting)
 	pending := m.state.PendingResults()
 	r.results = make([]resultRow, len(pending))
 	for i := range pending {

@@ -150,3 +150,29 @@ func TestModelDetail(t *testing.T) {
 		t.Errorf("history has %d entries, want sent, leased, posted", got)
 	}
 }
+
+// A question drained by its sender does not finish the task: the Results
+// pane still knows its kind and intent when the final result comes.
+func TestModelKeepsAWaitingTaskOpenWhenItsQuestionIsDrained(t *testing.T) {
+	src := newSource(t)
+	m := newModel()
+	m.receive(src.snapshot())
+	sent := src.send("worker-a@local", withKind("migrate"), withIntent("migrate the schemas"))
+	m.receive(sent)
+	m.receive(src.lease("worker-a@local"))
+	m.receive(src.emit(src.s.DecidePostResult(mailbox.Result{TaskID: sent.Task.ID, Status: mailbox.StatusInputRequired,
+		Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "which database?"}}}, src.nowMs)))
+	m.receive(src.drain("planner@local"))
+	ev, _, ok, err := src.s.DecideReply(mailbox.Reply{TaskID: sent.Task.ID, Sender: "planner@local",
+		Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "billing"}}}, "", src.nowMs)
+	if !ok {
+		t.Fatalf("reply refused: %v", err)
+	}
+	m.receive(src.emit(ev, err))
+	m.receive(src.lease("worker-a@local"))
+	m.receive(src.post(sent.Task.ID, mailbox.StatusOK, ""))
+	r := m.rows()
+	if len(r.results) != 1 || r.results[0].kind != "migrate" || r.results[0].intent != "migrate the schemas" {
+		t.Errorf("results = %+v, want the final result with its task's kind and intent", r.results)
+	}
+}

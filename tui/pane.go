@@ -18,7 +18,9 @@ var (
 	colorOK      = tcell.ColorGreen
 	colorPartial = tcell.ColorYellow
 	colorError   = tcell.ColorRed
-	colorText    = tview.Styles.PrimaryTextColor
+	// colorAsking marks a question: the turn is the sender's to take.
+	colorAsking = tcell.ColorAqua
+	colorText   = tview.Styles.PrimaryTextColor
 )
 
 // staleMarker starts the age of a stale lease, so it reads as stale even

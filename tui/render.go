@@ -28,6 +28,7 @@ var renderers = [paneCount]renderer{
 	paneResults: resultsRenderer{},
 	paneAudit:   auditRenderer{},
 	paneAgents:  agentsRenderer{},
+	paneWaiting: waitingRenderer{},
 }
 
 // rowWriter hands a renderer its row's cells, already styled as their

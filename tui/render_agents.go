@@ -18,17 +18,24 @@ var agentsColumns = []column{
 	{heading: "OLDEST", sortKey: 'O', sortName: "oldest", largestFirst: true},
 	{heading: "QUEUED", sortKey: 'Q', sortName: "queued", largestFirst: true},
 	{heading: "RESULTS", sortKey: 'P', sortName: "results", largestFirst: true},
+	// Tasks waiting on the agent, as their sender, to answer a question.
+	{heading: "WAITING", sortKey: 'W', sortName: "waiting", largestFirst: true},
 	{heading: "OK/ERR", sortKey: 'K', sortName: "ok/err", largestFirst: true},
 	{heading: "NOTE", expand: true},
 }
 
-// agentsRenderer draws an agent; one probably gone is red throughout.
+// agentsRenderer draws an agent; one probably gone is red throughout, and
+// so is the count of questions waiting on one when the longest has waited
+// past the stale limit.
 type agentsRenderer struct{}
 
 func (agentsRenderer) render(c *paneContent, w *rowWriter, i int) {
 	a := &c.rows.agents[i]
-	for _, v := range agentCells(a, c.st) {
-		w.cell(v)
+	for k, v := range agentCells(a, c.st) {
+		cell := w.cell(v)
+		if k == agentsWaitingColumn && a.waiting > 0 && c.st.stale(a.oldestWaitingMs) {
+			cell.Color = colorStale
+		}
 	}
 	if c.st.gone(a) {
 		row := w.row()
@@ -38,26 +45,34 @@ func (agentsRenderer) render(c *paneContent, w *rowWriter, i int) {
 	}
 }
 
-func (agentsRenderer) exportTimes() []string { return []string{"LAST SEEN AT", "OLDEST LEASED AT"} }
+// agentsWaitingColumn is the WAITING column's place in agentCells.
+const agentsWaitingColumn = 7
+
+func (agentsRenderer) exportTimes() []string {
+	return []string{"LAST SEEN AT", "OLDEST LEASED AT", "OLDEST WAITING SINCE"}
+}
 
 func (agentsRenderer) record(x exportJob, i int) []string {
 	a := &x.rows.agents[i]
 	cells := agentCells(a, x.st)
-	seenAt, oldestAt := "", ""
+	seenAt, oldestAt, waitingAt := "", "", ""
 	if a.LastSeenMs != 0 {
 		seenAt = exportAt(a.LastSeenMs)
 	}
 	if a.held > 0 {
 		oldestAt = exportAt(a.oldestLeasedAtMs)
 	}
-	return append(cells[:], seenAt, oldestAt)
+	if a.waiting > 0 {
+		waitingAt = exportAt(a.oldestWaitingMs)
+	}
+	return append(cells[:], seenAt, oldestAt, waitingAt)
 }
 
 // goneStatus is the Agents pane's status of an agent that is probably gone.
 const goneStatus = "probably gone"
 
 // agentCells are the Agents pane's cells for one agent, in column order.
-func agentCells(a *agentRow, st staleness) [9]string {
+func agentCells(a *agentRow, st staleness) [10]string {
 	status, seen, oldest, note := "idle", "never", "-", ""
 	if a.held > 0 {
 		status, oldest = "working", formatAge(msAge(st.nowMs, a.oldestLeasedAtMs))
@@ -76,6 +91,16 @@ func agentCells(a *agentRow, st staleness) [9]string {
 			note += " skills " + strings.Join(ids, ",")
 		}
 	}
+	waiting := strconv.Itoa(a.waiting)
+	if a.waiting > 0 {
+		longest := formatAge(msAge(st.nowMs, a.oldestWaitingMs))
+		if st.stale(a.oldestWaitingMs) {
+			waiting = staleMarker + waiting
+		}
+		// The questions come before the card: an agent that leaves its
+		// workers waiting is what the operator has to chase.
+		note = joinNote(fmt.Sprintf("%d task(s) wait on its answer, the longest for %s", a.waiting, longest), note)
+	}
 	if st.gone(a) {
 		status, seen = goneStatus, staleMarker+seen
 		note = fmt.Sprintf("holds %d lease(s) and has not been seen for %s", a.held, formatAge(msAge(st.nowMs, a.LastSeenMs)))
@@ -83,6 +108,14 @@ func agentCells(a *agentRow, st staleness) [9]string {
 			note = fmt.Sprintf("holds %d lease(s) and has not been seen since the daemon started", a.held)
 		}
 	}
-	return [9]string{a.Agent, status, seen, strconv.Itoa(a.held), oldest, strconv.Itoa(a.Queued), strconv.Itoa(a.ResultsPending),
+	return [10]string{a.Agent, status, seen, strconv.Itoa(a.held), oldest, strconv.Itoa(a.Queued), strconv.Itoa(a.ResultsPending), waiting,
 		strconv.Itoa(a.ResultsOK5m) + "/" + strconv.Itoa(a.ResultsError5m), note}
+}
+
+// joinNote puts two notes on one line, either of which may be empty.
+func joinNote(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }

@@ -12,12 +12,16 @@ import (
 // heading) without a word.
 func TestRenderersWriteOneCellPerColumn(t *testing.T) {
 	task := mailbox.Task{ID: "0000aaaa-0000-4000-8000-000000000001", Sender: "s@local", Recipient: "r@local"}
+	asked := task
+	asked.Turns = []mailbox.Turn{{Role: mailbox.RoleWorker, Agent: "r@local", Status: mailbox.StatusInputRequired, LeaseID: "lease-1", Attempt: 1,
+		Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "which database?"}}}}
 	r := &rows{
 		queued:  []mailbox.QueueEntry{{Task: task}},
 		leases:  []mailbox.QueueEntry{{Task: task, LeaseID: "lease-1", LeasedTo: "r@local"}},
 		results: []resultRow{{PendingResult: mailbox.PendingResult{Result: mailbox.Result{TaskID: task.ID, Status: mailbox.StatusOK}}}},
 		audit:   []mailbox.AuditRecord{{TaskID: task.ID, Action: mailbox.OutcomeRequeued}},
 		agents:  []agentRow{{AgentInfo: mailbox.AgentInfo{Agent: "r@local"}}},
+		waiting: []mailbox.QueueEntry{{State: mailbox.TaskWaiting, Task: asked}},
 	}
 	for p := range paneCount {
 		c := &paneContent{pane: p, rows: r, marks: map[string]string{}}

@@ -16,17 +16,29 @@ import (
 // repairTarget is a lease the operator inspected, captured when the dialog
 // opens: the request guards on exactly this lease id, whatever the panes show
 // by the time the operator submits.
+//
+// A task waiting on its sender has no lease; its target is the question:
+// waitingOn is the sender, and the lease is the one that asked (the
+// daemon's guard), held by the worker that asked, leasedAtMs when it
+// asked.
 type repairTarget struct {
 	taskID, intent, kind string
 	leasedTo, leaseID    string
 	attempt              int
 	leasedAtMs           int64
 	idempotent           bool
+	waitingOn            string
+	question             mailbox.Turn
 }
 
 func targetOf(e *mailbox.QueueEntry) repairTarget {
-	return repairTarget{taskID: e.Task.ID, intent: e.Task.IntentText, kind: e.Task.Kind(), leasedTo: e.LeasedTo,
+	t := repairTarget{taskID: e.Task.ID, intent: e.Task.IntentText, kind: e.Task.Kind(), leasedTo: e.LeasedTo,
 		leaseID: e.LeaseID, attempt: e.Attempt, leasedAtMs: e.LeasedAtMs, idempotent: e.Task.Idempotent()}
+	if e.State == mailbox.TaskWaiting {
+		t.question = questionOf(&e.Task)
+		t.waitingOn, t.leasedTo, t.leaseID, t.leasedAtMs = e.Task.Sender, askedBy(e), t.question.LeaseID, e.WaitingSinceMs
+	}
+	return t
 }
 
 // repairDialog is an open requeue or force-error dialog, on one lease or on
@@ -71,11 +83,24 @@ const (
 
 // openRepair opens the requeue or force-error dialog for the marked leases,
 // or the selected one when none is marked; on the Agents pane, for every
-// lease the selected agent holds.
+// lease the selected agent holds; on the Waiting pane (force error only),
+// for the selected task's question.
 func (c *Console) openRepair(act actionID) {
+	if c.rows == nil {
+		c.flash(false, "nothing to repair yet: the console has not received the mailbox")
+		return
+	}
 	var idx []int
 	var agent string
-	if c.focus == paneAgents {
+	es := c.rows.leases
+	if c.focus == paneWaiting {
+		i, ok := c.panes[paneWaiting].selected()
+		if !ok {
+			c.flash(false, "no waiting task selected")
+			return
+		}
+		es, idx = c.rows.waiting, []int{i}
+	} else if c.focus == paneAgents {
 		i, ok := c.panes[paneAgents].selected()
 		if !ok {
 			c.flash(false, "no agent selected")
@@ -107,7 +132,7 @@ func (c *Console) openRepair(act actionID) {
 		info:    tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true),
 		message: tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true)}
 	for _, i := range idx {
-		d.targets = append(d.targets, targetOf(&c.rows.leases[i]))
+		d.targets = append(d.targets, targetOf(&es[i]))
 	}
 	d.checked = c.rows.version
 	c.dialog = d
@@ -219,9 +244,12 @@ func (c *Console) renderDialogInfo(d *repairDialog) {
 	var b strings.Builder
 	if len(d.changed) > 0 {
 		b.WriteString("[red::b]")
-		if len(d.targets) == 1 {
+		switch {
+		case len(d.targets) == 1 && d.targets[0].waitingOn != "":
+			b.WriteString("The question changed while this dialog was open: nothing to repair.")
+		case len(d.targets) == 1:
 			b.WriteString("The lease changed while this dialog was open: nothing to repair.")
-		} else {
+		default:
 			fmt.Fprintf(&b, "%d of these leases changed while this dialog was open: repair none of them, mark again.", len(d.changed))
 		}
 		b.WriteString("[-::-]\n")
@@ -235,7 +263,14 @@ func (c *Console) renderDialogInfo(d *repairDialog) {
 	if d.agent != "" {
 		fmt.Fprintf(&b, "[::b]every lease held by %s[::-] (%d)\n", escapeTags(d.agent), len(d.targets))
 	}
-	if len(d.targets) == 1 {
+	if len(d.targets) == 1 && d.targets[0].waitingOn != "" {
+		t := d.targets[0]
+		fmt.Fprintf(&b, "[::b]task[::-]       %s  %s\n", t.taskID, escapeTags(orDash(t.kind)))
+		fmt.Fprintf(&b, "[::b]intent[::-]     %s\n", escapeTags(truncate(oneLine(t.intent), 200)))
+		fmt.Fprintf(&b, "[::b]question[::-]   %s: %s\n", escapeTags(t.question.Status), escapeTags(truncate(visible(oneLine(contentText(t.question.Content))), 200)))
+		fmt.Fprintf(&b, "[::b]waiting on[::-] %s for %s   [::b]asked by[::-] %s   [::b]attempt[::-] %d\n", escapeTags(t.waitingOn), formatAge(msAge(now, t.leasedAtMs)), escapeTags(t.leasedTo), t.attempt)
+		fmt.Fprintf(&b, "[::b]asked under[::-] lease %s\n[gray]The error applies only while the task still waits on this question; its sender receives the error instead of answering.[-]\n", t.leaseID)
+	} else if len(d.targets) == 1 {
 		t := d.targets[0]
 		fmt.Fprintf(&b, "[::b]task[::-]      %s  %s\n", t.taskID, escapeTags(orDash(t.kind)))
 		// Three lines of it at most: the fields below must keep their room.
@@ -293,19 +328,32 @@ func (c *Console) refreshDialog() {
 		for _, t := range d.targets {
 			current[t.taskID] = nil
 		}
-		for i := range c.rows.leases {
-			if e := &c.rows.leases[i]; current[e.Task.ID] == nil {
-				if _, ok := current[e.Task.ID]; ok {
-					current[e.Task.ID] = e
+		for _, es := range [][]mailbox.QueueEntry{c.rows.leases, c.rows.waiting} {
+			for i := range es {
+				if e := &es[i]; current[e.Task.ID] == nil {
+					if _, ok := current[e.Task.ID]; ok {
+						current[e.Task.ID] = e
+					}
 				}
 			}
 		}
 		for _, t := range d.targets {
 			e := current[t.taskID]
 			switch {
+			case e != nil && e.State == mailbox.TaskWaiting:
+				q := questionOf(&e.Task)
+				switch {
+				case t.waitingOn != "" && q.LeaseID == t.leaseID:
+				case t.waitingOn != "":
+					d.changed[t.taskID] = fmt.Sprintf("answered, then asked again under lease %s (attempt %d)", mailbox.ShortID(q.LeaseID), e.Attempt)
+				default:
+					d.changed[t.taskID] = fmt.Sprintf("no lease: its worker asked %s a question (%s), and it waits on the answer", e.Task.Sender, q.Status)
+				}
 			case e != nil && e.LeaseID == t.leaseID:
 			case e != nil:
 				d.changed[t.taskID] = fmt.Sprintf("lease %s, held by %s since %s (attempt %d)", mailbox.ShortID(e.LeaseID), e.LeasedTo, formatClock(e.LeasedAtMs), e.Attempt)
+			case t.waitingOn != "":
+				d.changed[t.taskID] = "no longer waiting (answered and queued, finished or canceled)"
 			default:
 				d.changed[t.taskID] = "no lease (requeued or finished)"
 			}
@@ -530,4 +578,23 @@ func wrappedRows(text string, width int) int {
 		n += max(1, len(tview.WordWrap(line, width)))
 	}
 	return n
+}
+
+// refuseRequeueWaiting is R on the Waiting pane: a task waiting on its
+// sender is not requeued (the daemon refuses it: the worker's turn is
+// over), so nothing is sent, and the operator is told what does end the
+// wait.
+func (c *Console) refuseRequeueWaiting() {
+	orE := ""
+	if c.keys.has(actForceError) {
+		orE = ", or E forces an error on it"
+	}
+	i, ok := c.panes[paneWaiting].selected()
+	if !ok {
+		c.flash(false, "a task waiting on its sender is not requeued: the sender's reply queues it again"+orE)
+		return
+	}
+	e := &c.rows.waiting[i]
+	c.flash(false, fmt.Sprintf("cannot requeue task %s: it waits on %s to answer its worker's question (%s); the reply queues it again%s",
+		mailbox.ShortID(e.Task.ID), e.Task.Sender, questionOf(&e.Task).Status, orE))
 }

@@ -19,6 +19,9 @@ type rows struct {
 	seq     uint64 // the last event seq applied
 	queued  []mailbox.QueueEntry
 	leases  []mailbox.QueueEntry
+	// waiting are the tasks waiting on their senders, longest waiting
+	// first.
+	waiting []mailbox.QueueEntry
 	results []resultRow
 	// audit is the repair trail, newest first. Records never change once
 	// written, so consecutive rows share this slice until a repair arrives.
@@ -31,15 +34,19 @@ type rows struct {
 // agentRow is one agent of the daemon's listing. The leases it holds are
 // counted from the replica, so the count, the oldest lease's age (ticking
 // on the console's clock) and what R repairs are the Leases pane's.
+// Likewise the tasks waiting on it, as their sender, are the Waiting pane's.
 type agentRow struct {
 	mailbox.AgentInfo
 	held             int
 	oldestLeasedAtMs int64
+	waiting          int
+	oldestWaitingMs  int64 // when the longest waiting question was asked
 }
 
 // joinAgents builds the Agents pane's rows: the listing, in its order,
-// with each agent's leases counted from leases.
-func joinAgents(list []mailbox.AgentInfo, leases []mailbox.QueueEntry) []agentRow {
+// with each agent's leases counted from leases and the tasks waiting on
+// it from waiting.
+func joinAgents(list []mailbox.AgentInfo, leases, waiting []mailbox.QueueEntry) []agentRow {
 	if len(list) == 0 {
 		return nil
 	}
@@ -60,6 +67,18 @@ func joinAgents(list []mailbox.AgentInfo, leases []mailbox.QueueEntry) []agentRo
 			a.oldestLeasedAtMs = e.LeasedAtMs
 		}
 		a.held++
+	}
+	for i := range waiting {
+		e := &waiting[i]
+		j, ok := at[e.Task.Sender]
+		if !ok {
+			continue
+		}
+		a := &out[j]
+		if a.waiting == 0 || e.WaitingSinceMs < a.oldestWaitingMs {
+			a.oldestWaitingMs = e.WaitingSinceMs
+		}
+		a.waiting++
 	}
 	return out
 }
@@ -95,6 +114,8 @@ func (r *rows) len(p paneID) int {
 		return len(r.audit)
 	case paneAgents:
 		return len(r.agents)
+	case paneWaiting:
+		return len(r.waiting)
 	}
 	return len(r.results)
 }
@@ -103,16 +124,23 @@ func (r *rows) len(p paneID) int {
 // results; the Audit pane has its own (auditMatches).
 func (r *rows) fields(p paneID, i int) (id, sender, recipient, kind, intent string) {
 	switch p {
-	case paneQueue, paneLeases:
-		e := &r.queued
-		if p == paneLeases {
-			e = &r.leases
-		}
-		t := &(*e)[i].Task
+	case paneQueue, paneLeases, paneWaiting:
+		t := &r.entries(p)[i].Task
 		return t.ID, t.Sender, t.Recipient, t.Kind(), t.IntentText
 	}
 	res := &r.results[i]
 	return res.TaskID, res.Sender, res.Recipient, res.kind, res.intent
+}
+
+// entries are the rows of a pane of tasks: Queue, Leases or Waiting.
+func (r *rows) entries(p paneID) []mailbox.QueueEntry {
+	switch p {
+	case paneLeases:
+		return r.leases
+	case paneWaiting:
+		return r.waiting
+	}
+	return r.queued
 }
 
 // id returns the task a row is about; on the Audit pane, the repaired task.
@@ -155,16 +183,13 @@ type viewParams struct {
 
 // involves reports whether row i of pane p is about agent: as the sender,
 // the recipient or the lease holder of a task; as the poster or the
-// addressee of a result; as the holder of a repaired lease, the principal
+// addressee of a result; as the worker that asked a waiting task's
+// question (its recipient) or the sender it waits on; as the holder of a repaired lease, the principal
 // that repaired it, or the recipient a requeue moved the task from or to.
 func (r *rows) involves(p paneID, i int, agent string) bool {
 	switch p {
-	case paneQueue, paneLeases:
-		es := r.queued
-		if p == paneLeases {
-			es = r.leases
-		}
-		e := &es[i]
+	case paneQueue, paneLeases, paneWaiting:
+		e := &r.entries(p)[i]
 		return e.Task.Sender == agent || e.Task.Recipient == agent || e.LeasedTo == agent
 	case paneResults:
 		return r.results[i].Sender == agent || r.results[i].Recipient == agent
@@ -175,7 +200,8 @@ func (r *rows) involves(p paneID, i int, agent string) bool {
 	return r.agents[i].Agent == agent
 }
 
-// staleness decides which leases are stale: held at least after.
+// staleness decides which leases are stale: held at least after; and
+// which questions: waiting on their sender at least as long.
 type staleness struct {
 	nowMs   int64
 	afterMs int64
@@ -201,6 +227,22 @@ func (r *rows) countStale(st staleness) int {
 	return n
 }
 
+// countStaleWaiting counts the questions unanswered for longer than the
+// stale limit: a question nobody answered for an hour is an incident, as
+// a lease held for an hour is.
+func (r *rows) countStaleWaiting(st staleness) int {
+	if r == nil {
+		return 0
+	}
+	n := 0
+	for i := range r.waiting {
+		if st.stale(r.waiting[i].WaitingSinceMs) {
+			n++
+		}
+	}
+	return n
+}
+
 // selectRows returns the indexes of pane p's rows that pass vp's filter, in
 // vp's order. It touches every row once, allocating only the index slice.
 func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
@@ -209,6 +251,9 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 	filter := strings.TrimSpace(vp.filter)
 	for i := 0; i < n; i++ {
 		if p == paneLeases && vp.staleOnly && !st.stale(r.leases[i].LeasedAtMs) {
+			continue
+		}
+		if p == paneWaiting && vp.staleOnly && !st.stale(r.waiting[i].WaitingSinceMs) {
 			continue
 		}
 		if vp.agent != "" && !r.involves(p, i, vp.agent) {
@@ -225,7 +270,8 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 		} else if filter != "" {
 			id, sender, recipient, kind, intent := r.fields(p, i)
 			if !containsFold(id, filter) && !containsFold(sender, filter) && !containsFold(recipient, filter) &&
-				!containsFold(kind, filter) && !containsFold(intent, filter) {
+				!containsFold(kind, filter) && !containsFold(intent, filter) &&
+				(p != paneWaiting || !containsFold(questionText(&r.waiting[i].Task), filter)) {
 				continue
 			}
 		}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -139,5 +140,53 @@ func TestContainsFold(t *testing.T) {
 		if got := containsFold(tt.s, tt.sub); got != tt.want {
 			t.Errorf("containsFold(%q, %q) = %v, want %v", tt.s, tt.sub, got, tt.want)
 		}
+	}
+}
+
+// The Waiting pane's rows: the filter finds a question by its text, as
+// well as by the task's ids and agents; stale-only keeps the questions
+// unanswered past the limit; Shift-A puts the freshest first.
+func TestWaitingRowsFilterByQuestionAndStaleness(t *testing.T) {
+	src := newSource(t)
+	m := newModel()
+	m.receive(src.snapshot())
+	ask := func(recipient, question string) string {
+		sent := src.send(recipient)
+		m.receive(sent)
+		m.receive(src.lease(recipient))
+		m.receive(src.emit(src.s.DecidePostResult(mailbox.Result{TaskID: sent.Task.ID, Status: mailbox.StatusInputRequired,
+			Content: []mailbox.Content{{Type: mailbox.ContentText, Text: question}}}, src.nowMs)))
+		return sent.Task.ID
+	}
+	old := ask("worker-a@local", "Which DATABASE first?")
+	src.nowMs += 90_000
+	fresh := ask("worker-b@local", "may I restart the cache?")
+	r := m.rows()
+	ids := func(idx []int32) []string {
+		var out []string
+		for _, i := range idx {
+			out = append(out, r.waiting[i].Task.ID)
+		}
+		return out
+	}
+	st := staleness{nowMs: src.nowMs, afterMs: 60_000}
+	tests := []struct {
+		name string
+		vp   viewParams
+		want []string
+	}{
+		{"longest waiting first", viewParams{sort: naturalSort(paneWaiting)}, []string{old, fresh}},
+		{"freshest first", viewParams{sort: sortSpec{key: 'A'}}, []string{fresh, old}},
+		{"filter by question, any case", viewParams{sort: naturalSort(paneWaiting), filter: "database"}, []string{old}},
+		{"filter by the worker that asked", viewParams{sort: naturalSort(paneWaiting), filter: "worker-b"}, []string{fresh}},
+		{"stale only", viewParams{sort: naturalSort(paneWaiting), staleOnly: true}, []string{old}},
+	}
+	for _, tt := range tests {
+		if got := ids(selectRows(r, paneWaiting, tt.vp, st)); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if n := r.countStaleWaiting(st); n != 1 {
+		t.Errorf("countStaleWaiting = %d, want 1", n)
 	}
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,9 +22,9 @@ func (c *Console) onKey(ev *tcell.EventKey) *tcell.EventKey {
 	p := c.panes[c.focus]
 	switch a.id {
 	case actFocusNext:
-		c.focusPane((c.focus + 1) % paneCount)
+		c.focusPane(screenNeighbour(c.focus, 1))
 	case actFocusPrev:
-		c.focusPane((c.focus + paneCount - 1) % paneCount)
+		c.focusPane(screenNeighbour(c.focus, -1))
 	case actFocusPane:
 		c.focusPane(paneID(ev.Rune() - '1'))
 	case actDetail:
@@ -52,6 +53,8 @@ func (c *Console) onKey(ev *tcell.EventKey) *tcell.EventKey {
 		p.markAll()
 	case actRequeue, actForceError:
 		c.openRepair(a.id)
+	case actRequeueWaiting:
+		c.refuseRequeueWaiting()
 	case actZoom:
 		c.zoomed = !c.zoomed
 	case actCopy:
@@ -73,6 +76,14 @@ func (c *Console) onKey(ev *tcell.EventKey) *tcell.EventKey {
 	}
 	c.renderTitles()
 	return nil
+}
+
+// screenNeighbour is the pane step places from p down the screen (up, for
+// a negative step), wrapping around: Tab goes where the eye goes.
+func screenNeighbour(p paneID, step int) paneID {
+	at := slices.Index(screenOrder[:], p)
+	n := len(screenOrder)
+	return screenOrder[((at+step)%n+n)%n]
 }
 
 // clearNarrowing is Esc on a pane: the filter, stale-only and the marks
@@ -181,6 +192,8 @@ func (c *Console) showHelp() {
 		b.WriteString(l + "\n")
 	}
 	b.WriteString("\nLeases held longer than " + c.opts.StaleAfter.String() + " are stale: red, marked with " + strconv.Quote(staleMarker) + ".\n")
+	b.WriteString("So are questions unanswered as long: tasks whose worker asked its sender (input_required, auth_required) wait on that sender (Waiting, 6);\n" +
+		"  the header counts them, the Agents pane counts those waiting on each agent. Only the sender's reply, a forced error (E) or a cancel ends the wait.\n")
 	b.WriteString("Repairs are guarded: each applies only while the lease you inspected is still the current one.\n")
 	b.WriteString("A requeue can hand the tasks to another recipient: the dialog's \"to\" field, Shift-Tab from the reason.\n")
 	b.WriteString("Agents that hold leases and were not seen for " + c.opts.StaleAfter.String() + " (or not since the daemon started) are probably gone: red, first.\n")
