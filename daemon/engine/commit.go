@@ -150,15 +150,23 @@ const confirmTimeout = 10 * time.Second
 // (errBehind otherwise: the caller may make it again, see read).
 func (e *Engine) current(led bool, seq uint64) error {
 	c := e.cur
-	if c == nil || c.CurrentAt(time.Now()) {
+	if c == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), confirmTimeout)
-	defer cancel()
-	err := c.Confirm(ctx)
+	var err error
+	if !c.CurrentAt(time.Now()) {
+		ctx, cancel := context.WithTimeout(context.Background(), confirmTimeout)
+		defer cancel()
+		err = c.Confirm(ctx)
+	}
 	if err == nil && !led && e.DurableSeq() != seq {
-		// Read to the head now, but the answer was made before some of
-		// it (by this call's Confirm or another's).
+		// A follower read to the head while the answer was made (this
+		// call's Confirm, another's, or its own reading): the view is
+		// current now, but the answer was made before some of it. This
+		// holds when the view was already current too: the read that made
+		// it so may have been applied after the answer began, and a
+		// follower resumed from a pause answered from what it knew before
+		// it (a queue without the leases the new leader gave meanwhile).
 		err = errBehind
 	}
 	if now := e.leading.Load(); err == nil && now != led {
@@ -188,7 +196,9 @@ func (e *Engine) read(fn func()) error {
 		fn()
 		return nil
 	}
-	for range 3 {
+	// A follower reading a busy log may see it move under a few answers
+	// in a row; each try reads the state anew.
+	for range 5 {
 		led, seq := e.leading.Load(), e.DurableSeq()
 		fn()
 		if err := e.current(led, seq); !errors.Is(err, errBehind) {
