@@ -115,13 +115,19 @@ func (f frame) lineWith(text string) string {
 	return ""
 }
 
+// screenWait is how long a console test waits for what it expects to
+// show before it fails: long, since only a failing test waits it out, and
+// parallel consoles under the race detector on a busy two-core machine
+// have taken more than 10 s to show what a quiet one shows at once.
+const screenWait = 30 * time.Second
+
 // waitFor waits until a shown frame satisfies cond, and returns it. Frames
 // come on every change and once a second of the console's clock (ages
 // tick); a condition that never holds fails at the deadline with the last
 // frame in the message.
 func (s *screen) waitFor(t testing.TB, what string, cond func(frame) bool) frame {
 	t.Helper()
-	deadline := time.NewTimer(10 * time.Second)
+	deadline := time.NewTimer(screenWait)
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()
@@ -133,7 +139,7 @@ func (s *screen) waitFor(t testing.TB, what string, cond func(frame) bool) frame
 		select {
 		case <-changed:
 		case <-deadline.C:
-			t.Fatalf("waited 10s for %s; the screen shows:\n%s", what, f)
+			t.Fatalf("waited %v for %s; the screen shows:\n%s", screenWait, what, f)
 		}
 	}
 }
@@ -201,7 +207,7 @@ func (r *running) waitStopped(t testing.TB) {
 	t.Helper()
 	select {
 	case <-r.stopped:
-	case <-time.After(10 * time.Second):
+	case <-time.After(screenWait):
 		t.Fatalf("the console did not stop within 10s")
 	}
 }

@@ -294,8 +294,12 @@ func TestAgentsPaneCountsTheTasksWaitingOnEachAgent(t *testing.T) {
 		m.api.ask(extra, lease.LeaseID, mailbox.StatusInputRequired, "now or tonight?")
 		r := m.console(t, w, h)
 		r.scr.press(char('5'), char('z'))
+		// The rows come with the agents listing, the counts from the
+		// console's own state, which may apply the events a moment later:
+		// wait for the counts, not only the rows.
 		f := r.scr.waitFor(t, "the agents with their waiting counts", func(f frame) bool {
-			return agentsFocused(f) && agentLine(f, "reviewer@local") != "" && agentLine(f, "planner@local") != ""
+			return agentsFocused(f) && cellUnder(f, "WAITING", "OK/ERR", agentLine(f, "planner@local")) == "! 1" &&
+				cellUnder(f, "WAITING", "OK/ERR", agentLine(f, "reviewer@local")) == "2"
 		})
 		for _, tt := range []struct{ agent, want string }{
 			{"planner@local", "! 1"},
