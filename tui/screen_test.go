@@ -208,7 +208,7 @@ func (r *running) waitStopped(t testing.TB) {
 	select {
 	case <-r.stopped:
 	case <-time.After(screenWait):
-		t.Fatalf("the console did not stop within 10s")
+		t.Fatalf("the console did not stop within %v", screenWait)
 	}
 }
 
