@@ -164,22 +164,7 @@ func TestRequeueToAnotherRecipient(t *testing.T) {
 	}
 	check(b.s, "live")
 
-	replay := NewState()
-	for _, ev := range b.log {
-		// Through JSON, as the log and the stream carry it.
-		raw, err := json.Marshal(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back Event
-		if err := json.Unmarshal(raw, &back); err != nil {
-			t.Fatal(err)
-		}
-		if err := replay.Apply(back); err != nil {
-			t.Fatal(err)
-		}
-	}
-	check(replay, "replayed")
+	check(replayJSON(t, b.log), "replayed")
 	restored := NewState()
 	if err := restored.Restore(b.s.Snapshot(0)); err != nil {
 		t.Fatal(err)

@@ -144,9 +144,18 @@ func checkRestores(t *testing.T, b *box) {
 	if got := r.Snapshot(0); !reflect.DeepEqual(got, want) {
 		t.Errorf("restored snapshot differs:\n got %+v\nwant %+v", got, want)
 	}
-	replayed := NewState()
-	for _, ev := range b.log {
-		// Through JSON, as the log holds them.
+	replayed := replayJSON(t, b.log)
+	if got := replayed.Snapshot(0); !reflect.DeepEqual(got, want) {
+		t.Errorf("replayed snapshot differs:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// replayJSON replays events into a new state through JSON, as the log and
+// the event stream carry them.
+func replayJSON(t *testing.T, log []Event) *State {
+	t.Helper()
+	s := NewState()
+	for _, ev := range log {
 		raw, err := json.Marshal(ev)
 		if err != nil {
 			t.Fatal(err)
@@ -155,13 +164,11 @@ func checkRestores(t *testing.T, b *box) {
 		if err := json.Unmarshal(raw, &back); err != nil {
 			t.Fatal(err)
 		}
-		if err := replayed.Apply(back); err != nil {
+		if err := s.Apply(back); err != nil {
 			t.Fatalf("replay %s: %v", raw, err)
 		}
 	}
-	if got := replayed.Snapshot(0); !reflect.DeepEqual(got, want) {
-		t.Errorf("replayed snapshot differs:\n got %+v\nwant %+v", got, want)
-	}
+	return s
 }
 
 func isCode(err error, code string) bool {

@@ -439,22 +439,8 @@ func TestFaultKill9Conversations(t *testing.T) {
 			wg.Go(func() { w.worker(ctx, wrng) })
 		}
 
-		// The kill comes at a random moment 0.5-1.5 s into the load: the
-		// fault being injected, not a wait for something to happen.
 		before := l.acks.Load()
-		load := time.NewTimer(500*time.Millisecond + time.Duration(rng.Int64N(int64(time.Second))))
-		select {
-		case <-load.C:
-		case err := <-p.exited:
-			cancel()
-			wg.Wait()
-			t.Fatalf("kill %d: the daemon exited by itself (%v); its log:\n%s", i, err, p.out)
-		}
-		l.killed.Store(true)
-		p.kill9(t)
-		cancel()
-		wg.Wait()
-		l.killed.Store(false)
+		p.killDuringLoad(t, rng, fmt.Sprintf("kill %d", i), &l.killed, cancel, wg.Wait)
 		if l.acks.Load() == before {
 			t.Errorf("kill %d: no request was acknowledged in the load before the kill; the daemon's log:\n%s", i, p.out)
 		}

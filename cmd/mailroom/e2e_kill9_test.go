@@ -230,22 +230,8 @@ func TestFaultKill9UnderLoad(t *testing.T) {
 		orng := rand.New(rand.NewPCG(rng.Uint64(), loadPairs))
 		wg.Go(func() { w.operator(ctx, orng) })
 
-		// The kill comes at a random moment 0.5-1.5 s into the load: the
-		// fault being injected, not a wait for something to happen.
 		before := l.acks.Load()
-		load := time.NewTimer(500*time.Millisecond + time.Duration(rng.Int64N(int64(time.Second))))
-		select {
-		case <-load.C:
-		case err := <-p.exited:
-			cancel()
-			wg.Wait()
-			t.Fatalf("iteration %d: the daemon exited by itself (%v); its log:\n%s", i, err, p.out)
-		}
-		l.killed.Store(true)
-		p.kill9(t)
-		cancel()
-		wg.Wait()
-		l.killed.Store(false)
+		p.killDuringLoad(t, rng, fmt.Sprintf("iteration %d", i), &l.killed, cancel, wg.Wait)
 		l.iterations++
 		if l.acks.Load() == before {
 			t.Errorf("iteration %d: no request was acknowledged in the load before the kill; its log:\n%s", i, p.out)

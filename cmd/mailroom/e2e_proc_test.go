@@ -2,11 +2,13 @@ package main
 
 import (
 	"flag"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -140,4 +142,27 @@ func brokenFiles(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// killDuringLoad kills p with SIGKILL at a random moment 0.5-1.5 s into
+// the load that stop ends and wait waits out: the fault being injected,
+// not a wait for something to happen. killed is set while the kill is
+// under way, so the load takes the requests it cuts off for what they
+// are. A daemon that exits by itself first fails the test, naming what.
+func (p *proc) killDuringLoad(t *testing.T, rng *rand.Rand, what string, killed *atomic.Bool, stop, wait func()) {
+	t.Helper()
+	load := time.NewTimer(500*time.Millisecond + time.Duration(rng.Int64N(int64(time.Second))))
+	defer load.Stop()
+	select {
+	case <-load.C:
+	case err := <-p.exited:
+		stop()
+		wait()
+		t.Fatalf("%s: the daemon exited by itself (%v); its log:\n%s", what, err, p.out)
+	}
+	killed.Store(true)
+	p.kill9(t)
+	stop()
+	wait()
+	killed.Store(false)
 }
