@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/mailroom/mailroom/client"
@@ -30,16 +29,11 @@ func runReply(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	r := mailbox.Reply{Sender: *from, Content: []mailbox.Content{}}
-	for _, t := range texts {
-		r.Content = append(r.Content, mailbox.Content{Type: mailbox.ContentText, Text: t})
+	content, err := contentOf(texts, *jsonValue, `{"approved":true}`)
+	if err != nil {
+		return err
 	}
-	if *jsonValue != "" {
-		if !json.Valid([]byte(*jsonValue)) {
-			return usagef("--json-value: got %q, expected a JSON value such as '{\"approved\":true}'", *jsonValue)
-		}
-		r.Content = append(r.Content, mailbox.Content{Type: mailbox.ContentJSON, Value: json.RawMessage(*jsonValue)})
-	}
+	r := mailbox.Reply{Sender: *from, Content: content}
 	if len(r.Content) == 0 {
 		return usagef("missing the answer: give --text or --json-value (or both)")
 	}

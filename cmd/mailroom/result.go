@@ -85,16 +85,11 @@ func runResultPost(ctx context.Context, e *env, args []string) error {
 	default:
 		return usagef("--status: got %q, expected ok, error, partial, rejected, input_required or auth_required", *status)
 	}
-	r := mailbox.Result{Status: *status, Content: []mailbox.Content{}, ErrorMessage: *errMsg}
-	for _, t := range texts {
-		r.Content = append(r.Content, mailbox.Content{Type: mailbox.ContentText, Text: t})
+	content, err := contentOf(texts, *jsonValue, `{"files":3}`)
+	if err != nil {
+		return err
 	}
-	if *jsonValue != "" {
-		if !json.Valid([]byte(*jsonValue)) {
-			return usagef("--json-value: got %q, expected a JSON value such as '{\"files\":3}'", *jsonValue)
-		}
-		r.Content = append(r.Content, mailbox.Content{Type: mailbox.ContentJSON, Value: json.RawMessage(*jsonValue)})
-	}
+	r := mailbox.Result{Status: *status, Content: content, ErrorMessage: *errMsg}
 	c, ctx, cancel, err := cf.connect(ctx, e)
 	if err != nil {
 		return err
@@ -190,4 +185,21 @@ func runResultNext(ctx context.Context, e *env, args []string) error {
 	}
 	printResult(e.stdout, *res)
 	return nil
+}
+
+// contentOf is the content parts --text (repeatable) and --json-value
+// give, in that order; example is a JSON value the refusal of a bad
+// --json-value shows.
+func contentOf(texts []string, jsonValue, example string) ([]mailbox.Content, error) {
+	content := []mailbox.Content{}
+	for _, t := range texts {
+		content = append(content, mailbox.Content{Type: mailbox.ContentText, Text: t})
+	}
+	if jsonValue != "" {
+		if !json.Valid([]byte(jsonValue)) {
+			return nil, usagef("--json-value: got %q, expected a JSON value such as '%s'", jsonValue, example)
+		}
+		content = append(content, mailbox.Content{Type: mailbox.ContentJSON, Value: json.RawMessage(jsonValue)})
+	}
+	return content, nil
 }
