@@ -168,3 +168,67 @@ func (s *State) applyRemoteAccepted(ev Event) error {
 	t.addHistory(ev)
 	return nil
 }
+
+// Remote agent states, as the daemon's dispatcher sees them (memory only,
+// shown in the agents listing).
+const (
+	// RemoteResolving: its card is being fetched (at start, or after
+	// its registration changed).
+	RemoteResolving = "resolving"
+	// RemoteHealthy: the last call to it was answered.
+	RemoteHealthy = "healthy"
+	// RemoteFailing: calls to it fail and are retried with backoff.
+	RemoteFailing = "failing"
+	// RemoteCircuitOpen: it failed too often: no new task is leased for
+	// it (its tasks stay queued) until a probe is answered.
+	RemoteCircuitOpen = "circuit_open"
+	// RemoteStandby: this instance does not lead a shared mailbox, so
+	// another instance delivers.
+	RemoteStandby = "standby"
+)
+
+// Delivery states of a task leased for a remote agent.
+const (
+	DeliverySending   = "sending"   // sent (or about to be), not yet accepted
+	DeliveryRetrying  = "retrying"  // the send failed before the remote accepted it; retried with backoff
+	DeliveryAccepted  = "accepted"  // the remote accepted it: followed, never sent again
+	DeliveryStreaming = "streaming" // followed on the remote's stream
+	DeliveryPolling   = "polling"   // followed by polling the remote's task
+	DeliveryCanceling = "canceling" // a cancel or repair is being passed on to the remote
+	// DeliveryLost: the remote answered that it does not know a task it
+	// had accepted (its task store was reset): the lease is left for the
+	// operator.
+	DeliveryLost = "lost"
+	// DeliveryUnknown: it may have been sent before the daemon restarted,
+	// and it is not idempotent, so it is not sent again: the lease is left
+	// for the operator.
+	DeliveryUnknown = "unknown"
+)
+
+// RemoteStatus is what the dispatcher knows of a remote agent now.
+type RemoteStatus struct {
+	// Binding and Endpoint are what its card resolved to ("" until it did).
+	Binding  string `json:"binding,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+	State    string `json:"state"`
+	// SinceMs is when it entered State.
+	SinceMs   int64  `json:"since_ms,omitempty"`
+	LastError string `json:"last_error,omitempty"`
+	// InFlight counts the deliveries under way; Limit is its concurrency.
+	InFlight int `json:"in_flight"`
+	Limit    int `json:"limit"`
+	// NextProbeMs is when an open circuit is probed next.
+	NextProbeMs int64            `json:"next_probe_ms,omitempty"`
+	Deliveries  []DeliveryStatus `json:"deliveries,omitempty"`
+}
+
+// DeliveryStatus is one task leased for a remote agent.
+type DeliveryStatus struct {
+	TaskID       string `json:"task_id"`
+	LeaseID      string `json:"lease_id"`
+	State        string `json:"state"`
+	RemoteTaskID string `json:"remote_task_id,omitempty"`
+	LastError    string `json:"last_error,omitempty"`
+	Attempts     int    `json:"attempts,omitempty"`
+	NextTryMs    int64  `json:"next_try_ms,omitempty"`
+}
