@@ -25,8 +25,10 @@ const MaxRemoteBody = 4 << 20
 // Remote calls one remote agent by one binding. It is safe for concurrent
 // use.
 type Remote struct {
-	hc        *http.Client
-	auth      RemoteAuth
+	hc *http.Client
+	// auth is held by pointer so that printing a Remote (%+v) shows an
+	// address, never the secret.
+	auth      *RemoteAuth
 	binding   string
 	endpoint  string
 	streaming bool
@@ -45,7 +47,7 @@ func NewRemote(hc *http.Client, card RemoteCard, auth RemoteAuth) (*Remote, erro
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Remote{hc: hc, auth: auth, binding: card.Binding, endpoint: card.Endpoint, streaming: card.Streaming && card.Binding != BindingLegacy}, nil
+	return &Remote{hc: hc, auth: &auth, binding: card.Binding, endpoint: card.Endpoint, streaming: card.Streaming && card.Binding != BindingLegacy}, nil
 }
 
 // Binding is the binding the remote is called by.

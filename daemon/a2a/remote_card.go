@@ -295,7 +295,7 @@ func ResolveRemote(ctx context.Context, hc *http.Client, spec RemoteSpec, auth R
 	if err != nil {
 		return nil, RemoteCard{}, err
 	}
-	c := &Remote{hc: hc, auth: auth}
+	c := &Remote{hc: hc, auth: &auth}
 	if c.hc == nil {
 		c.hc = http.DefaultClient
 	}

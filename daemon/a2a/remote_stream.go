@@ -41,13 +41,18 @@ type RemoteStream struct {
 	rd   *bufio.Reader
 	task RemoteTask
 	done bool
+	// first is the first update, read before the stream is handed out so
+	// that a refusal sent as the stream's only event is returned by
+	// Stream or Resubscribe.
+	first *RemoteUpdate
 }
 
 // Stream sends msg and follows the task it makes (message/stream,
 // SendStreamingMessage, POST message:stream). Only a remote whose card
-// says it streams is asked; the legacy dialect never streams. An error
-// before the first event is returned here; errors after that come from
-// Next.
+// says it streams is asked; the legacy dialect never streams. It returns
+// once the first event came (some servers send nothing, not even their
+// headers, before it), so an error before the first event is returned
+// here; errors after that come from Next.
 func (c *Remote) Stream(ctx context.Context, msg OutboundMessage) (*RemoteStream, error) {
 	v := c.generation()
 	if !c.streaming {
@@ -66,9 +71,11 @@ func (c *Remote) Stream(ctx context.Context, msg OutboundMessage) (*RemoteStream
 
 // Resubscribe follows a task the remote already has (tasks/resubscribe,
 // SubscribeToTask, GET tasks/{id}:subscribe). ErrRemoteTaskNotFound says
-// the remote does not know it. A remote that finished the task may
-// refuse to follow it (the SDK servers answer UnsupportedOperation for a
-// terminal task): Get reads it then.
+// the remote does not know it, but beware: a2a-go v0.3 answers
+// TaskNotFound for a task it has finished (it follows only tasks still
+// executing), and other servers refuse a finished task as unsupported, so
+// confirm with Get before concluding that the remote lost the task. Like
+// Stream, it returns once the first event came.
 func (c *Remote) Resubscribe(ctx context.Context, taskID string) (*RemoteStream, error) {
 	v := c.generation()
 	if !c.streaming {
@@ -131,7 +138,14 @@ func (c *Remote) open(ctx context.Context, op, method, u string, body any) (*Rem
 		raw, _ := c.read(op, resp)
 		return nil, c.statusError(op, resp.StatusCode, raw)
 	}
-	return &RemoteStream{c: c, op: op, v: c.generation(), rest: c.binding == BindingHTTPJSON10, body: resp.Body, rd: bufio.NewReaderSize(resp.Body, 64<<10)}, nil
+	s := &RemoteStream{c: c, op: op, v: c.generation(), rest: c.binding == BindingHTTPJSON10, body: resp.Body, rd: bufio.NewReaderSize(resp.Body, 64<<10)}
+	first, err := s.Next()
+	if err != nil {
+		_ = s.body.Close()
+		return nil, err
+	}
+	s.first = &first
+	return s, nil
 }
 
 // Next returns the next update. After the final one, and at the end of a
@@ -139,6 +153,10 @@ func (c *Remote) open(ctx context.Context, op, method, u string, body any) (*Rem
 // ends before its task finished is a transport error (follow the task
 // again with Resubscribe or Get).
 func (s *RemoteStream) Next() (RemoteUpdate, error) {
+	if u := s.first; u != nil {
+		s.first = nil
+		return *u, nil
+	}
 	if s.done {
 		return RemoteUpdate{}, io.EOF
 	}
