@@ -234,6 +234,12 @@ func (dl *delivery) send(ctx context.Context) {
 					st = nil
 				}
 			}
+		} else if msg.TaskID != "" {
+			// An answer to the remote's question. Sent without blocking,
+			// a remote may answer with its task as it stood (still asking)
+			// before it read the answer, which cannot be told from a new
+			// question: so it blocks, for as long as the lease is held.
+			first.Task, err = client.Send(ctx, msg, true)
 		} else {
 			cctx, cancel := context.WithTimeout(ctx, r.d.o.CallTimeout)
 			first.Task, err = client.Send(cctx, msg, false)
@@ -244,6 +250,16 @@ func (dl *delivery) send(ctx context.Context) {
 			break
 		}
 		if ctx.Err() != nil {
+			return
+		}
+		if msg.TaskID != "" && a2a.RemoteRetryable(err) {
+			// The remote holds the task, and may hold the answer: never
+			// sent again, followed.
+			r.d.log.Info("sending an answer to the remote failed; following its task instead of sending the answer again", dl.attrs("remote_task_id", msg.TaskID, "err", err)...)
+			if !dl.accept(ctx, client, a2a.RemoteTask{ID: msg.TaskID, ContextID: msg.ContextID}) {
+				return
+			}
+			dl.follow(ctx, msg.TaskID)
 			return
 		}
 		if !a2a.RemoteRetryable(err) {

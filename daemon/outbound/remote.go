@@ -40,6 +40,9 @@ type remote struct {
 	failures    int
 	nextProbeMs int64
 	deliveries  map[string]*delivery // by task id
+	// stopLeasing ends the long poll for the agent's tasks under way, so
+	// that a circuit that opens takes no task after it.
+	stopLeasing context.CancelFunc
 }
 
 func newRemote(d *Dispatcher, ra mailbox.RegisteredAgent) *remote {
@@ -123,16 +126,22 @@ func (r *remote) run(ctx context.Context) {
 			}
 			continue
 		}
-		got, err := r.d.eng.LeaseN(mailbox.WithPrincipal(ctx, r.agent), r.agent, room, r.d.o.LeaseWait)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("leasing a remote agent's tasks failed; trying again", "err", err)
-				sleep(ctx, r.d.o.RetryMin)
-			}
-			continue
-		}
+		lctx, stopLeasing := context.WithCancel(ctx)
+		r.mu.Lock()
+		r.stopLeasing = stopLeasing
+		r.mu.Unlock()
+		got, err := r.d.eng.LeaseN(mailbox.WithPrincipal(lctx, r.agent), r.agent, room, r.d.o.LeaseWait)
+		r.mu.Lock()
+		r.stopLeasing = nil
+		r.mu.Unlock()
+		stopLeasing()
+		// What was leased is delivered, whatever ended the poll.
 		for _, lt := range got {
 			r.begin(ctx, lt.Task, lt.Lease, modeSend)
+		}
+		if err != nil && lctx.Err() == nil {
+			log.Warn("leasing a remote agent's tasks failed; trying again", "err", err)
+			sleep(ctx, r.d.o.RetryMin)
 		}
 	}
 }
@@ -306,6 +315,9 @@ func (r *remote) failed(err error) {
 		r.nextProbeMs = now.Add(backoff(r.d.o.RetryMin, r.d.o.RetryMax, r.failures)).UnixMilli()
 	}
 	opened := prev != mailbox.RemoteCircuitOpen && r.state == mailbox.RemoteCircuitOpen
+	if opened && r.stopLeasing != nil {
+		r.stopLeasing()
+	}
 	r.mu.Unlock()
 	if opened {
 		r.d.log.Warn("remote agent keeps failing: circuit open, no task is leased for it until a probe is answered", "agent", r.agent, "failures", r.d.o.FailuresToOpen, "err", err)
