@@ -59,7 +59,7 @@ func (r *remote) begin(ctx context.Context, task mailbox.Task, lease mailbox.Lea
 		dl.lastErr = "it may have reached the remote before the daemon restarted, and the task is not idempotent: not sent again; requeue or force-error it"
 	}
 	r.mu.Lock()
-	r.deliveries[task.ID] = dl
+	r.deliveries[lease.LeaseID] = dl
 	r.mu.Unlock()
 	r.d.eng.RemoteStatusChanged()
 	if m == modeUnknown {
@@ -81,14 +81,23 @@ func (dl *delivery) attrs(args ...any) []any {
 // delivered under, and reports whether it was one of this remote's.
 func (r *remote) repaired(ev mailbox.Event) bool {
 	r.mu.Lock()
-	dl := r.deliveries[ev.TaskID]
-	if dl == nil || (ev.LeaseID != "" && ev.LeaseID != dl.lease.LeaseID) {
+	var dl *delivery
+	if ev.LeaseID != "" {
+		dl = r.deliveries[ev.LeaseID]
+	} else {
+		for _, x := range r.deliveries {
+			if x.task.ID == ev.TaskID {
+				dl = x
+			}
+		}
+	}
+	if dl == nil || dl.task.ID != ev.TaskID {
 		r.mu.Unlock()
 		return false
 	}
 	if dl.parked() {
 		// Left for the operator, who has now acted.
-		delete(r.deliveries, ev.TaskID)
+		delete(r.deliveries, dl.lease.LeaseID)
 		r.mu.Unlock()
 		notify(r.free)
 		r.d.eng.RemoteStatusChanged()
@@ -148,8 +157,8 @@ func (dl *delivery) finish() {
 	}
 	r := dl.r
 	r.mu.Lock()
-	if r.deliveries[dl.task.ID] == dl && !dl.parked() {
-		delete(r.deliveries, dl.task.ID)
+	if !dl.parked() {
+		delete(r.deliveries, dl.lease.LeaseID)
 	}
 	r.mu.Unlock()
 	dl.cancel()

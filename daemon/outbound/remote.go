@@ -39,7 +39,7 @@ type remote struct {
 	// circuit opens.
 	failures    int
 	nextProbeMs int64
-	deliveries  map[string]*delivery // by task id
+	deliveries  map[string]*delivery // by lease id
 	// stopLeasing ends the long poll for the agent's tasks under way, so
 	// that a circuit that opens takes no task after it.
 	stopLeasing context.CancelFunc
@@ -415,7 +415,7 @@ func (r *remote) recover(ctx context.Context) {
 			continue
 		}
 		r.mu.Lock()
-		_, known := r.deliveries[e.Task.ID]
+		_, known := r.deliveries[e.LeaseID]
 		r.mu.Unlock()
 		if known {
 			continue
