@@ -119,3 +119,21 @@ func TestStreamingRemote(t *testing.T) {
 		t.Fatalf("result %+v, want the streamed artifact", res)
 	}
 }
+
+// A remote that streams asks on its stream; the answer is sent on a new
+// stream of the same remote task.
+func TestStreamingRemoteAsks(t *testing.T) {
+	w := start(t)
+	g := startGoRemote(t, "Go Streamer", true)
+	w.register("streamer@remote", g.srv.URL, 1)
+	id := w.send("planner@local", "streamer@remote", "ask me", false)
+	if q := w.result("planner@local", id); q.Status != mailbox.StatusInputRequired || text(q) != "which database?" {
+		t.Fatalf("result %+v, want the remote's question", q)
+	}
+	if _, err := w.c.Reply(w.ctx, mailbox.Reply{TaskID: id, Sender: "planner@local", Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "sqlite"}}}); err != nil {
+		t.Fatalf("reply: %v", err)
+	}
+	if res := w.result("planner@local", id); res.Status != mailbox.StatusOK || text(res) != "using sqlite" {
+		t.Fatalf("result %+v, want the remote's answer to the reply\nlog:\n%s", res, w.logs)
+	}
+}

@@ -291,11 +291,16 @@ func (dl *delivery) send(ctx context.Context) {
 	}
 	if st != nil {
 		var final bool
-		if t, final = dl.stream(st, first); final {
+		if t, final = dl.stream(st, first, msg.TaskID != ""); final {
 			dl.post(ctx, t)
 			return
 		}
 		if ctx.Err() != nil {
+			return
+		}
+		if t.ID != "" {
+			// The stream broke: follow the task (a resubscribe, or polls).
+			dl.follow(ctx, t.ID)
 			return
 		}
 	}
@@ -348,11 +353,16 @@ func (dl *delivery) accept(ctx context.Context, client *a2a.Remote, t a2a.Remote
 
 // stream reads the remote's events until the task finishes or asks
 // something (final), or the stream breaks.
-func (dl *delivery) stream(st *a2a.RemoteStream, u a2a.RemoteUpdate) (a2a.RemoteTask, bool) {
+//
+// On the stream of an answer, the task as a whole that a remote may send
+// first is as it stood before the answer: still asking is not taken for
+// a new question (a new one comes as a status update).
+func (dl *delivery) stream(st *a2a.RemoteStream, u a2a.RemoteUpdate, answer bool) (a2a.RemoteTask, bool) {
 	defer st.Close()
 	dl.set(mailbox.DeliveryStreaming, "", time.Time{})
 	for {
-		if _, final := u.Task.Outcome(); final {
+		stale := answer && u.Kind == "task" && u.Task.Interrupted()
+		if _, final := u.Task.Outcome(); final && !stale {
 			return u.Task, true
 		}
 		last := u.Task
@@ -390,7 +400,7 @@ func (dl *delivery) follow(ctx context.Context, remoteTaskID string) {
 				resubscribed = true
 				if st, serr := client.Resubscribe(ctx, remoteTaskID); serr == nil {
 					if u, nerr := st.Next(); nerr == nil {
-						if t, final := dl.stream(st, u); final {
+						if t, final := dl.stream(st, u, false); final {
 							dl.post(ctx, t)
 							return
 						}
