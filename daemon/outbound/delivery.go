@@ -249,6 +249,11 @@ func (dl *delivery) send(ctx context.Context) {
 			// before it read the answer, which cannot be told from a new
 			// question: so it blocks, for as long as the lease is held.
 			first.Task, err = client.Send(ctx, msg, true)
+		} else if client.Binding() == a2a.BindingLegacy {
+			// The dialect answers when the work is done: however long
+			// that takes, while the lease is held. A timeout would resend
+			// work under way.
+			first.Task, err = client.Send(ctx, msg, false)
 		} else {
 			cctx, cancel := context.WithTimeout(ctx, r.d.o.CallTimeout)
 			first.Task, err = client.Send(cctx, msg, false)
