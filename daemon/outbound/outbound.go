@@ -108,7 +108,8 @@ type Dispatcher struct {
 	remotes map[string]*remote
 
 	stats *stats
-	// side are the goroutines that pass a cancel on outside a delivery.
+	// side are the goroutines that pass a cancel on outside a delivery,
+	// and those that stop the loop of an agent no longer remote.
 	side sync.WaitGroup
 }
 
@@ -252,7 +253,7 @@ func (d *Dispatcher) reconcile(ctx context.Context) {
 	for agent, r := range d.remotes {
 		if _, ok := want[agent]; !ok {
 			delete(d.remotes, agent)
-			go r.stop()
+			d.side.Go(r.stop)
 			d.log.Info("remote agent no longer registered as remote: its deliveries stop, its leases stay", "agent", agent)
 		}
 	}

@@ -67,3 +67,23 @@ func TestCredentialsNeverShownInErrors(t *testing.T) {
 		t.Fatalf("the secret shows in the listing or the log")
 	}
 }
+
+// An agent deregistered (or registered again without remote) is no
+// longer delivered to: its tasks stay queued for whoever leases them.
+func TestDeregisteredRemoteIsNoLongerDelivered(t *testing.T) {
+	w := start(t)
+	g := startGoRemote(t, "Go Coder", false)
+	w.register("coder@remote", g.srv.URL, 1)
+	w.waitRemote("coder@remote", "healthy", func(st *mailbox.RemoteStatus) bool { return st.State == mailbox.RemoteHealthy })
+	if _, err := w.c.RegisterAgent(w.ctx, "coder@remote", mailbox.AgentCard{Name: "Coder", Description: "polls now"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the loop stopped", func() bool { return strings.Contains(w.logs.String(), "no longer registered as remote") }, func() string { return w.logs.String() })
+	id := w.send("planner@local", "coder@remote", "hello", false)
+	if e := w.entry(id); e == nil || e.State != mailbox.TaskQueued {
+		t.Fatalf("entry %+v, want the task queued", e)
+	}
+	if st := w.info("coder@remote").Remote; st != nil {
+		t.Fatalf("status %+v, want none for an agent that polls", st)
+	}
+}

@@ -72,6 +72,11 @@ func (r *remote) registered(ra mailbox.RegisteredAgent) {
 	r.mu.Lock()
 	changed := *ra.Card.Remote != r.spec
 	r.spec, r.card = *ra.Card.Remote, ra.Card
+	if changed && r.stopLeasing != nil {
+		// No task is leased for the old address while the new one is
+		// resolved.
+		r.stopLeasing()
+	}
 	r.mu.Unlock()
 	if changed {
 		notify(r.kick)
