@@ -49,6 +49,12 @@ func TestNativeSenderGetsTheRemoteResult(t *testing.T) {
 	if strings.Contains(string(shown), secret) || strings.Contains(w.logs.String(), secret) {
 		t.Fatalf("the secret shows in the listing or the log")
 	}
+	if n := w.d.Metric(t, "mailroom_remote_delivery_duration_seconds_count"); n != 1 {
+		t.Errorf("mailroom_remote_delivery_duration_seconds_count = %v, want 1", n)
+	}
+	if n := w.d.Metric(t, `mailroom_remote_deliveries_total{outcome="ok"}`); n != 1 {
+		t.Errorf(`mailroom_remote_deliveries_total{outcome="ok"} = %v, want 1`, n)
+	}
 }
 
 // Each of the remote's final states becomes the mailbox's result.
