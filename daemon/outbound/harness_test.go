@@ -44,10 +44,21 @@ func fast(o *outbound.Options) {
 
 func start(t *testing.T, remotes ...config.RemoteCredential) *world {
 	t.Helper()
+	return startWith(t, nil, remotes...)
+}
+
+// startWith is start with more changes to the dispatcher's options.
+func startWith(t *testing.T, change func(*outbound.Options), remotes ...config.RemoteCredential) *world {
+	t.Helper()
 	logs := &testlog.Buffer{}
 	d := daemontest.Start(t, daemontest.Options{Logger: logs.Logger(),
 		Config: func(c *config.Config) { c.Remotes = remotes },
-		Daemon: []daemon.Option{daemon.WithOutbound(fast)}})
+		Daemon: []daemon.Option{daemon.WithOutbound(func(o *outbound.Options) {
+			fast(o)
+			if change != nil {
+				change(o)
+			}
+		})}})
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	t.Cleanup(cancel)
 	c, err := client.New(d.Addr())

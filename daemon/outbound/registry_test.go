@@ -6,8 +6,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/outbound"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -85,5 +87,26 @@ func TestDeregisteredRemoteIsNoLongerDelivered(t *testing.T) {
 	}
 	if st := w.info("coder@remote").Remote; st != nil {
 		t.Fatalf("status %+v, want none for an agent that polls", st)
+	}
+}
+
+// The remote's card is read again periodically: a remote that renamed
+// itself is registered under its new name.
+func TestCardIsResolvedAgain(t *testing.T) {
+	w := startWith(t, func(o *outbound.Options) { o.ResolveInterval = 20 * time.Millisecond })
+	g := startGoRemote(t, "Before", false)
+	w.register("coder@remote", g.srv.URL, 1)
+	name := func() string {
+		if c := w.info("coder@remote").Card; c != nil {
+			return c.Name
+		}
+		return ""
+	}
+	waitFor(t, "the remote's first name", func() bool { return name() == "Before" }, name)
+	g.name = "After"
+	g.restart(false)
+	waitFor(t, "the remote's new name", func() bool { return name() == "After" }, name)
+	if c := w.info("coder@remote").Card; c.Remote == nil || c.Remote.URL != g.srv.URL {
+		t.Fatalf("card %+v, want its remote kept", c)
 	}
 }

@@ -211,3 +211,34 @@ func TestRestartWithUnansweredSends(t *testing.T) {
 		t.Fatalf("result %+v, want the operator's error", res)
 	}
 }
+
+// An operator's move or force-error of a task the remote is working on
+// ends its delivery and cancels the remote's task.
+func TestOperatorRepairsCancelTheRemoteTask(t *testing.T) {
+	w := start(t)
+	g := startGoRemote(t, "Go Coder", false)
+	w.register("coder@remote", g.srv.URL, 2)
+	moved := w.send("planner@local", "coder@remote", "hang on", false)
+	forced := w.send("planner@local", "coder@remote", "hang on too", false)
+	m := w.waitDelivery("coder@remote", moved, "accepted", func(d mailbox.DeliveryStatus) bool { return d.RemoteTaskID != "" })
+	f := w.waitDelivery("coder@remote", forced, "accepted", func(d mailbox.DeliveryStatus) bool { return d.RemoteTaskID != "" })
+
+	if _, err := w.c.Repair(w.ctx, mailbox.RepairRequest{TaskID: moved, Reason: "another agent will do it",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: m.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted, Recipient: "worker@local"}}); err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	if _, err := w.c.Repair(w.ctx, mailbox.RepairRequest{TaskID: forced, Reason: "not needed",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: f.LeaseID, Message: "not needed any more"}}); err != nil {
+		t.Fatalf("force error: %v", err)
+	}
+	for _, id := range []string{m.RemoteTaskID, f.RemoteTaskID} {
+		waitFor(t, "the remote task "+id+" canceled", func() bool { return g.executor().wasCanceled(id) }, func() string { return w.logs.String() })
+	}
+	w.waitRemote("coder@remote", "both deliveries gone", func(st *mailbox.RemoteStatus) bool { return len(st.Deliveries) == 0 && st.InFlight == 0 })
+	if res := w.result("planner@local", forced); res.Status != mailbox.StatusError || res.ErrorMessage != "not needed any more" {
+		t.Fatalf("result %+v, want the operator's", res)
+	}
+	if e := w.entry(moved); e == nil || e.State != mailbox.TaskQueued || e.Task.Recipient != "worker@local" {
+		t.Fatalf("entry %+v, want the task queued for worker@local", e)
+	}
+}
