@@ -176,6 +176,10 @@ func (dl *delivery) cancelRemote() {
 		return
 	}
 	client := dl.r.currentClient()
+	if client == nil {
+		dl.r.d.log.Warn("a cancel could not be passed on: the remote's card was never read (its late answer will be refused)", dl.attrs("remote_task_id", id)...)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), dl.r.d.o.CallTimeout)
 	defer cancel()
 	_, err := client.Cancel(ctx, id)
@@ -187,6 +191,7 @@ func (dl *delivery) cancelRemote() {
 }
 
 func (dl *delivery) run(ctx context.Context, m mode) {
+	var remoteTaskID string
 	if m == modeFollow {
 		rec, err := dl.r.d.eng.Task(ctx, dl.task.ID)
 		if err != nil || !rec.AcceptedUnder(dl.lease.LeaseID) {
@@ -194,8 +199,21 @@ func (dl *delivery) run(ctx context.Context, m mode) {
 			dl.park(mailbox.DeliveryUnknown, "no acceptance recorded under this lease", outcomeUnknown)
 			return
 		}
-		dl.accepted(rec.Remote.TaskID)
-		dl.follow(ctx, rec.Remote.TaskID)
+		remoteTaskID = rec.Remote.TaskID
+		dl.accepted(remoteTaskID)
+	}
+	select {
+	case <-dl.r.ready:
+	default:
+		dl.set(dl.status().State, "waiting for the remote's card", time.Time{})
+		select {
+		case <-dl.r.ready:
+		case <-ctx.Done():
+			return
+		}
+	}
+	if m == modeFollow {
+		dl.follow(ctx, remoteTaskID)
 		return
 	}
 	dl.send(ctx)

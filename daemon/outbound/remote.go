@@ -25,7 +25,10 @@ type remote struct {
 	// free wakes it when a delivery ended.
 	kick chan struct{}
 	free chan struct{}
-	wg   sync.WaitGroup // the deliveries
+	// ready is closed once the card was first resolved: deliveries
+	// recovered before wait for it.
+	ready chan struct{}
+	wg    sync.WaitGroup // the deliveries
 
 	mu      sync.Mutex
 	spec    mailbox.RemoteSpec
@@ -47,7 +50,7 @@ type remote struct {
 
 func newRemote(d *Dispatcher, ra mailbox.RegisteredAgent) *remote {
 	return &remote{d: d, agent: ra.Agent, spec: *ra.Card.Remote, card: ra.Card,
-		kick: make(chan struct{}, 1), free: make(chan struct{}, 1), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), free: make(chan struct{}, 1), done: make(chan struct{}), ready: make(chan struct{}),
 		state: mailbox.RemoteResolving, sinceMs: time.Now().UnixMilli(), deliveries: map[string]*delivery{}}
 }
 
@@ -92,13 +95,15 @@ func notify(ch chan struct{}) {
 
 func (r *remote) run(ctx context.Context) {
 	log := r.d.log.With("agent", r.agent)
-	// The card first: nothing can be delivered or followed without it.
+	// The leases the agent holds first, so that the operator sees them
+	// (and what recovery makes of them) even while the remote does not
+	// answer; they are delivered once its card is read.
+	r.recover(ctx)
 	for !r.resolve(ctx) {
 		if !r.waitProbe(ctx) {
 			return
 		}
 	}
-	r.recover(ctx)
 	resolved := time.Now()
 	for ctx.Err() == nil {
 		select {
@@ -191,6 +196,9 @@ func (r *remote) resolve(ctx context.Context) bool {
 	first := r.client == nil
 	r.client, r.rcard = client, card
 	r.mu.Unlock()
+	if first {
+		close(r.ready)
+	}
 	r.answered()
 	if first {
 		r.d.log.Info("remote agent resolved", "agent", r.agent, "binding", card.Binding, "endpoint", card.Endpoint, "streaming", card.Streaming, "name", card.Name)

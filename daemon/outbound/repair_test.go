@@ -191,6 +191,10 @@ func TestRestartWithUnansweredSends(t *testing.T) {
 		w.waitDelivery("coder@remote", id, "retried", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryRetrying })
 	}
 	w.d.Restart()
+	// While the remote is still down, the leases are shown with what
+	// recovery made of them.
+	w.waitDelivery("coder@remote", once, "unknown while the remote is down", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryUnknown })
+	w.waitDelivery("coder@remote", twice, "waiting for the remote", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliverySending })
 	g.down.Store(false)
 	if res := w.result("planner@local", twice); res.Status != mailbox.StatusOK || !strings.Contains(text(res), "read the file") {
 		t.Fatalf("the idempotent task's result %+v", res)
