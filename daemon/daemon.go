@@ -159,6 +159,14 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		}
 	}
 	dispatcher := outbound.New(eng, outboundOptions(cfg, logger, o.outbound))
+	if len(cfg.Remotes) > 0 {
+		agents := make([]string, len(cfg.Remotes))
+		for i, r := range cfg.Remotes {
+			agents[i] = r.Agent
+		}
+		// The agents only: the credentials are never logged.
+		logger.Info("remote agent credentials configured", "agents", agents)
+	}
 	apiOpts := httpapi.Options{Logger: logger, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout, BatchMax: cfg.BatchMax,
 		Metrics: []metrics.Source{eng, st, dispatcher}}
 	if ps, ok := st.(store.Standing); ok {
