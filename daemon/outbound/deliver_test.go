@@ -143,3 +143,24 @@ func TestStreamingRemoteAsks(t *testing.T) {
 		t.Fatalf("result %+v, want the remote's answer to the reply\nlog:\n%s", res, w.logs)
 	}
 }
+
+// A remote that forgot the task whose question the sender answered: the
+// answer is not taken as a new task; the lease is left for the operator,
+// marked lost.
+func TestRemoteLostTheTaskItAsked(t *testing.T) {
+	w := start(t)
+	g := startGoRemote(t, "Go Coder", false)
+	w.register("coder@remote", g.srv.URL, 1)
+	id := w.send("planner@local", "coder@remote", "ask me", false)
+	if q := w.result("planner@local", id); q.Status != mailbox.StatusInputRequired {
+		t.Fatalf("result %+v, want the question", q)
+	}
+	g.restart(false)
+	if _, err := w.c.Reply(w.ctx, mailbox.Reply{TaskID: id, Sender: "planner@local", Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "postgres"}}}); err != nil {
+		t.Fatal(err)
+	}
+	dl := w.waitDelivery("coder@remote", id, "lost", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryLost })
+	if e := w.entry(id); e == nil || e.State != mailbox.TaskInFlight || e.LeaseID != dl.LeaseID {
+		t.Fatalf("entry %+v, want the lease left for the operator", e)
+	}
+}

@@ -246,6 +246,8 @@ func (dl *delivery) send(ctx context.Context) {
 		client *a2a.Remote
 		first  a2a.RemoteUpdate
 		st     *a2a.RemoteStream
+		// noStream: the remote's card says it streams, but it refused to.
+		noStream bool
 	)
 	for n := 1; ; n++ {
 		client = r.currentClient()
@@ -253,7 +255,7 @@ func (dl *delivery) send(ctx context.Context) {
 		dl.attempts = n
 		dl.mu.Unlock()
 		dl.set(mailbox.DeliverySending, "", time.Time{})
-		if client.Streaming() {
+		if client.Streaming() && !noStream {
 			st, err = client.Stream(ctx, msg)
 			if err == nil {
 				if first, err = st.Next(); err != nil {
@@ -282,6 +284,19 @@ func (dl *delivery) send(ctx context.Context) {
 			break
 		}
 		if ctx.Err() != nil {
+			return
+		}
+		if client.Streaming() && !noStream && errors.Is(err, a2a.ErrRemoteUnsupported) {
+			// Nothing was started: send it the plain way.
+			r.d.log.Info("the remote refused to stream although its card says it does; sending without a stream", dl.attrs("err", err)...)
+			noStream = true
+			n--
+			continue
+		}
+		if msg.TaskID != "" && errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+			r.d.log.Warn("the remote lost the task whose question the sender answered; its lease is left for the operator", dl.attrs("remote_task_id", msg.TaskID)...)
+			dl.accepted(msg.TaskID)
+			dl.park(mailbox.DeliveryLost, "the remote lost this task (it answers that it does not know task "+msg.TaskID+", whose question the sender answered): left for the operator", outcomeLost)
 			return
 		}
 		if msg.TaskID != "" && a2a.RemoteRetryable(err) {
