@@ -32,7 +32,6 @@ type remote struct {
 
 	mu      sync.Mutex
 	spec    mailbox.RemoteSpec
-	card    mailbox.AgentCard // as registered
 	client  *a2a.Remote
 	rcard   a2a.RemoteCard
 	state   string
@@ -49,7 +48,7 @@ type remote struct {
 }
 
 func newRemote(d *Dispatcher, ra mailbox.RegisteredAgent) *remote {
-	return &remote{d: d, agent: ra.Agent, spec: *ra.Card.Remote, card: ra.Card,
+	return &remote{d: d, agent: ra.Agent, spec: *ra.Card.Remote,
 		kick: make(chan struct{}, 1), free: make(chan struct{}, 1), done: make(chan struct{}), ready: make(chan struct{}),
 		state: mailbox.RemoteResolving, sinceMs: time.Now().UnixMilli(), deliveries: map[string]*delivery{}}
 }
@@ -70,11 +69,11 @@ func (r *remote) stop() {
 }
 
 // registered takes the agent's registration as it is now: a changed
-// remote spec (or card) is resolved again.
+// remote spec is resolved again.
 func (r *remote) registered(ra mailbox.RegisteredAgent) {
 	r.mu.Lock()
 	changed := *ra.Card.Remote != r.spec
-	r.spec, r.card = *ra.Card.Remote, ra.Card
+	r.spec = *ra.Card.Remote
 	if changed && r.stopLeasing != nil {
 		// No task is leased for the old address while the new one is
 		// resolved.
@@ -203,16 +202,25 @@ func (r *remote) resolve(ctx context.Context) bool {
 	if first {
 		r.d.log.Info("remote agent resolved", "agent", r.agent, "binding", card.Binding, "endpoint", card.Endpoint, "streaming", card.Streaming, "name", card.Name)
 	}
-	r.syncCard(ctx, card)
+	r.syncCard(ctx, spec, card)
 	return true
 }
 
 // syncCard re-registers the agent with the remote's name, description and
 // skills when they differ from its card, keeping its remote spec.
-func (r *remote) syncCard(ctx context.Context, rc a2a.RemoteCard) {
-	r.mu.Lock()
-	card := r.card
-	r.mu.Unlock()
+//
+// The card is read from the registry as it is now, not as this loop last
+// heard of it, and left alone when its remote spec is no longer the one
+// resolved: an operator's re-registration must not be overwritten with
+// the card it replaced (it is resolved next).
+func (r *remote) syncCard(ctx context.Context, spec mailbox.RemoteSpec, rc a2a.RemoteCard) {
+	var cur mailbox.RegisteredAgent
+	var ok bool
+	r.d.eng.View(func(s *mailbox.State) { cur, ok = s.Registered(r.agent) })
+	if !ok || cur.Card.Remote == nil || *cur.Card.Remote != spec {
+		return
+	}
+	card := cur.Card
 	next := card
 	if rc.Name != "" {
 		next.Name = rc.Name
@@ -241,9 +249,6 @@ func (r *remote) syncCard(ctx context.Context, rc a2a.RemoteCard) {
 		}
 		return
 	}
-	r.mu.Lock()
-	r.card = ra.Card
-	r.mu.Unlock()
 	r.d.log.Info("remote agent re-registered with its remote's card", "agent", r.agent, "name", ra.Card.Name, "skills", len(ra.Card.Skills))
 }
 
