@@ -98,6 +98,10 @@ type Config struct {
 	// PostgresCampaignInterval is how often an instance that does not
 	// lead tries to.
 	PostgresCampaignInterval time.Duration `yaml:"postgres_campaign_interval"`
+	// Remotes are the credentials the daemon calls remote agents with,
+	// keyed by agent id. Like tokens, they are set in the file only and
+	// never shown.
+	Remotes []RemoteCredential `yaml:"remotes"`
 }
 
 // The defaults that belong to no other package. The rest are defined once
@@ -196,6 +200,8 @@ func (c Config) Validate() error {
 			// never disagree about what a good entry is. Its messages name
 			// tokens[i] and never the secret.
 			_, err = auth.New(c.Tokens)
+		} else if name == "remotes" {
+			err = ValidateRemotes(c.Remotes)
 		} else {
 			// A field is valid when its own text would be accepted by its
 			// flag, so the rules are written once, in keys.go.

@@ -370,16 +370,16 @@ func TestKeysCoverEveryField(t *testing.T) {
 	typ := reflect.TypeOf(Config{})
 	n := 0
 	flags.VisitAll(func(*flag.Flag) { n++ })
-	// tokens is file only: no flag (and no variable, see TestApplyEnv).
-	if n != typ.NumField()-1 {
-		t.Fatalf("AddFlags defines %d flags, want one per Config field but tokens (%d)", n, typ.NumField()-1)
+	// tokens and remotes are file only: no flag (and no variable, see TestApplyEnv).
+	if n != typ.NumField()-2 {
+		t.Fatalf("AddFlags defines %d flags, want one per Config field but tokens and remotes (%d)", n, typ.NumField()-2)
 	}
 	for i := range typ.NumField() {
 		name := typ.Field(i).Tag.Get("yaml")
 		f := flags.Lookup(strings.ReplaceAll(name, "_", "-"))
-		if name == "tokens" {
+		if fileOnly(name) {
 			if f != nil {
-				t.Errorf("tokens has a flag, want it set in the config file only")
+				t.Errorf("%s has a flag, want it set in the config file only", name)
 			}
 			continue
 		}

@@ -70,6 +70,12 @@ func Parse(base Config, data []byte) (Config, error) {
 			}
 			continue
 		}
+		if name == "remotes" {
+			if err := parseRemotesNode(&cfg, vn); err != nil {
+				return base, err
+			}
+			continue
+		}
 		if vn.Kind != yaml.ScalarNode || vn.Tag == "!!null" {
 			return base, fmt.Errorf("line %d: %s: expected a single value, got %s", vn.Line, name, describe(vn))
 		}

@@ -87,6 +87,8 @@ func Set(cfg *Config, name, value string) error {
 		return unknownKey(name)
 	case name == "tokens":
 		return errors.New("tokens: set in the config file only")
+	case name == "remotes":
+		return errRemotesFileOnly
 	}
 	return cfg.keys().Set(flagName(name), value)
 }
@@ -98,7 +100,7 @@ func ApplyEnv(cfg *Config, getenv func(string) string) error {
 	next := *cfg
 	for _, name := range keyNames() {
 		v := getenv(envName(name))
-		if name == "tokens" || v == "" {
+		if fileOnly(name) || v == "" {
 			continue
 		}
 		if err := Set(&next, name, v); err != nil {
@@ -126,8 +128,8 @@ func CheckEnv(environ []string) error {
 			continue
 		}
 		switch k := strings.ToLower(key); {
-		case k == "tokens":
-			return fmt.Errorf("environment variable %s: tokens are set in the config file only (a secret in the environment ends up in process listings); remove it", name)
+		case fileOnly(k):
+			return fmt.Errorf("environment variable %s: %s are set in the config file only (a secret in the environment ends up in process listings); remove it", name, k)
 		case isKey(k) && envName(k) == name:
 			continue
 		}
@@ -139,7 +141,7 @@ func CheckEnv(environ []string) error {
 func envNames() []string {
 	var out []string
 	for _, k := range keyNames() {
-		if k != "tokens" {
+		if !fileOnly(k) {
 			out = append(out, envName(k))
 		}
 	}
@@ -150,7 +152,7 @@ func envNames() []string {
 func closestEnv(name string) string {
 	best, bestD := "", -1
 	for _, k := range keyNames() {
-		if k == "tokens" {
+		if fileOnly(k) {
 			continue
 		}
 		if d := editDistance(name, envName(k)); bestD < 0 || d < bestD {
@@ -192,7 +194,7 @@ func ApplyFlags(cfg *Config, given Config, cmdline *flag.FlagSet) {
 	names := keyNames()
 	cmdline.Visit(func(f *flag.Flag) {
 		for i, name := range names {
-			if name != "tokens" && flagName(name) == f.Name {
+			if !fileOnly(name) && flagName(name) == f.Name {
 				dst.Field(i).Set(src.Field(i))
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/covenant"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/httpapi"
+	"github.com/mailroom/mailroom/daemon/outbound"
 	"github.com/mailroom/mailroom/daemon/store"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/daemon/store/pgstore"
@@ -46,6 +47,10 @@ type Daemon struct {
 	// waited for before the engine closes.
 	stopScan chan struct{}
 	scans    sync.WaitGroup
+	// dispatcher delivers the tasks of remote agents while the instance
+	// leads; stopDispatch ends it, before the engine closes.
+	dispatcher   *outbound.Dispatcher
+	stopDispatch context.CancelFunc
 	// stopOnce makes the shutdown happen once, whoever asks first (Run
 	// when its context ends, or Close); stopErr is what it returned.
 	stopOnce sync.Once
@@ -61,9 +66,10 @@ type TickSource func(interval time.Duration) (ticks <-chan time.Time, stop func(
 type Option func(*options)
 
 type options struct {
-	ln    net.Listener
-	now   func() time.Time
-	ticks TickSource
+	ln       net.Listener
+	now      func() time.Time
+	ticks    TickSource
+	outbound func(*outbound.Options)
 }
 
 // WithListener serves on ln instead of listening on cfg.Addr, which should
@@ -78,6 +84,12 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // WithRetryStaleTicks drives the retry-stale scheduler (when
 // cfg.RetryStaleInterval turns it on) from ticks instead of a ticker.
 func WithRetryStaleTicks(ticks TickSource) Option { return func(o *options) { o.ticks = ticks } }
+
+// WithOutbound changes the remote dispatcher's options (its backoffs,
+// probe interval, HTTP client) after the daemon set them from cfg.
+func WithOutbound(change func(*outbound.Options)) Option {
+	return func(o *options) { o.outbound = change }
+}
 
 // Open opens the data directory, replays the log and binds the listener, so
 // Addr is known before anything is served. Nothing is served until Run.
@@ -146,8 +158,17 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 			return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 		}
 	}
+	dispatcher := outbound.New(eng, outboundOptions(cfg, logger, o.outbound))
+	if len(cfg.Remotes) > 0 {
+		agents := make([]string, len(cfg.Remotes))
+		for i, r := range cfg.Remotes {
+			agents[i] = r.Agent
+		}
+		// The agents only: the credentials are never logged.
+		logger.Info("remote agent credentials configured", "agents", agents)
+	}
 	apiOpts := httpapi.Options{Logger: logger, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout, BatchMax: cfg.BatchMax,
-		Metrics: []metrics.Source{eng, st}}
+		Metrics: []metrics.Source{eng, st, dispatcher}}
 	if ps, ok := st.(store.Standing); ok {
 		self, kind := ps.Advertise(), cfg.Store
 		apiOpts.Store = func() *httpapi.StoreStatus {
@@ -191,10 +212,23 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	if ticks == nil {
 		ticks = tickerSource
 	}
-	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: stopScan, fresh: map[net.Conn]struct{}{},
+	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: stopScan, fresh: map[net.Conn]struct{}{}, dispatcher: dispatcher,
 		srv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
 	d.srv.ConnState = d.trackConn
 	return d, nil
+}
+
+// outboundOptions are the dispatcher's options: the remotes' credentials
+// from cfg, then what the caller changes.
+func outboundOptions(cfg config.Config, logger *slog.Logger, change func(*outbound.Options)) outbound.Options {
+	o := outbound.Options{Logger: logger, Auth: map[string]a2a.RemoteAuth{}}
+	for _, r := range cfg.Remotes {
+		o.Auth[r.Agent] = a2a.RemoteAuth{Bearer: r.Bearer, Header: r.Header, Value: r.Value}
+	}
+	if change != nil {
+		change(&o)
+	}
+	return o
 }
 
 // mailboxStore is what the daemon needs of a store: the engine's contract
@@ -273,6 +307,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.scheduleRetryStale(ticks)
 		})
 	}
+	if !d.closing {
+		dctx, stop := context.WithCancel(context.Background())
+		d.stopDispatch = stop
+		d.scans.Go(func() { d.dispatcher.Run(dctx) })
+	}
 	d.mu.Unlock()
 	served := make(chan error, 1)
 	go func() { served <- d.serve() }()
@@ -317,6 +356,9 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	d.mu.Lock()
 	d.closing = true
 	close(d.stopScan)
+	if d.stopDispatch != nil {
+		d.stopDispatch()
+	}
 	for c := range d.fresh {
 		c.Close()
 	}

@@ -40,6 +40,10 @@ type AgentInfo struct {
 	// daemon serves as an A2A server).
 	Card           *AgentCard `json:"card,omitempty"`
 	RegisteredAtMs int64      `json:"registered_at_ms,omitempty"`
+	// Remote is what the daemon's dispatcher knows of a remote agent now
+	// (memory only; absent for an agent that polls, and on an instance
+	// that has no dispatcher).
+	Remote *RemoteStatus `json:"remote,omitempty"`
 }
 
 // AgentsResponse answers GET /a2a/agents: one object per agent, sorted by

@@ -72,6 +72,8 @@ type Event struct {
 	Recipient string `json:"recipient,omitempty"`
 	// task_replied: the sender's turn (its seq and time are the event's).
 	Turn *Turn `json:"turn,omitempty"`
+	// remote_accepted: the task as the remote agent knows it.
+	Remote *RemoteRef `json:"remote,omitempty"`
 	// result_replayed: the task whose result was copied.
 	ReplayedFrom string `json:"replayed_from,omitempty"`
 	// limits_set: the limits in force from this event on.
@@ -117,6 +119,8 @@ type HistoryEntry struct {
 	Status        string `json:"status,omitempty"`
 	// Recipient is the new recipient of a requeue that moved the task.
 	Recipient string `json:"recipient,omitempty"`
+	// RemoteTaskID is the remote agent's id for the task it accepted.
+	RemoteTaskID string `json:"remote_task_id,omitempty"`
 }
 
 // TaskRecord is everything the mailbox knows about one task.
@@ -141,6 +145,10 @@ type TaskRecord struct {
 	// have one: their callers read it from the task, after it was drained
 	// too.
 	Result *Result `json:"result,omitempty"`
+	// Remote is where a remote agent keeps the task, once it accepted it
+	// (remote_accepted); kept for the task's life, so an answer to its
+	// question goes to the same remote task.
+	Remote *RemoteDelivery `json:"remote,omitempty"`
 }
 
 // Snapshot is the whole state at Seq: every task the state remembers in send

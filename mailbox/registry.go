@@ -42,6 +42,10 @@ type AgentCard struct {
 	Skills             []AgentSkill `json:"skills" yaml:"skills"`
 	DefaultInputModes  []string     `json:"default_input_modes" yaml:"default_input_modes"`
 	DefaultOutputModes []string     `json:"default_output_modes" yaml:"default_output_modes"`
+	// Remote, when set, makes the agent a remote A2A server the daemon
+	// delivers its tasks to (see remote.go). Its name may then be left
+	// out: the daemon serves the remote's own.
+	Remote *RemoteSpec `json:"remote,omitempty" yaml:"remote,omitempty"`
 }
 
 // HasSkill reports whether the card lists a skill with id.
@@ -66,7 +70,14 @@ type RegisteredAgent struct {
 // NormalizeCard validates a card as an operator registers it and returns it
 // with its lists never null. Every refusal names the field.
 func NormalizeCard(c AgentCard) (AgentCard, error) {
-	if err := cardField("name", c.Name, MaxCardTextBytes, true, oneLine, "the agent's display name, such as \"Coder\""); err != nil {
+	if c.Remote != nil {
+		r := *c.Remote // the caller's stays as it was
+		if err := normalizeRemote("remote", &r); err != nil {
+			return c, err
+		}
+		c.Remote = &r
+	}
+	if err := cardField("name", c.Name, MaxCardTextBytes, c.Remote == nil, oneLine, "the agent's display name, such as \"Coder\""); err != nil {
 		return c, err
 	}
 	if err := cardField("description", c.Description, MaxCardDescBytes, false, multiLine, "what the agent does"); err != nil {

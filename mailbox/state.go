@@ -130,6 +130,8 @@ func (s *State) apply(ev Event) error {
 		return s.applyCancel(ev)
 	case EventTaskReplied:
 		return s.applyReply(ev)
+	case EventRemoteAccepted:
+		return s.applyRemoteAccepted(ev)
 	case EventAgentRegistered, EventAgentDeregistered:
 		return s.applyRegistry(ev)
 	case EventRecordSkipped:
@@ -228,6 +230,9 @@ func (t *taskRec) addHistory(ev Event) {
 		Principal: ev.Principal, Reason: ev.Reason, DuplicateRisk: ev.DuplicateRisk, Recipient: ev.Recipient}
 	if ev.Result != nil {
 		h.Status = ev.Result.Status
+	}
+	if ev.Remote != nil {
+		h.RemoteTaskID = ev.Remote.TaskID
 	}
 	if len(t.History) >= maxHistory {
 		// Keep the first entry (the send) and the most recent ones.

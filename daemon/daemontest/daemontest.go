@@ -43,6 +43,8 @@ type Options struct {
 	RetryStaleTicks <-chan time.Time
 	// Logger gets the daemon's log; nil discards it.
 	Logger *slog.Logger
+	// Daemon are more options for daemon.Open (daemon.WithOutbound, ...).
+	Daemon []daemon.Option
 }
 
 // Daemon is a daemon running for one test.
@@ -103,6 +105,7 @@ func (d *Daemon) launch(addr string) *instance {
 	if ticks := d.opts.RetryStaleTicks; ticks != nil {
 		opts = append(opts, daemon.WithRetryStaleTicks(func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }))
 	}
+	opts = append(opts, d.opts.Daemon...)
 	dm, err := daemon.Open(cfg, d.opts.Logger, opts...)
 	if err != nil {
 		d.t.Fatalf("daemon.Open on %s: %v", d.Dir, err)

@@ -159,6 +159,9 @@ type Engine struct {
 	// applied event closes advanced (and replaces it) to wake them.
 	seqWaiters atomic.Int32
 	advanced   atomic.Pointer[chan struct{}]
+	// remoteStatus, when set, says what the dispatcher knows of a remote
+	// agent, for the agents listing.
+	remoteStatus atomic.Pointer[func(agent string) *mailbox.RemoteStatus]
 }
 
 var _ mailbox.Service = (*Engine)(nil)

@@ -180,9 +180,29 @@ func (e *Engine) agents(nowMs int64) []mailbox.AgentInfo {
 // counts an event in them under it, so they count nothing past seq.
 func (e *Engine) agentsAt(nowMs int64) ([]mailbox.AgentInfo, uint64) {
 	e.durableMu.RLock()
-	defer e.durableMu.RUnlock()
-	return e.presence.fill(e.durable.Agents(nowMs), nowMs), e.durable.Seq
+	list, seq := e.presence.fill(e.durable.Agents(nowMs), nowMs), e.durable.Seq
+	e.durableMu.RUnlock()
+	if f := e.remoteStatus.Load(); f != nil {
+		for i := range list {
+			if list[i].Card != nil && list[i].Card.Remote != nil {
+				list[i].Remote = (*f)(list[i].Agent)
+			}
+		}
+	}
+	return list, seq
 }
+
+// SetRemoteStatus makes the agents listing ask status for what the
+// dispatcher knows of each remote agent; status is called outside the
+// engine's locks, and answers nil for an agent it does not deliver to.
+func (e *Engine) SetRemoteStatus(status func(agent string) *mailbox.RemoteStatus) {
+	e.remoteStatus.Store(&status)
+	e.presence.changed.Store(true)
+}
+
+// RemoteStatusChanged tells the engine that what the dispatcher knows
+// changed, so the next agents push carries it.
+func (e *Engine) RemoteStatusChanged() { e.presence.changed.Store(true) }
 
 // seen records a call by agent at the engine's clock.
 func (e *Engine) seen(agent string) { e.presence.seen(agent, e.opts.Now().UnixMilli()) }

@@ -352,7 +352,28 @@ func (g *scenario) run() {
 	g.post(mailbox.Result{TaskID: taskID(23), Status: mailbox.StatusInputRequired, LeaseID: l23,
 		Content: []mailbox.Content{text("which commit on main?")}}) // 91
 	g.cancel(23, "found it myself") // 92 task_canceled: waiting
+	// Remote agents: an agent registered as a remote A2A server (no name of
+	// its own: the remote's is served), a task leased on its behalf and
+	// accepted by the remote, and one accepted that then asks its sender,
+	// so the remote's ids stay on the task through its conversation.
+	g.register(remote, mailbox.AgentCard{Remote: &mailbox.RemoteSpec{URL: "http://127.0.0.1:9/", Binding: mailbox.BindingJSONRPC03, Concurrency: 2}}) // 93 agent_registered: remote
+	g.send(mailbox.Task{ID: taskID(24), Sender: planner, Recipient: remote, IntentText: "summarize the incident"})                                    // 94
+	l24 := g.lease(remote, 24)                                                                                                                        // 95
+	g.accepted(24, l24, mailbox.RemoteRef{TaskID: "remote-task-24", ContextID: "remote-ctx-24", Binding: mailbox.BindingJSONRPC03})                   // 96 remote_accepted
+	g.send(mailbox.Task{ID: taskID(25), Sender: planner, Recipient: remote, IntentText: "page the owner"})                                            // 97
+	l25 := g.lease(remote, 25)                                                                                                                        // 98
+	g.accepted(25, l25, mailbox.RemoteRef{TaskID: "remote-task-25", Binding: mailbox.BindingJSONRPC03})                                               // 99
+	g.post(mailbox.Result{TaskID: taskID(25), Status: mailbox.StatusInputRequired, LeaseID: l25, Content: []mailbox.Content{text("which owner?")}})   // 100: waiting, its remote kept
 	g.close()
+}
+
+const remote = "remote@local"
+
+// accepted records the remote's acceptance of task n under lease.
+func (g *scenario) accepted(n int, lease string, ref mailbox.RemoteRef) {
+	if err := g.eng.RemoteAccepted(context.Background(), taskID(n), lease, ref); err != nil {
+		log.Fatalf("remote accepted %s: %v", taskID(n), err)
+	}
 }
 
 // reply answers task n for sender.

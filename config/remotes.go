@@ -1,0 +1,185 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// Remote credentials are secrets, like tokens: they are set in the file
+// only, and nothing here puts a value read from a remotes entry other than
+// its agent and header name into an error.
+
+// RemoteCredential is what the daemon sends a remote agent with every
+// request: a bearer token, or a header and its value. Agent is the
+// registered agent id it is for.
+type RemoteCredential struct {
+	Agent  string `yaml:"agent"`
+	Bearer string `yaml:"bearer"`
+	Header string `yaml:"header"`
+	Value  string `yaml:"value"`
+}
+
+// String hides the secret, so printing a credential by mistake shows none.
+func (r RemoteCredential) String() string {
+	if r.Bearer != "" {
+		return r.Agent + ": bearer [redacted]"
+	}
+	return r.Agent + ": " + r.Header + ": [redacted]"
+}
+
+// GoString hides the secret from %#v too.
+func (r RemoteCredential) GoString() string { return "config.RemoteCredential{" + r.String() + "}" }
+
+// remoteFields are the keys of one remotes entry.
+const remoteFields = "agent, and bearer or header with value"
+
+// fileOnly reports whether key holds secrets and is set in the config file
+// only: a secret in argv or the environment ends up in process listings
+// and shell histories.
+func fileOnly(key string) bool { return key == "tokens" || key == "remotes" }
+
+// ValidateRemotes checks the remotes list: each entry names a valid agent
+// id, once, and holds exactly one kind of credential. Its errors name
+// remotes[i] and the agent, never a secret.
+func ValidateRemotes(rs []RemoteCredential) error {
+	seen := map[string]int{}
+	for i, r := range rs {
+		name := fmt.Sprintf("remotes[%d]", i)
+		if err := mailbox.ValidateAgentID(name+".agent", r.Agent); err != nil {
+			return fmt.Errorf("%s.agent: expected the registered agent id the credential is for, such as coder@remote: %s", name, mailbox.ErrorMessage(err))
+		}
+		if j, dup := seen[r.Agent]; dup {
+			return fmt.Errorf("%s.agent: %s already has a credential in remotes[%d]; expected one entry per agent", name, r.Agent, j)
+		}
+		seen[r.Agent] = i
+		hasHeader := r.Header != "" || r.Value != ""
+		switch {
+		case r.Bearer != "" && hasHeader:
+			return fmt.Errorf("%s (%s): both bearer and header are set; expected exactly one kind of credential", name, r.Agent)
+		case r.Bearer == "" && !hasHeader:
+			return fmt.Errorf("%s (%s): no credential; expected bearer, or header with value", name, r.Agent)
+		case r.Bearer != "":
+			if !printable(r.Bearer) {
+				return fmt.Errorf("%s (%s).bearer: holds a space or a control character; expected the token alone", name, r.Agent)
+			}
+		default:
+			if !headerName(r.Header) {
+				return fmt.Errorf("%s (%s).header: got %q, expected an HTTP header name such as X-Api-Key", name, r.Agent, bounded(r.Header))
+			}
+			if strings.EqualFold(r.Header, "Authorization") {
+				// Allowed, but a bearer token says what it is.
+				if strings.HasPrefix(strings.ToLower(r.Value), "bearer ") {
+					return fmt.Errorf("%s (%s): header Authorization with a Bearer value; write bearer: with the token alone", name, r.Agent)
+				}
+			}
+			if r.Value == "" || !printableOrSpace(r.Value) {
+				return fmt.Errorf("%s (%s).value: empty or holds a control character; expected the header's value", name, r.Agent)
+			}
+		}
+	}
+	return nil
+}
+
+func bounded(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// headerName reports whether s is an HTTP field name (RFC 9110 token).
+func headerName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func printable(s string) bool {
+	for _, c := range []byte(s) {
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func printableOrSpace(s string) bool {
+	for _, c := range []byte(s) {
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// parseRemotesNode reads the remotes list. Errors carry their own line.
+func parseRemotesNode(c *Config, n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		c.Remotes = nil
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return fmt.Errorf("line %d: remotes: expected a list of entries with %s, got %s", n.Line, remoteFields, describe(n))
+	}
+	rs := make([]RemoteCredential, 0, len(n.Content))
+	for i, item := range n.Content {
+		r, err := parseRemote(i, item)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, r)
+		if err := ValidateRemotes(rs); err != nil {
+			return fmt.Errorf("line %d: %w", item.Line, err)
+		}
+	}
+	c.Remotes = rs
+	return nil
+}
+
+func parseRemote(i int, n *yaml.Node) (RemoteCredential, error) {
+	var r RemoteCredential
+	name := fmt.Sprintf("remotes[%d]", i)
+	if n.Kind != yaml.MappingNode {
+		return r, fmt.Errorf("line %d: %s: expected a mapping with %s, got %s", n.Line, name, remoteFields, describe(n))
+	}
+	seen := map[string]bool{}
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		kn, vn := n.Content[j], n.Content[j+1]
+		field := name + "." + kn.Value
+		if seen[kn.Value] {
+			return r, fmt.Errorf("line %d: %s: set twice", kn.Line, field)
+		}
+		seen[kn.Value] = true
+		var err error
+		switch kn.Value {
+		case "agent":
+			r.Agent, err = scalar(field, vn)
+		case "bearer":
+			r.Bearer, err = scalar(field, vn)
+		case "header":
+			r.Header, err = scalar(field, vn)
+		case "value":
+			r.Value, err = scalar(field, vn)
+		default:
+			// The key is named, its value is not: a misspelt "bearer" holds a secret.
+			return r, fmt.Errorf("line %d: %s: unknown key %q; expected %s", kn.Line, name, kn.Value, remoteFields)
+		}
+		if err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+var errRemotesFileOnly = errors.New("remotes: set in the config file only")

@@ -1,0 +1,383 @@
+package a2a
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// The outbound client: the daemon calling a remote A2A agent, by whichever
+// binding its card offers, through the same neutral model the edge serves
+// from. It holds no state about tasks: the dispatcher records what the
+// remote accepted and asks again by id.
+
+// MaxRemoteBody bounds an answer from a remote (a card, a task, one event
+// of a stream).
+const MaxRemoteBody = 4 << 20
+
+// Remote calls one remote agent by one binding. It is safe for concurrent
+// use.
+type Remote struct {
+	hc *http.Client
+	// auth is held by pointer so that printing a Remote (%+v) shows an
+	// address, never the secret.
+	auth      *RemoteAuth
+	binding   string
+	endpoint  string
+	streaming bool
+	ids       atomic.Uint64
+}
+
+// NewRemote makes a client from what ResolveRemote found (or the
+// dispatcher recorded): card.Binding, card.Endpoint and card.Streaming.
+// hc may be nil (http.DefaultClient).
+func NewRemote(hc *http.Client, card RemoteCard, auth RemoteAuth) (*Remote, error) {
+	switch card.Binding {
+	case BindingJSONRPC03, BindingJSONRPC10, BindingHTTPJSON10, BindingLegacy:
+	default:
+		return nil, &RemoteError{Kind: RemoteUnusable, Op: "resolve", Message: "binding " + strconv.Quote(card.Binding) + " is not one this client speaks"}
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Remote{hc: hc, auth: &auth, binding: card.Binding, endpoint: card.Endpoint, streaming: card.Streaming && card.Binding != BindingLegacy}, nil
+}
+
+// Binding is the binding the remote is called by.
+func (c *Remote) Binding() string { return c.binding }
+
+// Streaming reports whether the remote streams (its card said so).
+func (c *Remote) Streaming() bool { return c.streaming }
+
+// generation is the protocol generation of the binding.
+func (c *Remote) generation() string {
+	switch c.binding {
+	case BindingJSONRPC03:
+		return v03
+	case BindingLegacy:
+		return versionLegacy
+	}
+	return v10
+}
+
+// Send delivers msg. blocking asks the remote to answer only when the task
+// is finished or asks something (a remote may answer sooner anyway); the
+// legacy dialect always blocks. A remote that answers with a message
+// rather than a task gives a completed RemoteTask with Direct set.
+//
+// A transport error means the remote may or may not hold the task: the
+// message id makes a resend safe only with a remote that dedupes on it.
+func (c *Remote) Send(ctx context.Context, msg OutboundMessage, blocking bool) (RemoteTask, error) {
+	v := c.generation()
+	m, err := msg.encode(v)
+	if err != nil {
+		return RemoteTask{}, &RemoteError{Kind: RemoteUnusable, Op: "send", Message: err.Error()}
+	}
+	switch c.binding {
+	case BindingLegacy:
+		id := msg.TaskID
+		if id == "" {
+			id = msg.MessageID
+		}
+		raw, err := c.rpc(ctx, "tasks/send", obj{"id": id, "message": m})
+		if err != nil {
+			return RemoteTask{}, err
+		}
+		t, err := decodeRemoteTask(versionLegacy, raw, "result")
+		return c.task(raw, "tasks/send", t, err)
+	case BindingHTTPJSON10:
+		raw, err := c.rest(ctx, http.MethodPost, "message:send", sendBody(v, m, blocking))
+		if err != nil {
+			return RemoteTask{}, err
+		}
+		t, err := decodeSendResult(v, raw, "answer")
+		return c.task(raw, "POST message:send", t, err)
+	}
+	method := map[string]string{v03: "message/send", v10: "SendMessage"}[v]
+	raw, err := c.rpc(ctx, method, sendBody(v, m, blocking))
+	if err != nil {
+		return RemoteTask{}, err
+	}
+	t, err := decodeSendResult(v, raw, "result")
+	return c.task(raw, method, t, err)
+}
+
+func sendBody(v string, m any, blocking bool) obj {
+	cfg := obj{"blocking": blocking}
+	if v == v10 {
+		cfg = obj{"returnImmediately": !blocking}
+	}
+	return obj{"message": m, "configuration": cfg}
+}
+
+// Get reads the remote task taskID. ErrRemoteTaskNotFound says the remote
+// does not know it.
+func (c *Remote) Get(ctx context.Context, taskID string) (RemoteTask, error) {
+	v := c.generation()
+	switch c.binding {
+	case BindingHTTPJSON10:
+		raw, err := c.rest(ctx, http.MethodGet, "tasks/"+url.PathEscape(taskID), nil)
+		if err != nil {
+			return RemoteTask{}, err
+		}
+		t, err := decodeRemoteTask(v, raw, "answer")
+		return c.task(raw, "GET tasks/{id}", t, err)
+	}
+	method := map[string]string{v03: "tasks/get", v10: "GetTask", versionLegacy: "tasks/get"}[v]
+	raw, err := c.rpc(ctx, method, obj{"id": taskID})
+	if err != nil {
+		return RemoteTask{}, err
+	}
+	t, err := decodeRemoteTask(v, raw, "result")
+	return c.task(raw, method, t, err)
+}
+
+// Cancel asks the remote to cancel taskID and returns the task as it
+// answers. ErrRemoteNotCancelable says it is past that.
+func (c *Remote) Cancel(ctx context.Context, taskID string) (RemoteTask, error) {
+	v := c.generation()
+	switch c.binding {
+	case BindingHTTPJSON10:
+		raw, err := c.rest(ctx, http.MethodPost, "tasks/"+url.PathEscape(taskID)+":cancel", obj{"id": taskID})
+		if err != nil {
+			return RemoteTask{}, err
+		}
+		t, err := decodeRemoteTask(v, raw, "answer")
+		return c.task(raw, "POST tasks/{id}:cancel", t, err)
+	}
+	method := map[string]string{v03: "tasks/cancel", v10: "CancelTask", versionLegacy: "tasks/cancel"}[v]
+	raw, err := c.rpc(ctx, method, obj{"id": taskID})
+	if err != nil {
+		return RemoteTask{}, err
+	}
+	t, err := decodeRemoteTask(v, raw, "result")
+	return c.task(raw, method, t, err)
+}
+
+// task wraps a decoding error as a malformed answer, quoting it.
+func (c *Remote) task(raw json.RawMessage, op string, t RemoteTask, err error) (RemoteTask, error) {
+	if err != nil {
+		return RemoteTask{}, &RemoteError{Kind: RemoteMalformed, Op: op, Message: c.auth.scrub(err.Error()) + "; the answer began " + c.auth.excerpt(raw)}
+	}
+	return t, nil
+}
+
+// rpc makes one JSON-RPC call at the endpoint (the legacy one at
+// {base}/rpc) and returns its result.
+func (c *Remote) rpc(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	body, err := json.Marshal(obj{"jsonrpc": "2.0", "id": c.nextID(), "method": method, "params": params})
+	if err != nil {
+		return nil, &RemoteError{Kind: RemoteUnusable, Op: method, Message: "encoding the request: " + err.Error()}
+	}
+	resp, err := c.do(ctx, method, http.MethodPost, c.rpcURL(), body, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := c.read(method, resp)
+	if err != nil {
+		return nil, err
+	}
+	return c.rpcResult(method, resp.StatusCode, data)
+}
+
+func (c *Remote) nextID() string { return "mailroom-" + strconv.FormatUint(c.ids.Add(1), 10) }
+
+func (c *Remote) rpcURL() string {
+	if c.binding == BindingLegacy {
+		return strings.TrimRight(c.endpoint, "/") + "/rpc"
+	}
+	return c.endpoint
+}
+
+// rpcResult reads a JSON-RPC response: its result, or its error as a
+// refusal.
+func (c *Remote) rpcResult(op string, status int, data []byte) (json.RawMessage, error) {
+	var env struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if !isObject(data) || json.Unmarshal(data, &env) != nil {
+		if status >= 400 {
+			return nil, c.statusError(op, status, data)
+		}
+		return nil, &RemoteError{Kind: RemoteMalformed, Op: op, HTTPStatus: status, Message: "expected a JSON-RPC response object; the answer began " + c.auth.excerpt(data)}
+	}
+	if env.Error != nil {
+		kind := RemoteRefused
+		if status >= 500 && env.Error.Code == codeInternal {
+			kind = RemoteTransport
+		}
+		return nil, &RemoteError{Kind: kind, Op: op, Code: env.Error.Code, HTTPStatus: status, Message: c.auth.scrub(bounded(env.Error.Message))}
+	}
+	if status >= 400 {
+		return nil, c.statusError(op, status, data)
+	}
+	if len(env.Result) == 0 || string(env.Result) == "null" {
+		return nil, &RemoteError{Kind: RemoteMalformed, Op: op, HTTPStatus: status, Message: "a JSON-RPC response with neither result nor error; the answer began " + c.auth.excerpt(data)}
+	}
+	return env.Result, nil
+}
+
+// rest makes one HTTP+JSON call: path is under the endpoint, body nil
+// for a GET.
+func (c *Remote) rest(ctx context.Context, method, path string, body any) (json.RawMessage, error) {
+	op := method + " " + path
+	var data []byte
+	if body != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
+			return nil, &RemoteError{Kind: RemoteUnusable, Op: op, Message: "encoding the request: " + err.Error()}
+		}
+	}
+	resp, err := c.do(ctx, op, method, c.restURL(path), data, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := c.read(op, resp)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		return nil, c.statusError(op, resp.StatusCode, raw)
+	}
+	return raw, nil
+}
+
+func (c *Remote) restURL(path string) string {
+	return strings.TrimRight(c.endpoint, "/") + "/" + path
+}
+
+// statusError reads an HTTP error answer: a google.rpc.Status with an
+// ErrorInfo reason (HTTP+JSON), a JSON-RPC error, or anything else (a
+// proxy's page). 5xx and 429 are transport errors: the remote is failing,
+// not refusing.
+func (c *Remote) statusError(op string, status int, data []byte) error {
+	e := &RemoteError{Kind: RemoteRefused, Op: op, HTTPStatus: status}
+	if status >= 500 || status == http.StatusTooManyRequests {
+		e.Kind = RemoteTransport
+	}
+	var g struct {
+		Error *struct {
+			Message string `json:"message"`
+			Status  string `json:"status"`
+			Details []struct {
+				Reason string `json:"reason"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if isObject(data) && json.Unmarshal(data, &g) == nil && g.Error != nil {
+		e.Message = c.auth.scrub(bounded(g.Error.Message))
+		for _, d := range g.Error.Details {
+			for code, r := range restReasons {
+				if d.Reason != "" && d.Reason == r.reason {
+					e.Code = code
+				}
+			}
+		}
+		if e.Message == "" {
+			e.Message = "HTTP " + strconv.Itoa(status) + " " + g.Error.Status
+		}
+		return e
+	}
+	var rpc struct {
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if isObject(data) && json.Unmarshal(data, &rpc) == nil && rpc.Error != nil && rpc.Error.Code != 0 {
+		e.Code, e.Message = rpc.Error.Code, c.auth.scrub(bounded(rpc.Error.Message))
+		return e
+	}
+	e.Message = "HTTP " + strconv.Itoa(status) + " " + http.StatusText(status) + "; the answer began " + c.auth.excerpt(data)
+	return e
+}
+
+// bounded cuts a remote's error message to a line's length.
+func bounded(s string) string {
+	if len(s) > 500 {
+		s = s[:500] + "..."
+	}
+	return s
+}
+
+// do sends one request with the credentials and the headers of the
+// binding. A failure to get an answer is a transport error; the caller's
+// own context ending is returned as is, wrapped.
+func (c *Remote) do(ctx context.Context, op, method, u string, body []byte, stream bool) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, &RemoteError{Kind: RemoteUnusable, Op: op, Message: "the URL " + strconv.Quote(redactURL(u)) + " cannot be requested"}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", contentTypeJSON)
+	}
+	req.Header.Set("Accept", contentTypeJSON)
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if c.generation() == v10 {
+		req.Header.Set("A2A-Version", v10)
+	}
+	c.auth.apply(req.Header)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &RemoteError{Kind: RemoteTransport, Op: op, Message: "gave up waiting: " + ctx.Err().Error(), cause: ctx.Err()}
+		}
+		var ue *url.Error
+		msg := err.Error()
+		if errors.As(err, &ue) {
+			msg = ue.Op + " " + redactURL(ue.URL) + ": " + ue.Err.Error()
+		}
+		return nil, &RemoteError{Kind: RemoteTransport, Op: op, Message: c.auth.scrub(msg), cause: err}
+	}
+	return resp, nil
+}
+
+// read reads a whole answer, bounded.
+func (c *Remote) read(op string, resp *http.Response) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxRemoteBody+1))
+	if err != nil {
+		return nil, &RemoteError{Kind: RemoteTransport, Op: op, HTTPStatus: resp.StatusCode, Message: "reading the answer: " + c.auth.scrub(err.Error()), cause: err}
+	}
+	if len(data) > MaxRemoteBody {
+		return nil, &RemoteError{Kind: RemoteMalformed, Op: op, HTTPStatus: resp.StatusCode, Message: "the answer is larger than " + strconv.Itoa(MaxRemoteBody>>20) + " MiB"}
+	}
+	return data, nil
+}
+
+// get reads a URL (a card).
+func (c *Remote) get(ctx context.Context, op, u string) ([]byte, error) {
+	resp, err := c.do(ctx, op, http.MethodGet, u, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := c.read(op, resp)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		e := c.statusError(op, resp.StatusCode, data).(*RemoteError)
+		e.Message = redactURL(u) + ": " + e.Message
+		return nil, e
+	}
+	return data, nil
+}

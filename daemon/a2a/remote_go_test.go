@@ -1,0 +1,544 @@
+package a2a_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	a2apkg "github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+
+	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// The outbound client against a real a2a-go v0.3.3 server (JSON-RPC v0.3)
+// whose executor behaves by the first word of the message it gets.
+
+// goExecutor is the remote agent: "fail", "reject", "ask" (then completes
+// on the answer), "auth", "stream", "slow" (until released), "hang"
+// (until canceled); anything else is echoed back as the artifact.
+type goExecutor struct {
+	mu      sync.Mutex
+	seen    []*a2apkg.Message
+	release chan struct{}
+	tick    chan struct{}
+}
+
+func newGoExecutor() *goExecutor {
+	return &goExecutor{release: make(chan struct{}), tick: make(chan struct{})}
+}
+
+func (e *goExecutor) messages() []*a2apkg.Message {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*a2apkg.Message(nil), e.seen...)
+}
+
+func firstText(m *a2apkg.Message) string {
+	for _, p := range m.Parts {
+		if t, ok := p.(a2apkg.TextPart); ok {
+			return t.Text
+		}
+	}
+	return ""
+}
+
+func (e *goExecutor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	e.mu.Lock()
+	e.seen = append(e.seen, rc.Message)
+	e.mu.Unlock()
+	write := func(ev a2apkg.Event) error { return q.Write(ctx, ev) }
+	status := func(st a2apkg.TaskState, text string, final bool) error {
+		var m *a2apkg.Message
+		if text != "" {
+			m = a2apkg.NewMessageForTask(a2apkg.MessageRoleAgent, rc, a2apkg.TextPart{Text: text})
+		}
+		ev := a2apkg.NewStatusUpdateEvent(rc, st, m)
+		ev.Final = final
+		return write(ev)
+	}
+	if rc.StoredTask == nil {
+		if err := status(a2apkg.TaskStateSubmitted, "", false); err != nil {
+			return err
+		}
+	}
+	text := firstText(rc.Message)
+	if rc.StoredTask != nil {
+		// The answer to the question asked.
+		if err := write(a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: "using " + text})); err != nil {
+			return err
+		}
+		return status(a2apkg.TaskStateCompleted, "", true)
+	}
+	switch strings.Fields(text + " x")[0] {
+	case "fail":
+		return status(a2apkg.TaskStateFailed, "the disk is full", true)
+	case "reject":
+		return status(a2apkg.TaskStateRejected, "not my kind of work", true)
+	case "ask":
+		return status(a2apkg.TaskStateInputRequired, "which database?", true)
+	case "auth":
+		return status(a2apkg.TaskStateAuthRequired, "sign in at https://example.test/login", true)
+	case "stream":
+		if err := status(a2apkg.TaskStateWorking, "", false); err != nil {
+			return err
+		}
+		first := a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: "one"})
+		if err := write(first); err != nil {
+			return err
+		}
+		for _, chunk := range []string{"two", "three"} {
+			ev := a2apkg.NewArtifactUpdateEvent(rc, first.Artifact.ID, a2apkg.TextPart{Text: chunk})
+			ev.Append = true
+			if err := write(ev); err != nil {
+				return err
+			}
+		}
+		return status(a2apkg.TaskStateCompleted, "", true)
+	case "slow":
+		if err := status(a2apkg.TaskStateWorking, "", false); err != nil {
+			return err
+		}
+		select {
+		case <-e.release:
+		case <-ctx.Done():
+			return nil
+		}
+		if err := write(a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: "slowly done"})); err != nil {
+			return err
+		}
+		return status(a2apkg.TaskStateCompleted, "", true)
+	case "tick":
+		// A status update per tick until released: a resubscriber gets
+		// its first event (and, from a2a-go, its headers) from a tick.
+		for {
+			if err := status(a2apkg.TaskStateWorking, "", false); err != nil {
+				return err
+			}
+			select {
+			case <-e.tick:
+				continue
+			case <-e.release:
+			case <-ctx.Done():
+				return nil
+			}
+			break
+		}
+		if err := write(a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: "ticked"})); err != nil {
+			return err
+		}
+		return status(a2apkg.TaskStateCompleted, "", true)
+	case "hang":
+		if err := status(a2apkg.TaskStateWorking, "", false); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
+	}
+	if err := write(a2apkg.NewArtifactEvent(rc, rc.Message.Parts...)); err != nil {
+		return err
+	}
+	return status(a2apkg.TaskStateCompleted, "", true)
+}
+
+func (e *goExecutor) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	ev := a2apkg.NewStatusUpdateEvent(rc, a2apkg.TaskStateCanceled, nil)
+	ev.Final = true
+	return q.Write(ctx, ev)
+}
+
+// goRemote is an a2a-go server on 127.0.0.1:0 that can be "restarted"
+// (a new handler with an empty in-memory task store on the same
+// listener), recording the credentials each request came with.
+type goRemote struct {
+	srv     *httptest.Server
+	exec    *goExecutor
+	handler atomic.Pointer[http.Handler]
+	mu      sync.Mutex
+	auths   []string
+}
+
+func startGoRemote(t *testing.T, streaming bool) *goRemote {
+	t.Helper()
+	g := &goRemote{}
+	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.auths = append(g.auths, r.Header.Get("Authorization")+"|"+r.Header.Get("X-Api-Key"))
+		g.mu.Unlock()
+		(*g.handler.Load()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(g.srv.Close)
+	g.restart(streaming)
+	return g
+}
+
+// restart replaces the server with a fresh one: every task it had is
+// forgotten, as an in-memory task store forgets on a restart.
+func (g *goRemote) restart(streaming bool) {
+	g.exec = newGoExecutor()
+	card := &a2apkg.AgentCard{Name: "Go Coder", Description: "an a2a-go agent", Version: "0.3.3",
+		URL: g.srv.URL + "/invoke", PreferredTransport: a2apkg.TransportProtocolJSONRPC, ProtocolVersion: "0.3.0",
+		Capabilities:      a2apkg.AgentCapabilities{Streaming: streaming},
+		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
+		Skills: []a2apkg.AgentSkill{{ID: "code", Name: "Code", Description: "writes Go", Tags: []string{"go"}, Examples: []string{"fix the bug"}}}}
+	mux := http.NewServeMux()
+	mux.Handle("/invoke", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(g.exec)))
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
+	var h http.Handler = mux
+	g.handler.Store(&h)
+}
+
+func (g *goRemote) credentials() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.auths...)
+}
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func resolve(t *testing.T, ctx context.Context, spec a2a.RemoteSpec, auth a2a.RemoteAuth) (*a2a.Remote, a2a.RemoteCard) {
+	t.Helper()
+	r, card, err := a2a.ResolveRemote(ctx, nil, spec, auth)
+	if err != nil {
+		t.Fatalf("ResolveRemote(%+v): %v", spec, err)
+	}
+	return r, card
+}
+
+// nativeTask is a mailbox task as a native sender sends it.
+func nativeTask(intent string, context string) mailbox.Task {
+	t := mailbox.Task{ID: newID(), Sender: "planner@local", Recipient: "coder@local", IntentText: intent}
+	if context != "" {
+		t.Context = json.RawMessage(context)
+	}
+	return t
+}
+
+var idSeq atomic.Uint64
+
+func newID() string {
+	n := idSeq.Add(1)
+	return "6f9619ff-8b86-4d11-b42d-" + strings.Repeat("0", 12-len(itoa(n))) + itoa(n)
+}
+
+func itoa(n uint64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func outbound(t *testing.T, task mailbox.Task, ref *a2a.RemoteRef) a2a.OutboundMessage {
+	t.Helper()
+	m, err := a2a.OutboundMessageFor(task, ref)
+	if err != nil {
+		t.Fatalf("OutboundMessageFor(%s): %v", task.ID, err)
+	}
+	return m
+}
+
+// poll reads the remote task until it is finished or asks something.
+func poll(t *testing.T, ctx context.Context, r *a2a.Remote, id string) a2a.RemoteTask {
+	t.Helper()
+	for {
+		got, err := r.Get(ctx, id)
+		if err != nil {
+			t.Fatalf("Get(%s): %v", id, err)
+		}
+		if got.Terminal() || got.Interrupted() {
+			return got
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("task %s still %s when the test gave up", id, got.State)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// outcome maps a remote task to the mailbox result and checks that the
+// mailbox takes it.
+func outcome(t *testing.T, rt a2a.RemoteTask) mailbox.Result {
+	t.Helper()
+	r, final := rt.Outcome()
+	if !final {
+		t.Fatalf("Outcome of %+v: not final", rt)
+	}
+	r.TaskID = "6f9619ff-8b86-4d11-b42d-00c04fc964ff"
+	if _, err := mailbox.NormalizeResult(r); err != nil {
+		t.Fatalf("the mailbox refuses the outcome %+v: %v", r, err)
+	}
+	return r
+}
+
+// collect reads a stream to its end.
+func collect(t *testing.T, s *a2a.RemoteStream) []a2a.RemoteUpdate {
+	t.Helper()
+	defer s.Close()
+	var ups []a2a.RemoteUpdate
+	for {
+		u, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			return ups
+		}
+		if err != nil {
+			t.Fatalf("stream after %d updates: %v", len(ups), err)
+		}
+		ups = append(ups, u)
+	}
+}
+
+func contentText(r mailbox.Result) string {
+	var texts []string
+	for _, c := range r.Content {
+		if c.Type == mailbox.ContentText {
+			texts = append(texts, c.Text)
+		} else {
+			texts = append(texts, string(c.Value))
+		}
+	}
+	return strings.Join(texts, "|")
+}
+
+func TestRemoteGoSendCompletesAndFails(t *testing.T) {
+	ctx := testCtx(t)
+	g := startGoRemote(t, true)
+	r, card := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, a2a.RemoteAuth{})
+	if card.Binding != a2a.BindingJSONRPC03 || card.Endpoint != g.srv.URL+"/invoke" || card.Name != "Go Coder" || !card.Streaming ||
+		len(card.Skills) != 1 || card.Skills[0].Examples[0] != "fix the bug" || card.Skills[0].Tags[0] != "go" {
+		t.Fatalf("card %+v", card)
+	}
+
+	// A native task: its intent as text, its context as data, its id as
+	// the messageId; the echo comes back as the result.
+	task := nativeTask("echo this", `{"repo":"mailroom","n":3}`)
+	sent, err := r.Send(ctx, outbound(t, task, nil), true)
+	if err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if sent.State != a2a.RemoteCompleted || sent.ID == "" || sent.ContextID == "" {
+		t.Fatalf("blocking send answered %+v, want a completed task with ids", sent)
+	}
+	seen := g.exec.messages()
+	if len(seen) != 1 || seen[0].ID != task.ID {
+		t.Fatalf("the remote got %+v, want one message with id %s", seen, task.ID)
+	}
+	res := outcome(t, sent)
+	if res.Status != mailbox.StatusOK || contentText(res) != `echo this|{"n":3,"repo":"mailroom"}` && contentText(res) != `echo this|{"repo":"mailroom","n":3}` {
+		t.Fatalf("outcome %+v (%s), want ok with the text and the context", res, contentText(res))
+	}
+
+	// Failed and rejected tasks carry the remote's words.
+	for _, c := range []struct{ intent, status, msg string }{
+		{"fail now", mailbox.StatusError, "the disk is full"},
+		{"reject this", mailbox.StatusRejected, "not my kind of work"},
+	} {
+		got, err := r.Send(ctx, outbound(t, nativeTask(c.intent, ""), nil), true)
+		if err != nil {
+			t.Fatalf("Send(%s): %v", c.intent, err)
+		}
+		res := outcome(t, got)
+		if res.Status != c.status || res.ErrorMessage != c.msg {
+			t.Errorf("%s: outcome %+v, want %s %q", c.intent, res, c.status, c.msg)
+		}
+	}
+}
+
+func TestRemoteGoAsksThenCompletesOnTheAnswer(t *testing.T) {
+	ctx := testCtx(t)
+	g := startGoRemote(t, true)
+	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, a2a.RemoteAuth{})
+	task := nativeTask("ask me", "")
+	got, err := r.Send(ctx, outbound(t, task, nil), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := outcome(t, got)
+	if got.State != a2a.RemoteInputRequired || q.Status != mailbox.StatusInputRequired || contentText(q) != "which database?" {
+		t.Fatalf("send answered %+v, outcome %+v; want the remote's question", got, q)
+	}
+	// The sender answers: the task holds the question and the answer as
+	// turns; the continuation names the remote's task.
+	task.Turns = []mailbox.Turn{
+		{Seq: 7, Role: mailbox.RoleWorker, Agent: "coder@local", Status: q.Status, Content: q.Content},
+		{Seq: 9, Role: mailbox.RoleSender, Agent: "planner@local", Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "staging"}}},
+	}
+	ref := &a2a.RemoteRef{TaskID: got.ID, ContextID: got.ContextID}
+	cont := outbound(t, task, ref)
+	if cont.MessageID == task.ID || cont.TaskID != got.ID {
+		t.Fatalf("continuation %+v: want a new message id and the remote's task id", cont)
+	}
+	if again := outbound(t, task, ref); again.MessageID != cont.MessageID {
+		t.Fatalf("the same turn made message ids %s and %s; want one", cont.MessageID, again.MessageID)
+	}
+	done, err := r.Send(ctx, cont, true)
+	if err != nil {
+		t.Fatalf("Send(continuation): %v", err)
+	}
+	res := outcome(t, done)
+	if done.ID != got.ID || res.Status != mailbox.StatusOK || contentText(res) != "using staging" {
+		t.Fatalf("continuation answered %+v (%+v), want task %s completed using the answer", done, res, got.ID)
+	}
+	seen := g.exec.messages()
+	if last := seen[len(seen)-1]; string(last.TaskID) != got.ID || last.ContextID != got.ContextID || last.ID != cont.MessageID {
+		t.Fatalf("the remote got the continuation %+v", last)
+	}
+	// With nothing new to say, a continuation is refused.
+	task.Turns = task.Turns[:1]
+	if _, err := a2a.OutboundMessageFor(task, ref); err == nil {
+		t.Fatal("a continuation without a new answer was built")
+	}
+}
+
+func TestRemoteGoStreams(t *testing.T) {
+	ctx := testCtx(t)
+	g := startGoRemote(t, true)
+	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, a2a.RemoteAuth{})
+	s, err := r.Stream(ctx, outbound(t, nativeTask("stream please", ""), nil))
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	ups := collect(t, s)
+	if len(ups) < 4 {
+		t.Fatalf("stream gave %+v, want several updates", ups)
+	}
+	var working bool
+	for _, u := range ups {
+		working = working || u.Task.State == a2a.RemoteWorking
+	}
+	last := ups[len(ups)-1]
+	res := outcome(t, last.Task)
+	if !working || !last.Final || last.Task.State != a2a.RemoteCompleted || contentText(res) != "one|two|three" || len(last.Task.Artifacts) != 1 {
+		t.Fatalf("stream ended on %+v (working seen: %v), want completed with one artifact one|two|three", last, working)
+	}
+}
+
+func TestRemoteGoSlowPolledAndCanceled(t *testing.T) {
+	ctx := testCtx(t)
+	g := startGoRemote(t, true)
+	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, a2a.RemoteAuth{})
+
+	sent, err := r.Send(ctx, outbound(t, nativeTask("slow work", ""), nil), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent.Terminal() {
+		t.Fatalf("a non-blocking send of slow work answered %+v", sent)
+	}
+	got, err := r.Get(ctx, sent.ID)
+	if err != nil || got.Terminal() {
+		t.Fatalf("Get while the work goes on: %+v, %v", got, err)
+	}
+	if _, final := got.Outcome(); final {
+		t.Fatalf("the outcome of %s task is final", got.State)
+	}
+	close(g.exec.release)
+	done := poll(t, ctx, r, sent.ID)
+	if res := outcome(t, done); res.Status != mailbox.StatusOK || contentText(res) != "slowly done" {
+		t.Fatalf("slow task ended %+v", done)
+	}
+
+	hung, err := r.Send(ctx, outbound(t, nativeTask("hang on", ""), nil), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	canceled, err := r.Cancel(ctx, hung.ID)
+	if err != nil || canceled.State != a2a.RemoteCanceled {
+		t.Fatalf("Cancel: %+v, %v; want canceled", canceled, err)
+	}
+	if res := outcome(t, canceled); res.Status != mailbox.StatusError || !strings.Contains(res.ErrorMessage, "remote agent canceled") {
+		t.Fatalf("canceled outcome %+v", res)
+	}
+}
+
+func TestRemoteGoResubscribe(t *testing.T) {
+	ctx := testCtx(t)
+	g := startGoRemote(t, true)
+	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, a2a.RemoteAuth{})
+	sent, err := r.Send(ctx, outbound(t, nativeTask("tick tock", ""), nil), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type opened struct {
+		s   *a2a.RemoteStream
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		s, err := r.Resubscribe(ctx, sent.ID)
+		done <- opened{s, err}
+	}()
+	// Tick until the resubscriber has its first event: a2a-go sends it
+	// only the events after it joined.
+	var o opened
+wait:
+	for {
+		select {
+		case g.exec.tick <- struct{}{}:
+		case o = <-done:
+			break wait
+		}
+	}
+	if o.err != nil {
+		t.Fatalf("Resubscribe: %v", o.err)
+	}
+	close(g.exec.release)
+	ups := collect(t, o.s)
+	last := ups[len(ups)-1]
+	if !last.Final || last.Task.State != a2a.RemoteCompleted || last.Task.ID != sent.ID {
+		t.Fatalf("resubscribe ended on %+v", last)
+	}
+}
+
+func TestRemoteGoLostTaskAfterRestart(t *testing.T) {
+	ctx := testCtx(t)
+	g := startGoRemote(t, true)
+	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, a2a.RemoteAuth{})
+	sent, err := r.Send(ctx, outbound(t, nativeTask("hang around", ""), nil), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.restart(true)
+	_, err = r.Get(ctx, sent.ID)
+	if !errors.Is(err, a2a.ErrRemoteTaskNotFound) || a2a.RemoteRetryable(err) {
+		t.Fatalf("Get after the remote restarted: %v; want ErrRemoteTaskNotFound, not retryable", err)
+	}
+	if _, err := r.Resubscribe(ctx, sent.ID); !errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+		t.Fatalf("Resubscribe after the remote restarted: %v; want ErrRemoteTaskNotFound", err)
+	}
+	if _, err := r.Cancel(ctx, sent.ID); !errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+		t.Fatalf("Cancel after the remote restarted: %v; want ErrRemoteTaskNotFound", err)
+	}
+}
+
+func TestRemoteGoCredentialsReachTheServer(t *testing.T) {
+	ctx := testCtx(t)
+	g := startGoRemote(t, false)
+	auth := a2a.RemoteAuth{Bearer: "s3cret-bearer-token", Header: "X-Api-Key", Value: "k3y-value-123"}
+	r, card := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, auth)
+	if _, err := r.Send(ctx, outbound(t, nativeTask("echo", ""), nil), true); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range g.credentials() {
+		if c != "Bearer s3cret-bearer-token|k3y-value-123" {
+			t.Fatalf("a request came with %q, want the bearer and the header", c)
+		}
+	}
+	// A card without streaming: Stream is refused up front.
+	if _, err := r.Stream(ctx, outbound(t, nativeTask("echo", ""), nil)); err == nil || card.Streaming {
+		t.Fatalf("Stream to a remote that does not stream: %v", err)
+	}
+}

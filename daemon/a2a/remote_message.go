@@ -1,0 +1,160 @@
+package a2a
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// What the daemon sends a remote for a mailbox task: its first message,
+// or the sender's newest answer to the remote's question.
+
+// OutboundMessage is a message for a remote, ready for any binding.
+type OutboundMessage struct {
+	// MessageID is the message's id: the mailbox task id for a first
+	// message (a remote that dedupes on it is safe from a resend), an id
+	// made from the task id and the turn's seq for an answer.
+	MessageID string
+	// TaskID and ContextID are the remote's ids of the task an answer
+	// continues; "" for a first message.
+	TaskID    string
+	ContextID string
+
+	m message // the message, neutral (its ids are set on encoding)
+	// version and raw are the message as its A2A client wrote it ("0.3",
+	// "1.0" or "legacy"), sent verbatim to a remote of that generation.
+	version string
+	raw     json.RawMessage
+	// legacyMeta is the metadata a native task's message has in the
+	// legacy dialect: its context, where that dialect's receivers read it.
+	legacyMeta json.RawMessage
+}
+
+// RemoteRef names the task a remote accepted, as the dispatcher recorded
+// it.
+type RemoteRef struct {
+	TaskID    string
+	ContextID string
+}
+
+// turnNamespace makes the message id of each answer: stable, so a resend
+// of the same answer is the same message, and distinct per turn.
+var turnNamespace = uuid.MustParse("9d3c52e4-7f0a-4b61-8c2d-72656d6f7465")
+
+// OutboundMessageFor builds the message that delivers t. With accepted
+// nil it is the task's first message: an A2A-origin task's message as its
+// client sent it (re-encoded when the remote speaks another generation),
+// with the task id as its messageId; a native task's intent_text as a
+// text part and its context as a data part. With accepted set (the remote
+// holds the task) it is the sender's newest answer, which must be the
+// task's newest turn, continuing the remote's task: its parts (its A2A
+// message verbatim when it came through the edge), the remote's task and
+// context ids, and a messageId made from the task id and the turn's seq.
+//
+// The ids a caller's message carries (taskId, contextId,
+// referenceTaskIds) name things of the caller's mailbox, not the
+// remote's: they are left out.
+func OutboundMessageFor(t mailbox.Task, accepted *RemoteRef) (OutboundMessage, error) {
+	if accepted != nil {
+		if accepted.TaskID == "" {
+			return OutboundMessage{}, errors.New("task " + t.ID + ": the remote's task id is empty; a continuation needs the id the remote accepted the task under")
+		}
+		if len(t.Turns) == 0 || t.Turns[len(t.Turns)-1].Role != mailbox.RoleSender {
+			return OutboundMessage{}, errors.New("task " + t.ID + ": the remote already holds it, and its newest turn is not a sender's answer; follow the remote task (Get, Resubscribe) instead of sending again")
+		}
+		turn := t.Turns[len(t.Turns)-1]
+		out := OutboundMessage{MessageID: uuid.NewSHA1(turnNamespace, []byte(t.ID+"/"+strconv.FormatUint(turn.Seq, 10))).String(),
+			TaskID: accepted.TaskID, ContextID: accepted.ContextID}
+		if turn.A2A != nil {
+			return out.verbatim(*turn.A2A)
+		}
+		out.m = message{role: "user", parts: partsOf(turn.Content)}
+		if len(out.m.parts) == 0 {
+			return out, errors.New("task " + t.ID + ": the sender's answer (turn " + strconv.FormatUint(turn.Seq, 10) + ") has no content")
+		}
+		return out, nil
+	}
+	out := OutboundMessage{MessageID: t.ID}
+	if t.A2A != nil {
+		return out.verbatim(*t.A2A)
+	}
+	out.m = message{role: "user", parts: []part{{kind: "text", text: t.IntentText}}}
+	if len(t.Context) > 0 {
+		out.m.parts = append(out.m.parts, part{kind: "data", data: t.Context})
+		out.legacyMeta = t.Context
+	}
+	return out, nil
+}
+
+// verbatim sets the message from its A2A origin.
+func (o OutboundMessage) verbatim(a mailbox.A2AOrigin) (OutboundMessage, error) {
+	var m message
+	var err error
+	if a.Version == versionLegacy {
+		m, _, err = decodeLegacyMessage(a.Message, "message")
+	} else {
+		m, err = decodeMessage(a.Version, a.Message, "message")
+	}
+	if err != nil {
+		return o, errors.New("the A2A message as sent does not decode: " + err.Error())
+	}
+	o.m, o.version, o.raw = m, a.Version, a.Message
+	return o, nil
+}
+
+// partsOf maps mailbox content to parts: text to text, json to data.
+func partsOf(cs []mailbox.Content) []part {
+	var ps []part
+	for _, c := range cs {
+		switch c.Type {
+		case mailbox.ContentText:
+			ps = append(ps, part{kind: "text", text: c.Text})
+		case mailbox.ContentJSON:
+			ps = append(ps, part{kind: "data", data: c.Value})
+		}
+	}
+	return ps
+}
+
+// encode writes the message for generation v (v03, v10 or
+// versionLegacy).
+func (o OutboundMessage) encode(v string) (any, error) {
+	if o.raw != nil && o.version == v {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(o.raw, &fields); err != nil {
+			return nil, errors.New("the A2A message as sent is not an object: " + err.Error())
+		}
+		delete(fields, "taskId")
+		delete(fields, "contextId")
+		delete(fields, "referenceTaskIds")
+		set := func(k, s string) {
+			b, _ := json.Marshal(s)
+			fields[k] = b
+		}
+		if v == versionLegacy {
+			// The dialect names the task in params.id, not the message.
+			return fields, nil
+		}
+		set("messageId", o.MessageID)
+		if o.TaskID != "" {
+			set("taskId", o.TaskID)
+		}
+		if o.ContextID != "" {
+			set("contextId", o.ContextID)
+		}
+		return fields, nil
+	}
+	m := o.m
+	m.messageID, m.taskID, m.contextID, m.referenceTaskIDs = o.MessageID, o.TaskID, o.ContextID, nil
+	if v == versionLegacy {
+		if m.metadata == nil && o.legacyMeta != nil {
+			m.metadata = o.legacyMeta
+		}
+		return encodeLegacyMessage(m)
+	}
+	return encodeMessage(v, m), nil
+}

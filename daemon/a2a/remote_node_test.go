@@ -1,0 +1,276 @@
+package a2a_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// The outbound client against servers built on the official JavaScript
+// SDK (interop/node/remote/server.mjs): @a2a-js/sdk 0.3.14 (JSON-RPC
+// v0.3) and 1.3.0 (JSON-RPC and HTTP+JSON v1.0). Without node or the
+// packages the test skips, except on CI (CI=true), where it fails: .ci/run
+// installs both.
+
+// nodeRemote starts the server for sdk ("v03" or "v1") and returns its
+// base URL; it stops with the test.
+func nodeRemote(t *testing.T, sdk string) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "interop", "node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unavailable := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format+" (on CI this fails)", args...)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		unavailable("node is not installed: install Node.js 20 or later to run the @a2a-js/sdk remote tests")
+	}
+	for _, pkg := range []string{"a2a-v03", "a2a-v1", "express"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
+			unavailable("%s has no node_modules/%s: run npm ci there", dir, pkg)
+		}
+	}
+	cmd := exec.Command(node, filepath.Join("remote", "server.mjs"), sdk)
+	cmd.Dir = dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting node: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("node server (%s) stderr:\n%s", sdk, stderr.String())
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	var hello struct{ URL string }
+	if err != nil || json.Unmarshal([]byte(line), &hello) != nil || hello.URL == "" {
+		t.Fatalf("node server (%s) did not say where it listens: %q, %v\n%s", sdk, line, err, stderr.String())
+	}
+	return hello.URL
+}
+
+func control(t *testing.T, base, what string) {
+	t.Helper()
+	resp, err := http.Post(base+"/control/"+what, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatalf("control %s: %v", what, err)
+	}
+	_ = resp.Body.Close()
+}
+
+type nodeSeen struct {
+	Path          string          `json:"path"`
+	Authorization string          `json:"authorization"`
+	APIKey        string          `json:"apiKey"`
+	Message       json.RawMessage `json:"message"`
+}
+
+func seenBy(t *testing.T, base string) []nodeSeen {
+	t.Helper()
+	resp, err := http.Get(base + "/control/seen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []nodeSeen
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestRemoteNodeSDK(t *testing.T) {
+	for _, c := range []struct {
+		sdk, binding, want string
+	}{
+		{"v03", a2a.BindingAuto, a2a.BindingJSONRPC03},
+		{"v1", a2a.BindingAuto, a2a.BindingJSONRPC10},
+		{"v1", a2a.BindingHTTPJSON10, a2a.BindingHTTPJSON10},
+	} {
+		t.Run(c.sdk+" "+c.want, func(t *testing.T) {
+			ctx := testCtx(t)
+			base := nodeRemote(t, c.sdk)
+			auth := a2a.RemoteAuth{Bearer: "node-bearer", Header: "X-Api-Key", Value: "node-key"}
+			r, card := resolve(t, ctx, a2a.RemoteSpec{URL: base, Binding: c.binding}, auth)
+			if card.Binding != c.want || !card.Streaming || !strings.HasPrefix(card.Name, "JS Coder") || len(card.Skills) != 1 || card.Skills[0].Tags[0] != "js" {
+				t.Fatalf("card %+v, want binding %s", card, c.want)
+			}
+
+			t.Run("send completes", func(t *testing.T) {
+				task := nativeTask("echo this", `{"repo":"mailroom"}`)
+				got, err := r.Send(ctx, outbound(t, task, nil), true)
+				if err != nil {
+					t.Fatalf("Send: %v", err)
+				}
+				if res := outcome(t, got); res.Status != mailbox.StatusOK || contentText(res) != `echo this|{"repo":"mailroom"}` {
+					t.Fatalf("outcome %+v (%s)", res, contentText(res))
+				}
+				var ids []string
+				for _, s := range seenBy(t, base) {
+					if s.Path != "" && (s.Authorization != "Bearer node-bearer" || s.APIKey != "node-key") {
+						t.Fatalf("a request reached %s with %q / %q, want the credentials", s.Path, s.Authorization, s.APIKey)
+					}
+					var m struct {
+						MessageID string `json:"messageId"`
+					}
+					if len(s.Message) > 0 && json.Unmarshal(s.Message, &m) == nil {
+						ids = append(ids, m.MessageID)
+					}
+				}
+				if len(ids) != 1 || ids[0] != task.ID {
+					t.Fatalf("the server got message ids %v, want the task id %s", ids, task.ID)
+				}
+				got, err = r.Send(ctx, outbound(t, nativeTask("fail hard", ""), nil), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res := outcome(t, got); res.Status != mailbox.StatusError || res.ErrorMessage != "the disk is full" {
+					t.Fatalf("failed outcome %+v", res)
+				}
+				got, err = r.Send(ctx, outbound(t, nativeTask("reject it", ""), nil), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res := outcome(t, got); res.Status != mailbox.StatusRejected || res.ErrorMessage != "not my kind of work" {
+					t.Fatalf("rejected outcome %+v", res)
+				}
+			})
+
+			t.Run("an A2A-origin message", func(t *testing.T) {
+				task := nativeTask("summarize", "")
+				task.A2A = &mailbox.A2AOrigin{Version: "0.3", MessageID: "caller-1", ContextID: "caller-ctx",
+					Message: json.RawMessage(`{"kind":"message","role":"user","messageId":"caller-1","contextId":"caller-ctx","metadata":{"k":"v"},
+						"parts":[{"kind":"text","text":"summarize"},{"kind":"data","data":{"x":1}},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}}]}`)}
+				got, err := r.Send(ctx, outbound(t, task, nil), true)
+				if err != nil {
+					t.Fatalf("Send: %v", err)
+				}
+				res := outcome(t, got)
+				if res.Status != mailbox.StatusOK || contentText(res) != `summarize|{"x":1}|{"mediaType":"application/pdf","name":"a.pdf","url":"https://example.test/a.pdf"}` {
+					t.Fatalf("outcome %+v (%s)", res, contentText(res))
+				}
+			})
+
+			t.Run("input required, then the answer", func(t *testing.T) {
+				task := nativeTask("ask me", "")
+				got, err := r.Send(ctx, outbound(t, task, nil), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				q := outcome(t, got)
+				if q.Status != mailbox.StatusInputRequired || contentText(q) != "which database?" {
+					t.Fatalf("send answered %+v (%+v)", got, q)
+				}
+				task.Turns = []mailbox.Turn{
+					{Seq: 3, Role: mailbox.RoleWorker, Status: q.Status, Content: q.Content},
+					{Seq: 4, Role: mailbox.RoleSender, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "staging"}}},
+				}
+				done, err := r.Send(ctx, outbound(t, task, &a2a.RemoteRef{TaskID: got.ID, ContextID: got.ContextID}), true)
+				if err != nil {
+					t.Fatalf("Send(continuation): %v", err)
+				}
+				if res := outcome(t, done); done.ID != got.ID || res.Status != mailbox.StatusOK || contentText(res) != "using staging" {
+					t.Fatalf("continuation answered %+v (%+v)", done, res)
+				}
+			})
+
+			t.Run("stream", func(t *testing.T) {
+				s, err := r.Stream(ctx, outbound(t, nativeTask("stream please", ""), nil))
+				if err != nil {
+					t.Fatalf("Stream: %v", err)
+				}
+				ups := collect(t, s)
+				last := ups[len(ups)-1]
+				if res := outcome(t, last.Task); len(ups) < 4 || !last.Final || res.Status != mailbox.StatusOK || contentText(res) != "one|two|three" {
+					t.Fatalf("stream %+v ended on %+v", ups, last)
+				}
+			})
+
+			t.Run("slow work polled", func(t *testing.T) {
+				sent, err := r.Send(ctx, outbound(t, nativeTask("slow work", ""), nil), false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, err := r.Get(ctx, sent.ID); err != nil || got.Terminal() {
+					t.Fatalf("Get while slow: %+v, %v", got, err)
+				}
+				control(t, base, "release")
+				if res := outcome(t, poll(t, ctx, r, sent.ID)); contentText(res) != "slowly done" {
+					t.Fatalf("slow outcome %+v", res)
+				}
+			})
+
+			t.Run("resubscribe and cancel", func(t *testing.T) {
+				sent, err := r.Send(ctx, outbound(t, nativeTask("hang on", ""), nil), false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := r.Resubscribe(ctx, sent.ID)
+				if err != nil {
+					t.Fatalf("Resubscribe: %v", err)
+				}
+				canceled, err := r.Cancel(ctx, sent.ID)
+				if err != nil || canceled.State != a2a.RemoteCanceled {
+					t.Fatalf("Cancel: %+v, %v", canceled, err)
+				}
+				ups := collect(t, s)
+				if last := ups[len(ups)-1]; last.Task.State != a2a.RemoteCanceled || last.Task.ID != sent.ID {
+					t.Fatalf("the resubscribed stream ended on %+v", last)
+				}
+				// A finished task is past canceling (a canceled one, the
+				// 1.3.0 server answers as it is).
+				done, err := r.Send(ctx, outbound(t, nativeTask("echo", ""), nil), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := r.Cancel(ctx, done.ID); !errors.Is(err, a2a.ErrRemoteNotCancelable) || a2a.RemoteRetryable(err) {
+					t.Fatalf("Cancel of a completed task: %v; want ErrRemoteNotCancelable", err)
+				}
+			})
+
+			t.Run("the server restarted", func(t *testing.T) {
+				sent, err := r.Send(ctx, outbound(t, nativeTask("echo", ""), nil), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				control(t, base, "restart")
+				if _, err := r.Get(ctx, sent.ID); !errors.Is(err, a2a.ErrRemoteTaskNotFound) || a2a.RemoteRetryable(err) {
+					t.Fatalf("Get after a restart: %v; want ErrRemoteTaskNotFound", err)
+				}
+				if _, err := r.Cancel(ctx, sent.ID); !errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+					t.Fatalf("Cancel after a restart: %v; want ErrRemoteTaskNotFound", err)
+				}
+				if _, err := r.Resubscribe(ctx, sent.ID); !errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+					t.Fatalf("Resubscribe after a restart: %v; want ErrRemoteTaskNotFound", err)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,191 @@
+package a2a_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// What a remote task means for the mailbox, and what the daemon sends.
+
+func TestRemoteOutcome(t *testing.T) {
+	text := func(s string) a2a.RemotePart { return a2a.RemotePart{Kind: "text", Text: s} }
+	arts := []a2a.RemoteArtifact{{Parts: []a2a.RemotePart{
+		text("the answer"),
+		{Kind: "data", Data: json.RawMessage(`{"rows":3}`)},
+		{Kind: "data", Data: json.RawMessage(`[1,2]`)},
+		{Kind: "file", URL: "https://example.test/r.pdf", MediaType: "application/pdf", Name: "r.pdf"},
+		{Kind: "file", Raw: "aGVsbG8=", MediaType: "text/plain"},
+	}}}
+	cases := []struct {
+		name    string
+		in      a2a.RemoteTask
+		final   bool
+		status  string
+		content string // contentText of the result
+		errMsg  string
+	}{
+		{"completed", a2a.RemoteTask{State: a2a.RemoteCompleted, Artifacts: arts}, true, mailbox.StatusOK,
+			`the answer|{"rows":3}|[1,2]|{"mediaType":"application/pdf","name":"r.pdf","url":"https://example.test/r.pdf"}|{"mediaType":"text/plain","raw":"aGVsbG8="}`, ""},
+		{"completed with its answer in the status", a2a.RemoteTask{State: a2a.RemoteCompleted, StatusMessage: []a2a.RemotePart{text("42")}}, true, mailbox.StatusOK, "42", ""},
+		{"completed with nothing", a2a.RemoteTask{State: a2a.RemoteCompleted}, true, mailbox.StatusOK, "", ""},
+		{"a message answered", a2a.RemoteTask{State: a2a.RemoteCompleted, Direct: true, Artifacts: []a2a.RemoteArtifact{{Parts: []a2a.RemotePart{text("hi")}}}}, true, mailbox.StatusOK, "hi", ""},
+		{"failed", a2a.RemoteTask{State: a2a.RemoteFailed, StatusMessage: []a2a.RemotePart{text("disk full"), {Kind: "data", Data: json.RawMessage(`{"code":28}`)}}}, true, mailbox.StatusError, "", "disk full"},
+		{"failed without a word", a2a.RemoteTask{State: a2a.RemoteFailed}, true, mailbox.StatusError, "", "the remote agent reported that the task failed, without saying why"},
+		{"rejected", a2a.RemoteTask{State: a2a.RemoteRejected, StatusMessage: []a2a.RemotePart{text("not mine")}}, true, mailbox.StatusRejected, "", "not mine"},
+		{"canceled by the remote", a2a.RemoteTask{State: a2a.RemoteCanceled, StatusMessage: []a2a.RemotePart{text("shutting down")}}, true, mailbox.StatusError, "", "the remote agent canceled the task: shutting down"},
+		{"canceled without a word", a2a.RemoteTask{State: a2a.RemoteCanceled}, true, mailbox.StatusError, "", "the remote agent canceled the task"},
+		{"input required", a2a.RemoteTask{State: a2a.RemoteInputRequired, StatusMessage: []a2a.RemotePart{text("which db?"), {Kind: "data", Data: json.RawMessage(`{"choices":["a","b"]}`)}}}, true,
+			mailbox.StatusInputRequired, `which db?|{"choices":["a","b"]}`, ""},
+		{"auth required", a2a.RemoteTask{State: a2a.RemoteAuthRequired, StatusMessage: []a2a.RemotePart{text("sign in")}}, true, mailbox.StatusAuthRequired, "sign in", ""},
+		{"a question without words", a2a.RemoteTask{State: a2a.RemoteInputRequired}, true, mailbox.StatusInputRequired, "the remote agent asks for input without saying what", ""},
+		{"submitted", a2a.RemoteTask{State: a2a.RemoteSubmitted}, false, "", "", ""},
+		{"working", a2a.RemoteTask{State: a2a.RemoteWorking, Artifacts: arts}, false, "", "", ""},
+		{"unknown", a2a.RemoteTask{State: a2a.RemoteUnknown}, false, "", "", ""},
+	}
+	for _, c := range cases {
+		r, final := c.in.Outcome()
+		if final != c.final {
+			t.Errorf("%s: final %v, want %v", c.name, final, c.final)
+			continue
+		}
+		if !final {
+			continue
+		}
+		r.TaskID = "6f9619ff-8b86-4d11-b42d-00c04fc964ff"
+		if _, err := mailbox.NormalizeResult(r); err != nil {
+			t.Errorf("%s: the mailbox refuses %+v: %v", c.name, r, err)
+		}
+		if r.Status != c.status || contentText(r) != c.content || r.ErrorMessage != c.errMsg {
+			t.Errorf("%s: Outcome() = %s %q %q, want %s %q %q", c.name, r.Status, contentText(r), r.ErrorMessage, c.status, c.content, c.errMsg)
+		}
+	}
+}
+
+// recorder answers every JSON-RPC call with a completed task (in the
+// generation the request's A2A-Version names) and keeps each params.
+type recorder struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	sent []json.RawMessage
+}
+
+func startRecorder(t *testing.T) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	rec.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var env struct {
+			ID     json.RawMessage `json:"id"`
+			Params struct {
+				Message json.RawMessage `json:"message"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(body, &env)
+		rec.mu.Lock()
+		rec.sent = append(rec.sent, env.Params.Message)
+		rec.mu.Unlock()
+		result := `{"kind":"task","id":"r1","contextId":"c1","status":{"state":"completed"}}`
+		if r.Header.Get("A2A-Version") == "1.0" {
+			result = `{"task":{"id":"r1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + result + `}`))
+	}))
+	t.Cleanup(rec.srv.Close)
+	return rec
+}
+
+func (rec *recorder) last() string {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return string(rec.sent[len(rec.sent)-1])
+}
+
+func TestRemoteMessageBuilding(t *testing.T) {
+	ctx := testCtx(t)
+	rec := startRecorder(t)
+	remote := func(binding string) *a2a.Remote {
+		r, err := a2a.NewRemote(nil, a2a.RemoteCard{Binding: binding, Endpoint: rec.srv.URL}, a2a.RemoteAuth{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	v03, v10 := remote(a2a.BindingJSONRPC03), remote(a2a.BindingJSONRPC10)
+
+	send := func(r *a2a.Remote, task mailbox.Task, ref *a2a.RemoteRef) string {
+		t.Helper()
+		if _, err := r.Send(ctx, outbound(t, task, ref), true); err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+		return rec.last()
+	}
+
+	native := nativeTask("fix the bug", `{"repo":"mailroom"}`)
+	for _, c := range []struct {
+		r    *a2a.Remote
+		want string
+	}{
+		{v03, `{"kind":"message","messageId":"` + native.ID + `","parts":[{"kind":"text","text":"fix the bug"},{"data":{"repo":"mailroom"},"kind":"data"}],"role":"user"}`},
+		{v10, `{"messageId":"` + native.ID + `","parts":[{"text":"fix the bug"},{"data":{"repo":"mailroom"}}],"role":"ROLE_USER"}`},
+	} {
+		if got := send(c.r, native, nil); !sameJSON(t, json.RawMessage(got), c.want) {
+			t.Errorf("native task sent as %s, want %s", got, c.want)
+		}
+	}
+
+	// An A2A-origin v0.3 message: verbatim to a v0.3 remote (but its
+	// messageId, and without the caller's ids), re-encoded for v1.0.
+	origin := `{"kind":"message","role":"user","messageId":"caller-1","contextId":"caller-ctx","taskId":null,"metadata":{"k":"v"},"extensions":["urn:x"],"referenceTaskIds":["mailroom-task"],
+		"parts":[{"kind":"text","text":"summarize","metadata":null},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}},{"kind":"data","data":{"x":1}}]}`
+	a2aTask := nativeTask("summarize", `{"x":1}`)
+	a2aTask.A2A = &mailbox.A2AOrigin{Version: "0.3", MessageID: "caller-1", ContextID: "caller-ctx", Message: json.RawMessage(origin)}
+	want03 := `{"kind":"message","role":"user","messageId":"` + a2aTask.ID + `","metadata":{"k":"v"},"extensions":["urn:x"],
+		"parts":[{"kind":"text","text":"summarize","metadata":null},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}},{"kind":"data","data":{"x":1}}]}`
+	if got := send(v03, a2aTask, nil); !sameJSON(t, json.RawMessage(got), want03) {
+		t.Errorf("v0.3 origin to v0.3 sent as %s, want %s", got, want03)
+	}
+	want10 := `{"role":"ROLE_USER","messageId":"` + a2aTask.ID + `","metadata":{"k":"v"},"extensions":["urn:x"],
+		"parts":[{"text":"summarize"},{"url":"https://example.test/a.pdf","filename":"a.pdf","mediaType":"application/pdf"},{"data":{"x":1}}]}`
+	if got := send(v10, a2aTask, nil); !sameJSON(t, json.RawMessage(got), want10) {
+		t.Errorf("v0.3 origin to v1.0 sent as %s, want %s", got, want10)
+	}
+
+	// A continuation: the newest answer's parts, the remote's ids, a
+	// message id of the turn.
+	a2aTask.Turns = []mailbox.Turn{
+		{Seq: 4, Role: mailbox.RoleWorker, Status: mailbox.StatusInputRequired, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "which part?"}}},
+		{Seq: 5, Role: mailbox.RoleSender, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "chapter 2"}, {Type: mailbox.ContentJSON, Value: json.RawMessage(`{"page":7}`)}}},
+	}
+	ref := &a2a.RemoteRef{TaskID: "remote-task", ContextID: "remote-ctx"}
+	msg := outbound(t, a2aTask, ref)
+	got := send(v10, a2aTask, ref)
+	want := `{"role":"ROLE_USER","messageId":"` + msg.MessageID + `","taskId":"remote-task","contextId":"remote-ctx","parts":[{"text":"chapter 2"},{"data":{"page":7}}]}`
+	if !sameJSON(t, json.RawMessage(got), want) || msg.MessageID == a2aTask.ID {
+		t.Errorf("continuation sent as %s, want %s", got, want)
+	}
+	// An answer that came through the edge goes verbatim.
+	a2aTask.Turns[1].A2A = &mailbox.A2AOrigin{Version: "1.0", MessageID: "ans-1", ContextID: "caller-ctx",
+		Message: json.RawMessage(`{"role":"ROLE_USER","messageId":"ans-1","contextId":"caller-ctx","taskId":"mailroom-task","parts":[{"text":"chapter 2, please","mediaType":"text/plain"}]}`)}
+	got = send(v10, a2aTask, ref)
+	want = `{"role":"ROLE_USER","messageId":"` + msg.MessageID + `","taskId":"remote-task","contextId":"remote-ctx","parts":[{"text":"chapter 2, please","mediaType":"text/plain"}]}`
+	if !sameJSON(t, json.RawMessage(got), want) {
+		t.Errorf("verbatim continuation sent as %s, want %s", got, want)
+	}
+	got = send(v03, a2aTask, ref)
+	want = `{"kind":"message","role":"user","messageId":"` + msg.MessageID + `","taskId":"remote-task","contextId":"remote-ctx","parts":[{"kind":"text","text":"chapter 2, please"}]}`
+	if !sameJSON(t, json.RawMessage(got), want) {
+		t.Errorf("v1.0 answer to a v0.3 remote sent as %s, want %s", got, want)
+	}
+	if _, err := a2a.OutboundMessageFor(a2aTask, &a2a.RemoteRef{}); err == nil || !strings.Contains(err.Error(), "remote's task id") {
+		t.Errorf("a continuation without the remote's task id: %v", err)
+	}
+}

@@ -1,0 +1,259 @@
+package a2a
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// Following a remote task as it happens: a streaming send, or a
+// resubscribe to a task the remote already has. Both read Server-Sent
+// Events whose data is, per binding, a JSON-RPC response holding an event
+// (v0.3: the event with its kind; v1.0: a StreamResponse) or a bare
+// StreamResponse (HTTP+JSON, an error as an `event: error` block).
+
+// RemoteUpdate is one event of a remote task's stream.
+type RemoteUpdate struct {
+	// Kind is "task", "message", "status" or "artifact".
+	Kind string
+	// Task is the remote task as known after the event: the stream's
+	// events folded together (status replaced, artifacts added or
+	// appended to).
+	Task RemoteTask
+	// Final: the task is finished or asks something; the stream ends.
+	Final bool
+}
+
+// RemoteStream reads a remote task's events. Close it when done.
+type RemoteStream struct {
+	c    *Remote
+	op   string
+	v    string
+	rest bool
+	body io.ReadCloser
+	rd   *bufio.Reader
+	task RemoteTask
+	done bool
+	// first is the first update, read before the stream is handed out so
+	// that a refusal sent as the stream's only event is returned by
+	// Stream or Resubscribe.
+	first *RemoteUpdate
+}
+
+// Stream sends msg and follows the task it makes (message/stream,
+// SendStreamingMessage, POST message:stream). Only a remote whose card
+// says it streams is asked; the legacy dialect never streams. It returns
+// once the first event came (some servers send nothing, not even their
+// headers, before it), so an error before the first event is returned
+// here; errors after that come from Next.
+func (c *Remote) Stream(ctx context.Context, msg OutboundMessage) (*RemoteStream, error) {
+	v := c.generation()
+	if !c.streaming {
+		return nil, &RemoteError{Kind: RemoteUnusable, Op: "stream", Code: codeUnsupported, Message: "the remote's card does not say it streams (capabilities.streaming); send and poll instead"}
+	}
+	m, err := msg.encode(v)
+	if err != nil {
+		return nil, &RemoteError{Kind: RemoteUnusable, Op: "stream", Message: err.Error()}
+	}
+	if c.binding == BindingHTTPJSON10 {
+		return c.open(ctx, "POST message:stream", http.MethodPost, c.restURL("message:stream"), obj{"message": m})
+	}
+	method := map[string]string{v03: "message/stream", v10: "SendStreamingMessage"}[v]
+	return c.openRPC(ctx, method, obj{"message": m})
+}
+
+// Resubscribe follows a task the remote already has (tasks/resubscribe,
+// SubscribeToTask, GET tasks/{id}:subscribe). ErrRemoteTaskNotFound says
+// the remote does not know it, but beware: a2a-go v0.3 answers
+// TaskNotFound for a task it has finished (it follows only tasks still
+// executing), and other servers refuse a finished task as unsupported, so
+// confirm with Get before concluding that the remote lost the task. Like
+// Stream, it returns once the first event came.
+func (c *Remote) Resubscribe(ctx context.Context, taskID string) (*RemoteStream, error) {
+	v := c.generation()
+	if !c.streaming {
+		return nil, &RemoteError{Kind: RemoteUnusable, Op: "resubscribe", Code: codeUnsupported, Message: "the remote's card does not say it streams (capabilities.streaming); poll with Get instead"}
+	}
+	if c.binding == BindingHTTPJSON10 {
+		return c.open(ctx, "GET tasks/{id}:subscribe", http.MethodGet, c.restURL("tasks/"+url.PathEscape(taskID)+":subscribe"), nil)
+	}
+	method := map[string]string{v03: "tasks/resubscribe", v10: "SubscribeToTask"}[v]
+	return c.openRPC(ctx, method, obj{"id": taskID})
+}
+
+func (c *Remote) openRPC(ctx context.Context, method string, params any) (*RemoteStream, error) {
+	body, err := json.Marshal(obj{"jsonrpc": "2.0", "id": c.nextID(), "method": method, "params": params})
+	if err != nil {
+		return nil, &RemoteError{Kind: RemoteUnusable, Op: method, Message: "encoding the request: " + err.Error()}
+	}
+	return c.open(ctx, method, http.MethodPost, c.endpoint, body)
+}
+
+// open starts a stream; body is the request's JSON (a value to encode,
+// or bytes already encoded, or nil).
+func (c *Remote) open(ctx context.Context, op, method, u string, body any) (*RemoteStream, error) {
+	var data []byte
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		data = b
+	default:
+		var err error
+		if data, err = json.Marshal(b); err != nil {
+			return nil, &RemoteError{Kind: RemoteUnusable, Op: op, Message: "encoding the request: " + err.Error()}
+		}
+	}
+	resp, err := c.do(ctx, op, method, u, data, true)
+	if err != nil {
+		return nil, err
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "text/event-stream" {
+		// A refusal before the stream began comes as a plain answer.
+		defer resp.Body.Close()
+		raw, err := c.read(op, resp)
+		if err != nil {
+			return nil, err
+		}
+		if c.binding == BindingHTTPJSON10 || resp.StatusCode >= 300 {
+			if resp.StatusCode < 300 {
+				return nil, &RemoteError{Kind: RemoteMalformed, Op: op, HTTPStatus: resp.StatusCode, Message: "expected an event stream (text/event-stream), got " + strconv.Quote(mt) + "; the answer began " + c.auth.excerpt(raw)}
+			}
+			return nil, c.statusError(op, resp.StatusCode, raw)
+		}
+		if _, err := c.rpcResult(op, resp.StatusCode, raw); err != nil {
+			return nil, err
+		}
+		return nil, &RemoteError{Kind: RemoteMalformed, Op: op, HTTPStatus: resp.StatusCode, Message: "expected an event stream (text/event-stream), got " + strconv.Quote(mt) + "; the answer began " + c.auth.excerpt(raw)}
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		raw, _ := c.read(op, resp)
+		return nil, c.statusError(op, resp.StatusCode, raw)
+	}
+	s := &RemoteStream{c: c, op: op, v: c.generation(), rest: c.binding == BindingHTTPJSON10, body: resp.Body, rd: bufio.NewReaderSize(resp.Body, 64<<10)}
+	first, err := s.Next()
+	if err != nil {
+		_ = s.body.Close()
+		return nil, err
+	}
+	s.first = &first
+	return s, nil
+}
+
+// Next returns the next update. After the final one, and at the end of a
+// stream that ended cleanly after it, it returns io.EOF; a stream that
+// ends before its task finished is a transport error (follow the task
+// again with Resubscribe or Get).
+func (s *RemoteStream) Next() (RemoteUpdate, error) {
+	if u := s.first; u != nil {
+		s.first = nil
+		return *u, nil
+	}
+	if s.done {
+		return RemoteUpdate{}, io.EOF
+	}
+	for {
+		typ, data, err := s.block()
+		if err != nil {
+			s.done = true
+			if errors.Is(err, io.EOF) {
+				return RemoteUpdate{}, &RemoteError{Kind: RemoteTransport, Op: s.op, Message: "the stream ended before the task finished or asked anything", cause: io.ErrUnexpectedEOF}
+			}
+			var re *RemoteError
+			if errors.As(err, &re) {
+				return RemoteUpdate{}, err
+			}
+			return RemoteUpdate{}, &RemoteError{Kind: RemoteTransport, Op: s.op, Message: "reading the stream: " + s.c.auth.scrub(err.Error()), cause: err}
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		raw := json.RawMessage(data)
+		if s.rest && typ == "error" {
+			s.done = true
+			e := s.c.statusError(s.op, http.StatusOK, data).(*RemoteError)
+			e.Kind, e.HTTPStatus = RemoteRefused, 0
+			return RemoteUpdate{}, e
+		}
+		if !s.rest {
+			if raw, err = s.c.rpcResult(s.op, http.StatusOK, data); err != nil {
+				s.done = true
+				return RemoteUpdate{}, err
+			}
+		}
+		ev, err := decodeRemoteEvent(s.v, raw, "event")
+		if err != nil {
+			s.done = true
+			return RemoteUpdate{}, &RemoteError{Kind: RemoteMalformed, Op: s.op, Message: s.c.auth.scrub(err.Error()) + "; the event began " + s.c.auth.excerpt(raw)}
+		}
+		s.task = ev.apply(s.task)
+		if ev.final {
+			s.done = true
+		}
+		return RemoteUpdate{Kind: ev.kind, Task: s.task, Final: ev.final}, nil
+	}
+}
+
+// Close ends the stream.
+func (s *RemoteStream) Close() error {
+	s.done = true
+	return s.body.Close()
+}
+
+// block reads one event block: its type and its data lines joined, each
+// bounded by MaxRemoteBody.
+func (s *RemoteStream) block() (typ string, data []byte, err error) {
+	var buf bytes.Buffer
+	seen := false
+	for {
+		line, err := s.rd.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A long line: gather it whole, within the bound.
+			rest := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				if len(rest) > MaxRemoteBody {
+					return "", nil, &RemoteError{Kind: RemoteMalformed, Op: s.op, Message: "an event larger than " + strconv.Itoa(MaxRemoteBody>>20) + " MiB"}
+				}
+				line, err = s.rd.ReadSlice('\n')
+				rest = append(rest, line...)
+			}
+			line = rest
+		}
+		if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
+			if errors.Is(err, io.EOF) && seen {
+				return typ, buf.Bytes(), nil
+			}
+			return "", nil, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			if seen {
+				return typ, buf.Bytes(), nil
+			}
+			continue
+		}
+		name, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(name) {
+		case "data":
+			if seen && buf.Len() > 0 {
+				buf.WriteByte('\n')
+			}
+			buf.Write(value)
+			seen = true
+			if buf.Len() > MaxRemoteBody {
+				return "", nil, &RemoteError{Kind: RemoteMalformed, Op: s.op, Message: "an event larger than " + strconv.Itoa(MaxRemoteBody>>20) + " MiB"}
+			}
+		case "event":
+			typ, seen = string(value), true
+		}
+	}
+}

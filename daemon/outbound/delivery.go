@@ -1,0 +1,497 @@
+package outbound
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// How a delivery starts.
+type mode int
+
+const (
+	// modeSend sends the task's message (its first, or the sender's
+	// answer to the remote's question) and follows what the remote makes
+	// of it.
+	modeSend mode = iota
+	// modeFollow follows a task the remote accepted under this lease: it
+	// is never sent again.
+	modeFollow
+	// modeUnknown leaves the lease for the operator: it may have been
+	// sent before a restart, and the task is not idempotent.
+	modeUnknown
+)
+
+// delivery is one task leased for a remote agent, from its lease to its
+// result (or question) posted, a repair that ends it, or the operator's
+// hand.
+type delivery struct {
+	r     *remote
+	task  mailbox.Task
+	lease mailbox.Lease
+	start time.Time
+
+	cancel context.CancelFunc
+	// aborted: a cancel or a repair ended the lease; the remote is told
+	// to cancel (best effort).
+	aborted atomic.Bool
+
+	mu           sync.Mutex
+	state        string
+	remoteTaskID string
+	lastErr      string
+	attempts     int
+	nextTryMs    int64
+}
+
+// begin starts delivering a task leased for the agent.
+func (r *remote) begin(ctx context.Context, task mailbox.Task, lease mailbox.Lease, m mode) {
+	ctx, cancel := context.WithCancel(ctx)
+	dl := &delivery{r: r, task: task, lease: lease, start: time.Now(), cancel: cancel, state: mailbox.DeliverySending}
+	if m == modeUnknown {
+		dl.state = mailbox.DeliveryUnknown
+		dl.lastErr = "it may have reached the remote before the daemon restarted, and the task is not idempotent: not sent again; requeue or force-error it"
+	}
+	r.mu.Lock()
+	r.deliveries[lease.LeaseID] = dl
+	r.mu.Unlock()
+	r.d.eng.RemoteStatusChanged()
+	if m == modeUnknown {
+		r.d.stats.ended(outcomeUnknown)
+		cancel()
+		return
+	}
+	r.wg.Go(func() {
+		defer dl.finish()
+		dl.run(ctx, m)
+	})
+}
+
+func (dl *delivery) attrs(args ...any) []any {
+	return append([]any{"agent", dl.r.agent, "task_id", dl.task.ID, "lease_id", dl.lease.LeaseID}, args...)
+}
+
+// repaired ends the delivery of ev's task when ev ended the lease it is
+// delivered under, and reports whether it was one of this remote's.
+func (r *remote) repaired(ev mailbox.Event) bool {
+	r.mu.Lock()
+	var dl *delivery
+	if ev.LeaseID != "" {
+		dl = r.deliveries[ev.LeaseID]
+	} else {
+		for _, x := range r.deliveries {
+			if x.task.ID == ev.TaskID {
+				dl = x
+			}
+		}
+	}
+	if dl == nil || dl.task.ID != ev.TaskID {
+		r.mu.Unlock()
+		return false
+	}
+	if dl.parked() {
+		// Left for the operator, who has now acted.
+		delete(r.deliveries, dl.lease.LeaseID)
+		r.mu.Unlock()
+		notify(r.free)
+		r.d.eng.RemoteStatusChanged()
+		return true
+	}
+	r.mu.Unlock()
+	r.d.log.Info("a delivered task's lease ended ("+ev.Type+"): stopping its delivery and passing the cancel on to the remote", dl.attrs()...)
+	dl.abort(ev.Type)
+	return true
+}
+
+// parked reports whether the delivery is left for the operator: it holds
+// its lease but no slot.
+func (dl *delivery) parked() bool {
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	return dl.state == mailbox.DeliveryLost || dl.state == mailbox.DeliveryUnknown
+}
+
+func (dl *delivery) set(state, lastErr string, nextTry time.Time) {
+	dl.mu.Lock()
+	dl.state, dl.lastErr = state, lastErr
+	dl.nextTryMs = 0
+	if !nextTry.IsZero() {
+		dl.nextTryMs = nextTry.UnixMilli()
+	}
+	dl.mu.Unlock()
+	dl.r.d.eng.RemoteStatusChanged()
+}
+
+func (dl *delivery) status() mailbox.DeliveryStatus {
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	return mailbox.DeliveryStatus{TaskID: dl.task.ID, LeaseID: dl.lease.LeaseID, State: dl.state, RemoteTaskID: dl.remoteTaskID,
+		LastError: dl.lastErr, Attempts: dl.attempts, NextTryMs: dl.nextTryMs}
+}
+
+func (dl *delivery) remoteID() string {
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	return dl.remoteTaskID
+}
+
+// abort ends the delivery because its lease ended (a cancel, a requeue,
+// a move, a force-error).
+func (dl *delivery) abort(why string) {
+	dl.aborted.Store(true)
+	dl.set(mailbox.DeliveryCanceling, why, time.Time{})
+	dl.cancel()
+}
+
+// finish passes an abort on to the remote and frees the delivery's slot;
+// a delivery left for the operator stays listed until a repair ends it.
+func (dl *delivery) finish() {
+	if dl.aborted.Load() {
+		dl.cancelRemote()
+	}
+	r := dl.r
+	r.mu.Lock()
+	if !dl.parked() {
+		delete(r.deliveries, dl.lease.LeaseID)
+	}
+	r.mu.Unlock()
+	dl.cancel()
+	notify(r.free)
+	r.d.eng.RemoteStatusChanged()
+}
+
+// cancelRemote asks the remote to cancel its task, best effort: the lease
+// guard refuses whatever it answers later anyway.
+func (dl *delivery) cancelRemote() {
+	id := dl.remoteID()
+	dl.r.d.stats.ended(outcomeCanceled)
+	if id == "" {
+		dl.r.d.log.Info("delivery ended by a cancel or repair before the remote accepted it", dl.attrs()...)
+		return
+	}
+	client := dl.r.currentClient()
+	if client == nil {
+		dl.r.d.log.Warn("a cancel could not be passed on: the remote's card was never read (its late answer will be refused)", dl.attrs("remote_task_id", id)...)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dl.r.d.o.CallTimeout)
+	defer cancel()
+	_, err := client.Cancel(ctx, id)
+	if err != nil && !errors.Is(err, a2a.ErrRemoteNotCancelable) {
+		dl.r.d.log.Warn("passing a cancel on to the remote failed (its late answer will be refused)", dl.attrs("remote_task_id", id, "err", err)...)
+		return
+	}
+	dl.r.d.log.Info("cancel passed on to the remote", dl.attrs("remote_task_id", id)...)
+}
+
+func (dl *delivery) run(ctx context.Context, m mode) {
+	var remoteTaskID string
+	if m == modeFollow {
+		rec, err := dl.r.d.eng.Task(ctx, dl.task.ID)
+		if err != nil || !rec.AcceptedUnder(dl.lease.LeaseID) {
+			dl.r.d.log.Error("a delivery to follow has no acceptance recorded under its lease; left for the operator", dl.attrs("err", err)...)
+			dl.park(mailbox.DeliveryUnknown, "no acceptance recorded under this lease", outcomeUnknown)
+			return
+		}
+		remoteTaskID = rec.Remote.TaskID
+		dl.accepted(remoteTaskID)
+	}
+	select {
+	case <-dl.r.ready:
+	default:
+		dl.set(dl.status().State, "waiting for the remote's card", time.Time{})
+		select {
+		case <-dl.r.ready:
+		case <-ctx.Done():
+			return
+		}
+	}
+	if m == modeFollow {
+		dl.follow(ctx, remoteTaskID)
+		return
+	}
+	dl.send(ctx)
+}
+
+func (dl *delivery) accepted(remoteTaskID string) {
+	dl.mu.Lock()
+	dl.remoteTaskID = remoteTaskID
+	dl.mu.Unlock()
+	dl.set(mailbox.DeliveryAccepted, "", time.Time{})
+}
+
+// park leaves the lease for the operator.
+func (dl *delivery) park(state, why, outcome string) {
+	dl.set(state, why, time.Time{})
+	dl.r.d.stats.ended(outcome)
+}
+
+// send delivers the task's message, retrying transport failures with
+// backoff while the lease is held, until the remote answers; then
+// records its acceptance and follows it.
+func (dl *delivery) send(ctx context.Context) {
+	r := dl.r
+	msg, err := dl.message(ctx)
+	if err != nil {
+		dl.postError(ctx, "mailroom cannot build the message for the remote agent: "+err.Error())
+		return
+	}
+	var (
+		client *a2a.Remote
+		first  a2a.RemoteUpdate
+		st     *a2a.RemoteStream
+		// noStream: the remote's card says it streams, but it refused to.
+		noStream bool
+	)
+	for n := 1; ; n++ {
+		client = r.currentClient()
+		dl.mu.Lock()
+		dl.attempts = n
+		dl.mu.Unlock()
+		dl.set(mailbox.DeliverySending, "", time.Time{})
+		if client.Streaming() && !noStream {
+			st, err = client.Stream(ctx, msg)
+			if err == nil {
+				if first, err = st.Next(); err != nil {
+					st.Close()
+					st = nil
+				}
+			}
+		} else if msg.TaskID != "" {
+			// An answer to the remote's question. Sent without blocking,
+			// a remote may answer with its task as it stood (still asking)
+			// before it read the answer, which cannot be told from a new
+			// question: so it blocks, for as long as the lease is held.
+			first.Task, err = client.Send(ctx, msg, true)
+		} else if client.Binding() == a2a.BindingLegacy {
+			// The dialect answers when the work is done: however long
+			// that takes, while the lease is held. A timeout would resend
+			// work under way.
+			first.Task, err = client.Send(ctx, msg, false)
+		} else {
+			cctx, cancel := context.WithTimeout(ctx, r.d.o.CallTimeout)
+			first.Task, err = client.Send(cctx, msg, false)
+			cancel()
+		}
+		r.observe(err)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if client.Streaming() && !noStream && errors.Is(err, a2a.ErrRemoteUnsupported) {
+			// Nothing was started: send it the plain way.
+			r.d.log.Info("the remote refused to stream although its card says it does; sending without a stream", dl.attrs("err", err)...)
+			noStream = true
+			n--
+			continue
+		}
+		if msg.TaskID != "" && errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+			r.d.log.Warn("the remote lost the task whose question the sender answered; its lease is left for the operator", dl.attrs("remote_task_id", msg.TaskID)...)
+			dl.accepted(msg.TaskID)
+			dl.park(mailbox.DeliveryLost, "the remote lost this task (it answers that it does not know task "+msg.TaskID+", whose question the sender answered): left for the operator", outcomeLost)
+			return
+		}
+		if msg.TaskID != "" && a2a.RemoteRetryable(err) {
+			// The remote holds the task, and may hold the answer: never
+			// sent again, followed.
+			r.d.log.Info("sending an answer to the remote failed; following its task instead of sending the answer again", dl.attrs("remote_task_id", msg.TaskID, "err", err)...)
+			if !dl.accept(ctx, client, a2a.RemoteTask{ID: msg.TaskID, ContextID: msg.ContextID}) {
+				return
+			}
+			dl.follow(ctx, msg.TaskID)
+			return
+		}
+		if !a2a.RemoteRetryable(err) {
+			dl.postError(ctx, "the remote agent refused the task: "+err.Error())
+			return
+		}
+		wait := backoff(r.d.o.RetryMin, r.d.o.RetryMax, n)
+		dl.set(mailbox.DeliveryRetrying, err.Error(), time.Now().Add(wait))
+		r.d.log.Info("sending to the remote failed before it accepted the task; retrying while the lease is held", dl.attrs("attempt", n, "retry_in", wait, "err", err)...)
+		if !sleep(ctx, wait) {
+			return
+		}
+	}
+	t := first.Task
+	if t.ID != "" && !dl.accept(ctx, client, t) {
+		if st != nil {
+			st.Close()
+		}
+		return
+	}
+	if st != nil {
+		var final bool
+		if t, final = dl.stream(st, first, msg.TaskID != ""); final {
+			dl.post(ctx, t)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if t.ID != "" {
+			// The stream broke: follow the task (a resubscribe, or polls).
+			dl.follow(ctx, t.ID)
+			return
+		}
+	}
+	if _, final := t.Outcome(); final {
+		dl.post(ctx, t)
+		return
+	}
+	if t.ID == "" {
+		dl.postError(ctx, "the remote agent answered without a task id and without finishing: it cannot be followed")
+		return
+	}
+	dl.follow(ctx, t.ID)
+}
+
+// message is the task's first message, or the sender's answer to the
+// question the remote asked under an earlier lease (continuing its task).
+func (dl *delivery) message(ctx context.Context) (a2a.OutboundMessage, error) {
+	rec, err := dl.r.d.eng.Task(ctx, dl.task.ID)
+	if err != nil {
+		return a2a.OutboundMessage{}, err
+	}
+	turns := dl.task.Turns
+	if rd := rec.Remote; rd != nil && rd.Agent == dl.r.agent && len(turns) > 0 && turns[len(turns)-1].Role == mailbox.RoleSender {
+		return a2a.OutboundMessageFor(dl.task, &a2a.RemoteRef{TaskID: rd.TaskID, ContextID: rd.ContextID})
+	}
+	return a2a.OutboundMessageFor(dl.task, nil)
+}
+
+// accept records the remote's acceptance under the lease before anything
+// else, so a crash from here on follows the remote task. A lease that
+// ended meanwhile refuses it: the remote is told to cancel.
+func (dl *delivery) accept(ctx context.Context, client *a2a.Remote, t a2a.RemoteTask) bool {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dl.r.d.o.CallTimeout)
+	defer cancel()
+	err := dl.r.d.eng.RemoteAccepted(actx, dl.task.ID, dl.lease.LeaseID, mailbox.RemoteRef{TaskID: t.ID, ContextID: t.ContextID, Binding: client.Binding()})
+	dl.accepted(t.ID)
+	if err == nil {
+		return true
+	}
+	if c := mailbox.ErrorCode(err); c == mailbox.CodeConflict || c == mailbox.CodeNotFound {
+		dl.r.d.log.Info("the remote accepted a task whose lease had ended; telling it to cancel", dl.attrs("remote_task_id", t.ID, "err", err)...)
+		dl.aborted.Store(true)
+		return false
+	}
+	// Not recorded: a crash now would not know the remote has it. Keep
+	// following; the operator sees the error.
+	dl.r.d.log.Error("recording the remote's acceptance failed; following the task anyway", dl.attrs("remote_task_id", t.ID, "err", err)...)
+	return true
+}
+
+// stream reads the remote's events until the task finishes or asks
+// something (final), or the stream breaks.
+//
+// On the stream of an answer, the task as a whole that a remote may send
+// first is as it stood before the answer: still asking is not taken for
+// a new question (a new one comes as a status update).
+func (dl *delivery) stream(st *a2a.RemoteStream, u a2a.RemoteUpdate, answer bool) (a2a.RemoteTask, bool) {
+	defer st.Close()
+	dl.set(mailbox.DeliveryStreaming, "", time.Time{})
+	for {
+		stale := answer && u.Kind == "task" && u.Task.Interrupted()
+		if _, final := u.Task.Outcome(); final && !stale {
+			return u.Task, true
+		}
+		last := u.Task
+		var err error
+		u, err = st.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				dl.r.observe(err)
+				dl.set(mailbox.DeliveryPolling, err.Error(), time.Time{})
+			}
+			return last, false
+		}
+	}
+}
+
+// follow observes a task the remote accepted: never sent again. It polls
+// the remote's task (following its stream when it streams) until it
+// finishes or asks something; a remote that no longer knows it lost it.
+func (dl *delivery) follow(ctx context.Context, remoteTaskID string) {
+	r := dl.r
+	resubscribed := false
+	for n := 1; ; n++ {
+		client := r.currentClient()
+		cctx, cancel := context.WithTimeout(ctx, r.d.o.CallTimeout)
+		t, err := client.Get(cctx, remoteTaskID)
+		cancel()
+		r.observe(err)
+		switch {
+		case err == nil:
+			if _, final := t.Outcome(); final {
+				dl.post(ctx, t)
+				return
+			}
+			if client.Streaming() && !resubscribed {
+				resubscribed = true
+				if st, serr := client.Resubscribe(ctx, remoteTaskID); serr == nil {
+					if u, nerr := st.Next(); nerr == nil {
+						if t, final := dl.stream(st, u, false); final {
+							dl.post(ctx, t)
+							return
+						}
+					} else {
+						st.Close()
+					}
+				}
+				n = 0
+				continue
+			}
+			dl.set(mailbox.DeliveryPolling, "", time.Time{})
+		case errors.Is(err, a2a.ErrRemoteTaskNotFound):
+			why := "the remote lost this task (it answers that it does not know task " + remoteTaskID + ", which it had accepted): left for the operator"
+			r.d.log.Warn("the remote lost a task it had accepted; its lease is left for the operator", dl.attrs("remote_task_id", remoteTaskID)...)
+			dl.park(mailbox.DeliveryLost, why, outcomeLost)
+			return
+		case ctx.Err() != nil:
+			return
+		default:
+			dl.set(mailbox.DeliveryPolling, err.Error(), time.Time{})
+		}
+		if ctx.Err() != nil || !sleep(ctx, backoff(r.d.o.PollMin, r.d.o.PollMax, n)) {
+			return
+		}
+	}
+}
+
+// post records the remote task's outcome under the lease guard.
+func (dl *delivery) post(ctx context.Context, t a2a.RemoteTask) {
+	res, _ := t.Outcome()
+	dl.postResult(ctx, res)
+}
+
+func (dl *delivery) postError(ctx context.Context, msg string) {
+	dl.postResult(ctx, mailbox.Result{Status: mailbox.StatusError, ErrorMessage: msg, Content: []mailbox.Content{}})
+}
+
+func (dl *delivery) postResult(ctx context.Context, res mailbox.Result) {
+	if dl.aborted.Load() {
+		return
+	}
+	res.TaskID, res.LeaseID = dl.task.ID, dl.lease.LeaseID
+	pctx, cancel := context.WithTimeout(mailbox.WithPrincipal(context.WithoutCancel(ctx), dl.r.agent), dl.r.d.o.CallTimeout)
+	defer cancel()
+	err := dl.r.d.eng.PostResult(pctx, res)
+	switch {
+	case err == nil:
+		dl.r.d.stats.posted(res.Status, dl.start)
+		dl.r.d.log.Info("remote agent's answer posted", dl.attrs("status", res.Status, "remote_task_id", dl.remoteID())...)
+	case mailbox.ErrorCode(err) == mailbox.CodeConflict || mailbox.ErrorCode(err) == mailbox.CodeNotFound:
+		dl.r.d.stats.ended(outcomeLate)
+		dl.r.d.log.Info("late result dropped: the lease it was delivered under has ended", dl.attrs("status", res.Status, "err", err)...)
+	default:
+		dl.r.d.log.Error("posting the remote agent's answer failed; its lease stays for the operator", dl.attrs("status", res.Status, "err", err)...)
+	}
+}

@@ -1,0 +1,53 @@
+package outbound
+
+import (
+	"sync"
+	"time"
+
+	"github.com/mailroom/mailroom/internal/metrics"
+)
+
+// Outcomes of a delivery, as /metrics counts them: a result's status
+// (ok, error, rejected, input_required, auth_required), or what ended
+// the delivery without one.
+const (
+	outcomeLate     = "late"     // the result was refused: the lease had changed
+	outcomeCanceled = "canceled" // a cancel or repair ended it
+	outcomeLost     = "lost"     // the remote forgot the task it had accepted
+	outcomeUnknown  = "unknown"  // after a restart, not known to be sent, not idempotent
+)
+
+type stats struct {
+	mu       sync.Mutex
+	outcomes map[string]float64
+	latency  *metrics.Histogram
+}
+
+func newStats() *stats {
+	return &stats{outcomes: map[string]float64{},
+		latency: metrics.NewHistogram(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800)}
+}
+
+func (s *stats) ended(outcome string) {
+	s.mu.Lock()
+	s.outcomes[outcome]++
+	s.mu.Unlock()
+}
+
+// posted counts a result posted for a delivery that began at start.
+func (s *stats) posted(status string, start time.Time) {
+	s.ended(status)
+	s.latency.Observe(time.Since(start).Seconds())
+}
+
+func (s *stats) write(w *metrics.Writer, circuitsOpen int) {
+	s.mu.Lock()
+	samples := make([]metrics.Labeled, 0, len(s.outcomes))
+	for o, n := range s.outcomes {
+		samples = append(samples, metrics.Labeled{Labels: [][2]string{{"outcome", o}}, Value: n})
+	}
+	s.mu.Unlock()
+	w.LabeledCounter("mailroom_remote_deliveries_total", "Deliveries to remote agents that ended, by outcome: the result's status, or late, canceled, lost, unknown.", samples)
+	w.Histogram("mailroom_remote_delivery_duration_seconds", "Time from a remote agent's lease to its result (or question) posted.", s.latency)
+	w.Gauge("mailroom_remote_circuits_open", "Remote agents whose circuit is open: no task is leased for them until a probe is answered.", float64(circuitsOpen))
+}

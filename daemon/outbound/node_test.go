@@ -1,0 +1,184 @@
+package outbound_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// Remote agents built on the official JavaScript SDK
+// (interop/node/remote/server.mjs): @a2a-js/sdk 0.3.14 (JSON-RPC v0.3)
+// and 1.3.0 (JSON-RPC and HTTP+JSON v1.0), both streaming. Without node
+// or the packages the test skips, except on CI (CI=true), where it fails.
+
+// nodeRemote starts the server for sdk ("v03" or "v1") and returns its
+// base URL; it stops with the test.
+func nodeRemote(t *testing.T, sdk string) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "interop", "node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unavailable := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format+" (on CI this fails)", args...)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		unavailable("node is not installed: install Node.js 20 or later to run the @a2a-js/sdk remote tests")
+	}
+	for _, pkg := range []string{"a2a-v03", "a2a-v1", "express"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
+			unavailable("%s has no node_modules/%s: run npm ci there", dir, pkg)
+		}
+	}
+	cmd := exec.Command(node, filepath.Join("remote", "server.mjs"), sdk)
+	cmd.Dir = dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting node: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("node server (%s) stderr:\n%s", sdk, stderr.String())
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	var hello struct{ URL string }
+	if err != nil || json.Unmarshal([]byte(line), &hello) != nil || hello.URL == "" {
+		t.Fatalf("node server (%s) did not say where it listens: %q, %v\n%s", sdk, line, err, stderr.String())
+	}
+	return hello.URL
+}
+
+func control(t *testing.T, base, what string) {
+	t.Helper()
+	resp, err := http.Post(base+"/control/"+what, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatalf("control %s: %v", what, err)
+	}
+	_ = resp.Body.Close()
+}
+
+// nodeCredentials are the credentials each request reached the node
+// server with.
+func nodeCredentials(t *testing.T, base string) []string {
+	t.Helper()
+	resp, err := http.Get(base + "/control/seen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var seen []struct {
+		Path, Authorization, APIKey string
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&seen); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range seen {
+		if s.Path != "" {
+			out = append(out, s.Authorization+"|"+s.APIKey)
+		}
+	}
+	return out
+}
+
+func TestNodeSDKRemotes(t *testing.T) {
+	for _, c := range []struct{ sdk, binding, want string }{
+		{"v03", mailbox.BindingAuto, mailbox.BindingJSONRPC03},
+		{"v1", mailbox.BindingAuto, mailbox.BindingJSONRPC10},
+		{"v1", mailbox.BindingHTTPJSON10, mailbox.BindingHTTPJSON10},
+	} {
+		t.Run(c.sdk+" "+c.want, func(t *testing.T) {
+			base := nodeRemote(t, c.sdk)
+			w := start(t, config.RemoteCredential{Agent: "js@remote", Header: "X-Api-Key", Value: "node-key-s3cret"})
+			if _, err := w.c.RegisterAgent(w.ctx, "js@remote", mailbox.AgentCard{Remote: &mailbox.RemoteSpec{URL: base, Binding: c.binding, Concurrency: 4}}); err != nil {
+				t.Fatal(err)
+			}
+			st := w.waitRemote("js@remote", "healthy", func(st *mailbox.RemoteStatus) bool { return st.State == mailbox.RemoteHealthy })
+			if st.Binding != c.want {
+				t.Fatalf("status %+v, want binding %s", st, c.want)
+			}
+
+			// A native sender.
+			id := w.send("planner@local", "js@remote", "echo this", false)
+			if res := w.result("planner@local", id); res.Status != mailbox.StatusOK || !strings.Contains(text(res), "echo this") {
+				t.Fatalf("result %+v", res)
+			}
+			if rec := w.record(id); rec.Remote == nil || rec.Remote.Binding != c.want {
+				t.Fatalf("remote %+v, want accepted over %s", rec.Remote, c.want)
+			}
+			// A failure.
+			id = w.send("planner@local", "js@remote", "fail please", false)
+			if res := w.result("planner@local", id); res.Status != mailbox.StatusError || !strings.Contains(res.ErrorMessage, "the disk is full") {
+				t.Fatalf("result %+v", res)
+			}
+			// A question and its answer.
+			id = w.send("planner@local", "js@remote", "ask me", false)
+			if q := w.result("planner@local", id); q.Status != mailbox.StatusInputRequired || text(q) != "which database?" {
+				t.Fatalf("result %+v, want the question", q)
+			}
+			if _, err := w.c.Reply(w.ctx, mailbox.Reply{TaskID: id, Sender: "planner@local", Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "mysql"}}}); err != nil {
+				t.Fatal(err)
+			}
+			if res := w.result("planner@local", id); res.Status != mailbox.StatusOK || text(res) != "using mysql" {
+				t.Fatalf("result %+v, want the answer used", res)
+			}
+			// Slow work, then released.
+			id = w.send("planner@local", "js@remote", "slow work", false)
+			w.waitDelivery("js@remote", id, "accepted", func(d mailbox.DeliveryStatus) bool { return d.RemoteTaskID != "" })
+			control(t, base, "release")
+			if res := w.result("planner@local", id); res.Status != mailbox.StatusOK || text(res) != "slowly done" {
+				t.Fatalf("result %+v", res)
+			}
+			// An A2A sender, and its cancel passed on.
+			e := w.edge("js@remote")
+			sent := w.edgeSend(e, "echo through the edge")
+			if got := w.edgePoll(e, sent.ID, a2a.RemoteTask.Terminal); got.State != a2a.RemoteCompleted {
+				t.Fatalf("the edge's task %+v", got)
+			}
+			sent = w.edgeSend(e, "hang on")
+			w.waitDelivery("js@remote", sent.ID, "accepted", func(d mailbox.DeliveryStatus) bool { return d.RemoteTaskID != "" })
+			if _, err := e.Cancel(w.ctx, sent.ID); err != nil {
+				t.Fatalf("cancel: %v", err)
+			}
+			w.waitRemote("js@remote", "the canceled delivery gone", func(st *mailbox.RemoteStatus) bool { return delivery(st, sent.ID) == nil })
+			waitFor(t, "the cancel passed on", func() bool { return strings.Contains(w.logs.String(), "cancel passed on to the remote") },
+				func() string { return w.logs.String() })
+
+			for _, cr := range nodeCredentials(t, base) {
+				if cr != "|node-key-s3cret" {
+					t.Fatalf("a request reached the remote with %q, want the configured header", cr)
+				}
+			}
+			if strings.Contains(w.logs.String(), "node-key-s3cret") {
+				t.Fatalf("the secret is in the log")
+			}
+		})
+	}
+}

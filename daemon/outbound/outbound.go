@@ -1,0 +1,337 @@
+// Package outbound is the daemon's dispatcher: it delivers the tasks of
+// remote agents (A2A servers registered with a remote spec) by leasing
+// them on the agent's behalf, calling the remote through daemon/a2a's
+// outbound client, and posting its answers under the lease guard. Only
+// the instance that leads the mailbox dispatches.
+//
+// What is recorded when (the rest is memory, shown in the agents
+// listing): the lease (task_leased, held by the agent); the moment the
+// remote answers with its task, remote_accepted (the remote's ids), so a
+// crash after it follows the remote task instead of sending again; the
+// result or the remote's question (result_posted). Recovery, at start or
+// on becoming leader, reads each remote agent's in-flight leases: one
+// accepted under its lease is followed; one not accepted is sent again
+// only if the task is idempotent, else it is left for the operator,
+// marked unknown.
+package outbound
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/engine"
+	"github.com/mailroom/mailroom/internal/metrics"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// Principal is who the dispatcher's own changes are recorded as: the
+// re-registration of a remote agent with its remote's card.
+const Principal = "mailroom-dispatcher"
+
+// Options tune the dispatcher. The zero value of each field is its
+// default.
+type Options struct {
+	Logger *slog.Logger
+	// Auth holds the credentials of each remote agent, by agent id.
+	Auth map[string]a2a.RemoteAuth
+	// HTTPClient calls the remotes; nil is a client of the dispatcher's
+	// own without a timeout (streams last as long as their task; every
+	// other call is bounded by CallTimeout).
+	HTTPClient *http.Client
+	// CallTimeout bounds one call to a remote other than a stream (10s).
+	CallTimeout time.Duration
+	// ResolveInterval is how often a remote's card is read again (5m).
+	ResolveInterval time.Duration
+	// RetryMin and RetryMax bound the backoff between tries of a send
+	// that failed before the remote accepted it, and of a card fetch
+	// (200ms, 30s).
+	RetryMin, RetryMax time.Duration
+	// PollMin and PollMax bound the backoff between polls of a remote
+	// task that does not stream (200ms, 5s).
+	PollMin, PollMax time.Duration
+	// FailuresToOpen is how many failures in a row open a remote's
+	// circuit (5).
+	FailuresToOpen int
+	// ProbeInterval is how long an open circuit waits between probes
+	// (30s).
+	ProbeInterval time.Duration
+	// LeaseWait is how long one long poll for a remote's tasks waits (5s).
+	LeaseWait time.Duration
+	// LeaderPoll is how often the dispatcher checks whether the instance
+	// leads (1s).
+	LeaderPoll time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.CallTimeout, 10*time.Second)
+	def(&o.ResolveInterval, 5*time.Minute)
+	def(&o.RetryMin, 200*time.Millisecond)
+	def(&o.RetryMax, 30*time.Second)
+	def(&o.PollMin, 200*time.Millisecond)
+	def(&o.PollMax, 5*time.Second)
+	def(&o.ProbeInterval, 30*time.Second)
+	def(&o.LeaseWait, 5*time.Second)
+	def(&o.LeaderPoll, time.Second)
+	if o.FailuresToOpen <= 0 {
+		o.FailuresToOpen = 5
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	return o
+}
+
+// Dispatcher delivers the tasks of every remote agent while the instance
+// leads. Run it once; it reports each remote's status to the engine.
+type Dispatcher struct {
+	eng *engine.Engine
+	o   Options
+	log *slog.Logger
+
+	mu sync.Mutex
+	// leading is false while another instance delivers (every remote
+	// reads standby).
+	leading bool
+	remotes map[string]*remote
+
+	stats *stats
+	// side are the goroutines that pass a cancel on outside a delivery,
+	// and those that stop the loop of an agent no longer remote.
+	side sync.WaitGroup
+}
+
+// New makes a dispatcher for eng's remote agents and has the agents
+// listing ask it for their status.
+func New(eng *engine.Engine, o Options) *Dispatcher {
+	o = o.withDefaults()
+	d := &Dispatcher{eng: eng, o: o, log: o.Logger, remotes: map[string]*remote{}, stats: newStats()}
+	eng.SetRemoteStatus(d.Status)
+	return d
+}
+
+// Run dispatches while the instance leads, until ctx ends; it returns
+// once every delivery it started has stopped (their leases stay, for the
+// next leader's recovery).
+func (d *Dispatcher) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if !d.eng.Leading() {
+			d.setLeading(false)
+			sleep(ctx, d.o.LeaderPoll)
+			continue
+		}
+		d.setLeading(true)
+		d.lead(ctx)
+	}
+	d.side.Wait()
+	d.setLeading(false)
+}
+
+func (d *Dispatcher) setLeading(on bool) {
+	d.mu.Lock()
+	changed := d.leading != on
+	d.leading = on
+	d.mu.Unlock()
+	if changed {
+		if on {
+			d.log.Info("remote dispatcher on: this instance leads")
+		}
+		d.eng.RemoteStatusChanged()
+	}
+}
+
+// lead runs the remote loops until the instance stops leading or ctx
+// ends, following the registry and the repairs through the event stream.
+func (d *Dispatcher) lead(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		d.stopAll()
+	}()
+	tick := time.NewTicker(d.o.LeaderPoll)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		sub, err := d.eng.Subscribe(ctx, nil)
+		if err != nil {
+			d.log.Warn("remote dispatcher: cannot follow the mailbox's events; trying again", "err", err)
+			sleep(ctx, d.o.LeaderPoll)
+			continue
+		}
+		d.reconcile(ctx)
+		if !d.follow(ctx, sub, tick.C) {
+			sub.Close()
+			return
+		}
+		sub.Close()
+	}
+}
+
+// follow reads events until the subscription ends (true: subscribe
+// again) or the instance stops leading or ctx ends (false).
+func (d *Dispatcher) follow(ctx context.Context, sub mailbox.Subscription, tick <-chan time.Time) bool {
+	for {
+		select {
+		case ev, ok := <-sub.Events():
+			if !ok {
+				return ctx.Err() == nil && d.eng.Leading()
+			}
+			d.handle(ctx, ev)
+		case <-tick:
+			if !d.eng.Leading() {
+				return false
+			}
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (d *Dispatcher) handle(ctx context.Context, ev mailbox.Event) {
+	switch ev.Type {
+	case mailbox.EventAgentRegistered, mailbox.EventAgentDeregistered, mailbox.EventSnapshot:
+		d.reconcile(ctx)
+	case mailbox.EventTaskCanceled, mailbox.EventTaskRequeued, mailbox.EventTaskForceErrored:
+		if !d.repaired(ev) && ev.Type == mailbox.EventTaskCanceled {
+			d.side.Go(func() { d.canceledWaiting(ctx, ev.TaskID) })
+		}
+	}
+}
+
+// canceledWaiting passes on the cancel of a task that is not being
+// delivered but that a remote holds: one waiting on its sender's answer
+// to the remote's question.
+func (d *Dispatcher) canceledWaiting(ctx context.Context, taskID string) {
+	rec, err := d.eng.Task(ctx, taskID)
+	if err != nil || rec.Remote == nil {
+		return
+	}
+	d.mu.Lock()
+	r := d.remotes[rec.Remote.Agent]
+	d.mu.Unlock()
+	if r == nil {
+		return
+	}
+	client := r.currentClient()
+	if client == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, d.o.CallTimeout)
+	defer cancel()
+	if _, err := client.Cancel(cctx, rec.Remote.TaskID); err != nil && !errors.Is(err, a2a.ErrRemoteNotCancelable) {
+		d.log.Warn("passing a cancel on to the remote failed", "agent", r.agent, "task_id", taskID, "remote_task_id", rec.Remote.TaskID, "err", err)
+		return
+	}
+	d.log.Info("cancel passed on to the remote", "agent", r.agent, "task_id", taskID, "remote_task_id", rec.Remote.TaskID)
+}
+
+// reconcile starts a loop for each remote agent in the registry, passes
+// a changed registration to its loop, and stops the loops of agents no
+// longer remote.
+func (d *Dispatcher) reconcile(ctx context.Context) {
+	want := map[string]mailbox.RegisteredAgent{}
+	d.eng.View(func(s *mailbox.State) {
+		for _, ra := range s.Registry() {
+			if ra.IsRemote() {
+				want[ra.Agent] = ra
+			}
+		}
+	})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for agent, r := range d.remotes {
+		if _, ok := want[agent]; !ok {
+			delete(d.remotes, agent)
+			d.side.Go(r.stop)
+			d.log.Info("remote agent no longer registered as remote: its deliveries stop, its leases stay", "agent", agent)
+		}
+	}
+	for agent, ra := range want {
+		if r, ok := d.remotes[agent]; ok {
+			r.registered(ra)
+			continue
+		}
+		r := newRemote(d, ra)
+		d.remotes[agent] = r
+		r.start(ctx)
+	}
+	d.eng.RemoteStatusChanged()
+}
+
+// repaired ends the delivery of a task that was canceled, requeued or
+// force-errored under the lease it was delivered with.
+func (d *Dispatcher) repaired(ev mailbox.Event) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.remotes {
+		if r.repaired(ev) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Dispatcher) stopAll() {
+	d.mu.Lock()
+	rs := d.remotes
+	d.remotes = map[string]*remote{}
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Go(r.stop)
+	}
+	wg.Wait()
+	d.eng.RemoteStatusChanged()
+}
+
+// Status is what the dispatcher knows of agent now, for the agents
+// listing: nil for an agent it does not deliver to.
+func (d *Dispatcher) Status(agent string) *mailbox.RemoteStatus {
+	d.mu.Lock()
+	leading, r := d.leading, d.remotes[agent]
+	d.mu.Unlock()
+	if !leading {
+		return &mailbox.RemoteStatus{State: mailbox.RemoteStandby}
+	}
+	if r == nil {
+		return &mailbox.RemoteStatus{State: mailbox.RemoteResolving}
+	}
+	return r.status()
+}
+
+// WriteMetrics reports deliveries by outcome, their latency and the
+// circuits open.
+func (d *Dispatcher) WriteMetrics(w *metrics.Writer) {
+	d.mu.Lock()
+	open := 0
+	for _, r := range d.remotes {
+		if r.circuitOpen() {
+			open++
+		}
+	}
+	d.mu.Unlock()
+	d.stats.write(w, open)
+}
+
+// sleep waits for dur or ctx's end, and reports whether ctx is still on.
+func sleep(ctx context.Context, dur time.Duration) bool {
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

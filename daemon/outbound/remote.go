@@ -1,0 +1,459 @@
+package outbound
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// remote is one remote agent's loop: it resolves the remote's card,
+// recovers the leases the agent holds, leases its tasks while it has room
+// and its circuit is closed, and starts a delivery for each.
+type remote struct {
+	d     *Dispatcher
+	agent string
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	// kick wakes the loop to resolve the card again (a re-registration);
+	// free wakes it when a delivery ended.
+	kick chan struct{}
+	free chan struct{}
+	// ready is closed once the card was first resolved: deliveries
+	// recovered before wait for it.
+	ready chan struct{}
+	wg    sync.WaitGroup // the deliveries
+
+	mu      sync.Mutex
+	spec    mailbox.RemoteSpec
+	client  *a2a.Remote
+	rcard   a2a.RemoteCard
+	state   string
+	sinceMs int64
+	lastErr string
+	// failures counts failed calls in a row; at FailuresToOpen the
+	// circuit opens.
+	failures    int
+	nextProbeMs int64
+	deliveries  map[string]*delivery // by lease id
+	// stopLeasing ends the long poll for the agent's tasks under way, so
+	// that a circuit that opens takes no task after it.
+	stopLeasing context.CancelFunc
+}
+
+func newRemote(d *Dispatcher, ra mailbox.RegisteredAgent) *remote {
+	return &remote{d: d, agent: ra.Agent, spec: *ra.Card.Remote,
+		kick: make(chan struct{}, 1), free: make(chan struct{}, 1), done: make(chan struct{}), ready: make(chan struct{}),
+		state: mailbox.RemoteResolving, sinceMs: time.Now().UnixMilli(), deliveries: map[string]*delivery{}}
+}
+
+func (r *remote) start(ctx context.Context) {
+	ctx, r.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(r.done)
+		r.run(ctx)
+		r.wg.Wait()
+	}()
+}
+
+// stop ends the loop and its deliveries and waits for them.
+func (r *remote) stop() {
+	r.cancel()
+	<-r.done
+}
+
+// registered takes the agent's registration as it is now: a changed
+// remote spec is resolved again.
+func (r *remote) registered(ra mailbox.RegisteredAgent) {
+	r.mu.Lock()
+	changed := *ra.Card.Remote != r.spec
+	r.spec = *ra.Card.Remote
+	if changed && r.stopLeasing != nil {
+		// No task is leased for the old address while the new one is
+		// resolved.
+		r.stopLeasing()
+	}
+	r.mu.Unlock()
+	if changed {
+		notify(r.kick)
+	}
+}
+
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (r *remote) run(ctx context.Context) {
+	log := r.d.log.With("agent", r.agent)
+	// The leases the agent holds first, so that the operator sees them
+	// (and what recovery makes of them) even while the remote does not
+	// answer; they are delivered once its card is read.
+	r.recover(ctx)
+	for !r.resolve(ctx) {
+		if !r.waitProbe(ctx) {
+			return
+		}
+	}
+	resolved := time.Now()
+	for ctx.Err() == nil {
+		select {
+		case <-r.kick:
+			r.setState(mailbox.RemoteResolving, "")
+			r.resolve(ctx)
+			resolved = time.Now()
+			continue
+		default:
+		}
+		if r.circuitOpen() {
+			if r.waitProbe(ctx) {
+				r.resolve(ctx)
+				resolved = time.Now()
+			}
+			continue
+		}
+		if time.Since(resolved) >= r.d.o.ResolveInterval {
+			r.resolve(ctx)
+			resolved = time.Now()
+			continue
+		}
+		room := r.room()
+		if room <= 0 {
+			select {
+			case <-r.free:
+			case <-r.kick:
+				notify(r.kick)
+			case <-ctx.Done():
+			}
+			continue
+		}
+		lctx, stopLeasing := context.WithCancel(ctx)
+		r.mu.Lock()
+		r.stopLeasing = stopLeasing
+		r.mu.Unlock()
+		got, err := r.d.eng.LeaseN(mailbox.WithPrincipal(lctx, r.agent), r.agent, room, r.d.o.LeaseWait)
+		r.mu.Lock()
+		r.stopLeasing = nil
+		r.mu.Unlock()
+		stopLeasing()
+		// What was leased is delivered, whatever ended the poll.
+		for _, lt := range got {
+			r.begin(ctx, lt.Task, lt.Lease, modeSend)
+		}
+		if err != nil && lctx.Err() == nil {
+			log.Warn("leasing a remote agent's tasks failed; trying again", "err", err)
+			sleep(ctx, r.d.o.RetryMin)
+		}
+	}
+}
+
+// room is how many more deliveries may start.
+func (r *remote) room() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.spec.Concurrency - r.underWay()
+}
+
+// underWay counts the deliveries that hold a slot: not those left for
+// the operator.
+func (r *remote) underWay() int {
+	n := 0
+	for _, dl := range r.deliveries {
+		if !dl.parked() {
+			n++
+		}
+	}
+	return n
+}
+
+// resolve reads the remote's card and makes the client new deliveries
+// use; a failure counts toward the circuit. It re-registers the agent
+// when the remote's name, description or skills differ from its card.
+func (r *remote) resolve(ctx context.Context) bool {
+	r.mu.Lock()
+	spec := r.spec
+	r.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, r.d.o.CallTimeout)
+	client, card, err := a2a.ResolveRemote(cctx, r.d.o.HTTPClient, a2a.RemoteSpec{URL: spec.URL, Binding: spec.Binding}, r.d.o.Auth[r.agent])
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			r.failed(err)
+			r.d.log.Warn("resolving a remote agent's card failed", "agent", r.agent, "url", spec.URL, "err", err)
+		}
+		return false
+	}
+	r.mu.Lock()
+	first := r.client == nil
+	r.client, r.rcard = client, card
+	r.mu.Unlock()
+	if first {
+		close(r.ready)
+	}
+	r.answered()
+	if first {
+		r.d.log.Info("remote agent resolved", "agent", r.agent, "binding", card.Binding, "endpoint", card.Endpoint, "streaming", card.Streaming, "name", card.Name)
+	}
+	r.syncCard(ctx, spec, card)
+	return true
+}
+
+// syncCard re-registers the agent with the remote's name, description and
+// skills when they differ from its card, keeping its remote spec.
+//
+// The card is read from the registry as it is now, not as this loop last
+// heard of it, and left alone when its remote spec is no longer the one
+// resolved: an operator's re-registration must not be overwritten with
+// the card it replaced (it is resolved next).
+func (r *remote) syncCard(ctx context.Context, spec mailbox.RemoteSpec, rc a2a.RemoteCard) {
+	var cur mailbox.RegisteredAgent
+	var ok bool
+	r.d.eng.View(func(s *mailbox.State) { cur, ok = s.Registered(r.agent) })
+	if !ok || cur.Card.Remote == nil || *cur.Card.Remote != spec {
+		return
+	}
+	card := cur.Card
+	next := card
+	if rc.Name != "" {
+		next.Name = rc.Name
+	}
+	if rc.Description != "" {
+		next.Description = rc.Description
+	}
+	if rc.Version != "" {
+		next.Version = rc.Version
+	}
+	next.Skills = make([]mailbox.AgentSkill, 0, len(rc.Skills))
+	for _, s := range rc.Skills {
+		next.Skills = append(next.Skills, mailbox.AgentSkill{ID: s.ID, Name: s.Name, Description: s.Description,
+			Tags: nonNil(s.Tags), Examples: nonNil(s.Examples)})
+	}
+	if len(rc.Skills) == 0 && rc.CardURL == "" {
+		next.Skills = card.Skills // a legacy remote without a card says nothing of its skills
+	}
+	if sameCard(card, next) {
+		return
+	}
+	ra, err := r.d.eng.RegisterAgent(mailbox.WithPrincipal(ctx, Principal), r.agent, next)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.d.log.Warn("the remote's card cannot be registered as the agent's; the registered card stays", "agent", r.agent, "err", err)
+		}
+		return
+	}
+	r.d.log.Info("remote agent re-registered with its remote's card", "agent", r.agent, "name", ra.Card.Name, "skills", len(ra.Card.Skills))
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func sameCard(a, b mailbox.AgentCard) bool {
+	if a.Name != b.Name || a.Description != b.Description || a.Version != b.Version || len(a.Skills) != len(b.Skills) {
+		return false
+	}
+	for i := range a.Skills {
+		x, y := a.Skills[i], b.Skills[i]
+		if x.ID != y.ID || x.Name != y.Name || x.Description != y.Description || !slices.Equal(x.Tags, y.Tags) || !slices.Equal(x.Examples, y.Examples) {
+			return false
+		}
+	}
+	return true
+}
+
+// waitProbe waits until the next probe of a failing remote (the backoff
+// while failing, the probe interval once its circuit is open), or a
+// re-registration. It reports whether ctx is still on.
+func (r *remote) waitProbe(ctx context.Context) bool {
+	r.mu.Lock()
+	wait := time.Until(time.UnixMilli(r.nextProbeMs))
+	r.mu.Unlock()
+	if wait <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.kick:
+	case <-ctx.Done():
+	}
+	return ctx.Err() == nil
+}
+
+// answered records that the remote answered a call: a failing remote is
+// healthy again, an open circuit closes.
+func (r *remote) answered() {
+	r.mu.Lock()
+	changed := r.state != mailbox.RemoteHealthy
+	wasOpen := r.state == mailbox.RemoteCircuitOpen
+	r.failures, r.nextProbeMs = 0, 0
+	if changed {
+		r.state, r.sinceMs, r.lastErr = mailbox.RemoteHealthy, time.Now().UnixMilli(), ""
+	}
+	r.mu.Unlock()
+	if wasOpen {
+		r.d.log.Info("remote agent answered its probe: circuit closed", "agent", r.agent)
+		notify(r.free)
+	}
+	if changed {
+		r.d.eng.RemoteStatusChanged()
+	}
+}
+
+// failed records a call the remote did not answer: failing, and after
+// FailuresToOpen in a row, the circuit opens.
+func (r *remote) failed(err error) {
+	now := time.Now()
+	r.mu.Lock()
+	r.failures++
+	r.lastErr = err.Error()
+	prev := r.state
+	switch {
+	case r.failures >= r.d.o.FailuresToOpen:
+		if r.state != mailbox.RemoteCircuitOpen {
+			r.state, r.sinceMs = mailbox.RemoteCircuitOpen, now.UnixMilli()
+		}
+		r.nextProbeMs = now.Add(r.d.o.ProbeInterval).UnixMilli()
+	default:
+		if r.state != mailbox.RemoteFailing {
+			r.state, r.sinceMs = mailbox.RemoteFailing, now.UnixMilli()
+		}
+		r.nextProbeMs = now.Add(backoff(r.d.o.RetryMin, r.d.o.RetryMax, r.failures)).UnixMilli()
+	}
+	opened := prev != mailbox.RemoteCircuitOpen && r.state == mailbox.RemoteCircuitOpen
+	if opened && r.stopLeasing != nil {
+		r.stopLeasing()
+	}
+	r.mu.Unlock()
+	if opened {
+		r.d.log.Warn("remote agent keeps failing: circuit open, no task is leased for it until a probe is answered", "agent", r.agent, "failures", r.d.o.FailuresToOpen, "err", err)
+	}
+	r.d.eng.RemoteStatusChanged()
+}
+
+// observe counts a call's answer: a transport failure against the
+// remote, anything else (an answer, a refusal) as answered.
+func (r *remote) observe(err error) {
+	switch {
+	case err == nil:
+		r.answered()
+	case a2a.RemoteRetryable(err) && !errors.Is(err, context.Canceled):
+		r.failed(err)
+	default:
+		var re *a2a.RemoteError
+		if errors.As(err, &re) && !re.Retryable() {
+			r.answered()
+		}
+	}
+}
+
+func (r *remote) setState(state, lastErr string) {
+	r.mu.Lock()
+	if r.state != state {
+		r.state, r.sinceMs = state, time.Now().UnixMilli()
+	}
+	r.lastErr = lastErr
+	r.mu.Unlock()
+	r.d.eng.RemoteStatusChanged()
+}
+
+func (r *remote) circuitOpen() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state == mailbox.RemoteCircuitOpen
+}
+
+func (r *remote) currentClient() *a2a.Remote {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.client
+}
+
+func (r *remote) status() *mailbox.RemoteStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := &mailbox.RemoteStatus{Binding: r.rcard.Binding, Endpoint: r.rcard.Endpoint, State: r.state, SinceMs: r.sinceMs,
+		LastError: r.lastErr, InFlight: r.underWay(), Limit: r.spec.Concurrency}
+	if r.state == mailbox.RemoteCircuitOpen || r.state == mailbox.RemoteFailing {
+		st.NextProbeMs = r.nextProbeMs
+	}
+	for _, dl := range r.deliveries {
+		st.Deliveries = append(st.Deliveries, dl.status())
+	}
+	slices.SortFunc(st.Deliveries, func(a, b mailbox.DeliveryStatus) int {
+		switch {
+		case a.TaskID < b.TaskID:
+			return -1
+		case a.TaskID > b.TaskID:
+			return 1
+		}
+		return 0
+	})
+	return st
+}
+
+// backoff is the n-th wait (n from 1) between min and max, doubled each
+// time, with jitter (between half and all of it) so that the deliveries
+// of one remote do not retry in step.
+func backoff(lo, hi time.Duration, n int) time.Duration {
+	d := lo
+	for i := 1; i < n && d < hi; i++ {
+		d *= 2
+	}
+	d = min(d, hi)
+	return d/2 + rand.N(d/2+1)
+}
+
+// recover picks up the leases the agent holds (a restart, a takeover, a
+// loop started again): a task the remote accepted under its lease is
+// followed; one it did not is sent again only if idempotent, else left
+// for the operator, marked unknown.
+func (r *remote) recover(ctx context.Context) {
+	q, err := r.d.eng.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskInFlight, Limit: mailbox.MaxLimit})
+	if err != nil {
+		if ctx.Err() == nil {
+			r.d.log.Error("reading a remote agent's leases to recover them failed; they stay for the operator", "agent", r.agent, "err", err)
+		}
+		return
+	}
+	for _, e := range q.Tasks {
+		if e.LeasedTo != r.agent {
+			continue
+		}
+		r.mu.Lock()
+		_, known := r.deliveries[e.LeaseID]
+		r.mu.Unlock()
+		if known {
+			continue
+		}
+		rec, err := r.d.eng.Task(ctx, e.Task.ID)
+		if err != nil || rec.State != mailbox.TaskInFlight || rec.LeaseID != e.LeaseID {
+			continue
+		}
+		lease := mailbox.Lease{LeaseID: e.LeaseID, Attempt: e.Attempt, LeasedAtMs: e.LeasedAtMs}
+		switch {
+		case rec.AcceptedUnder(e.LeaseID):
+			r.d.log.Info("recovering a delivery the remote accepted: following it, never sending it again", "agent", r.agent, "task_id", e.Task.ID, "remote_task_id", rec.Remote.TaskID)
+			r.begin(ctx, e.Task, lease, modeFollow)
+		case e.Task.Idempotent():
+			r.d.log.Info("recovering an idempotent delivery the remote may not have: sending it again", "agent", r.agent, "task_id", e.Task.ID)
+			r.begin(ctx, e.Task, lease, modeSend)
+		default:
+			r.d.log.Warn("a delivery may have reached the remote before the restart, and the task is not idempotent: its lease is left for the operator (requeue or force-error it)",
+				"agent", r.agent, "task_id", e.Task.ID, "lease_id", e.LeaseID)
+			r.begin(ctx, e.Task, lease, modeUnknown)
+		}
+	}
+}
