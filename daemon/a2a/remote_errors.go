@@ -53,8 +53,10 @@ var (
 	ErrRemoteInvalidParams = errors.New("the remote refused the request as invalid")
 )
 
-// RemoteError is every error the outbound client returns, apart from the
-// caller's own context ending (which is returned as ctx.Err(), wrapped).
+// RemoteError is every error the outbound client returns (but
+// OutboundMessageFor's, which are the daemon's own). A call the caller's
+// context ended is a transport error wrapping ctx.Err(), so
+// errors.Is(err, context.Canceled) tells it from the remote's failure.
 // Its text never holds a credential: excerpts of what the remote sent are
 // bounded and scrubbed of the configured secrets.
 type RemoteError struct {
