@@ -172,7 +172,8 @@ func (c *Remote) task(raw json.RawMessage, op string, t RemoteTask, err error) (
 // rpc makes one JSON-RPC call at the endpoint (the legacy one at
 // {base}/rpc) and returns its result.
 func (c *Remote) rpc(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	body, err := json.Marshal(obj{"jsonrpc": "2.0", "id": c.nextID(), "method": method, "params": params})
+	id := c.nextID()
+	body, err := json.Marshal(obj{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
 		return nil, &RemoteError{Kind: RemoteUnusable, Op: method, Message: "encoding the request: " + err.Error()}
 	}
@@ -185,7 +186,7 @@ func (c *Remote) rpc(ctx context.Context, method string, params any) (json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	return c.rpcResult(method, resp.StatusCode, data)
+	return c.rpcResult(method, id, resp.StatusCode, data)
 }
 
 func (c *Remote) nextID() string { return "mailroom-" + strconv.FormatUint(c.ids.Add(1), 10) }
@@ -197,10 +198,13 @@ func (c *Remote) rpcURL() string {
 	return c.endpoint
 }
 
-// rpcResult reads a JSON-RPC response: its result, or its error as a
-// refusal.
-func (c *Remote) rpcResult(op string, status int, data []byte) (json.RawMessage, error) {
+// rpcResult reads a JSON-RPC response to the request id ("": any): its
+// result, or its error as a refusal. An answer to another request is
+// malformed (a null id is not: servers answer so what they could not
+// read).
+func (c *Remote) rpcResult(op, id string, status int, data []byte) (json.RawMessage, error) {
 	var env struct {
+		ID     json.RawMessage `json:"id"`
 		Result json.RawMessage `json:"result"`
 		Error  *struct {
 			Code    int    `json:"code"`
@@ -212,6 +216,12 @@ func (c *Remote) rpcResult(op string, status int, data []byte) (json.RawMessage,
 			return nil, c.statusError(op, status, data)
 		}
 		return nil, &RemoteError{Kind: RemoteMalformed, Op: op, HTTPStatus: status, Message: "expected a JSON-RPC response object; the answer began " + c.auth.excerpt(data)}
+	}
+	if id != "" && len(env.ID) > 0 && string(env.ID) != "null" {
+		var got string
+		if json.Unmarshal(env.ID, &got) != nil || got != id {
+			return nil, &RemoteError{Kind: RemoteMalformed, Op: op, HTTPStatus: status, Message: "the answer is to request " + c.auth.excerpt(env.ID) + ", not to this one (" + id + ")"}
+		}
 	}
 	if env.Error != nil {
 		kind := RemoteRefused

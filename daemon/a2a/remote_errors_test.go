@@ -38,6 +38,8 @@ func TestRemoteAnswersThatDoNotParse(t *testing.T) {
 		{"too large", 200, huge, "", a2a.RemoteMalformed, []string{"larger than 4 MiB"}},
 		{"invalid params", 200, `{"jsonrpc":"2.0","id":"mailroom-1","error":{"code":-32602,"message":"params.id: expected a string"}}`, "", a2a.RemoteRefused,
 			[]string{"code -32602", "params.id: expected a string"}},
+		{"an answer to another request", 200, `{"jsonrpc":"2.0","id":"someone-else","result":{"kind":"task","id":"t1","status":{"state":"completed"}}}`, "", a2a.RemoteMalformed,
+			[]string{"not to this one"}},
 		{"a proxy's 502", 502, `bad gateway`, "text/plain", a2a.RemoteTransport, []string{"HTTP 502", "bad gateway"}},
 		{"rate limited", 429, `slow down`, "text/plain", a2a.RemoteTransport, []string{"HTTP 429"}},
 		{"unauthorized", 401, `{"error":"who are you"}`, "application/json", a2a.RemoteRefused, []string{"HTTP 401"}},

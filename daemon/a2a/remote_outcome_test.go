@@ -162,8 +162,8 @@ func TestRemoteMessageBuilding(t *testing.T) {
 	// A continuation: the newest answer's parts, the remote's ids, a
 	// message id of the turn.
 	a2aTask.Turns = []mailbox.Turn{
-		{Seq: 4, Role: mailbox.RoleWorker, Status: mailbox.StatusInputRequired, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "which part?"}}},
-		{Seq: 5, Role: mailbox.RoleSender, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "chapter 2"}, {Type: mailbox.ContentJSON, Value: json.RawMessage(`{"page":7}`)}}},
+		{Seq: 4, Role: mailbox.RoleWorker, Agent: "coder@local", Status: mailbox.StatusInputRequired, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "which part?"}}},
+		{Seq: 5, Role: mailbox.RoleSender, Agent: "planner@local", Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "chapter 2"}, {Type: mailbox.ContentJSON, Value: json.RawMessage(`{"page":7}`)}}},
 	}
 	ref := &a2a.RemoteRef{TaskID: "remote-task", ContextID: "remote-ctx"}
 	msg := outbound(t, a2aTask, ref)
@@ -184,6 +184,16 @@ func TestRemoteMessageBuilding(t *testing.T) {
 	want = `{"kind":"message","role":"user","messageId":"` + msg.MessageID + `","taskId":"remote-task","contextId":"remote-ctx","parts":[{"kind":"text","text":"chapter 2, please"}]}`
 	if !sameJSON(t, json.RawMessage(got), want) {
 		t.Errorf("v1.0 answer to a v0.3 remote sent as %s, want %s", got, want)
+	}
+	// A conversation the remote never saw (another agent asked) goes
+	// along with the first message.
+	got = send(v03, a2aTask, nil)
+	want = `{"kind":"message","role":"user","messageId":"` + a2aTask.ID + `","metadata":{"k":"v"},"extensions":["urn:x"],"parts":[
+		{"kind":"text","text":"summarize"},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}},{"kind":"data","data":{"x":1}},
+		{"kind":"text","text":"coder@local asked (input_required):"},{"kind":"text","text":"which part?"},
+		{"kind":"text","text":"planner@local answered:"},{"kind":"text","text":"chapter 2, please"}]}`
+	if !sameJSON(t, json.RawMessage(got), want) {
+		t.Errorf("a task handed on with its conversation sent as %s, want %s", got, want)
 	}
 	if _, err := a2a.OutboundMessageFor(a2aTask, &a2a.RemoteRef{}); err == nil || !strings.Contains(err.Error(), "remote's task id") {
 		t.Errorf("a continuation without the remote's task id: %v", err)
