@@ -129,3 +129,50 @@ func TestRemoteMessageAnswer(t *testing.T) {
 		t.Fatalf("a message answer read as %+v (%s)", got, contentText(res))
 	}
 }
+
+func TestRemoteStreamsThatEndBadly(t *testing.T) {
+	ctx := testCtx(t)
+	working := `{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}`
+	cases := []struct {
+		name, tail string
+		kind       a2a.RemoteErrorKind
+		notFound   bool
+		says       string
+	}{
+		{"cut before the end", "", a2a.RemoteTransport, false, "ended before the task finished"},
+		{"an error event, the remote failing", "event: error\ndata: {\"error\":{\"code\":500,\"status\":\"INTERNAL\",\"message\":\"executor crashed\"}}\n\n", a2a.RemoteTransport, false, "executor crashed"},
+		{"an error event, the task gone", "event: error\ndata: {\"error\":{\"code\":404,\"status\":\"NOT_FOUND\",\"message\":\"no such task\",\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\",\"reason\":\"TASK_NOT_FOUND\"}]}}\n\n",
+			a2a.RemoteRefused, true, "no such task"},
+		{"an event that does not parse", "data: {\"statusUpdate\":{\"taskId\":\"t1\",\"status\":{\"state\":\"DONE\"}}}\n\n", a2a.RemoteMalformed, false, "event.status.state"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write([]byte(": hello\n\nid: 1\ndata: " + working + "\n\n" + c.tail))
+			}))
+			defer srv.Close()
+			r, err := a2a.NewRemote(nil, a2a.RemoteCard{Binding: a2a.BindingHTTPJSON10, Endpoint: srv.URL, Streaming: true}, a2a.RemoteAuth{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := r.Resubscribe(ctx, "t1")
+			if err != nil {
+				t.Fatalf("Resubscribe: %v", err)
+			}
+			defer s.Close()
+			first, err := s.Next()
+			if err != nil || first.Task.State != a2a.RemoteWorking || first.Task.ID != "t1" || first.Final {
+				t.Fatalf("first update %+v, %v", first, err)
+			}
+			_, err = s.Next()
+			var re *a2a.RemoteError
+			if !errors.As(err, &re) || re.Kind != c.kind || errors.Is(err, a2a.ErrRemoteTaskNotFound) != c.notFound || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("the stream ended with %v; want a %s error saying %q (task not found: %v)", err, c.kind, c.says, c.notFound)
+			}
+			if _, err := s.Next(); !errors.Is(err, io.EOF) {
+				t.Fatalf("Next after the end: %v, want io.EOF", err)
+			}
+		})
+	}
+}

@@ -182,8 +182,19 @@ func (s *RemoteStream) Next() (RemoteUpdate, error) {
 		raw := json.RawMessage(data)
 		if s.rest && typ == "error" {
 			s.done = true
-			e := s.c.statusError(s.op, http.StatusOK, data).(*RemoteError)
-			e.Kind, e.HTTPStatus = RemoteRefused, 0
+			// The block is a google.rpc.Status whose code is the HTTP
+			// status the error would have had: a 5xx is the remote
+			// failing, anything else a refusal.
+			var g struct {
+				Error struct {
+					Code int `json:"code"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal(data, &g)
+			e := s.c.statusError(s.op, g.Error.Code, data).(*RemoteError)
+			if e.Kind == RemoteTransport && g.Error.Code < 500 {
+				e.Kind = RemoteRefused
+			}
 			return RemoteUpdate{}, e
 		}
 		if !s.rest {
