@@ -17,6 +17,14 @@ import (
 // binding its card offers, through the same neutral model the edge serves
 // from. It holds no state about tasks: the dispatcher records what the
 // remote accepted and asks again by id.
+//
+// How a delivery uses it: ResolveRemote once (and again now and then; a
+// recorded RemoteCard makes a client with NewRemote); OutboundMessageFor
+// the leased task; Stream when the remote streams, else Send without
+// blocking and Get until Terminal or Interrupted; the first answer that
+// names a remote task id is the acceptance to record; Outcome maps the
+// end to a result. Errors say whether to try again (RemoteRetryable), and
+// ErrRemoteTaskNotFound from Get means the remote lost an accepted task.
 
 // MaxRemoteBody bounds an answer from a remote (a card, a task, one event
 // of a stream).
