@@ -12,7 +12,8 @@ import (
 // said no (do not resend the same thing), and a remote whose answer made
 // no sense (a bug on one side; show it to the operator).
 
-// RemoteErrorKind says which of those an error is.
+// RemoteErrorKind says which of those an error is: unreachable
+// (transport), refused, malformed, or unusable.
 type RemoteErrorKind string
 
 // Kinds of RemoteError.
@@ -74,6 +75,7 @@ type RemoteError struct {
 	cause   error
 }
 
+// Error says what was asked, the kind, the code, and what happened.
 func (e *RemoteError) Error() string {
 	var b strings.Builder
 	b.WriteString("remote ")
