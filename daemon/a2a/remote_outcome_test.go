@@ -199,3 +199,37 @@ func TestRemoteMessageBuilding(t *testing.T) {
 		t.Errorf("a continuation without the remote's task id: %v", err)
 	}
 }
+
+// The official a2a-python SDK (Marie AI's server) writes its pydantic
+// models with every optional field null; the client reads them so.
+func TestRemoteReadsPythonShapedAnswers(t *testing.T) {
+	ctx := testCtx(t)
+	task := `{"kind":"task","id":"p1","contextId":"pc","metadata":null,"history":null,
+		"status":{"state":"input-required","timestamp":null,"message":{"kind":"message","role":"agent","messageId":"s1","contextId":null,"taskId":null,"metadata":null,"extensions":null,"referenceTaskIds":null,
+			"parts":[{"kind":"text","text":"which year?","metadata":null}]}},
+		"artifacts":[{"artifactId":"a1","name":null,"description":null,"metadata":null,"extensions":null,
+			"parts":[{"kind":"data","data":{"draft":true},"metadata":null},{"kind":"file","file":{"bytes":"aGk=","mimeType":null,"name":null},"metadata":null}]}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var env struct {
+			ID json.RawMessage `json:"id"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &env)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + task + `}`))
+	}))
+	defer srv.Close()
+	r, err := a2a.NewRemote(nil, a2a.RemoteCard{Binding: a2a.BindingJSONRPC03, Endpoint: srv.URL}, a2a.RemoteAuth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Get(ctx, "p1")
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	res := outcome(t, got)
+	if got.State != a2a.RemoteInputRequired || res.Status != mailbox.StatusInputRequired || contentText(res) != "which year?" ||
+		len(got.Artifacts) != 1 || len(got.Artifacts[0].Parts) != 2 || got.Artifacts[0].Parts[1].Raw != "aGk=" {
+		t.Fatalf("read %+v (%+v)", got, res)
+	}
+}
