@@ -64,7 +64,10 @@ func (c *Remote) Binding() string { return c.binding }
 // Streaming reports whether the remote streams (its card said so).
 func (c *Remote) Streaming() bool { return c.streaming }
 
-// generation is the protocol generation of the binding.
+// generation is the protocol generation of the binding. While the card is
+// read (no binding yet) it is v1.0: a server that serves both generations'
+// cards by A2A-Version then shows its v1.0 one, which lists every
+// interface.
 func (c *Remote) generation() string {
 	switch c.binding {
 	case BindingJSONRPC03:
