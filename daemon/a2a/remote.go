@@ -17,6 +17,14 @@ import (
 // binding its card offers, through the same neutral model the edge serves
 // from. It holds no state about tasks: the dispatcher records what the
 // remote accepted and asks again by id.
+//
+// How a delivery uses it: ResolveRemote once (and again now and then; a
+// recorded RemoteCard makes a client with NewRemote); OutboundMessageFor
+// the leased task; Stream when the remote streams, else Send without
+// blocking and Get until Terminal or Interrupted; the first answer that
+// names a remote task id is the acceptance to record; Outcome maps the
+// end to a result. Errors say whether to try again (RemoteRetryable), and
+// ErrRemoteTaskNotFound from Get means the remote lost an accepted task.
 
 // MaxRemoteBody bounds an answer from a remote (a card, a task, one event
 // of a stream).
@@ -56,7 +64,10 @@ func (c *Remote) Binding() string { return c.binding }
 // Streaming reports whether the remote streams (its card said so).
 func (c *Remote) Streaming() bool { return c.streaming }
 
-// generation is the protocol generation of the binding.
+// generation is the protocol generation of the binding. While the card is
+// read (no binding yet) it is v1.0: a server that serves both generations'
+// cards by A2A-Version then shows its v1.0 one, which lists every
+// interface.
 func (c *Remote) generation() string {
 	switch c.binding {
 	case BindingJSONRPC03:
@@ -172,7 +183,8 @@ func (c *Remote) task(raw json.RawMessage, op string, t RemoteTask, err error) (
 // rpc makes one JSON-RPC call at the endpoint (the legacy one at
 // {base}/rpc) and returns its result.
 func (c *Remote) rpc(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	body, err := json.Marshal(obj{"jsonrpc": "2.0", "id": c.nextID(), "method": method, "params": params})
+	id := c.nextID()
+	body, err := json.Marshal(obj{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
 		return nil, &RemoteError{Kind: RemoteUnusable, Op: method, Message: "encoding the request: " + err.Error()}
 	}
@@ -185,7 +197,7 @@ func (c *Remote) rpc(ctx context.Context, method string, params any) (json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	return c.rpcResult(method, resp.StatusCode, data)
+	return c.rpcResult(method, id, resp.StatusCode, data)
 }
 
 func (c *Remote) nextID() string { return "mailroom-" + strconv.FormatUint(c.ids.Add(1), 10) }
@@ -197,10 +209,13 @@ func (c *Remote) rpcURL() string {
 	return c.endpoint
 }
 
-// rpcResult reads a JSON-RPC response: its result, or its error as a
-// refusal.
-func (c *Remote) rpcResult(op string, status int, data []byte) (json.RawMessage, error) {
+// rpcResult reads a JSON-RPC response to the request id ("": any): its
+// result, or its error as a refusal. An answer to another request is
+// malformed (a null id is not: servers answer so what they could not
+// read).
+func (c *Remote) rpcResult(op, id string, status int, data []byte) (json.RawMessage, error) {
 	var env struct {
+		ID     json.RawMessage `json:"id"`
 		Result json.RawMessage `json:"result"`
 		Error  *struct {
 			Code    int    `json:"code"`
@@ -212,6 +227,12 @@ func (c *Remote) rpcResult(op string, status int, data []byte) (json.RawMessage,
 			return nil, c.statusError(op, status, data)
 		}
 		return nil, &RemoteError{Kind: RemoteMalformed, Op: op, HTTPStatus: status, Message: "expected a JSON-RPC response object; the answer began " + c.auth.excerpt(data)}
+	}
+	if id != "" && len(env.ID) > 0 && string(env.ID) != "null" {
+		var got string
+		if json.Unmarshal(env.ID, &got) != nil || got != id {
+			return nil, &RemoteError{Kind: RemoteMalformed, Op: op, HTTPStatus: status, Message: "the answer is to request " + c.auth.excerpt(env.ID) + ", not to this one (" + id + ")"}
+		}
 	}
 	if env.Error != nil {
 		kind := RemoteRefused

@@ -12,7 +12,8 @@ import (
 // said no (do not resend the same thing), and a remote whose answer made
 // no sense (a bug on one side; show it to the operator).
 
-// RemoteErrorKind says which of those an error is.
+// RemoteErrorKind says which of those an error is: unreachable
+// (transport), refused, malformed, or unusable.
 type RemoteErrorKind string
 
 // Kinds of RemoteError.
@@ -53,8 +54,10 @@ var (
 	ErrRemoteInvalidParams = errors.New("the remote refused the request as invalid")
 )
 
-// RemoteError is every error the outbound client returns, apart from the
-// caller's own context ending (which is returned as ctx.Err(), wrapped).
+// RemoteError is every error the outbound client returns (but
+// OutboundMessageFor's, which are the daemon's own). A call the caller's
+// context ended is a transport error wrapping ctx.Err(), so
+// errors.Is(err, context.Canceled) tells it from the remote's failure.
 // Its text never holds a credential: excerpts of what the remote sent are
 // bounded and scrubbed of the configured secrets.
 type RemoteError struct {
@@ -72,6 +75,7 @@ type RemoteError struct {
 	cause   error
 }
 
+// Error says what was asked, the kind, the code, and what happened.
 func (e *RemoteError) Error() string {
 	var b strings.Builder
 	b.WriteString("remote ")

@@ -67,7 +67,7 @@ func (e *goExecutor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q e
 		ev.Final = final
 		return write(ev)
 	}
-	if rc.StoredTask == nil {
+	if rc.StoredTask == nil && !strings.HasPrefix(firstText(rc.Message), "say") {
 		if err := status(a2apkg.TaskStateSubmitted, "", false); err != nil {
 			return err
 		}
@@ -87,6 +87,9 @@ func (e *goExecutor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q e
 		return status(a2apkg.TaskStateRejected, "not my kind of work", true)
 	case "ask":
 		return status(a2apkg.TaskStateInputRequired, "which database?", true)
+	case "say":
+		// No task at all: the answer is a message.
+		return write(a2apkg.NewMessage(a2apkg.MessageRoleAgent, a2apkg.TextPart{Text: "hello yourself"}))
 	case "auth":
 		return status(a2apkg.TaskStateAuthRequired, "sign in at https://example.test/login", true)
 	case "stream":
@@ -339,6 +342,15 @@ func TestRemoteGoSendCompletesAndFails(t *testing.T) {
 	res := outcome(t, sent)
 	if res.Status != mailbox.StatusOK || contentText(res) != `echo this|{"n":3,"repo":"mailroom"}` && contentText(res) != `echo this|{"repo":"mailroom","n":3}` {
 		t.Fatalf("outcome %+v (%s), want ok with the text and the context", res, contentText(res))
+	}
+
+	// A remote may answer with a message: the work is done.
+	said, err := r.Send(ctx, outbound(t, nativeTask("say hello", ""), nil), true)
+	if err != nil {
+		t.Fatalf("Send(say): %v", err)
+	}
+	if res := outcome(t, said); !said.Direct || res.Status != mailbox.StatusOK || contentText(res) != "hello yourself" {
+		t.Fatalf("a message answer read as %+v (%+v)", said, res)
 	}
 
 	// Failed and rejected tasks carry the remote's words.

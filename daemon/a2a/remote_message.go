@@ -55,6 +55,11 @@ var turnNamespace = uuid.MustParse("9d3c52e4-7f0a-4b61-8c2d-72656d6f7465")
 // message verbatim when it came through the edge), the remote's task and
 // context ids, and a messageId made from the task id and the turn's seq.
 //
+// A task whose conversation this remote never saw (its question was asked
+// by another agent, and the task was handed on) carries that conversation
+// after its first message's parts, as text parts naming who asked and who
+// answered, each followed by the turn's content.
+//
 // The ids a caller's message carries (taskId, contextId,
 // referenceTaskIds) name things of the caller's mailbox, not the
 // remote's: they are left out.
@@ -80,14 +85,48 @@ func OutboundMessageFor(t mailbox.Task, accepted *RemoteRef) (OutboundMessage, e
 	}
 	out := OutboundMessage{MessageID: t.ID}
 	if t.A2A != nil {
-		return out.verbatim(*t.A2A)
+		var err error
+		if out, err = out.verbatim(*t.A2A); err != nil {
+			return out, err
+		}
+	} else {
+		out.m = message{role: "user", parts: []part{{kind: "text", text: t.IntentText}}}
+		if len(t.Context) > 0 {
+			out.m.parts = append(out.m.parts, part{kind: "data", data: t.Context})
+			out.legacyMeta = t.Context
+		}
 	}
-	out.m = message{role: "user", parts: []part{{kind: "text", text: t.IntentText}}}
-	if len(t.Context) > 0 {
-		out.m.parts = append(out.m.parts, part{kind: "data", data: t.Context})
-		out.legacyMeta = t.Context
+	if len(t.Turns) > 0 {
+		// The task has a conversation this remote never saw (another
+		// agent asked, and the task was handed on): it goes along after
+		// the first message's parts, so the message is re-encoded rather
+		// than sent verbatim.
+		out.m.parts = append(out.m.parts, conversationParts(t.Turns)...)
+		out.raw = nil
 	}
 	return out, nil
+}
+
+// conversationParts writes a conversation as parts: each turn a text part
+// saying who asked or answered, then the turn's content.
+func conversationParts(turns []mailbox.Turn) []part {
+	var ps []part
+	for _, turn := range turns {
+		head := turn.Agent + " answered:"
+		if turn.Role == mailbox.RoleWorker {
+			head = turn.Agent + " asked (" + turn.Status + "):"
+		}
+		ps = append(ps, part{kind: "text", text: head})
+		content := partsOf(turn.Content)
+		if turn.A2A != nil {
+			var o OutboundMessage
+			if v, err := o.verbatim(*turn.A2A); err == nil {
+				content = v.m.parts
+			}
+		}
+		ps = append(ps, content...)
+	}
+	return ps
 }
 
 // verbatim sets the message from its A2A origin.

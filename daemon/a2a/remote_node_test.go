@@ -190,7 +190,11 @@ func TestRemoteNodeSDK(t *testing.T) {
 				}
 				task.Turns = []mailbox.Turn{
 					{Seq: 3, Role: mailbox.RoleWorker, Status: q.Status, Content: q.Content},
-					{Seq: 4, Role: mailbox.RoleSender, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "staging"}}},
+					{Seq: 4, Role: mailbox.RoleSender, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "staging"}},
+						// The answer came through the edge in v1.0: verbatim to
+						// the 1.3.0 server, re-encoded for the 0.3.14 one.
+						A2A: &mailbox.A2AOrigin{Version: "1.0", MessageID: "ans-1", ContextID: "caller-ctx",
+							Message: json.RawMessage(`{"role":"ROLE_USER","messageId":"ans-1","contextId":"caller-ctx","parts":[{"text":"staging","mediaType":"text/plain"}]}`)}},
 				}
 				done, err := r.Send(ctx, outbound(t, task, &a2a.RemoteRef{TaskID: got.ID, ContextID: got.ContextID}), true)
 				if err != nil {

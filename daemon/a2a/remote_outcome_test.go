@@ -162,8 +162,8 @@ func TestRemoteMessageBuilding(t *testing.T) {
 	// A continuation: the newest answer's parts, the remote's ids, a
 	// message id of the turn.
 	a2aTask.Turns = []mailbox.Turn{
-		{Seq: 4, Role: mailbox.RoleWorker, Status: mailbox.StatusInputRequired, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "which part?"}}},
-		{Seq: 5, Role: mailbox.RoleSender, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "chapter 2"}, {Type: mailbox.ContentJSON, Value: json.RawMessage(`{"page":7}`)}}},
+		{Seq: 4, Role: mailbox.RoleWorker, Agent: "coder@local", Status: mailbox.StatusInputRequired, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "which part?"}}},
+		{Seq: 5, Role: mailbox.RoleSender, Agent: "planner@local", Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "chapter 2"}, {Type: mailbox.ContentJSON, Value: json.RawMessage(`{"page":7}`)}}},
 	}
 	ref := &a2a.RemoteRef{TaskID: "remote-task", ContextID: "remote-ctx"}
 	msg := outbound(t, a2aTask, ref)
@@ -185,7 +185,51 @@ func TestRemoteMessageBuilding(t *testing.T) {
 	if !sameJSON(t, json.RawMessage(got), want) {
 		t.Errorf("v1.0 answer to a v0.3 remote sent as %s, want %s", got, want)
 	}
+	// A conversation the remote never saw (another agent asked) goes
+	// along with the first message.
+	got = send(v03, a2aTask, nil)
+	want = `{"kind":"message","role":"user","messageId":"` + a2aTask.ID + `","metadata":{"k":"v"},"extensions":["urn:x"],"parts":[
+		{"kind":"text","text":"summarize"},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}},{"kind":"data","data":{"x":1}},
+		{"kind":"text","text":"coder@local asked (input_required):"},{"kind":"text","text":"which part?"},
+		{"kind":"text","text":"planner@local answered:"},{"kind":"text","text":"chapter 2, please"}]}`
+	if !sameJSON(t, json.RawMessage(got), want) {
+		t.Errorf("a task handed on with its conversation sent as %s, want %s", got, want)
+	}
 	if _, err := a2a.OutboundMessageFor(a2aTask, &a2a.RemoteRef{}); err == nil || !strings.Contains(err.Error(), "remote's task id") {
 		t.Errorf("a continuation without the remote's task id: %v", err)
+	}
+}
+
+// The official a2a-python SDK (Marie AI's server) writes its pydantic
+// models with every optional field null; the client reads them so.
+func TestRemoteReadsPythonShapedAnswers(t *testing.T) {
+	ctx := testCtx(t)
+	task := `{"kind":"task","id":"p1","contextId":"pc","metadata":null,"history":null,
+		"status":{"state":"input-required","timestamp":null,"message":{"kind":"message","role":"agent","messageId":"s1","contextId":null,"taskId":null,"metadata":null,"extensions":null,"referenceTaskIds":null,
+			"parts":[{"kind":"text","text":"which year?","metadata":null}]}},
+		"artifacts":[{"artifactId":"a1","name":null,"description":null,"metadata":null,"extensions":null,
+			"parts":[{"kind":"data","data":{"draft":true},"metadata":null},{"kind":"file","file":{"bytes":"aGk=","mimeType":null,"name":null},"metadata":null}]}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var env struct {
+			ID json.RawMessage `json:"id"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &env)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + task + `}`))
+	}))
+	defer srv.Close()
+	r, err := a2a.NewRemote(nil, a2a.RemoteCard{Binding: a2a.BindingJSONRPC03, Endpoint: srv.URL}, a2a.RemoteAuth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Get(ctx, "p1")
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	res := outcome(t, got)
+	if got.State != a2a.RemoteInputRequired || res.Status != mailbox.StatusInputRequired || contentText(res) != "which year?" ||
+		len(got.Artifacts) != 1 || len(got.Artifacts[0].Parts) != 2 || got.Artifacts[0].Parts[1].Raw != "aGk=" {
+		t.Fatalf("read %+v (%+v)", got, res)
 	}
 }

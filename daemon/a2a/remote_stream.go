@@ -35,6 +35,7 @@ type RemoteUpdate struct {
 type RemoteStream struct {
 	c    *Remote
 	op   string
+	id   string // the JSON-RPC request's
 	v    string
 	rest bool
 	body io.ReadCloser
@@ -63,7 +64,7 @@ func (c *Remote) Stream(ctx context.Context, msg OutboundMessage) (*RemoteStream
 		return nil, &RemoteError{Kind: RemoteUnusable, Op: "stream", Message: err.Error()}
 	}
 	if c.binding == BindingHTTPJSON10 {
-		return c.open(ctx, "POST message:stream", http.MethodPost, c.restURL("message:stream"), obj{"message": m})
+		return c.open(ctx, "POST message:stream", "", http.MethodPost, c.restURL("message:stream"), obj{"message": m})
 	}
 	method := map[string]string{v03: "message/stream", v10: "SendStreamingMessage"}[v]
 	return c.openRPC(ctx, method, obj{"message": m})
@@ -82,23 +83,25 @@ func (c *Remote) Resubscribe(ctx context.Context, taskID string) (*RemoteStream,
 		return nil, &RemoteError{Kind: RemoteUnusable, Op: "resubscribe", Code: codeUnsupported, Message: "the remote's card does not say it streams (capabilities.streaming); poll with Get instead"}
 	}
 	if c.binding == BindingHTTPJSON10 {
-		return c.open(ctx, "GET tasks/{id}:subscribe", http.MethodGet, c.restURL("tasks/"+url.PathEscape(taskID)+":subscribe"), nil)
+		return c.open(ctx, "GET tasks/{id}:subscribe", "", http.MethodGet, c.restURL("tasks/"+url.PathEscape(taskID)+":subscribe"), nil)
 	}
 	method := map[string]string{v03: "tasks/resubscribe", v10: "SubscribeToTask"}[v]
 	return c.openRPC(ctx, method, obj{"id": taskID})
 }
 
 func (c *Remote) openRPC(ctx context.Context, method string, params any) (*RemoteStream, error) {
-	body, err := json.Marshal(obj{"jsonrpc": "2.0", "id": c.nextID(), "method": method, "params": params})
+	id := c.nextID()
+	body, err := json.Marshal(obj{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
 		return nil, &RemoteError{Kind: RemoteUnusable, Op: method, Message: "encoding the request: " + err.Error()}
 	}
-	return c.open(ctx, method, http.MethodPost, c.endpoint, body)
+	return c.open(ctx, method, id, http.MethodPost, c.endpoint, body)
 }
 
 // open starts a stream; body is the request's JSON (a value to encode,
-// or bytes already encoded, or nil).
-func (c *Remote) open(ctx context.Context, op, method, u string, body any) (*RemoteStream, error) {
+// or bytes already encoded, or nil), id the JSON-RPC request's ("" for
+// HTTP+JSON).
+func (c *Remote) open(ctx context.Context, op, id, method, u string, body any) (*RemoteStream, error) {
 	var data []byte
 	switch b := body.(type) {
 	case nil:
@@ -128,7 +131,7 @@ func (c *Remote) open(ctx context.Context, op, method, u string, body any) (*Rem
 			}
 			return nil, c.statusError(op, resp.StatusCode, raw)
 		}
-		if _, err := c.rpcResult(op, resp.StatusCode, raw); err != nil {
+		if _, err := c.rpcResult(op, id, resp.StatusCode, raw); err != nil {
 			return nil, err
 		}
 		return nil, &RemoteError{Kind: RemoteMalformed, Op: op, HTTPStatus: resp.StatusCode, Message: "expected an event stream (text/event-stream), got " + strconv.Quote(mt) + "; the answer began " + c.auth.excerpt(raw)}
@@ -138,7 +141,7 @@ func (c *Remote) open(ctx context.Context, op, method, u string, body any) (*Rem
 		raw, _ := c.read(op, resp)
 		return nil, c.statusError(op, resp.StatusCode, raw)
 	}
-	s := &RemoteStream{c: c, op: op, v: c.generation(), rest: c.binding == BindingHTTPJSON10, body: resp.Body, rd: bufio.NewReaderSize(resp.Body, 64<<10)}
+	s := &RemoteStream{c: c, op: op, id: id, v: c.generation(), rest: c.binding == BindingHTTPJSON10, body: resp.Body, rd: bufio.NewReaderSize(resp.Body, 64<<10)}
 	first, err := s.Next()
 	if err != nil {
 		_ = s.body.Close()
@@ -179,12 +182,23 @@ func (s *RemoteStream) Next() (RemoteUpdate, error) {
 		raw := json.RawMessage(data)
 		if s.rest && typ == "error" {
 			s.done = true
-			e := s.c.statusError(s.op, http.StatusOK, data).(*RemoteError)
-			e.Kind, e.HTTPStatus = RemoteRefused, 0
+			// The block is a google.rpc.Status whose code is the HTTP
+			// status the error would have had: a 5xx is the remote
+			// failing, anything else a refusal.
+			var g struct {
+				Error struct {
+					Code int `json:"code"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal(data, &g)
+			e := s.c.statusError(s.op, g.Error.Code, data).(*RemoteError)
+			if e.Kind == RemoteTransport && g.Error.Code < 500 {
+				e.Kind = RemoteRefused
+			}
 			return RemoteUpdate{}, e
 		}
 		if !s.rest {
-			if raw, err = s.c.rpcResult(s.op, http.StatusOK, data); err != nil {
+			if raw, err = s.c.rpcResult(s.op, s.id, http.StatusOK, data); err != nil {
 				s.done = true
 				return RemoteUpdate{}, err
 			}
