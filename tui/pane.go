@@ -103,6 +103,9 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 	if row == 0 {
 		for i, col := range cols {
 			h := col.heading
+			if col.only != nil && (c.rows == nil || !col.only(c.rows)) {
+				h = ""
+			}
 			if col.sortKey != 0 && col.sortKey == c.sort.key {
 				h += sortArrow(c.sort.desc)
 			}
