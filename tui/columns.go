@@ -31,6 +31,9 @@ type column struct {
 	// only, when set, says whether the rows need the column at all: when
 	// they do not, its heading is left out too, so it takes no room.
 	only func(r *rows) bool
+	// widthCap, when set, caps the column by the pane's width, as agent
+	// columns are capped.
+	widthCap func(paneWidth int) int
 }
 
 // idWidth is a short id's width; textWidth is how much of a free text

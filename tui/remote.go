@@ -125,7 +125,11 @@ func deliveryCell(rl remoteLease, nowMs int64) (string, tcell.Color) {
 	case mailbox.DeliveryCanceling:
 		return "canceling at the remote" + as, colorAging
 	case mailbox.DeliveryLost:
-		return staleMarker + "lost by the remote" + as, colorStale
+		lost := staleMarker + "lost by remote"
+		if remoteTask != "" {
+			lost += " (" + remoteID(remoteTask) + ")"
+		}
+		return lost, colorStale
 	case mailbox.DeliveryUnknown:
 		return staleMarker + "unknown: maybe sent, not resent", colorStale
 	}

@@ -102,15 +102,25 @@ func TestRemoteAgentsAndTheirDeliveries(t *testing.T) {
 	}
 	rr.Set(func(agent string) *mailbox.RemoteStatus { return reports[agent] })
 
+	// On 80 columns the state and the next try are left whole; the
+	// error is what is cut.
+	narrow := runConsoleSized(t, api.c, Options{Addr: rr.URL, Now: clk.Now}, 80, 24)
+	f := narrow.scr.waitForText(t, "! lost by remote")
+	for _, want := range []string{"failing, next try in 7s…", "! lost by remote (rt-2)"} {
+		if !f.contains(want) {
+			t.Errorf("on 80 columns the Leases pane lacks %q:\n%s", want, f)
+		}
+	}
+
 	r := runConsoleSized(t, api.c, Options{Addr: rr.URL, Now: clk.Now}, 200, 60)
-	f := r.scr.waitForText(t, "polling as rt-9")
+	f = r.scr.waitForText(t, "polling as rt-9")
 	for _, tc := range []struct {
 		task, want string
 		color      tcell.Color
 	}{
 		// The column is cut after the next try, not before.
 		{retrying, "failing, next try in 7s: connection ref…", colorAging},
-		{lost, "! lost by the remote as rt-2", colorStale},
+		{lost, "! lost by remote (rt-2)", colorStale},
 		{polled, "polling as rt-9", colorText},
 	} {
 		line := f.lineWith(short(tc.task))
@@ -240,6 +250,15 @@ func TestRemoteLeaseDetailAndRequeue(t *testing.T) {
 	}
 	if f.contains("delivery to remote") {
 		t.Errorf("a queued task has no delivery under way:\n%s", f)
+	}
+
+	// The help page says what the marks mean.
+	r.scr.press(key(tcell.KeyEscape), char('?'))
+	f = r.scr.waitForText(t, "Help (Esc to go back)")
+	for _, want := range []string{"Remote agents (A2A servers the daemon delivers to) never call", `"! "remote circuit open, red`, "REMOTE column", `"! "lost (the remote forgot it)`} {
+		if !f.contains(want) {
+			t.Errorf("the help page lacks %q:\n%s", want, f)
+		}
 	}
 }
 

@@ -15,7 +15,7 @@ var leasesColumns = []column{
 	{heading: "HOLDER", sortKey: 'H', sortName: "holder", agent: true},
 	// How the daemon delivers a lease a remote agent holds (remote.go);
 	// empty for the leases of agents that poll.
-	{heading: "REMOTE", maxWidth: remoteWidth, only: func(r *rows) bool { return len(r.remote) > 0 }},
+	{heading: "REMOTE", widthCap: remoteCap, only: func(r *rows) bool { return len(r.remote) > 0 }},
 	{heading: "ATT", sortKey: 'N', sortName: "attempt", largestFirst: true},
 	{heading: "DEADLINE", sortKey: 'D', sortName: "deadline"},
 	{heading: "LEASE", sortKey: 'L', sortName: "lease", maxWidth: idWidth},
@@ -23,9 +23,11 @@ var leasesColumns = []column{
 	{heading: "SENDER", sortKey: 'S', sortName: "sender", agent: true},
 }
 
-// remoteWidth caps the REMOTE column: room for "failing, next try in
-// 12s: " and the start of the error.
-const remoteWidth = 40
+// remoteCap caps the REMOTE column in a pane w cells wide: on 80
+// columns room for "failing, next try in 7s" (the error is cut first),
+// on wide panes for the start of the error too; the detail view has it
+// whole.
+func remoteCap(w int) int { return max(24, min(40, w/4)) }
 
 // leasesRenderer draws a lease: the whole row red (its age marked) once
 // the lease is stale, yellow as it ages; a marked lease bold, its task id
