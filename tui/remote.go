@@ -254,3 +254,18 @@ func renderRemote(b *strings.Builder, d detail, nowMs int64) {
 			formatAge(msAge(nowMs, rd.AcceptedAtMs)), under)
 	}
 }
+
+// remoteMatches reports whether the filter finds a remote agent's lease
+// by its delivery's state or the remote's task id: "/lost" lists the
+// leases left for the operator, and the id in a remote's own log finds
+// the task it belongs to.
+func (r *rows) remoteMatches(leaseID, filter string) bool {
+	rl, ok := r.remote[leaseID]
+	if !ok {
+		return false
+	}
+	if d := rl.delivery; d != nil && (containsFold(d.State, filter) || containsFold(d.RemoteTaskID, filter)) {
+		return true
+	}
+	return rl.accepted != nil && containsFold(rl.accepted.TaskID, filter)
+}

@@ -137,6 +137,19 @@ func TestRemoteAgentsAndTheirDeliveries(t *testing.T) {
 		t.Errorf("the lease of an agent that polls reads %q; want no delivery on it", line)
 	}
 
+	// The filter finds remote leases by their delivery's state and by
+	// the remote's task id.
+	for _, tc := range []struct{ filter, task string }{{"lost", lost}, {"RT-9", polled}} {
+		r.scr.press(char('2'), char('/'))
+		r.scr.typeText(tc.filter)
+		f = r.scr.waitForText(t, "filter:/"+tc.filter)
+		if !f.contains("[2] Leases 1 of 1 filtered from 4") || !f.contains(short(tc.task)) {
+			t.Errorf("filter %s should leave the lease of %s alone:\n%s", tc.filter, short(tc.task), f)
+		}
+		r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEscape))
+		r.scr.waitForNoText(t, "filter:/")
+	}
+
 	r.scr.press(char('5'))
 	f = r.scr.waitFor(t, "the remote agents' rows", func(f frame) bool {
 		return agentsFocused(f) && remoteAgentLine(f, "sum@remote") != "" && remoteAgentLine(f, "echo@remote") != ""
@@ -267,6 +280,69 @@ func wantContains(t *testing.T, what, got string, wants ...string) {
 	for _, w := range wants {
 		if !strings.Contains(got, w) {
 			t.Errorf("%s = %q, want it to contain %q", what, got, w)
+		}
+	}
+}
+
+// Every delivery state reads as the Leases pane shows it, in its colour.
+func TestDeliveryCell(t *testing.T) {
+	const now = int64(1_000_000)
+	accepted := &mailbox.RemoteDelivery{RemoteRef: mailbox.RemoteRef{TaskID: "rt-7", Binding: mailbox.BindingJSONRPC03}}
+	d := func(state string, f ...func(*mailbox.DeliveryStatus)) *mailbox.DeliveryStatus {
+		ds := &mailbox.DeliveryStatus{State: state}
+		for _, fn := range f {
+			fn(ds)
+		}
+		return ds
+	}
+	withID := func(ds *mailbox.DeliveryStatus) { ds.RemoteTaskID = "rt-1" }
+	for _, tc := range []struct {
+		in    remoteLease
+		want  string
+		color tcell.Color
+	}{
+		{remoteLease{}, "remote, not reported", colorText},
+		{remoteLease{accepted: accepted}, "accepted as rt-7", colorText},
+		{remoteLease{delivery: d(mailbox.DeliverySending)}, "sending", colorText},
+		{remoteLease{delivery: d(mailbox.DeliverySending, func(ds *mailbox.DeliveryStatus) { ds.Attempts = 2 })}, "sending (try 2)", colorText},
+		{remoteLease{delivery: d(mailbox.DeliveryRetrying, func(ds *mailbox.DeliveryStatus) { ds.NextTryMs, ds.LastError = now+12_000, "EOF\n\x1b[2J" })},
+			`failing, next try in 12s: "EOF \x1b[2J"`, colorAging},
+		{remoteLease{delivery: d(mailbox.DeliveryRetrying)}, "failing", colorAging},
+		{remoteLease{delivery: d(mailbox.DeliveryAccepted, withID)}, "accepted as rt-1", colorText},
+		// The replica's record stands in for an id the report lacks.
+		{remoteLease{delivery: d(mailbox.DeliveryAccepted), accepted: accepted}, "accepted as rt-7", colorText},
+		{remoteLease{delivery: d(mailbox.DeliveryStreaming, withID)}, "streaming as rt-1", colorText},
+		{remoteLease{delivery: d(mailbox.DeliveryPolling, withID)}, "polling as rt-1", colorText},
+		{remoteLease{delivery: d(mailbox.DeliveryCanceling, withID)}, "canceling at the remote as rt-1", colorAging},
+		{remoteLease{delivery: d(mailbox.DeliveryLost, withID)}, "! lost by remote (rt-1)", colorStale},
+		{remoteLease{delivery: d(mailbox.DeliveryLost)}, "! lost by remote", colorStale},
+		{remoteLease{delivery: d(mailbox.DeliveryUnknown)}, "! unknown: maybe sent, not resent", colorStale},
+		{remoteLease{delivery: d("paused\x1b[1m", withID)}, `"paused\x1b[1m" as rt-1`, colorText},
+	} {
+		got, color := deliveryCell(tc.in, now)
+		if got != tc.want || color != tc.color {
+			t.Errorf("deliveryCell(%+v) = %q, %v; want %q, %v", tc.in.delivery, got, color, tc.want, tc.color)
+		}
+	}
+}
+
+// Every remote state reads as the Agents pane's STATUS shows it.
+func TestRemoteStatusCell(t *testing.T) {
+	for _, tc := range []struct {
+		in    *mailbox.RemoteStatus
+		want  string
+		color tcell.Color
+	}{
+		{nil, "remote", colorText},
+		{&mailbox.RemoteStatus{State: mailbox.RemoteResolving}, "remote resolving", colorText},
+		{&mailbox.RemoteStatus{State: mailbox.RemoteHealthy}, "remote healthy", colorText},
+		{&mailbox.RemoteStatus{State: mailbox.RemoteFailing}, "remote failing", colorAging},
+		{&mailbox.RemoteStatus{State: mailbox.RemoteCircuitOpen}, "! remote circuit open", colorStale},
+		{&mailbox.RemoteStatus{State: mailbox.RemoteStandby}, "remote standby", colorText},
+	} {
+		got, color := remoteStatusCell(tc.in)
+		if got != tc.want || color != tc.color {
+			t.Errorf("remoteStatusCell(%+v) = %q, %v; want %q, %v", tc.in, got, color, tc.want, tc.color)
 		}
 	}
 }

@@ -275,7 +275,8 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 			id, sender, recipient, kind, intent := r.fields(p, i)
 			if !containsFold(id, filter) && !containsFold(sender, filter) && !containsFold(recipient, filter) &&
 				!containsFold(kind, filter) && !containsFold(intent, filter) &&
-				(p != paneWaiting || !containsFold(questionText(&r.waiting[i].Task), filter)) {
+				(p != paneWaiting || !containsFold(questionText(&r.waiting[i].Task), filter)) &&
+				(p != paneLeases || !r.remoteMatches(r.leases[i].LeaseID, filter)) {
 				continue
 			}
 		}
