@@ -46,6 +46,12 @@ func StartRemoteReports(t testing.TB, target string, status func(agent string) *
 	p := &RemoteReports{status: status}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.FlushInterval = -1
+	direct := rp.Director
+	rp.Director = func(r *http.Request) {
+		direct(r)
+		// The listings are rewritten, so they must come as written.
+		r.Header.Del("Accept-Encoding")
+	}
 	rp.ModifyResponse = p.rewrite
 	srv := httptest.NewServer(rp)
 	t.Cleanup(srv.Close)
