@@ -44,15 +44,15 @@ func StartRemoteReports(t testing.TB, target string, status func(agent string) *
 		t.Fatal(err)
 	}
 	p := &RemoteReports{status: status}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1
-	direct := rp.Director
-	rp.Director = func(r *http.Request) {
-		direct(r)
-		// The listings are rewritten, so they must come as written.
-		r.Header.Del("Accept-Encoding")
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			// The listings are rewritten, so they must come as written.
+			pr.Out.Header.Del("Accept-Encoding")
+		},
+		FlushInterval:  -1,
+		ModifyResponse: p.rewrite,
 	}
-	rp.ModifyResponse = p.rewrite
 	srv := httptest.NewServer(rp)
 	t.Cleanup(srv.Close)
 	p.URL = srv.URL
