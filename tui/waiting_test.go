@@ -294,8 +294,11 @@ func TestAgentsPaneCountsTheTasksWaitingOnEachAgent(t *testing.T) {
 		m.api.ask(extra, lease.LeaseID, mailbox.StatusInputRequired, "now or tonight?")
 		r := m.console(t, w, h)
 		r.scr.press(char('5'), char('z'))
+		// The listing may be drawn before the replica has the questions
+		// (the two come apart on connect): wait for the counts.
 		f := r.scr.waitFor(t, "the agents with their waiting counts", func(f frame) bool {
-			return agentsFocused(f) && agentLine(f, "reviewer@local") != "" && agentLine(f, "planner@local") != ""
+			return agentsFocused(f) && agentLine(f, "reviewer@local") != "" && agentLine(f, "planner@local") != "" &&
+				cellUnder(f, "WAITING", "OK/ERR", agentLine(f, "reviewer@local")) == "2"
 		})
 		for _, tt := range []struct{ agent, want string }{
 			{"planner@local", "! 1"},
