@@ -28,6 +28,12 @@ type column struct {
 	// largestFirst columns (ages, attempts) sort largest first on the
 	// first press: the oldest and most retried are what an operator wants.
 	largestFirst bool
+	// only, when set, says whether the rows need the column at all: when
+	// they do not, its heading is left out too, so it takes no room.
+	only func(r *rows) bool
+	// widthCap, when set, caps the column by the pane's width, as agent
+	// columns are capped.
+	widthCap func(paneWidth int) int
 }
 
 // idWidth is a short id's width; textWidth is how much of a free text
@@ -211,7 +217,8 @@ func rowComparer(r *rows, p paneID, key rune) func(a, b int) int {
 const agentsOrder = "probably gone first"
 
 // sortAgentRows orders idx (indexes into as) by s; the zero sort is the
-// pane's own order (sortAgents). Status ranks probably gone, working, idle;
+// pane's own order (sortAgents). Status ranks probably gone (or a remote
+// whose circuit is open), working, idle;
 // an agent never seen was seen longest ago; one holding nothing has no
 // oldest lease and comes after those that do; OK/ERR compares the errors,
 // then the oks.
@@ -227,7 +234,7 @@ func sortAgentRows(as []agentRow, st staleness, s sortSpec, idx []int32) {
 	case 'U':
 		rank := func(a *agentRow) int {
 			switch {
-			case st.gone(a):
+			case st.gone(a), a.Remote != nil && isRemote(&a.AgentInfo) && a.Remote.State == mailbox.RemoteCircuitOpen:
 				return 0
 			case a.held > 0:
 				return 1

@@ -147,6 +147,7 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	if r.LeaseID != "" {
 		fmt.Fprintf(&b, "[::b]lease[::-] %s held by %s since %s\n", r.LeaseID, escapeTags(r.LeasedTo), formatClock(r.LeasedAtMs))
 	}
+	renderRemote(&b, d, nowMs)
 	if since := r.WaitingSince(); since != 0 {
 		q, _ := r.Task.Question()
 		fmt.Fprintf(&b, "[aqua::b]waiting on[-::-] %s since %s (%s): %s\n", escapeTags(r.Task.Sender), formatClock(since),
@@ -200,6 +201,9 @@ func renderDetail(id string, d detail, nowMs int64) string {
 		}
 		if h.Reason != "" {
 			more = append(more, "reason "+strconv.Quote(h.Reason))
+		}
+		if h.RemoteTaskID != "" {
+			more = append(more, "remote task "+visible(h.RemoteTaskID))
 		}
 		fmt.Fprintf(&b, "%-8d %-8s %-19s %-4d %s\n", h.Seq, formatClock(h.AtMs), h.Type, h.Attempt, escapeTags(strings.Join(more, ", ")))
 		if h.LeaseID != "" || h.LeasedTo != "" {

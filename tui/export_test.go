@@ -109,13 +109,13 @@ func TestSaveThePaneAsShown(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s is no CSV: %v\n%s", path, err, data)
 		}
-		if got := strings.Join(recs[0], ","); !strings.HasPrefix(got, "TASK,AGE,HOLDER,ATT,DEADLINE,LEASE,INTENT,SENDER") {
+		if got := strings.Join(recs[0], ","); !strings.HasPrefix(got, "TASK,AGE,HOLDER,REMOTE,ATT,DEADLINE,LEASE,INTENT,SENDER") {
 			t.Errorf("CSV heading = %s", got)
 		}
 		var saved []string
 		for _, rec := range recs[1:] {
 			saved = append(saved, mailbox.ShortID(rec[0])+" "+rec[2])
-			if len(rec[0]) != 36 || !strings.HasPrefix(rec[6], "job, \"quoted\" ") {
+			if len(rec[0]) != 36 || !strings.HasPrefix(rec[7], "job, \"quoted\" ") {
 				t.Errorf("a saved row is not whole: %q", rec)
 			}
 		}

@@ -263,6 +263,7 @@ func (m *model) rows() *rows {
 	}
 	r := &rows{version: m.version, seq: m.state.Seq, queued: m.state.QueuedTasks(), leases: m.state.InFlightTasks(), waiting: m.state.WaitingTasks(), audit: m.auditRows}
 	r.agents = joinAgents(m.agents, r.leases, r.waiting)
+	r.remote = remoteLeases(m.agents, r.leases, m.acceptedLocked)
 	pending := m.state.PendingResults()
 	r.results = make([]resultRow, len(pending))
 	for i := range pending {
@@ -285,6 +286,19 @@ type detail struct {
 	// older ones exist (the Audit pane lists them all).
 	repairs     []mailbox.AuditRecord
 	moreRepairs bool
+	// holder is the lease holder's entry in the agents listing when it
+	// is a remote agent: where the daemon delivers the task, and how.
+	holder *mailbox.AgentInfo
+}
+
+// acceptedLocked is the remote's acceptance of task taskID under lease
+// leaseID, as the replica recorded it; nil if there is none.
+func (m *model) acceptedLocked(taskID, leaseID string) *mailbox.RemoteDelivery {
+	r, ok := m.state.Task(taskID)
+	if !ok || !r.AcceptedUnder(leaseID) {
+		return nil
+	}
+	return r.Remote
 }
 
 // detailRepairs bounds the repair history a detail view shows: a task
@@ -303,6 +317,13 @@ func (m *model) detail(taskID string) detail {
 	d.children = m.state.Children(taskID)
 	if r, ok := m.state.PendingResult(taskID); ok {
 		d.result = &r
+	}
+	if d.record.LeasedTo != "" {
+		for i := range m.agents {
+			if a := m.agents[i]; a.Agent == d.record.LeasedTo && isRemote(&a) {
+				d.holder = &a
+			}
+		}
 	}
 	return d
 }

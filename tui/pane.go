@@ -48,6 +48,8 @@ type paneContent struct {
 	sort    sortSpec
 	// agentCap caps agent ids at the pane's width.
 	agentCap int
+	// width is the pane's inner width, for the columns capped by it.
+	width int
 	// marks are the marked leases (Leases pane): task id -> lease id.
 	marks map[string]string
 }
@@ -96,6 +98,9 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 		if col.agent {
 			s.cells[i].MaxWidth = c.agentCap
 		}
+		if col.widthCap != nil {
+			s.cells[i].MaxWidth = col.widthCap(c.width)
+		}
 		if col.expand {
 			s.cells[i].Expansion = 1
 		}
@@ -103,6 +108,9 @@ func (c *paneContent) fill(s *cellSlot, row int) {
 	if row == 0 {
 		for i, col := range cols {
 			h := col.heading
+			if col.only != nil && (c.rows == nil || !col.only(c.rows)) {
+				h = ""
+			}
 			if col.sortKey != 0 && col.sortKey == c.sort.key {
 				h += sortArrow(c.sort.desc)
 			}
@@ -188,7 +196,7 @@ func (p *pane) Draw(screen tcell.Screen) {
 		p.content.slots = newSlots(2 * h)
 	}
 	_, _, w, h := p.GetInnerRect()
-	p.content.agentCap = agentCap(w)
+	p.content.agentCap, p.content.width = agentCap(w), w
 	first, last := p.scrollToSelection(h - 1) // the heading takes a row
 	p.SetTitle(p.title(first, last, w))
 	p.Table.Draw(screen)

@@ -43,7 +43,21 @@ func (agentsRenderer) render(c *paneContent, w *rowWriter, i int) {
 			row[k].Color = colorStale
 		}
 	}
+	if isRemote(&a.AgentInfo) {
+		if _, color := remoteStatusCell(a.Remote); color != colorText {
+			row := w.row()
+			for k := range row {
+				row[k].Color = color
+			}
+		}
+		if lost, unknown := remoteNeedsOperator(a.Remote); lost+unknown > 0 {
+			w.row()[agentsNoteColumn].Color = colorStale
+		}
+	}
 }
+
+// agentsNoteColumn is the NOTE column's place in agentCells.
+const agentsNoteColumn = 9
 
 // agentsWaitingColumn is the WAITING column's place in agentCells.
 const agentsWaitingColumn = 7
@@ -89,6 +103,13 @@ func agentCells(a *agentRow, st staleness) [10]string {
 		note = "A2A " + strconv.Quote(a.Card.Name)
 		if len(ids) > 0 {
 			note += " skills " + strings.Join(ids, ",")
+		}
+		if a.Card.Remote != nil {
+			if a.Card.Name == "" && len(ids) == 0 {
+				note = "" // the remote's own name and skills are served
+			}
+			status = remoteStatusText(a.Remote)
+			note = joinNote(remoteNote(a, st.nowMs), note)
 		}
 	}
 	waiting := strconv.Itoa(a.waiting)

@@ -29,6 +29,9 @@ type rows struct {
 	// agents are the daemon's agents listing, with what the replica says
 	// of their leases.
 	agents []agentRow
+	// remote are the leases held by remote agents, by lease id: how the
+	// daemon delivers each (remote.go).
+	remote map[string]remoteLease
 }
 
 // agentRow is one agent of the daemon's listing. The leases it holds are
@@ -86,9 +89,10 @@ func joinAgents(list []mailbox.AgentInfo, leases, waiting []mailbox.QueueEntry) 
 // gone reports an agent that is probably gone: it holds leases and has not
 // called the daemon for longer than the stale limit, or not at all since
 // the daemon started (the daemon keeps when it last saw an agent in memory
-// only).
+// only). A remote agent never calls: the daemon calls it, and its state
+// (an open circuit) says what gone says of the others.
 func (s staleness) gone(a *agentRow) bool {
-	return a.held > 0 && (a.LastSeenMs == 0 || s.nowMs-a.LastSeenMs > s.afterMs)
+	return a.held > 0 && !isRemote(&a.AgentInfo) && (a.LastSeenMs == 0 || s.nowMs-a.LastSeenMs > s.afterMs)
 }
 
 // resultRow is a pending result with the task facts the Results pane shows
@@ -271,7 +275,8 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 			id, sender, recipient, kind, intent := r.fields(p, i)
 			if !containsFold(id, filter) && !containsFold(sender, filter) && !containsFold(recipient, filter) &&
 				!containsFold(kind, filter) && !containsFold(intent, filter) &&
-				(p != paneWaiting || !containsFold(questionText(&r.waiting[i].Task), filter)) {
+				(p != paneWaiting || !containsFold(questionText(&r.waiting[i].Task), filter)) &&
+				(p != paneLeases || !r.remoteMatches(r.leases[i].LeaseID, filter)) {
 				continue
 			}
 		}

@@ -197,6 +197,10 @@ func (c *Console) showHelp() {
 	b.WriteString("Repairs are guarded: each applies only while the lease you inspected is still the current one.\n")
 	b.WriteString("A requeue can hand the tasks to another recipient: the dialog's \"to\" field, Shift-Tab from the reason.\n")
 	b.WriteString("Agents that hold leases and were not seen for " + c.opts.StaleAfter.String() + " (or not since the daemon started) are probably gone: red, first.\n")
+	b.WriteString("Remote agents (A2A servers the daemon delivers to) never call, so they are never probably gone: their STATUS is the daemon's\n" +
+		"  (remote healthy; remote failing, yellow; " + strconv.Quote(staleMarker) + "remote circuit open, red: no new task leased for it until a probe is answered).\n" +
+		"  The Leases pane's REMOTE column says how each of their leases is delivered (sending, failing and the next try, accepted/polling\n" +
+		"  as the remote's task); " + strconv.Quote(staleMarker) + "lost (the remote forgot it) and " + strconv.Quote(staleMarker) + "unknown (maybe sent, not idempotent) are left to you: repair them as any lease.\n")
 	b.WriteString("Sorts: ↓ largest (oldest, most retried) first, ↑ smallest first.\n")
 	tv := tview.NewTextView().SetDynamicColors(true).SetText(b.String())
 	tv.SetBorder(true).SetTitle(" Help (Esc to go back) ")

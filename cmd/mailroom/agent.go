@@ -23,18 +23,18 @@ const agentSummary = "register agents as A2A servers, list them, deregister them
 
 func runAgent(ctx context.Context, e *env, args []string) error {
 	return runGroup(ctx, e, "agent", agentSummary,
-		"  mailroom agent register coder@local --name Coder --skill 'code:Code:fixes Go bugs'\n  mailroom agent register coder@local --card coder.yaml\n  mailroom agent list --skill code\n  mailroom agent deregister coder@local\n",
+		"  mailroom agent register coder@local --name Coder --skill 'code:Code:fixes Go bugs'\n  mailroom agent register coder@local --card coder.yaml\n  mailroom agent register echo@remote --remote http://127.0.0.1:9999/\n  mailroom agent list --skill code\n  mailroom agent deregister coder@local\n",
 		[]subVerb{{"register", agentRegisterSummary, runAgentRegister}, {"list", agentListSummary, runAgentList}, {"deregister", agentDeregisterSummary, runAgentDeregister}}, args)
 }
 
-const agentRegisterSummary = "register (or replace) an agent's A2A card; the daemon serves it at /agents/AGENT/"
+const agentRegisterSummary = "register (or replace) an agent's A2A card, or a remote A2A server the daemon delivers to; the daemon serves it at /agents/AGENT/"
 
 func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "agent register",
 		summary: agentRegisterSummary,
-		usage:   "AGENT (--card FILE | --name NAME [--description D] [--version V] [--skill ID[:NAME[:DESCRIPTION]]]...) [flags]",
-		example: "mailroom agent register coder@local --name Coder --description 'writes Go' --skill 'code:Code:fixes failing tests'\nmailroom agent register coder@local --card coder.yaml    # YAML or JSON: name, description, version, skills (id, name, description, tags, examples), default_input_modes, default_output_modes; - reads stdin",
+		usage:   "AGENT (--card FILE | --name NAME [--description D] [--version V] [--skill ID[:NAME[:DESCRIPTION]]]...) [--remote URL [--binding B] [--concurrency N]] [flags]\n  mailroom agent register AGENT --remote URL [--binding B] [--concurrency N] [flags]    # a remote needs no card: the daemon serves the remote's",
+		example: "mailroom agent register coder@local --name Coder --description 'writes Go' --skill 'code:Code:fixes failing tests'\nmailroom agent register coder@local --card coder.yaml    # YAML or JSON: name, description, version, skills (id, name, description, tags, examples), default_input_modes, default_output_modes, remote (url, binding, concurrency); - reads stdin\n" + remoteRegisterExamples,
 	})
 	cf := addClientFlags(fs, e)
 	cardPath := fs.String("card", "", "read the card from this YAML or JSON file (- for stdin)")
@@ -43,8 +43,13 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	version := fs.String("version", "", "the agent's version, such as 1.0.0")
 	var skills repeated
 	fs.Var(&skills, "skill", "a skill as ID[:NAME[:DESCRIPTION]] (repeatable; the description may hold colons; without a name the card shows the id)")
+	remote := addRemoteFlags(fs)
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
 	pos, err := parseExact(fs, args, "AGENT")
+	if err != nil {
+		return err
+	}
+	spec, err := remote.spec(fs)
 	if err != nil {
 		return err
 	}
@@ -61,8 +66,11 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 		if card, err = readCard(e, *cardPath); err != nil {
 			return err
 		}
-	case *name == "":
-		return usagef("--name or --card: a card needs at least the agent's name")
+		if spec != nil && card.Remote != nil {
+			return usagef("--remote: the card %s has a remote already; give it either in the file or with --remote, not both", *cardPath)
+		}
+	case *name == "" && spec == nil:
+		return usagef("--name, --card or --remote: a card needs at least the agent's name, unless the agent is remote (the daemon then serves the remote's own)")
 	default:
 		card = mailbox.AgentCard{Name: *name, Description: *description, Version: *version}
 		for i, s := range skills {
@@ -76,6 +84,9 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 			card.Skills = append(card.Skills, mailbox.AgentSkill{ID: id, Name: sname, Description: desc})
 		}
 	}
+	if spec != nil {
+		card.Remote = spec
+	}
 	c, ctx, cancel, err := cf.connect(ctx, e)
 	if err != nil {
 		return err
@@ -83,14 +94,18 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	defer cancel()
 	reg, err := c.RegisterAgent(ctx, agent, card)
 	if err != nil {
-		return cardRefusal(err, *cardPath)
+		return cardRefusal(err, *cardPath, spec != nil)
 	}
 	if *asJSON {
 		return writeJSON(e.stdout, mailbox.AgentRegisteredResponse{Kind: mailbox.KindAgentRegistered, Agent: reg})
 	}
 	base := strings.TrimSuffix(c.BaseURL(), "/") + "/agents/" + agent + "/"
-	fmt.Fprintf(e.stdout, "registered %s (%s, %d skill%s)\nA2A base URL: %s\nAgent Card:   %s.well-known/agent-card.json\n",
-		agent, visible(reg.Card.Name), len(reg.Card.Skills), plural(len(reg.Card.Skills)), base, base)
+	if reg.Card.Remote != nil {
+		printRemoteRegistered(e.stdout, agent, reg.Card)
+	} else {
+		fmt.Fprintf(e.stdout, "registered %s (%s, %d skill%s)\n", agent, visible(reg.Card.Name), len(reg.Card.Skills), plural(len(reg.Card.Skills)))
+	}
+	fmt.Fprintf(e.stdout, "A2A base URL: %s\nAgent Card:   %s.well-known/agent-card.json\n", base, base)
 	return nil
 }
 
@@ -131,13 +146,14 @@ func readCard(e *env, path string) (mailbox.AgentCard, error) {
 }
 
 // unknownKey is yaml.v3's words for a key KnownFields refuses.
-var unknownKey = regexp.MustCompile(`^(line \d+: )field (.+) not found in type mailbox\.(AgentCard|AgentSkill)$`)
+var unknownKey = regexp.MustCompile(`^(line \d+: )field (.+) not found in type mailbox\.(AgentCard|AgentSkill|RemoteSpec)$`)
 
 // cardTypes names the Go types yaml.v3 mentions as what a card file holds.
 var cardTypes = strings.NewReplacer(
 	"into []mailbox.AgentSkill", "into skills, expected a list of skills (each id, name, description, tags, examples)",
 	"into mailbox.AgentSkill", "into a skill, expected id, name, description, tags, examples",
-	"into mailbox.AgentCard", "into a card, expected name, description, version, skills, default_input_modes, default_output_modes",
+	"into mailbox.AgentCard", "into a card, expected name, description, version, skills, default_input_modes, default_output_modes, remote",
+	"into mailbox.RemoteSpec", "into remote, expected url, binding, concurrency",
 	"into []string", "into a list",
 )
 
@@ -150,8 +166,10 @@ func cardKeyErrors(errs []string) []string {
 			out[i] = cardTypes.Replace(msg)
 		case m[3] == "AgentSkill":
 			out[i] = fmt.Sprintf("%sunknown key %q in a skill, expected id, name, description, tags, examples", m[1], m[2])
+		case m[3] == "RemoteSpec":
+			out[i] = fmt.Sprintf("%sunknown key %q in remote, expected url, binding, concurrency (the remote's credentials go in the daemon's configuration)", m[1], m[2])
 		default:
-			out[i] = fmt.Sprintf("%sunknown key %q, expected name, description, version, skills, default_input_modes, default_output_modes", m[1], m[2])
+			out[i] = fmt.Sprintf("%sunknown key %q, expected name, description, version, skills, default_input_modes, default_output_modes, remote", m[1], m[2])
 		}
 	}
 	return out
@@ -163,10 +181,14 @@ var skillIndex = regexp.MustCompile(`skills\[(\d+)\]`)
 // cardRefusal turns the daemon's refusal of a card value into a usage error
 // naming where the user typed it: the card file (whose keys are the
 // daemon's field names), or the flag, --skill #2 for skills[1].
-func cardRefusal(err error, cardPath string) error {
+func cardRefusal(err error, cardPath string, remoteFlags bool) error {
 	var me *mailbox.Error
 	if !errors.As(err, &me) || me.Code != mailbox.CodeInvalid || me.Details == nil || me.Details.Field == "" {
 		return err
+	}
+	if arg, ok := remoteFlag(me.Details.Field); ok && remoteFlags {
+		msg, _ := strings.CutPrefix(me.Message, me.Details.Field+": ")
+		return usagef("%s: %s", arg, msg)
 	}
 	if cardPath != "" {
 		return usagef("--card %s: %s", cardPath, me.Message)
@@ -197,14 +219,14 @@ func cardRefusal(err error, cardPath string) error {
 	return usagef("%s: %s", arg, msg)
 }
 
-const agentListSummary = "list the registered agents: name, skills, queue and leases"
+const agentListSummary = "list the registered agents: name, skills, queue and leases; remote agents' URL, binding, state and deliveries"
 
 func runAgentList(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "agent list",
 		summary: agentListSummary,
 		usage:   "[--skill ID] [--all] [--json] [flags]",
-		example: "mailroom agent list --skill code",
+		example: "mailroom agent list --skill code\nmailroom agent list --json    # a remote agent's card.remote (url, binding, concurrency) and remote (state, since_ms, last_error, in_flight, limit, deliveries)",
 	})
 	cf := addClientFlags(fs, e)
 	skill := fs.String("skill", "", "only agents whose card lists this skill id")
@@ -254,13 +276,16 @@ func runAgentList(ctx context.Context, e *env, args []string) error {
 	for _, a := range shown {
 		name, skills, registered := "-", "-", "-"
 		if a.Card != nil {
-			name = truncate(a.Card.Name, 30)
+			name = orDash(truncate(a.Card.Name, 30)) // a remote's may be left to the remote
 			skills = skillList(a.Card.Skills, 40)
 			registered = age(now, a.RegisteredAtMs) + " ago"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", a.Agent, name, skills, registered, a.Queued, a.InFlight)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printRemoteAgents(e.stdout, shown, now)
 }
 
 const agentDeregisterSummary = "remove an agent's A2A card (its tasks stay)"

@@ -93,7 +93,7 @@ func TestAgentRegisterRefusals(t *testing.T) {
 	}{
 		{"no agent", []string{"agent", "register", "--name", "X"}, exitUsage, "AGENT"},
 		{"capitals", []string{"agent", "register", "Coder@local", "--name", "X"}, exitUsage, "lowercase"},
-		{"no name", []string{"agent", "register", "coder@local"}, exitUsage, "--name or --card"},
+		{"no name", []string{"agent", "register", "coder@local"}, exitUsage, "--name, --card or --remote"},
 		{"both", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: X\n"), "--name", "Y"}, exitUsage, "not both"},
 		{"skill without an id", []string{"agent", "register", "coder@local", "--name", "X", "--skill", ":Name:desc"}, exitUsage, "ID[:NAME[:DESCRIPTION]]"},
 		{"unknown field", []string{"agent", "register", "coder@local", "--card", writeCard(t, "name: X\nurl: http://x\n")}, exitUsage, `line 2: unknown key "url", expected name, description, version, skills`},
@@ -188,7 +188,8 @@ func TestAgentHelp(t *testing.T) {
 		sub   string
 		flags []string
 	}{
-		{"register", []string{"-card", "-name", "-description", "-version", "-skill", "-json", "default_input_modes"}},
+		{"register", []string{"-card", "-name", "-description", "-version", "-skill", "-json", "default_input_modes",
+			"-remote", "-binding", "-concurrency", "auto, jsonrpc-0.3, jsonrpc-1.0, http+json-1.0, legacy", "--remote http://127.0.0.1:9999/"}},
 		{"list", []string{"-skill", "-all", "-json"}},
 		{"deregister", []string{"-json"}},
 	} {

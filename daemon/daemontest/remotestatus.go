@@ -1,0 +1,167 @@
+package daemontest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mailroom/mailroom/internal/sse"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// RemoteReports stands in front of a daemon as its dispatcher of remote
+// agents would report through engine.SetRemoteStatus: every agents
+// listing that passes (GET /a2a/agents and the `agents` blocks of GET
+// /a2a/events) gets, for each agent registered as remote, what Status
+// answers, exactly where the engine puts it (AgentInfo.Remote). Every
+// other request and byte passes unchanged. The daemon builds no
+// dispatcher yet and does not hand its engine out, so this is how
+// operator-facing tests (the console, the CLI) show what an operator
+// will see; it runs on 127.0.0.1, port 0.
+type RemoteReports struct {
+	URL string
+
+	mu     sync.Mutex
+	status func(agent string) *mailbox.RemoteStatus
+}
+
+// StartRemoteReports starts a proxy to the daemon at target (a base URL)
+// that reports status for its remote agents; status may be nil (reports
+// nothing) and replaced with Set.
+func StartRemoteReports(t testing.TB, target string, status func(agent string) *mailbox.RemoteStatus) *RemoteReports {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &RemoteReports{status: status}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			// The listings are rewritten, so they must come as written.
+			pr.Out.Header.Del("Accept-Encoding")
+		},
+		FlushInterval:  -1,
+		ModifyResponse: p.rewrite,
+	}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+// Addr is host:port, as MAILROOM_ADDR takes it.
+func (p *RemoteReports) Addr() string { return strings.TrimPrefix(p.URL, "http://") }
+
+// Set replaces what is reported from the next listing on. The daemon
+// pushes a listing on its event streams only after a change of its own
+// (an event, an agent's call), as it will after
+// engine.RemoteStatusChanged; a test makes one to have the new reports
+// pushed.
+func (p *RemoteReports) Set(status func(agent string) *mailbox.RemoteStatus) {
+	p.mu.Lock()
+	p.status = status
+	p.mu.Unlock()
+}
+
+// fill sets Remote on each remote agent of list, as the engine does.
+func (p *RemoteReports) fill(list []mailbox.AgentInfo) {
+	p.mu.Lock()
+	status := p.status
+	p.mu.Unlock()
+	if status == nil {
+		return
+	}
+	for i := range list {
+		if list[i].Card != nil && list[i].Card.Remote != nil {
+			list[i].Remote = status(list[i].Agent)
+		}
+	}
+}
+
+func (p *RemoteReports) rewrite(resp *http.Response) error {
+	r := resp.Request
+	if r.Method != http.MethodGet || resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	switch r.URL.Path {
+	case "/a2a/agents":
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		var ar mailbox.AgentsResponse
+		if err := json.Unmarshal(body, &ar); err != nil {
+			return err
+		}
+		p.fill(ar.Agents)
+		if body, err = json.Marshal(ar); err != nil {
+			return err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	case "/a2a/events":
+		pr, pw := io.Pipe()
+		go p.copyEvents(pw, resp.Body)
+		resp.Body = pr
+	}
+	return nil
+}
+
+// copyEvents copies an event stream block by block, filling the agents
+// blocks, until either side ends.
+func (p *RemoteReports) copyEvents(w *io.PipeWriter, upstream io.ReadCloser) {
+	defer upstream.Close()
+	br := bufio.NewReader(upstream)
+	var block []string
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			w.CloseWithError(err)
+			return
+		}
+		block = append(block, line)
+		if line != "\n" {
+			continue
+		}
+		out := []byte(strings.Join(block, ""))
+		block = block[:0]
+		if up, ok := agentsBlock(out); ok {
+			p.fill(up.Agents)
+			data, err := json.Marshal(up)
+			if err != nil {
+				w.CloseWithError(err)
+				return
+			}
+			out = sse.Block("", mailbox.EventAgents, data)
+		}
+		if _, err := w.Write(out); err != nil {
+			return // the client went away
+		}
+	}
+}
+
+// agentsBlock decodes an `event: agents` block.
+func agentsBlock(block []byte) (mailbox.AgentsUpdate, bool) {
+	var up mailbox.AgentsUpdate
+	if !bytes.HasPrefix(block, []byte("event: "+mailbox.EventAgents+"\n")) {
+		return up, false
+	}
+	for line := range strings.Lines(string(block)) {
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			return up, json.Unmarshal([]byte(data), &up) == nil
+		}
+	}
+	return up, false
+}
