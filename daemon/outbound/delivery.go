@@ -313,6 +313,15 @@ func (dl *delivery) send(ctx context.Context) {
 			dl.postError(ctx, "the remote agent refused the task: "+err.Error())
 			return
 		}
+		if a2a.RemoteMayHaveArrived(err) && !dl.task.Idempotent() {
+			// No answer came, but the message may have reached the
+			// remote: sending it again could run the work twice, which
+			// only an operator may accept (a remote that dedupes on the
+			// messageId is safe; the mailbox cannot know it does).
+			r.d.log.Warn("the send may have reached the remote, and the task is not idempotent: not sent again; its lease is left for the operator", dl.attrs("err", err)...)
+			dl.park(mailbox.DeliveryUnknown, "the send may have reached the remote ("+err.Error()+"), and the task is not idempotent: not sent again; requeue or force-error it", outcomeUnknown)
+			return
+		}
 		wait := backoff(r.d.o.RetryMin, r.d.o.RetryMax, n)
 		dl.set(mailbox.DeliveryRetrying, err.Error(), time.Now().Add(wait))
 		r.d.log.Info("sending to the remote failed before it accepted the task; retrying while the lease is held", dl.attrs("attempt", n, "retry_in", wait, "err", err)...)
