@@ -123,7 +123,12 @@ func (h *hub) endAll(err error) {
 func (h *hub) stats() (subs int, cut uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.subs), h.cut.Load()
+	for s := range h.subs {
+		if !s.internal {
+			subs++
+		}
+	}
+	return subs, h.cut.Load()
 }
 
 // subscriberOut is how many events wait ready for a subscriber's reader, so
@@ -132,9 +137,12 @@ func (h *hub) stats() (subs int, cut uint64) {
 const subscriberOut = 256
 
 type subscription struct {
-	live   chan mailbox.Event // filled by publish, bounded
-	out    chan mailbox.Event // what the subscriber reads
-	cancel context.CancelFunc
+	// internal marks the daemon's own subscriber (the dispatcher), which
+	// the subscriber gauge does not count: it counts event streams.
+	internal bool
+	live     chan mailbox.Event // filled by publish, bounded
+	out      chan mailbox.Event // what the subscriber reads
+	cancel   context.CancelFunc
 
 	// The agents listing, for a subscriber that asked (wantAgents): the hub
 	// offers it to agentsIn, and the pump hands it on to agentsOut once the
@@ -185,6 +193,17 @@ func (e *Engine) Subscribe(ctx context.Context, after *uint64) (mailbox.Subscrip
 // position when cut off, so it takes a small one rather than the
 // consoles' megabyte.
 func (e *Engine) SubscribeBuffered(ctx context.Context, after *uint64, buffer int) (mailbox.Subscription, error) {
+	return e.subscribe(ctx, after, buffer, false)
+}
+
+// SubscribeInternal is Subscribe for the daemon's own components (the
+// dispatcher): the same feed, not counted among the event streams in
+// mailroom_sse_subscribers.
+func (e *Engine) SubscribeInternal(ctx context.Context, after *uint64) (mailbox.Subscription, error) {
+	return e.subscribe(ctx, after, e.opts.SubscriberBuffer, true)
+}
+
+func (e *Engine) subscribe(ctx context.Context, after *uint64, buffer int, internal bool) (mailbox.Subscription, error) {
 	if e.closed.Load() {
 		return nil, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down")
 	}
@@ -203,7 +222,7 @@ func (e *Engine) SubscribeBuffered(ctx context.Context, after *uint64, buffer in
 	// The two buffers together hold buffer events: how far a subscriber
 	// may fall behind before it is cut off.
 	ready := min(subscriberOut, buffer/2)
-	s := &subscription{live: make(chan mailbox.Event, buffer-ready), out: make(chan mailbox.Event, ready), cancel: cancel,
+	s := &subscription{internal: internal, live: make(chan mailbox.Event, buffer-ready), out: make(chan mailbox.Event, ready), cancel: cancel,
 		agentsIn: make(chan mailbox.AgentsUpdate, 1), agentsOut: make(chan mailbox.AgentsUpdate, 1)}
 
 	e.durableMu.RLock()

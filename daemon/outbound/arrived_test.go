@@ -101,3 +101,16 @@ func TestASendThatMayHaveArrivedIsNotSentAgainUnlessIdempotent(t *testing.T) {
 		t.Errorf("the non-idempotent task was sent again: %d times", remote.times(unsafe))
 	}
 }
+
+// The dispatcher follows the engine's events on a subscription of its
+// own, which the event-stream gauge does not count: an operator reading
+// mailroom_sse_subscribers counts consoles and streams, not the daemon.
+func TestTheDispatchersFeedIsNotAnEventStream(t *testing.T) {
+	w := start(t)
+	_, srv := startCutRemote(t)
+	w.register("cutter@remote", srv.URL+"/", 1)
+	w.waitRemote("cutter@remote", "resolved", func(st *mailbox.RemoteStatus) bool { return st.State == mailbox.RemoteHealthy })
+	if n := w.d.Metric(t, "mailroom_sse_subscribers"); n != 0 {
+		t.Errorf("mailroom_sse_subscribers = %v with no stream open, want 0 (the dispatcher's own feed is not one)", n)
+	}
+}

@@ -163,7 +163,7 @@ func (d *Dispatcher) lead(ctx context.Context) {
 	tick := time.NewTicker(d.o.LeaderPoll)
 	defer tick.Stop()
 	for ctx.Err() == nil {
-		sub, err := d.eng.Subscribe(ctx, nil)
+		sub, err := d.eng.SubscribeInternal(ctx, nil)
 		if err != nil {
 			d.log.Warn("remote dispatcher: cannot follow the mailbox's events; trying again", "err", err)
 			sleep(ctx, d.o.LeaderPoll)
