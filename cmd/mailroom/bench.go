@@ -348,11 +348,15 @@ func printBenchRemote(w io.Writer, r bench.RemoteReport) {
 	}
 	fmt.Fprintln(w)
 	d := r.Durable
+	label, where := "durable  ", "the daemon's log"
+	if r.VolatileLog {
+		label, where = "synced   ", "the daemon's log (on "+r.DataFS+": in memory only, not durable)"
+	}
 	switch {
 	case d.OK:
-		fmt.Fprintf(w, "durable   yes: the daemon's log holds task_sent, task_leased, remote_accepted, result_posted and result_drained of all %d tasks\n", d.Checked)
+		fmt.Fprintf(w, "%s yes: %s holds task_sent, task_leased, remote_accepted, result_posted and result_drained of all %d tasks\n", label, where, d.Checked)
 	default:
-		fmt.Fprintf(w, "durable   NO: %d of %d tasks have all five events in the daemon's log, %d do not", d.Complete, d.Checked, d.Missing)
+		fmt.Fprintf(w, "%s NO: %d of %d tasks have all five events in %s, %d do not", label, d.Complete, d.Checked, where, d.Missing)
 		if d.Note != "" {
 			fmt.Fprintf(w, " (%s)", d.Note)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/store/logstore/logstoretest"
 )
 
 // TestBenchRemoteEmbeddedJSON is a short --remote run against an embedded
@@ -137,5 +138,23 @@ func TestBenchRemoteUsage(t *testing.T) {
 	o = benchCLI(t, nil, "--embedded", "--remote", "--a2a-addr", "256.0.0.1:0", "--duration", "10ms")
 	if o.code != exitFailure || !strings.Contains(o.stderr, "the A2A server cannot listen on 256.0.0.1:0") {
 		t.Errorf("bench --a2a-addr 256.0.0.1:0 = exit %d, stderr %q; want exit 1 saying it cannot listen", o.code, o.stderr)
+	}
+}
+
+// TestBenchRemoteSaysWhenItsLogIsInMemory: on tmpfs the summary warns,
+// and does not call the tasks durable.
+func TestBenchRemoteSaysWhenItsLogIsInMemory(t *testing.T) {
+	t.Parallel()
+	o := benchCLI(t, nil, "--embedded", "--dir", logstoretest.TmpfsDir(t), "--remote", "--pairs", "1", "--duration", "200ms", "--rounds", "1")
+	if o.code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)
+	}
+	for _, want := range []string{"embedded daemon (log on tmpfs)", "WARNING: the embedded daemon's log is on tmpfs", "synced    yes", "in memory only, not durable"} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("summary does not say %q:\n%s", want, o.stdout)
+		}
+	}
+	if strings.Contains(o.stdout, "durable   yes") {
+		t.Errorf("summary calls tasks on tmpfs durable:\n%s", o.stdout)
 	}
 }
