@@ -24,6 +24,7 @@ import (
 // notifications and continuations of a task are not offered, and the card
 // says so. Tasks are kept in memory, the newest a2aKeepTasks of them.
 type A2AServer struct {
+	mux *http.ServeMux
 	seq atomic.Uint64
 
 	mu     sync.Mutex
@@ -48,7 +49,11 @@ type a2aTask struct {
 
 // NewA2AServer returns a server with an empty task store.
 func NewA2AServer() *A2AServer {
-	return &A2AServer{tasks: map[string]*a2aTask{}, byMsg: map[string]string{}}
+	s := &A2AServer{mux: http.NewServeMux(), tasks: map[string]*a2aTask{}, byMsg: map[string]string{}}
+	s.mux.HandleFunc("GET /.well-known/agent-card.json", s.card)
+	s.mux.HandleFunc("GET /.well-known/agent.json", s.card)
+	s.mux.HandleFunc("POST /{$}", s.rpc)
+	return s
 }
 
 // A2A error codes of v0.3 (JSON-RPC's own and the protocol's).
@@ -72,26 +77,9 @@ func (e *rpcFault) Error() string { return e.msg }
 
 func fault(code int, msg string) *rpcFault { return &rpcFault{code, msg} }
 
-func (s *A2AServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case r.URL.Path == "/.well-known/agent-card.json" || r.URL.Path == "/.well-known/agent.json":
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "the agent card is read with GET", http.StatusMethodNotAllowed)
-			return
-		}
-		s.card(w, r)
-	case r.URL.Path == "/":
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", "POST")
-			http.Error(w, "JSON-RPC requests are POSTed", http.StatusMethodNotAllowed)
-			return
-		}
-		s.rpc(w, r)
-	default:
-		http.NotFound(w, r)
-	}
-}
+// ServeHTTP serves the card and the JSON-RPC endpoint; anything else is
+// 404, and another method 405.
+func (s *A2AServer) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // card serves the agent card; its url is where the request came, so the
 // card is right behind any address the server listens on.
@@ -137,8 +125,14 @@ func (s *A2AServer) rpc(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req rpcRequest
+	if !json.Valid(body) {
+		writeRPC(w, nil, nil, fault(rpcParseError, "the request is not JSON"))
+		return
+	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeRPC(w, nil, nil, fault(rpcParseError, "the request is not a JSON-RPC object: "+err.Error()))
+		// Valid JSON that is not one request object (a batch, which A2A
+		// does not use, or a field of the wrong type).
+		writeRPC(w, nil, nil, fault(rpcInvalidRequest, "the request is not a JSON-RPC request object: "+err.Error()))
 		return
 	}
 	if !validID(req.ID) {
@@ -363,6 +357,3 @@ func (s *A2AServer) cancel(params json.RawMessage) (json.RawMessage, *rpcFault) 
 	}
 	return nil, fault(rpcTaskNotCancelable, "task "+strconv.Quote(t.id)+" is completed and cannot be canceled")
 }
-
-// Tasks is how many tasks the server made.
-func (s *A2AServer) Tasks() uint64 { return s.seq.Load() }

@@ -101,7 +101,9 @@ func TestA2AServerProtocolErrors(t *testing.T) {
 		id     string
 		saying string
 	}{
-		{`{not json`, -32700, "null", "not a JSON-RPC object"},
+		{`{not json`, -32700, "null", "not JSON"},
+		{`[{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}]`, -32600, "null", "not a JSON-RPC request object"},
+		{`{"jsonrpc":"2.0","id":1,"method":7}`, -32600, "null", "not a JSON-RPC request object"},
 		{`{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"x"}}`, -32600, "null", "id"},
 		{`{"jsonrpc":"1.0","id":1,"method":"tasks/get","params":{"id":"x"}}`, -32600, "1", `"jsonrpc": "2.0"`},
 		{`{"jsonrpc":"2.0","id":"a","method":"tasks/list"}`, -32601, `"a"`, "tasks/list"},
