@@ -579,9 +579,19 @@ const logWait = 30 * time.Second
 // check waits (bounded) until the follower has seen seq to, stops it, and
 // checks that each task of done has all five of its events.
 func (l *taskLog) check(to uint64, done []string) DurableCheck {
-	deadline := time.Now().Add(logWait)
-	for l.last.Load() < to && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	deadline := time.NewTimer(logWait)
+	defer deadline.Stop()
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+wait:
+	for l.last.Load() < to {
+		select {
+		case <-deadline.C:
+			break wait
+		case <-l.done: // the run was cancelled
+			break wait
+		case <-poll.C:
+		}
 	}
 	reached := l.last.Load() >= to
 	l.cancel()
