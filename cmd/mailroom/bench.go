@@ -46,8 +46,9 @@ const benchSummary = "measure a daemon with sender/recipient pairs running full 
 //	warnings [string], senders, duration_s (each way), rounds,
 //	payload_bytes, a2a_url, agent, binding, concurrency, remote and direct
 //	{tasks, elapsed_s, tasks_per_s, latency {count, p50_ms, p90_ms,
-//	p99_ms, max_ms}}, ratio (remote's tasks_per_s over direct's),
-//	per_round [{way, tasks, elapsed_s, tasks_per_s}], durable {checked,
+//	p99_ms, max_ms}, connections}, ratio (remote's tasks_per_s over
+//	direct's), per_round [{way, tasks, elapsed_s, tasks_per_s,
+//	connections}], durable {checked,
 //	complete, missing, ok, note}, errors {"way step: kind": n},
 //	errors_total, daemon {as above}, events_per_task
 func runBench(ctx context.Context, e *env, args []string) error {
@@ -333,15 +334,16 @@ func printBenchRemote(w io.Writer, r bench.RemoteReport) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\ttasks\ttasks/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\t")
+	fmt.Fprintln(tw, "\ttasks\ttasks/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\tconnections\t")
 	for _, x := range []struct {
 		name string
 		f    bench.WayFigures
 	}{{"through mailroom", r.Remote}, {"direct", r.Direct}} {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", x.name, x.f.Tasks, x.f.TasksPerS, x.f.Latency.P50, x.f.Latency.P90, x.f.Latency.P99, x.f.Latency.Max)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t\n", x.name, x.f.Tasks, x.f.TasksPerS, x.f.Latency.P50, x.f.Latency.P90, x.f.Latency.P99, x.f.Latency.Max, x.f.Connections)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "ratio     %.2f of direct (through mailroom's tasks/s over direct's)\n", r.Ratio)
+	fmt.Fprintln(w, "          (connections: those the A2A server accepted from each way's client; about one per sender is a client that keeps them)")
 	fmt.Fprint(w, "rounds   ")
 	for _, rf := range r.PerRound {
 		fmt.Fprintf(w, " %s %.0f/s", rf.Way, rf.TasksPerS)

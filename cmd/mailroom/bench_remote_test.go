@@ -42,7 +42,7 @@ func TestBenchRemoteEmbeddedJSON(t *testing.T) {
 	}
 	for _, way := range []string{"remote", "direct"} {
 		w := object(t, rep, way)
-		if got, want := keys(w), []string{"elapsed_s", "latency", "tasks", "tasks_per_s"}; !slices.Equal(got, want) {
+		if got, want := keys(w), []string{"connections", "elapsed_s", "latency", "tasks", "tasks_per_s"}; !slices.Equal(got, want) {
 			t.Errorf("%s keys = %v, want %v", way, got, want)
 		}
 		if n, _ := w["tasks"].(float64); n <= 0 {

@@ -146,14 +146,19 @@ type WayFigures struct {
 	ElapsedS  float64 `json:"elapsed_s"`
 	TasksPerS float64 `json:"tasks_per_s"`
 	Latency   Latency `json:"latency"`
+	// Connections counts the connections the A2A server accepted during
+	// the way's rounds: a client that keeps its connections makes about
+	// one per concurrent caller; one near Tasks dials for every call.
+	Connections uint64 `json:"connections"`
 }
 
 // RoundFigures is one round of one way.
 type RoundFigures struct {
-	Way       string  `json:"way"` // "remote" or "direct"
-	Tasks     uint64  `json:"tasks"`
-	ElapsedS  float64 `json:"elapsed_s"`
-	TasksPerS float64 `json:"tasks_per_s"`
+	Way         string  `json:"way"` // "remote" or "direct"
+	Tasks       uint64  `json:"tasks"`
+	ElapsedS    float64 `json:"elapsed_s"`
+	TasksPerS   float64 `json:"tasks_per_s"`
+	Connections uint64  `json:"connections"`
 }
 
 // DurableCheck says whether the daemon made durable, for every task
@@ -206,7 +211,14 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 	if err != nil {
 		return RemoteReport{}, fmt.Errorf("bench: the A2A server cannot listen on %s: %w", opts.A2AAddr, err)
 	}
-	srv := &http.Server{Handler: NewA2AServer(), ReadHeaderTimeout: 10 * time.Second}
+	// Connections the server accepted: how well each way's client reuses
+	// them, counted per round.
+	var conns atomic.Uint64
+	srv := &http.Server{Handler: NewA2AServer(), ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}}
 	go srv.Serve(ln)
 	defer srv.Close()
 	a2aURL := "http://" + ln.Addr().String() + "/"
@@ -271,8 +283,9 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 					workers[i] = callers[i].task
 				}
 			}
+			dialed := conns.Load()
 			tasks, elapsed := runRound(ctx, workers, per)
-			rf := RoundFigures{Way: way, Tasks: tasks, ElapsedS: elapsed.Seconds()}
+			rf := RoundFigures{Way: way, Tasks: tasks, ElapsedS: elapsed.Seconds(), Connections: conns.Load() - dialed}
 			if s := elapsed.Seconds(); s > 0 {
 				rf.TasksPerS = float64(tasks) / s
 			}
@@ -283,6 +296,7 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 			}
 			wf.Tasks += tasks
 			wf.ElapsedS += elapsed.Seconds()
+			wf.Connections += rf.Connections
 			if opts.Progress != nil {
 				fmt.Fprintf(opts.Progress, "bench: round %d/%d %-6s %8d tasks  %8.0f tasks/s\n", round, opts.Rounds, way, tasks, rf.TasksPerS)
 			}
