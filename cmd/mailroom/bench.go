@@ -39,15 +39,28 @@ const benchSummary = "measure a daemon with sender/recipient pairs running full 
 //	[{snapshot_seq, last_seq, received, missed, repeated, reconnects,
 //	snapshots}]}, long_poll (null without --idle-workers) {workers, wait_ms,
 //	idle_requests_per_s, idle_s, sends, delay {count, p50_ms, ...}, lost}
+//
+// With --remote it prints bench.RemoteReport instead:
+//
+//	kind ("mailroom_bench_remote"), target, embedded, data_fs, volatile_log,
+//	warnings [string], senders, duration_s (each way), rounds,
+//	payload_bytes, a2a_url, agent, binding, concurrency, remote and direct
+//	{tasks, elapsed_s, tasks_per_s, latency {count, p50_ms, p90_ms,
+//	p99_ms, max_ms}, connections}, ratio (remote's tasks_per_s over
+//	direct's), per_round [{way, tasks, elapsed_s, tasks_per_s,
+//	connections}], durable {checked,
+//	complete, missing, ok, note}, errors {"way step: kind": n},
+//	errors_total, daemon {as above}, events_per_task
 func runBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "bench",
 		summary: benchSummary,
-		usage:   "[--addr URL | --embedded [--dir DIR]] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K] [--rate R] [--pipeline | --batch B [--wait D]] [--json]",
+		usage:   "[--addr URL | --embedded [--dir DIR]] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K] [--rate R] [--pipeline | --batch B [--wait D]] [--remote [--rounds N] [--a2a-addr HOST:PORT]] [--json]",
 		example: "mailroom bench --embedded --pairs 16 --duration 10s\n" +
 			"mailroom bench --embedded --dir /var/lib   # measure the disk the mailbox will live on\n" +
 			"mailroom bench --embedded --fanout 200 --rate 500 --json   # 200 consoles at 2,000 events/s\n" +
-			"mailroom bench --embedded --batch 32 --wait 1s   # 32 tasks a request; leases and drains long-poll",
+			"mailroom bench --embedded --batch 32 --wait 1s   # 32 tasks a request; leases and drains long-poll\n" +
+			"mailroom bench --embedded --remote --pairs 16 --duration 10s   # 16 senders to a remote A2A agent, beside 16 callers calling it directly",
 	})
 	addr := e.getenv("MAILROOM_ADDR")
 	if addr == "" {
@@ -66,6 +79,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	batch := fs.Int("batch", 1, "tasks per request: each pair sends B tasks in one request, leases and drains up to B a request and posts B results in one (cycles counted per task; the cycle latency is a round's)")
 	wait := fs.Duration("wait", 0, "with --batch: how long leases and drains long-poll for work not there yet (at most 20s)")
 	idle := fs.Int("idle-workers", 0, "measure long polls instead: K workers wait on empty queues (for --wait, default 20s); reports their requests/s while idle and the delay from a send to a waiting worker's lease")
+	remote := fs.Bool("remote", false, "measure remote delivery instead: --pairs senders send tasks to a remote agent (an A2A server in this process that answers at once) through the daemon and drain the results, alternating with as many callers calling that server directly; --duration is each way's time in all")
+	rounds := fs.Int("rounds", bench.DefaultRounds, "with --remote: how many rounds each way's --duration is split in (remote, direct, remote, direct, ...)")
+	a2aAddr := fs.String("a2a-addr", "127.0.0.1:0", "with --remote: where the in-process A2A server listens (the daemon must reach it there)")
 	asJSON := fs.Bool("json", false, "print one JSON object with every figure")
 	if _, err := parseExact(fs, args); err != nil {
 		return err
@@ -101,6 +117,16 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return usagef("--idle-workers: got %d, expected 0 or more", *idle)
 	case *idle > 0 && (*batch > 1 || *pipeline || *fanout > 0):
 		return usagef("--idle-workers measures long polls alone; drop --batch, --pipeline and --fanout")
+	case *remote && (*batch > 1 || *pipeline || *fanout > 0 || *rate > 0 || *idle > 0 || set["wait"]):
+		return usagef("--remote measures remote delivery alone; drop --batch, --wait, --pipeline, --fanout, --rate and --idle-workers")
+	case *remote && *pairs > mailbox.MaxRemoteConcurrency:
+		return usagef("--pairs: got %d with --remote, expected at most %d (the remote agent's concurrency is sized to the senders)", *pairs, mailbox.MaxRemoteConcurrency)
+	case !*remote && (set["rounds"] || set["a2a-addr"]):
+		return usagef("--rounds and --a2a-addr: only --remote has rounds and an A2A server")
+	case *rounds < 1:
+		return usagef("--rounds: got %d, expected at least 1", *rounds)
+	case *remote && *duration < time.Duration(*rounds)*time.Millisecond:
+		return usagef("--duration: got %s for %d rounds, expected at least 1ms a round", *duration, *rounds)
 	}
 	if *token == "" {
 		*token = e.getenv("MAILROOM_TOKEN")
@@ -111,6 +137,19 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	// The progress lines and the retry notices of every pair share stderr.
 	stderr := &serialWriter{w: e.stderr}
+	if *remote {
+		ropts := bench.RemoteOptions{Addr: addr, Token: *token, Senders: *pairs, Duration: *duration, Rounds: *rounds,
+			PayloadBytes: *payload, A2AAddr: *a2aAddr, Progress: stderr}
+		rep, err := benchRemote(ctx, *embedded, *dir, ropts)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(e.stdout, rep)
+		}
+		printBenchRemote(e.stdout, rep)
+		return nil
+	}
 	opts := bench.Options{Token: *token, Pairs: *pairs, Duration: *duration,
 		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Pipeline: *pipeline, Batch: *batch, Wait: *wait, IdleWorkers: *idle, Progress: stderr,
 		RetryNotice: func(reason string) { fmt.Fprintf(stderr, "mailroom bench: %s; retrying\n", reason) }}
@@ -146,16 +185,39 @@ func benchEmbedded(ctx context.Context, parent string, opts bench.Options) (benc
 		return bench.Report{}, err
 	}
 	defer stop()
-	opts.Addr, opts.Embedded, opts.Warnings = d.Addr(), true, []string{}
+	opts.Addr, opts.Embedded = d.Addr(), true
+	opts.DataFS, opts.VolatileLog, opts.Warnings = logPlace(d)
+	return bench.Run(ctx, opts)
+}
+
+// logPlace says which filesystem an embedded daemon's log is on, whether
+// it keeps it in memory, and the warnings the report carries about it.
+func logPlace(d *daemon.Daemon) (fs string, volatile bool, warnings []string) {
+	warnings = []string{}
 	fs, volatile, err := logstore.Filesystem(d.DataDir())
 	switch {
 	case err != nil:
-		opts.Warnings = append(opts.Warnings, err.Error())
+		warnings = append(warnings, err.Error())
 	case volatile:
-		opts.Warnings = append(opts.Warnings, fmt.Sprintf("the embedded daemon's log is on %s, kept in memory: syncs reach no disk, so these figures measure the CPU, not durable throughput", fs))
+		warnings = append(warnings, fmt.Sprintf("the embedded daemon's log is on %s, kept in memory: syncs reach no disk, so these figures measure the CPU, not durable throughput", fs))
 	}
-	opts.DataFS, opts.VolatileLog = fs, volatile
-	return bench.Run(ctx, opts)
+	return fs, volatile, warnings
+}
+
+// benchRemote runs the remote bench against the daemon at opts.Addr, or
+// against one it starts in this process (as benchEmbedded does).
+func benchRemote(ctx context.Context, embedded bool, parent string, opts bench.RemoteOptions) (bench.RemoteReport, error) {
+	if !embedded {
+		return bench.RunRemote(ctx, opts)
+	}
+	d, stop, err := startEmbedded(parent)
+	if err != nil {
+		return bench.RemoteReport{}, err
+	}
+	defer stop()
+	opts.Addr, opts.Embedded = d.Addr(), true
+	opts.DataFS, opts.VolatileLog, opts.Warnings = logPlace(d)
+	return bench.RunRemote(ctx, opts)
 }
 
 // startEmbedded opens a daemon on a fresh temporary directory inside
@@ -254,6 +316,61 @@ func printBench(w io.Writer, r bench.Report) {
 		fmt.Fprintf(w, "          every subscriber got every event once: %s (missed %d, repeated %d, reconnects %d; %d to %d events each, up to seq %d)\n",
 			verdict, f.Missed, f.Repeated, f.Reconnect, f.ReceivedMin, f.ReceivedMax, f.FinalSeq)
 	}
+}
+
+func printBenchRemote(w io.Writer, r bench.RemoteReport) {
+	target := "daemon at " + r.Target
+	if r.Embedded {
+		target = "embedded daemon"
+		if r.DataFS != "" {
+			target += " (log on " + r.DataFS + ")"
+		}
+	}
+	fmt.Fprintf(w, "mailroom bench --remote: %s, %d senders, %s each way in %d rounds (remote, direct, ...), payload %d B\n", target, r.Senders,
+		time.Duration(r.DurationS*float64(time.Second)), r.Rounds, r.PayloadBytes)
+	fmt.Fprintf(w, "A2A server in this process at %s (answers at once); remote agent %s, binding %s, concurrency %d\n", r.A2AURL, r.Agent, r.Binding, r.Concurrency)
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", warning)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\ttasks\ttasks/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\tconnections\t")
+	for _, x := range []struct {
+		name string
+		f    bench.WayFigures
+	}{{"through mailroom", r.Remote}, {"direct", r.Direct}} {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t\n", x.name, x.f.Tasks, x.f.TasksPerS, x.f.Latency.P50, x.f.Latency.P90, x.f.Latency.P99, x.f.Latency.Max, x.f.Connections)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "ratio     %.2f of direct (through mailroom's tasks/s over direct's)\n", r.Ratio)
+	fmt.Fprintln(w, "          (connections: those the A2A server accepted from each way's client; about one per sender is a client that keeps them)")
+	fmt.Fprint(w, "rounds   ")
+	for _, rf := range r.PerRound {
+		fmt.Fprintf(w, " %s %.0f/s", rf.Way, rf.TasksPerS)
+	}
+	fmt.Fprintln(w)
+	d := r.Durable
+	label, where := "durable  ", "the daemon's log"
+	if r.VolatileLog {
+		label, where = "synced   ", "the daemon's log (on "+r.DataFS+": in memory only, not durable)"
+	}
+	switch {
+	case d.OK:
+		fmt.Fprintf(w, "%s yes: %s holds task_sent, task_leased, remote_accepted, result_posted and result_drained of all %d tasks\n", label, where, d.Checked)
+	default:
+		fmt.Fprintf(w, "%s NO: %d of %d tasks have all five events in %s, %d do not", label, d.Complete, d.Checked, where, d.Missing)
+		if d.Note != "" {
+			fmt.Fprintf(w, " (%s)", d.Note)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "errors    %d\n", r.ErrorsTotal)
+	for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
+		fmt.Fprintf(w, "  %-24s %d\n", k, r.Errors[k])
+	}
+	dm := r.Daemon
+	fmt.Fprintf(w, "fsync     %d batches, %.1f events per batch, %.1f events per task (%d events, %.2fs syncing)\n",
+		dm.FsyncBatches, dm.MeanBatch, r.EventsPerTask, dm.EventsAppended, dm.FsyncSeconds)
 }
 
 // serialWriter lets goroutines share one writer, a line at a time.

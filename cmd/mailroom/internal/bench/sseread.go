@@ -35,7 +35,7 @@ func lightSubscribe(ctx context.Context, hc *http.Client, baseURL, token string,
 		var last uint64
 		started := false
 		for ctx.Err() == nil {
-			err := readStream(ctx, hc, baseURL, token, started, last, func(ev mailbox.Event) bool {
+			err := readStream(ctx, hc, baseURL, token, started, last, nil, func(ev mailbox.Event) bool {
 				started, last = true, ev.Seq
 				select {
 				case out <- ev:
@@ -59,7 +59,11 @@ func lightSubscribe(ctx context.Context, hc *http.Client, baseURL, token string,
 	return out
 }
 
-func readStream(ctx context.Context, hc *http.Client, baseURL, token string, resume bool, last uint64, emit func(mailbox.Event) bool) error {
+// readStream reads one connection of the stream, resuming after last when
+// resume is set. Each event's data line goes to data when it is not nil
+// (the line is only valid during the call), else only its at_ms is read.
+func readStream(ctx context.Context, hc *http.Client, baseURL, token string, resume bool, last uint64,
+	data func(ev *mailbox.Event, line []byte), emit func(mailbox.Event) bool) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/a2a/events", nil)
 	if err != nil {
 		return err
@@ -95,6 +99,8 @@ func readStream(ctx context.Context, hc *http.Client, baseURL, token string, res
 			ev.Seq, _ = strconv.ParseUint(string(line[4:]), 10, 64)
 		case bytes.HasPrefix(line, []byte("event: ")):
 			ev.Type = string(line[7:])
+		case bytes.HasPrefix(line, []byte("data: ")) && data != nil:
+			data(&ev, line[6:])
 		case bytes.HasPrefix(line, []byte("data: ")):
 			ev.AtMs = atMs(line[6:])
 		}
@@ -102,11 +108,12 @@ func readStream(ctx context.Context, hc *http.Client, baseURL, token string, res
 }
 
 // readLinePrefix returns the next line without its newline, or only its
-// first 64 KiB for a longer one (a snapshot): the rest is skipped.
+// first 512 bytes for a line longer than 64 KiB (a snapshot, a task with a
+// large intent): the rest is skipped.
 func readLinePrefix(br *bufio.Reader) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
-		head := append([]byte(nil), line[:128]...)
+		head := append([]byte(nil), line[:512]...)
 		for errors.Is(err, bufio.ErrBufferFull) {
 			_, err = br.ReadSlice('\n')
 		}

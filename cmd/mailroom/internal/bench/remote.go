@@ -1,0 +1,471 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// The remote bench (`mailroom bench --remote`): senders send native tasks
+// to a remote agent, whose tasks the daemon's dispatcher leases, delivers
+// to an A2A server in this process (A2AServer: it answers at once), and
+// posts the answers of, and the senders drain them; in the same run, as
+// many callers call the same server directly with the same outbound
+// client (a2a.Remote, a blocking message/send). The two ways alternate,
+// round by round, so that the noise of a shared machine falls on both; the
+// ratio of their tasks/s is what the daemon's durable path costs a remote
+// agent's callers.
+
+// RemoteReportKind is RemoteReport.Kind.
+const RemoteReportKind = "mailroom_bench_remote"
+
+// DefaultRounds is how many rounds each way is measured in.
+const DefaultRounds = 3
+
+// RemoteOptions say what the remote bench measures.
+type RemoteOptions struct {
+	// Addr, Embedded, DataFS, VolatileLog, Warnings and Token are as in
+	// Options.
+	Addr        string
+	Embedded    bool
+	DataFS      string
+	VolatileLog bool
+	Warnings    []string
+	Token       string
+	// Senders is how many senders (and, directly, callers) run at once;
+	// the remote agent's concurrency is as many.
+	Senders int
+	// Duration is how long each way is measured in all, split in Rounds
+	// rounds that alternate with the other way's.
+	Duration time.Duration
+	Rounds   int
+	// PayloadBytes is the size of each task's text.
+	PayloadBytes int
+	// A2AAddr is where the A2A server listens ("" is 127.0.0.1:0). The
+	// daemon must reach it there.
+	A2AAddr string
+	// Progress, when set, gets a line at the end of each round.
+	Progress io.Writer
+}
+
+func (o *RemoteOptions) fill() error {
+	if o.Senders == 0 {
+		o.Senders = DefaultPairs
+	}
+	if o.Duration == 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.Rounds == 0 {
+		o.Rounds = DefaultRounds
+	}
+	if o.PayloadBytes == 0 {
+		o.PayloadBytes = DefaultPayloadBytes
+	}
+	if o.A2AAddr == "" {
+		o.A2AAddr = "127.0.0.1:0"
+	}
+	switch {
+	case o.Addr == "":
+		return errors.New("bench: Addr: the daemon to measure is missing")
+	case !o.Embedded && (o.DataFS != "" || o.VolatileLog || len(o.Warnings) != 0):
+		return errors.New("bench: DataFS, VolatileLog and Warnings describe an embedded daemon only")
+	case o.Senders < 1 || o.Senders > mailbox.MaxRemoteConcurrency:
+		return fmt.Errorf("bench: senders: got %d, expected 1 to %d (a remote agent's concurrency is sized to them)", o.Senders, mailbox.MaxRemoteConcurrency)
+	case o.Duration < 0:
+		return fmt.Errorf("bench: duration: got %s, expected a positive duration", o.Duration)
+	case o.Rounds < 1:
+		return fmt.Errorf("bench: rounds: got %d, expected at least 1", o.Rounds)
+	case o.PayloadBytes < 1:
+		return fmt.Errorf("bench: payload bytes: got %d, expected at least 1", o.PayloadBytes)
+	}
+	return nil
+}
+
+// RemoteReport is what a remote bench measured. Its JSON keys are
+// documented in cmd/mailroom/bench.go.
+type RemoteReport struct {
+	Kind         string   `json:"kind"` // "mailroom_bench_remote"
+	Target       string   `json:"target"`
+	Embedded     bool     `json:"embedded"`
+	DataFS       string   `json:"data_fs"`
+	VolatileLog  bool     `json:"volatile_log"`
+	Warnings     []string `json:"warnings"`
+	Senders      int      `json:"senders"`
+	DurationS    float64  `json:"duration_s"` // asked for, each way
+	Rounds       int      `json:"rounds"`
+	PayloadBytes int      `json:"payload_bytes"`
+	// A2AURL is the in-process A2A server; Agent the remote agent
+	// registered for it (deregistered after the run) with Concurrency.
+	A2AURL      string `json:"a2a_url"`
+	Agent       string `json:"agent"`
+	Binding     string `json:"binding"`
+	Concurrency int    `json:"concurrency"`
+
+	// Remote is through the daemon, Direct the same server called
+	// directly; Ratio is Remote's tasks/s over Direct's.
+	Remote WayFigures `json:"remote"`
+	Direct WayFigures `json:"direct"`
+	Ratio  float64    `json:"ratio"`
+	// PerRound is each round in the order run.
+	PerRound []RoundFigures `json:"per_round"`
+	// Durable is the check, after the run, that the daemon's log holds
+	// every task delivered through it.
+	Durable DurableCheck `json:"durable"`
+	// Errors counts failures by "way step: kind", such as "remote drain:
+	// empty" or "direct send: transport"; ErrorsTotal is their sum.
+	Errors      map[string]uint64 `json:"errors"`
+	ErrorsTotal uint64            `json:"errors_total"`
+	// Daemon is the daemon's counters over the whole run (the direct
+	// rounds append nothing).
+	Daemon DaemonFigures `json:"daemon"`
+	// EventsPerTask is Daemon.EventsAppended over Remote.Tasks.
+	EventsPerTask float64 `json:"events_per_task"`
+}
+
+// WayFigures are one way's figures over all its rounds: a task counts
+// when its answer came back completed ("done"); Latency is per task, from
+// its send to its answer drained (remote) or returned (direct).
+type WayFigures struct {
+	Tasks     uint64  `json:"tasks"`
+	ElapsedS  float64 `json:"elapsed_s"`
+	TasksPerS float64 `json:"tasks_per_s"`
+	Latency   Latency `json:"latency"`
+	// Connections counts the connections the A2A server accepted during
+	// the way's rounds: a client that keeps its connections makes about
+	// one per concurrent caller; one near Tasks dials for every call.
+	Connections uint64 `json:"connections"`
+}
+
+// RoundFigures is one round of one way.
+type RoundFigures struct {
+	Way         string  `json:"way"` // "remote" or "direct"
+	Tasks       uint64  `json:"tasks"`
+	ElapsedS    float64 `json:"elapsed_s"`
+	TasksPerS   float64 `json:"tasks_per_s"`
+	Connections uint64  `json:"connections"`
+}
+
+// resolveTimeout bounds the wait for the dispatcher to read the A2A
+// server's card after the agent is registered.
+const resolveTimeout = 30 * time.Second
+
+// RunRemote measures both ways and reports. It returns an error only when
+// it could not measure: the daemon unreachable, the agent not registered,
+// the remote not resolved.
+func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
+	if err := opts.fill(); err != nil {
+		return RemoteReport{}, err
+	}
+	target := opts.Addr
+	if opts.Embedded {
+		target = "embedded"
+	}
+	warnings := opts.Warnings
+	if warnings == nil {
+		warnings = []string{}
+	}
+
+	ln, err := net.Listen("tcp", opts.A2AAddr)
+	if err != nil {
+		return RemoteReport{}, fmt.Errorf("bench: the A2A server cannot listen on %s: %w", opts.A2AAddr, err)
+	}
+	// Connections the server accepted: how well each way's client reuses
+	// them, counted per round.
+	var conns atomic.Uint64
+	srv := &http.Server{Handler: NewA2AServer(), ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}}
+	go srv.Serve(ln)
+	defer srv.Close()
+	a2aURL := "http://" + ln.Addr().String() + "/"
+
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: opts.Senders + 4, IdleConnTimeout: 90 * time.Second}}
+	defer hc.CloseIdleConnections()
+	copts := []client.Option{client.WithHTTPClient(hc), client.WithTimeout(30 * time.Second)}
+	if opts.Token != "" {
+		copts = append(copts, client.WithToken(opts.Token))
+	}
+	c, err := client.New(opts.Addr, copts...)
+	if err != nil {
+		return RemoteReport{}, err
+	}
+
+	run := runID()
+	agent := "bench-remote-" + run + "@local"
+	if _, err := c.RegisterAgent(ctx, agent, mailbox.AgentCard{Description: "mailroom bench --remote: the A2A server in the bench's process",
+		Remote: &mailbox.RemoteSpec{URL: a2aURL, Binding: mailbox.BindingJSONRPC03, Concurrency: opts.Senders}}); err != nil {
+		return RemoteReport{}, fmt.Errorf("bench: registering the remote agent %s: %w", agent, err)
+	}
+	// Deregistered whatever happens: a daemon that lives on would probe
+	// a server that is gone.
+	defer c.DeregisterAgent(context.WithoutCancel(ctx), agent)
+	if err := waitResolved(ctx, c, agent); err != nil {
+		return RemoteReport{}, err
+	}
+
+	// The direct callers' outbound client: the same one the dispatcher
+	// uses, the card read the same way, over a pooled transport of their
+	// own.
+	direct, _, err := a2a.ResolveRemote(ctx, hc, a2a.RemoteSpec{URL: a2aURL, Binding: a2a.BindingJSONRPC03}, a2a.RemoteAuth{})
+	if err != nil {
+		return RemoteReport{}, fmt.Errorf("bench: the outbound client cannot resolve the A2A server: %w", err)
+	}
+
+	before, err := scrapeMetrics(ctx, c)
+	if err != nil {
+		return RemoteReport{}, err
+	}
+	tlog := followLog(ctx, hc, c.BaseURL(), opts.Token, agent, uint64(before[metricLastSeq]))
+	defer tlog.cancel()
+	payload := strings.Repeat("x", opts.PayloadBytes)
+	senders := make([]*remoteSender, opts.Senders)
+	callers := make([]*directCaller, opts.Senders)
+	for i := range senders {
+		senders[i] = &remoteSender{c: c, sender: fmt.Sprintf("bench-rs-%s-%d@local", run, i), agent: agent, payload: payload, errors: map[string]uint64{}}
+		callers[i] = &directCaller{r: direct, payload: payload, errors: map[string]uint64{}}
+	}
+	rep := RemoteReport{Kind: RemoteReportKind, Target: target, Embedded: opts.Embedded, DataFS: opts.DataFS, VolatileLog: opts.VolatileLog,
+		Warnings: warnings, Senders: opts.Senders, DurationS: opts.Duration.Seconds(), Rounds: opts.Rounds, PayloadBytes: opts.PayloadBytes,
+		A2AURL: a2aURL, Agent: agent, Binding: mailbox.BindingJSONRPC03, Concurrency: opts.Senders, Errors: map[string]uint64{}}
+	per := opts.Duration / time.Duration(opts.Rounds)
+	var remoteLat, directLat samples
+	for round := 1; round <= opts.Rounds && ctx.Err() == nil; round++ {
+		for _, way := range []string{"remote", "direct"} {
+			workers := make([]func(context.Context) bool, opts.Senders)
+			for i := range workers {
+				if way == "remote" {
+					workers[i] = senders[i].task
+				} else {
+					workers[i] = callers[i].task
+				}
+			}
+			dialed := conns.Load()
+			tasks, elapsed := runRound(ctx, workers, per)
+			rf := RoundFigures{Way: way, Tasks: tasks, ElapsedS: elapsed.Seconds(), Connections: conns.Load() - dialed}
+			if s := elapsed.Seconds(); s > 0 {
+				rf.TasksPerS = float64(tasks) / s
+			}
+			rep.PerRound = append(rep.PerRound, rf)
+			wf := &rep.Remote
+			if way == "direct" {
+				wf = &rep.Direct
+			}
+			wf.Tasks += tasks
+			wf.ElapsedS += elapsed.Seconds()
+			wf.Connections += rf.Connections
+			if opts.Progress != nil {
+				fmt.Fprintf(opts.Progress, "bench: round %d/%d %-6s %8d tasks  %8.0f tasks/s\n", round, opts.Rounds, way, tasks, rf.TasksPerS)
+			}
+		}
+	}
+	for i := range senders {
+		remoteLat = append(remoteLat, senders[i].latency...)
+		directLat = append(directLat, callers[i].latency...)
+		for k, n := range senders[i].errors {
+			rep.Errors["remote "+k] += n
+		}
+		for k, n := range callers[i].errors {
+			rep.Errors["direct "+k] += n
+		}
+	}
+	for _, n := range rep.Errors {
+		rep.ErrorsTotal += n
+	}
+	rep.Remote.Latency, rep.Direct.Latency = remoteLat.summarize(), directLat.summarize()
+	for _, wf := range []*WayFigures{&rep.Remote, &rep.Direct} {
+		if wf.ElapsedS > 0 {
+			wf.TasksPerS = float64(wf.Tasks) / wf.ElapsedS
+		}
+	}
+	if rep.Direct.TasksPerS > 0 {
+		rep.Ratio = rep.Remote.TasksPerS / rep.Direct.TasksPerS
+	}
+
+	after, err := scrapeMetrics(context.WithoutCancel(ctx), c)
+	if err != nil {
+		return RemoteReport{}, err
+	}
+	rep.Daemon = daemonDelta(before, after)
+	if rep.Remote.Tasks > 0 {
+		rep.EventsPerTask = float64(rep.Daemon.EventsAppended) / float64(rep.Remote.Tasks)
+	}
+	var done []string
+	for _, s := range senders {
+		done = append(done, s.done...)
+	}
+	rep.Durable = tlog.check(rep.Daemon.LastSeq, done)
+	return rep, nil
+}
+
+// runID names one run's agents, so that leftovers of an earlier run
+// against the same daemon are never mistaken for this one's.
+func runID() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// waitResolved waits until the dispatcher has read the remote's card and
+// calls it healthy, so that the first round does not measure that.
+func waitResolved(ctx context.Context, c *client.Client, agent string) error {
+	deadline := time.Now().Add(resolveTimeout)
+	var last string
+	for {
+		list, err := c.Agents(ctx)
+		if err != nil {
+			return fmt.Errorf("bench: listing agents to see %s resolved: %w", agent, err)
+		}
+		for _, a := range list {
+			if a.Agent == agent && a.Remote != nil {
+				if a.Remote.State == mailbox.RemoteHealthy {
+					return nil
+				}
+				last = a.Remote.State
+				if a.Remote.LastError != "" {
+					last += ": " + a.Remote.LastError
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: the daemon did not resolve the remote agent %s within %s (last state: %q); can the daemon reach this process's A2A server?", agent, resolveTimeout, last)
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// runRound runs every worker in a loop until d has passed, lets each
+// finish the task it is on, and returns the tasks completed and the time
+// it all took.
+func runRound(ctx context.Context, workers []func(context.Context) bool, d time.Duration) (uint64, time.Duration) {
+	var tasks atomic.Uint64
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				if w(ctx) {
+					tasks.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return tasks.Load(), time.Since(start)
+}
+
+// remoteSender sends tasks to the remote agent and drains their results,
+// one at a time. Its fields are its own.
+type remoteSender struct {
+	c                      *client.Client
+	sender, agent, payload string
+	latency                samples
+	errors                 map[string]uint64
+	// done are the tasks whose ok result was drained: checked against
+	// the log after the run.
+	done []string
+}
+
+// drainWait is how long one drain long-polls for a result; the remote
+// answers at once, so a result that takes this long is counted missing.
+const drainWait = 20 * time.Second
+
+func (s *remoteSender) fail(ctx context.Context, step string, err error) {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return
+	}
+	s.errors[step+": "+errorKind(err)]++
+}
+
+func (s *remoteSender) task(ctx context.Context) bool {
+	start := time.Now()
+	resp, err := s.c.Send(ctx, mailbox.Task{Sender: s.sender, Recipient: s.agent, IntentText: s.payload})
+	if err != nil {
+		s.fail(ctx, "send", err)
+		return false
+	}
+	id := resp.TaskID
+	for range maxStale {
+		got, err := s.c.DrainN(ctx, s.sender, 1, drainWait)
+		switch {
+		case err != nil:
+			s.fail(ctx, "drain", err)
+			return false
+		case len(got) == 0:
+			s.errors["drain: empty"]++
+			return false
+		case got[0].TaskID != id:
+			// A result of an earlier task whose drain gave up.
+			s.errors["drain: stale"]++
+			continue
+		case got[0].Status != mailbox.StatusOK || len(got[0].Content) != 1 || got[0].Content[0].Text != "done":
+			s.errors["drain: wrong_result"]++
+			return false
+		}
+		s.latency.add(time.Since(start))
+		s.done = append(s.done, id)
+		return true
+	}
+	return false
+}
+
+// directCaller calls the A2A server with the outbound client, blocking,
+// one call at a time, with the message the dispatcher would send.
+type directCaller struct {
+	r       *a2a.Remote
+	payload string
+	latency samples
+	errors  map[string]uint64
+}
+
+func (d *directCaller) task(ctx context.Context) bool {
+	start := time.Now()
+	msg, err := a2a.OutboundMessageFor(mailbox.Task{ID: uuid.NewString(), IntentText: d.payload}, nil)
+	if err != nil {
+		d.errors["send: message"]++
+		return false
+	}
+	t, err := d.r.Send(ctx, msg, true)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return false
+		}
+		kind := "other"
+		var re *a2a.RemoteError
+		if errors.As(err, &re) {
+			kind = string(re.Kind)
+		}
+		d.errors["send: "+kind]++
+		return false
+	}
+	res, final := t.Outcome()
+	if t.ID == "" || !final || res.Status != mailbox.StatusOK || len(res.Content) != 1 || res.Content[0].Text != "done" {
+		d.errors["send: wrong_result"]++
+		return false
+	}
+	d.latency.add(time.Since(start))
+	return true
+}
