@@ -89,7 +89,15 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		// Keep as many idle connections per remote as deliveries may be
+		// under way at once: Go's default keeps 2, so at 16 deliveries in
+		// flight about every other one dialed anew (bench --remote: 3,866
+		// connections for 7,562 tasks), costing a handshake each and, on
+		// a real network, local ports.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = mailbox.MaxRemoteConcurrency
+		tr.MaxIdleConns = 4 * mailbox.MaxRemoteConcurrency
+		o.HTTPClient = &http.Client{Transport: tr}
 	}
 	return o
 }
