@@ -359,8 +359,10 @@ func (l *remoteLedger) verify(c *client.Client, addr string, r *e2eRemote, kille
 		if tr.LeasedAtMs > killedMs {
 			continue
 		}
+		// Accepted before the kill, or (an idempotent task sent again)
+		// by this daemon since.
 		switch {
-		case accepted:
+		case accepted && tr.Remote.AcceptedAtMs <= killedMs:
 			l.followedSeen++
 			if d.State == mailbox.DeliveryUnknown || d.State == mailbox.DeliverySending || d.State == mailbox.DeliveryRetrying {
 				t.Errorf("%s: task %s, accepted under its lease before the kill, is %s, not followed: %+v", when, tr.Task.ID, d.State, d)
@@ -368,8 +370,8 @@ func (l *remoteLedger) verify(c *client.Client, addr string, r *e2eRemote, kille
 		case idem:
 			l.resentSeen++
 		default:
-			if d.State != mailbox.DeliveryUnknown {
-				t.Errorf("%s: task %s, not idempotent and leased but not accepted before the kill, is %s, not unknown: %+v", when, tr.Task.ID, d.State, d)
+			if d.State != mailbox.DeliveryUnknown || accepted {
+				t.Errorf("%s: task %s, not idempotent and leased but not accepted before the kill, is %s (accepted since: %v), not unknown: %+v", when, tr.Task.ID, d.State, accepted, d)
 			}
 			if _, seen := l.lastUnknown[tr.Task.ID]; !seen {
 				l.unknownSeen++
