@@ -50,10 +50,17 @@ type delivery struct {
 	nextTryMs    int64
 }
 
-// begin starts delivering a task leased for the agent.
-func (r *remote) begin(ctx context.Context, task mailbox.Task, lease mailbox.Lease, m mode) {
+// begin starts delivering a task leased for the agent; remoteTaskID is
+// the remote's id of a task to follow.
+func (r *remote) begin(ctx context.Context, task mailbox.Task, lease mailbox.Lease, m mode, remoteTaskID string) {
 	ctx, cancel := context.WithCancel(ctx)
 	dl := &delivery{r: r, task: task, lease: lease, start: time.Now(), cancel: cancel, state: mailbox.DeliverySending}
+	if m == modeFollow {
+		// Listed as accepted from the start: a recovered delivery shown
+		// as sending, even for a moment, tells the operator it is sent
+		// again.
+		dl.state, dl.remoteTaskID = mailbox.DeliveryAccepted, remoteTaskID
+	}
 	if m == modeUnknown {
 		dl.state = mailbox.DeliveryUnknown
 		dl.lastErr = "it may have reached the remote before the daemon restarted, and the task is not idempotent: not sent again; requeue or force-error it"
