@@ -2,6 +2,8 @@ package a2a
 
 import (
 	"errors"
+	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -119,6 +121,20 @@ func (e *RemoteError) Retryable() bool { return e.Kind == RemoteTransport }
 func RemoteRetryable(err error) bool {
 	var re *RemoteError
 	return errors.As(err, &re) && re.Retryable()
+}
+
+// RemoteMayHaveReceived reports whether a failed call may have reached
+// the remote and been acted on: anything but a connection never made, or
+// an answer saying the request was not taken (503, 429). A timeout, a
+// connection broken before the answer, or a remote failing with a 5xx may
+// all follow work the remote started.
+func RemoteMayHaveReceived(err error) bool {
+	var re *RemoteError
+	if errors.As(err, &re) && (re.HTTPStatus == http.StatusServiceUnavailable || re.HTTPStatus == http.StatusTooManyRequests) {
+		return false
+	}
+	var op *net.OpError
+	return !errors.As(err, &op) || op.Op != "dial"
 }
 
 // excerptMax bounds how much of a remote's answer an error quotes.

@@ -320,6 +320,14 @@ func (dl *delivery) send(ctx context.Context) {
 			dl.postError(ctx, "the remote agent refused the task: "+err.Error())
 			return
 		}
+		if msg.TaskID == "" && !dl.task.Idempotent() && a2a.RemoteMayHaveReceived(err) {
+			// The remote may hold it (a timeout, a connection broken
+			// before the answer): sent again, a task that is not
+			// idempotent may be done twice.
+			r.d.log.Warn("sending a task that is not idempotent failed after it may have reached the remote: its lease is left for the operator (requeue or force-error it)", dl.attrs("err", err)...)
+			dl.park(mailbox.DeliveryUnknown, "the send failed after it may have reached the remote ("+err.Error()+"), and the task is not idempotent: not sent again; requeue or force-error it", outcomeUnknown)
+			return
+		}
 		wait := backoff(r.d.o.RetryMin, r.d.o.RetryMax, n)
 		dl.set(mailbox.DeliveryRetrying, err.Error(), time.Now().Add(wait))
 		r.d.log.Info("sending to the remote failed before it accepted the task; retrying while the lease is held", dl.attrs("attempt", n, "retry_in", wait, "err", err)...)
