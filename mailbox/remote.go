@@ -199,9 +199,10 @@ const (
 	// had accepted (its task store was reset): the lease is left for the
 	// operator.
 	DeliveryLost = "lost"
-	// DeliveryUnknown: it may have been sent before the daemon restarted,
-	// and it is not idempotent, so it is not sent again: the lease is left
-	// for the operator.
+	// DeliveryUnknown: it may have reached the remote (sent before the
+	// daemon restarted, or a send that timed out or broke before the
+	// answer), and it is not idempotent, so it is not sent again: the
+	// lease is left for the operator.
 	DeliveryUnknown = "unknown"
 )
 

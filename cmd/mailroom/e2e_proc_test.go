@@ -18,7 +18,7 @@ import (
 
 var (
 	iterations    = flag.Int("fault.iterations", 3, "kill -9 iterations of TestFaultKill9UnderLoad (.ci/run runs 20)")
-	seedFlag      = flag.Uint64("fault.seed", 0, "random seed of TestFaultKill9UnderLoad and TestFaultKill9Conversations (0: from the clock; the seed used is logged)")
+	seedFlag      = flag.Uint64("fault.seed", 0, "random seed of TestFaultKill9UnderLoad, TestFaultKill9Conversations and TestFaultKill9RemoteDelivery and their PostgreSQL twins (0: from the clock; the seed used is logged)")
 	diskFullMode  = flag.String("fault.diskfull", "auto", "how TestFaultDiskFull fills the disk: tmpfs, rlimit, or auto (tmpfs when mount is permitted)")
 	restartEvents = flag.Int("fault.restart-events", 0, "TestRestartMillionEvents: build a log of this many events and time the restart (0: skip)")
 )
@@ -33,6 +33,7 @@ var (
 //	go test -run 'Fault|Restart' ./cmd/mailroom
 //	go test -run Fault ./cmd/mailroom -fault.iterations 200 -fault.seed 42
 //	go test -run Kill9Conversations ./cmd/mailroom -conv.kills 50
+//	go test -run Kill9RemoteDelivery ./cmd/mailroom -remote.kills 50 -pg.remote-failovers 20
 //	go test -run RestartMillion ./cmd/mailroom -fault.restart-events 1000000 -v
 const asMainEnv = "GO_TEST_MAILROOM_AS_MAIN"
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -368,10 +367,7 @@ func (c *Remote) do(ctx context.Context, op, method, u string, body []byte, stre
 		if errors.As(err, &ue) {
 			msg = ue.Op + " " + redactURL(ue.URL) + ": " + ue.Err.Error()
 		}
-		// A connection that could not be made carried nothing.
-		var oe *net.OpError
-		unsent := errors.As(err, &oe) && oe.Op == "dial"
-		return nil, &RemoteError{Kind: RemoteTransport, Op: op, Message: c.auth.scrub(msg), Unsent: unsent, cause: err}
+		return nil, &RemoteError{Kind: RemoteTransport, Op: op, Message: c.auth.scrub(msg), cause: err}
 	}
 	return resp, nil
 }

@@ -2,6 +2,8 @@ package a2a
 
 import (
 	"errors"
+	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -72,12 +74,7 @@ type RemoteError struct {
 	HTTPStatus int
 	// Message says what happened, in words for the operator.
 	Message string
-	// Unsent marks a transport error that happened before the request
-	// left this host (the connection could not be made): the remote has
-	// not seen it. Any other transport error without an answer may have
-	// reached it.
-	Unsent bool
-	cause  error
+	cause   error
 }
 
 // Error says what was asked, the kind, the code, and what happened.
@@ -120,27 +117,24 @@ func (e *RemoteError) Is(target error) bool {
 // was unreachable or failing, not refusing.
 func (e *RemoteError) Retryable() bool { return e.Kind == RemoteTransport }
 
-// RemoteMayHaveArrived reports whether a failed request may have reached
-// the remote all the same: a transport error that came with no answer
-// (a timeout, a connection cut after the request was written, a 2xx
-// answer cut off while it was read), not one whose connection was never
-// made, and not an error status (an HTTP 5xx or 429 is the remote saying
-// it did not do it). A send that failed so may have
-// started the task: sending it again may run it twice.
-func RemoteMayHaveArrived(err error) bool {
-	var re *RemoteError
-	if !errors.As(err, &re) || re.Kind != RemoteTransport || re.Unsent {
-		return false
-	}
-	// No answer, or one that said it was taken (a 2xx cut off while it
-	// was read): an error status is the remote saying it did not.
-	return re.HTTPStatus == 0 || re.HTTPStatus/100 == 2
-}
-
 // RemoteRetryable reports whether err is a RemoteError worth trying again.
 func RemoteRetryable(err error) bool {
 	var re *RemoteError
 	return errors.As(err, &re) && re.Retryable()
+}
+
+// RemoteMayHaveReceived reports whether a failed call may have reached
+// the remote and been acted on: anything but a connection never made, or
+// an answer saying the request was not taken (503, 429). A timeout, a
+// connection broken before the answer, or a remote failing with a 5xx may
+// all follow work the remote started.
+func RemoteMayHaveReceived(err error) bool {
+	var re *RemoteError
+	if errors.As(err, &re) && (re.HTTPStatus == http.StatusServiceUnavailable || re.HTTPStatus == http.StatusTooManyRequests) {
+		return false
+	}
+	var op *net.OpError
+	return !errors.As(err, &op) || op.Op != "dial"
 }
 
 // excerptMax bounds how much of a remote's answer an error quotes.

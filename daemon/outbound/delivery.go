@@ -50,10 +50,17 @@ type delivery struct {
 	nextTryMs    int64
 }
 
-// begin starts delivering a task leased for the agent.
-func (r *remote) begin(ctx context.Context, task mailbox.Task, lease mailbox.Lease, m mode) {
+// begin starts delivering a task leased for the agent; remoteTaskID is
+// the remote's id of a task to follow.
+func (r *remote) begin(ctx context.Context, task mailbox.Task, lease mailbox.Lease, m mode, remoteTaskID string) {
 	ctx, cancel := context.WithCancel(ctx)
 	dl := &delivery{r: r, task: task, lease: lease, start: time.Now(), cancel: cancel, state: mailbox.DeliverySending}
+	if m == modeFollow {
+		// Listed as accepted from the start: a recovered delivery shown
+		// as sending, even for a moment, tells the operator it is sent
+		// again.
+		dl.state, dl.remoteTaskID = mailbox.DeliveryAccepted, remoteTaskID
+	}
 	if m == modeUnknown {
 		dl.state = mailbox.DeliveryUnknown
 		dl.lastErr = "it may have reached the remote before the daemon restarted, and the task is not idempotent: not sent again; requeue or force-error it"
@@ -313,13 +320,12 @@ func (dl *delivery) send(ctx context.Context) {
 			dl.postError(ctx, "the remote agent refused the task: "+err.Error())
 			return
 		}
-		if a2a.RemoteMayHaveArrived(err) && !dl.task.Idempotent() {
-			// No answer came, but the message may have reached the
-			// remote: sending it again could run the work twice, which
-			// only an operator may accept (a remote that dedupes on the
-			// messageId is safe; the mailbox cannot know it does).
-			r.d.log.Warn("the send may have reached the remote, and the task is not idempotent: not sent again; its lease is left for the operator", dl.attrs("err", err)...)
-			dl.park(mailbox.DeliveryUnknown, "the send may have reached the remote ("+err.Error()+"), and the task is not idempotent: not sent again; requeue or force-error it", outcomeUnknown)
+		if msg.TaskID == "" && !dl.task.Idempotent() && a2a.RemoteMayHaveReceived(err) {
+			// The remote may hold it (a timeout, a connection broken
+			// before the answer): sent again, a task that is not
+			// idempotent may be done twice.
+			r.d.log.Warn("sending a task that is not idempotent failed after it may have reached the remote: its lease is left for the operator (requeue or force-error it)", dl.attrs("err", err)...)
+			dl.park(mailbox.DeliveryUnknown, "the send failed after it may have reached the remote ("+err.Error()+"), and the task is not idempotent: not sent again; requeue or force-error it", outcomeUnknown)
 			return
 		}
 		wait := backoff(r.d.o.RetryMin, r.d.o.RetryMax, n)

@@ -14,7 +14,7 @@ const (
 	outcomeLate     = "late"     // the result was refused: the lease had changed
 	outcomeCanceled = "canceled" // a cancel or repair ended it
 	outcomeLost     = "lost"     // the remote forgot the task it had accepted
-	outcomeUnknown  = "unknown"  // after a restart, not known to be sent, not idempotent
+	outcomeUnknown  = "unknown"  // not known to be sent (a restart, a send that failed after it may have reached the remote), not idempotent
 )
 
 type stats struct {

@@ -146,7 +146,7 @@ func (r *remote) run(ctx context.Context) {
 		stopLeasing()
 		// What was leased is delivered, whatever ended the poll.
 		for _, lt := range got {
-			r.begin(ctx, lt.Task, lt.Lease, modeSend)
+			r.begin(ctx, lt.Task, lt.Lease, modeSend, "")
 		}
 		if err != nil && lctx.Err() == nil {
 			log.Warn("leasing a remote agent's tasks failed; trying again", "err", err)
@@ -446,14 +446,14 @@ func (r *remote) recover(ctx context.Context) {
 		switch {
 		case rec.AcceptedUnder(e.LeaseID):
 			r.d.log.Info("recovering a delivery the remote accepted: following it, never sending it again", "agent", r.agent, "task_id", e.Task.ID, "remote_task_id", rec.Remote.TaskID)
-			r.begin(ctx, e.Task, lease, modeFollow)
+			r.begin(ctx, e.Task, lease, modeFollow, rec.Remote.TaskID)
 		case e.Task.Idempotent():
 			r.d.log.Info("recovering an idempotent delivery the remote may not have: sending it again", "agent", r.agent, "task_id", e.Task.ID)
-			r.begin(ctx, e.Task, lease, modeSend)
+			r.begin(ctx, e.Task, lease, modeSend, "")
 		default:
 			r.d.log.Warn("a delivery may have reached the remote before the restart, and the task is not idempotent: its lease is left for the operator (requeue or force-error it)",
 				"agent", r.agent, "task_id", e.Task.ID, "lease_id", e.LeaseID)
-			r.begin(ctx, e.Task, lease, modeUnknown)
+			r.begin(ctx, e.Task, lease, modeUnknown, "")
 		}
 	}
 }

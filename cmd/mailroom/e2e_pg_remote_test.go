@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
+)
+
+var pgRemoteFailovers = flag.Int("pg.remote-failovers", 3, "kill -9 failovers of TestPostgresKill9RemoteDelivery (.ci/run runs 8)")
+
+// TestPostgresKill9RemoteDelivery is TestFaultKill9RemoteDelivery on
+// three `mailroom daemon` processes sharing one PostgreSQL schema: only
+// the leader delivers to the remote agent, the senders spread over every
+// instance (a follower forwards to the leader), and the leader is killed
+// with SIGKILL mid-delivery; a follower takes over and a new instance
+// joins. After every failover the new leader holds every acknowledged
+// send, follows the tasks the remote accepted under their leases (the
+// remote receives no non-idempotent task twice), sends the idempotent
+// ones again and leaves the rest unknown for the operator; every instance
+// holds the same mailbox. At the end the operator force-errors the
+// unknown ones and every task ends.
+func TestPostgresKill9RemoteDelivery(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url, t.Name())
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -fault.seed %d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed>>4))
+	remote := startE2ERemote(t, seed)
+	flags := append(remoteConfig(t), "--store", "postgres", "--postgres-url", url, "--postgres-schema", schema, "--postgres-campaign-interval", "50ms")
+	l := newRemoteLedger(t)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: remoteSends + 2}}
+	defer hc.CloseIdleConnections()
+
+	var procs []*proc
+	for range 3 {
+		procs = append(procs, startProc(t, t.TempDir(), flags...))
+	}
+	waitLeader := func(what string) *proc {
+		deadline := time.Now().Add(60 * time.Second) // a watchdog, not synchronisation
+		for {
+			if p := leaderOf(procs); p != nil {
+				return p
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no instance leads after 60s", what)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	clientOf := func(p *proc) *client.Client {
+		c, err := client.New(p.addr, client.WithHTTPClient(hc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	var killedMs int64
+	check := func(when string) (*proc, *client.Client) {
+		t.Helper()
+		leader := waitLeader(when)
+		c := clientOf(leader)
+		l.verify(c, leader.addr, remote, killedMs, when)
+		sameRemoteMailboxes(t, procs, leader, when)
+		if t.Failed() {
+			t.Fatalf("%s: stopping at the first failed check (seed %d); the leader's log:\n%s", when, seed, leader.out)
+		}
+		return leader, c
+	}
+
+	registerRemote(t, clientOf(waitLeader("registering the remote")), remote.srv.URL)
+	for i := range *pgRemoteFailovers {
+		leader, _ := check(fmt.Sprintf("failover %d", i))
+		var clients []*client.Client
+		for _, p := range procs {
+			clients = append(clients, clientOf(p))
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		wait := l.remoteLoad(ctx, clients, rng)
+		before := l.acks.Load()
+		leader.killDuringLoad(t, rng, fmt.Sprintf("failover %d", i), &l.killed, cancel, wait)
+		killedMs = time.Now().UnixMilli()
+		if l.acks.Load() == before {
+			t.Errorf("failover %d: no request was acknowledged in the load before the kill; the leader's log:\n%s", i, leader.out)
+		}
+		for j, p := range procs {
+			if p == leader {
+				procs = append(procs[:j], procs[j+1:]...)
+				break
+			}
+		}
+		procs = append(procs, startProc(t, t.TempDir(), flags...))
+	}
+	leader, c := check("after the last failover")
+	l.settle(c, leader.addr, remote)
+	if t.Failed() {
+		t.Fatalf("at the end (seed %d); the leader's log:\n%s", seed, leader.out)
+	}
+	t.Logf("%d failovers; %s", *pgRemoteFailovers, l.summary())
+	for _, p := range procs {
+		p.stop(t)
+	}
+}
+
+// sameRemoteMailboxes is sameMailboxes while the leader's dispatcher
+// still writes (acceptances and results of the deliveries it recovered):
+// it compares each instance's mailbox with the leader's at the same
+// event, reading both again until they stand at one.
+func sameRemoteMailboxes(t *testing.T, procs []*proc, leader *proc, when string) {
+	t.Helper()
+	for _, p := range procs {
+		if p == leader {
+			continue
+		}
+		deadline := time.Now().Add(60 * time.Second) // a watchdog, not synchronisation
+		for {
+			want, _ := daemontest.ReadSnapshot(t, "http://"+leader.addr)
+			got, _ := daemontest.ReadSnapshot(t, "http://"+p.addr)
+			if got.Seq == want.Seq {
+				if jsonOf(t, got.Tasks) != jsonOf(t, want.Tasks) || jsonOf(t, got.Results) != jsonOf(t, want.Results) {
+					t.Errorf("%s: instance %s at seq %d holds another mailbox than the leader", when, p.addr, got.Seq)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: instance %s and the leader never stood at the same event in 60s (last %d and %d)", when, p.addr, got.Seq, want.Seq)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
