@@ -1,15 +1,13 @@
 package a2a_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mailroom/mailroom/internal/remotetest"
 
 	"github.com/mailroom/mailroom/daemon/a2a"
 	"github.com/mailroom/mailroom/mailbox"
@@ -20,70 +18,6 @@ import (
 // v0.3) and 1.3.0 (JSON-RPC and HTTP+JSON v1.0). Without node or the
 // packages the test skips, except on CI (CI=true), where it fails: .ci/run
 // installs both.
-
-// nodeRemote starts the server for sdk ("v03" or "v1") and returns its
-// base URL; it stops with the test.
-func nodeRemote(t *testing.T, sdk string) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "interop", "node"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	unavailable := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format+" (on CI this fails)", args...)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		unavailable("node is not installed: install Node.js 20 or later to run the @a2a-js/sdk remote tests")
-	}
-	for _, pkg := range []string{"a2a-v03", "a2a-v1", "express"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
-			unavailable("%s has no node_modules/%s: run npm ci there", dir, pkg)
-		}
-	}
-	cmd := exec.Command(node, filepath.Join("remote", "server.mjs"), sdk)
-	cmd.Dir = dir
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting node: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("node server (%s) stderr:\n%s", sdk, stderr.String())
-		}
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	var hello struct{ URL string }
-	if err != nil || json.Unmarshal([]byte(line), &hello) != nil || hello.URL == "" {
-		t.Fatalf("node server (%s) did not say where it listens: %q, %v\n%s", sdk, line, err, stderr.String())
-	}
-	return hello.URL
-}
-
-func control(t *testing.T, base, what string) {
-	t.Helper()
-	resp, err := http.Post(base+"/control/"+what, "application/json", strings.NewReader("{}"))
-	if err != nil {
-		t.Fatalf("control %s: %v", what, err)
-	}
-	_ = resp.Body.Close()
-}
 
 type nodeSeen struct {
 	Path          string          `json:"path"`
@@ -116,7 +50,7 @@ func TestRemoteNodeSDK(t *testing.T) {
 	} {
 		t.Run(c.sdk+" "+c.want, func(t *testing.T) {
 			ctx := testCtx(t)
-			base := nodeRemote(t, c.sdk)
+			base := remotetest.NodeRemote(t, c.sdk)
 			auth := a2a.RemoteAuth{Bearer: "node-bearer", Header: "X-Api-Key", Value: "node-key"}
 			r, card := resolve(t, ctx, a2a.RemoteSpec{URL: base, Binding: c.binding}, auth)
 			if card.Binding != c.want || !card.Streaming || !strings.HasPrefix(card.Name, "JS Coder") || len(card.Skills) != 1 || card.Skills[0].Tags[0] != "js" {
@@ -225,7 +159,7 @@ func TestRemoteNodeSDK(t *testing.T) {
 				if got, err := r.Get(ctx, sent.ID); err != nil || got.Terminal() {
 					t.Fatalf("Get while slow: %+v, %v", got, err)
 				}
-				control(t, base, "release")
+				remotetest.Control(t, base, "release")
 				if res := outcome(t, poll(t, ctx, r, sent.ID)); contentText(res) != "slowly done" {
 					t.Fatalf("slow outcome %+v", res)
 				}
@@ -264,7 +198,7 @@ func TestRemoteNodeSDK(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				control(t, base, "restart")
+				remotetest.Control(t, base, "restart")
 				if _, err := r.Get(ctx, sent.ID); !errors.Is(err, a2a.ErrRemoteTaskNotFound) || a2a.RemoteRetryable(err) {
 					t.Fatalf("Get after a restart: %v; want ErrRemoteTaskNotFound", err)
 				}

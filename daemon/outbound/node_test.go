@@ -1,14 +1,12 @@
 package outbound_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mailroom/mailroom/internal/remotetest"
 
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/a2a"
@@ -19,70 +17,6 @@ import (
 // (interop/node/remote/server.mjs): @a2a-js/sdk 0.3.14 (JSON-RPC v0.3)
 // and 1.3.0 (JSON-RPC and HTTP+JSON v1.0), both streaming. Without node
 // or the packages the test skips, except on CI (CI=true), where it fails.
-
-// nodeRemote starts the server for sdk ("v03" or "v1") and returns its
-// base URL; it stops with the test.
-func nodeRemote(t *testing.T, sdk string) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "interop", "node"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	unavailable := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format+" (on CI this fails)", args...)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		unavailable("node is not installed: install Node.js 20 or later to run the @a2a-js/sdk remote tests")
-	}
-	for _, pkg := range []string{"a2a-v03", "a2a-v1", "express"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
-			unavailable("%s has no node_modules/%s: run npm ci there", dir, pkg)
-		}
-	}
-	cmd := exec.Command(node, filepath.Join("remote", "server.mjs"), sdk)
-	cmd.Dir = dir
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting node: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("node server (%s) stderr:\n%s", sdk, stderr.String())
-		}
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	var hello struct{ URL string }
-	if err != nil || json.Unmarshal([]byte(line), &hello) != nil || hello.URL == "" {
-		t.Fatalf("node server (%s) did not say where it listens: %q, %v\n%s", sdk, line, err, stderr.String())
-	}
-	return hello.URL
-}
-
-func control(t *testing.T, base, what string) {
-	t.Helper()
-	resp, err := http.Post(base+"/control/"+what, "application/json", strings.NewReader("{}"))
-	if err != nil {
-		t.Fatalf("control %s: %v", what, err)
-	}
-	_ = resp.Body.Close()
-}
 
 // nodeCredentials are the credentials each request reached the node
 // server with.
@@ -115,7 +49,7 @@ func TestNodeSDKRemotes(t *testing.T) {
 		{"v1", mailbox.BindingHTTPJSON10, mailbox.BindingHTTPJSON10},
 	} {
 		t.Run(c.sdk+" "+c.want, func(t *testing.T) {
-			base := nodeRemote(t, c.sdk)
+			base := remotetest.NodeRemote(t, c.sdk)
 			w := start(t, config.RemoteCredential{Agent: "js@remote", Header: "X-Api-Key", Value: "node-key-s3cret"})
 			if _, err := w.c.RegisterAgent(w.ctx, "js@remote", mailbox.AgentCard{Remote: &mailbox.RemoteSpec{URL: base, Binding: c.binding, Concurrency: 4}}); err != nil {
 				t.Fatal(err)
@@ -152,7 +86,7 @@ func TestNodeSDKRemotes(t *testing.T) {
 			// Slow work, then released.
 			id = w.send("planner@local", "js@remote", "slow work", false)
 			w.waitDelivery("js@remote", id, "accepted", func(d mailbox.DeliveryStatus) bool { return d.RemoteTaskID != "" })
-			control(t, base, "release")
+			remotetest.Control(t, base, "release")
 			if res := w.result("planner@local", id); res.Status != mailbox.StatusOK || text(res) != "slowly done" {
 				t.Fatalf("result %+v", res)
 			}
