@@ -18,15 +18,15 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// RemoteReports stands in front of a daemon as its dispatcher of remote
-// agents would report through engine.SetRemoteStatus: every agents
-// listing that passes (GET /a2a/agents and the `agents` blocks of GET
-// /a2a/events) gets, for each agent registered as remote, what Status
-// answers, exactly where the engine puts it (AgentInfo.Remote). Every
-// other request and byte passes unchanged. The daemon builds no
-// dispatcher yet and does not hand its engine out, so this is how
-// operator-facing tests (the console, the CLI) show what an operator
-// will see; it runs on 127.0.0.1, port 0.
+// RemoteReports stands in front of a daemon in place of its dispatcher's
+// reports on remote agents: every agents listing that passes (GET
+// /a2a/agents and the `agents` blocks of GET /a2a/events) gets, for each
+// agent registered as remote, what the status function answers, exactly
+// where the engine puts it (AgentInfo.Remote), replacing whatever the
+// daemon's own dispatcher reported. Every other request and byte passes
+// unchanged. Operator-facing tests (the console, the CLI) use it to show
+// what an operator sees of every state, which a real remote would have
+// to be driven into; it runs on 127.0.0.1, port 0.
 type RemoteReports struct {
 	URL string
 
@@ -36,7 +36,7 @@ type RemoteReports struct {
 
 // StartRemoteReports starts a proxy to the daemon at target (a base URL)
 // that reports status for its remote agents; status may be nil (reports
-// nothing) and replaced with Set.
+// nothing, whatever the daemon's dispatcher says) and replaced with Set.
 func StartRemoteReports(t testing.TB, target string, status func(agent string) *mailbox.RemoteStatus) *RemoteReports {
 	t.Helper()
 	u, err := url.Parse(target)
@@ -78,11 +78,9 @@ func (p *RemoteReports) fill(list []mailbox.AgentInfo) {
 	p.mu.Lock()
 	status := p.status
 	p.mu.Unlock()
-	if status == nil {
-		return
-	}
 	for i := range list {
-		if list[i].Card != nil && list[i].Card.Remote != nil {
+		list[i].Remote = nil
+		if status != nil && list[i].Card != nil && list[i].Card.Remote != nil {
 			list[i].Remote = status(list[i].Agent)
 		}
 	}
