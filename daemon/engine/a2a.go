@@ -2,12 +2,26 @@ package engine
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/mailroom/mailroom/mailbox"
 )
 
 // RegisterAgent registers agent's card, or replaces the card it has.
 func (e *Engine) RegisterAgent(ctx context.Context, agent string, card mailbox.AgentCard) (mailbox.RegisteredAgent, error) {
+	return e.register(ctx, agent, card, nil)
+}
+
+// RegisterAgentIf replaces agent's registration with card only while the
+// registration is still was (a conflict when it changed, or went): a
+// compare-and-set for the daemon's own updates of a card (the dispatcher
+// syncing a remote's card), which must never overwrite an operator's
+// registration made since it looked.
+func (e *Engine) RegisterAgentIf(ctx context.Context, agent string, card mailbox.AgentCard, was mailbox.RegisteredAgent) (mailbox.RegisteredAgent, error) {
+	return e.register(ctx, agent, card, &was)
+}
+
+func (e *Engine) register(ctx context.Context, agent string, card mailbox.AgentCard, was *mailbox.RegisteredAgent) (mailbox.RegisteredAgent, error) {
 	if err := mailbox.ValidateAgentID("agent", agent); err != nil {
 		return mailbox.RegisteredAgent{}, err
 	}
@@ -18,6 +32,12 @@ func (e *Engine) RegisterAgent(ctx context.Context, agent string, card mailbox.A
 	principal := mailbox.PrincipalFrom(ctx)
 	var out mailbox.RegisteredAgent
 	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
+		if was != nil {
+			if cur, ok := s.Registered(agent); !ok || !reflect.DeepEqual(cur, *was) {
+				return mailbox.Event{}, false, &mailbox.Error{Code: mailbox.CodeConflict,
+					Message: "agent " + agent + "'s registration changed since it was read; nothing was changed"}
+			}
+		}
 		return must(s.DecideRegister(agent, card, principal, now))
 	}, func(s *mailbox.State, ev mailbox.Event) { out, _ = s.Registered(agent) })
 	if err != nil {

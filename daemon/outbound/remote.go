@@ -242,7 +242,13 @@ func (r *remote) syncCard(ctx context.Context, spec mailbox.RemoteSpec, rc a2a.R
 	if sameCard(card, next) {
 		return
 	}
-	ra, err := r.d.eng.RegisterAgent(mailbox.WithPrincipal(ctx, Principal), r.agent, next)
+	// Only over the registration read above: an operator's made since
+	// wins, and the next resolve looks again.
+	ra, err := r.d.eng.RegisterAgentIf(mailbox.WithPrincipal(ctx, Principal), r.agent, next, cur)
+	if mailbox.ErrorCode(err) == mailbox.CodeConflict {
+		r.d.log.Info("the agent was registered again while its remote's card was read; the new registration stays", "agent", r.agent)
+		return
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			r.d.log.Warn("the remote's card cannot be registered as the agent's; the registered card stays", "agent", r.agent, "err", err)
