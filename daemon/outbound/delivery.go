@@ -336,6 +336,12 @@ func (dl *delivery) send(ctx context.Context) {
 		}
 	}
 	t := first.Task
+	if res, final := t.Outcome(); t.ID != "" && st == nil && final {
+		// Answered at once, finished or asking: its acceptance and its
+		// answer are recorded together, one sync.
+		dl.answered(ctx, client, t, res)
+		return
+	}
 	if t.ID != "" && !dl.accept(ctx, client, t) {
 		if st != nil {
 			st.Close()
@@ -482,6 +488,29 @@ func (dl *delivery) follow(ctx context.Context, remoteTaskID string) {
 }
 
 // post records the remote task's outcome under the lease guard.
+// answered records the remote's acceptance of a task it answered at once
+// and its answer, in one unit (engine.RemoteAnswered).
+func (dl *delivery) answered(ctx context.Context, client *a2a.Remote, t a2a.RemoteTask, res mailbox.Result) {
+	if dl.aborted.Load() {
+		return
+	}
+	dl.accepted(t.ID)
+	pctx, cancel := context.WithTimeout(mailbox.WithPrincipal(context.WithoutCancel(ctx), dl.r.agent), dl.r.d.o.CallTimeout)
+	defer cancel()
+	ref := mailbox.RemoteRef{TaskID: t.ID, ContextID: t.ContextID, Binding: client.Binding()}
+	err := dl.r.d.eng.RemoteAnswered(pctx, dl.task.ID, dl.lease.LeaseID, ref, res)
+	switch {
+	case err == nil:
+		dl.r.d.stats.posted(res.Status, dl.start)
+		dl.r.d.log.Info("remote agent's answer posted", dl.attrs("status", res.Status, "remote_task_id", t.ID)...)
+	case mailbox.ErrorCode(err) == mailbox.CodeConflict || mailbox.ErrorCode(err) == mailbox.CodeNotFound:
+		dl.r.d.stats.ended(outcomeLate)
+		dl.r.d.log.Info("late result dropped: the lease it was delivered under has ended", dl.attrs("status", res.Status, "remote_task_id", t.ID, "err", err)...)
+	default:
+		dl.r.d.log.Error("recording the remote agent's answer failed; its lease stays for the operator", dl.attrs("status", res.Status, "remote_task_id", t.ID, "err", err)...)
+	}
+}
+
 func (dl *delivery) post(ctx context.Context, t a2a.RemoteTask) {
 	res, _ := t.Outcome()
 	dl.postResult(ctx, res)
