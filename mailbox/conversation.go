@@ -254,8 +254,9 @@ func (s *State) ask(t *taskRec, ev Event) {
 	s.waiting[t.Task.ID] = t
 }
 
-// dropPendingResult forgets a task's pending result, if it has one (a
-// question answered or overtaken before its sender drained it).
+// dropPendingResult forgets a task's pending result, if it has one: one
+// drained, or a question answered or overtaken before its sender drained
+// it.
 func (s *State) dropPendingResult(taskID string) {
 	r, ok := s.results[taskID]
 	if !ok {

@@ -238,17 +238,10 @@ func (s *State) DecideDrain(sender string, nowMs int64) (ev Event, res PendingRe
 // applyDrain hands a pending result to its sender: the task is done and
 // remembered for RetainDone more drains.
 func (s *State) applyDrain(ev Event) error {
-	r, ok := s.results[ev.TaskID]
-	if !ok {
+	if _, ok := s.results[ev.TaskID]; !ok {
 		return fmt.Errorf("task %s has no pending result", ev.TaskID)
 	}
-	s.resultsAll.Remove(r)
-	h := s.bySender[r.Sender]
-	h.Remove(r)
-	if h.Len() == 0 {
-		delete(s.bySender, r.Sender)
-	}
-	delete(s.results, ev.TaskID)
+	s.dropPendingResult(ev.TaskID)
 	if t, ok := s.tasks[ev.TaskID]; ok {
 		t.addHistory(ev)
 		if t.State == TaskWaiting {
