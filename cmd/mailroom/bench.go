@@ -43,24 +43,26 @@ const benchSummary = "measure a daemon with sender/recipient pairs running full 
 // With --remote it prints bench.RemoteReport instead:
 //
 //	kind ("mailroom_bench_remote"), target, embedded, data_fs, volatile_log,
-//	warnings [string], senders, duration_s (each way), rounds,
-//	payload_bytes, a2a_url, agent, binding, concurrency, remote and direct
-//	{tasks, elapsed_s, tasks_per_s, latency {count, p50_ms, p90_ms,
-//	p99_ms, max_ms}, connections}, ratio (remote's tasks_per_s over
-//	direct's), per_round [{way, tasks, elapsed_s, tasks_per_s,
-//	connections}], durable {checked,
+//	warnings [string], senders, via ("a2a" or "native"), duration_s (each
+//	way), rounds, payload_bytes, a2a_url, agent, binding, concurrency,
+//	remote, relay and direct {tasks, elapsed_s, tasks_per_s, latency
+//	{count, p50_ms, p90_ms, p99_ms, max_ms}, connections}, ratio (remote's
+//	tasks_per_s over direct's), relay_ratio (relay's over direct's),
+//	of_relay (remote's over relay's), per_round [{way, tasks, elapsed_s,
+//	tasks_per_s, connections}], durable {checked,
 //	complete, missing, ok, note}, errors {"way step: kind": n},
 //	errors_total, daemon {as above}, events_per_task
 func runBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "bench",
 		summary: benchSummary,
-		usage:   "[--addr URL | --embedded [--dir DIR]] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K] [--rate R] [--pipeline | --batch B [--wait D]] [--remote [--rounds N] [--a2a-addr HOST:PORT]] [--json]",
+		usage:   "[--addr URL | --embedded [--dir DIR]] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K] [--rate R] [--pipeline | --batch B [--wait D]] [--remote [--via a2a|native] [--rounds N] [--a2a-addr HOST:PORT]] [--json]",
 		example: "mailroom bench --embedded --pairs 16 --duration 10s\n" +
 			"mailroom bench --embedded --dir /var/lib   # measure the disk the mailbox will live on\n" +
 			"mailroom bench --embedded --fanout 200 --rate 500 --json   # 200 consoles at 2,000 events/s\n" +
 			"mailroom bench --embedded --batch 32 --wait 1s   # 32 tasks a request; leases and drains long-poll\n" +
-			"mailroom bench --embedded --remote --pairs 16 --duration 10s   # 16 senders to a remote A2A agent, beside 16 callers calling it directly",
+			"mailroom bench --embedded --remote --pairs 16 --duration 10s   # 16 A2A callers through mailroom to a remote A2A agent, through a plain proxy, and directly\n" +
+			"mailroom bench --embedded --remote --via native   # native senders (send, then drain) instead of A2A callers",
 	})
 	addr := e.getenv("MAILROOM_ADDR")
 	if addr == "" {
@@ -79,8 +81,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	batch := fs.Int("batch", 1, "tasks per request: each pair sends B tasks in one request, leases and drains up to B a request and posts B results in one (cycles counted per task; the cycle latency is a round's)")
 	wait := fs.Duration("wait", 0, "with --batch: how long leases and drains long-poll for work not there yet (at most 20s)")
 	idle := fs.Int("idle-workers", 0, "measure long polls instead: K workers wait on empty queues (for --wait, default 20s); reports their requests/s while idle and the delay from a send to a waiting worker's lease")
-	remote := fs.Bool("remote", false, "measure remote delivery instead: --pairs senders send tasks to a remote agent (an A2A server in this process that answers at once) through the daemon and drain the results, alternating with as many callers calling that server directly; --duration is each way's time in all")
-	rounds := fs.Int("rounds", bench.DefaultRounds, "with --remote: how many rounds each way's --duration is split in (remote, direct, remote, direct, ...)")
+	remote := fs.Bool("remote", false, "measure remote delivery instead: --pairs senders send tasks to a remote agent (an A2A server in this process that answers at once) through the daemon, alternating with as many callers calling that server with the same client through a plain reverse proxy, and directly; --duration is each way's time in all")
+	via := fs.String("via", bench.ViaA2A, "with --remote: how the senders reach the remote agent: a2a (an A2A client's blocking message/send to the agent's card on the daemon, the client the other ways use) or native (send, then a long-polled drain)")
+	rounds := fs.Int("rounds", bench.DefaultRounds, "with --remote: how many rounds each way's --duration is split in (remote, relay, direct, remote, ...)")
 	a2aAddr := fs.String("a2a-addr", "127.0.0.1:0", "with --remote: where the in-process A2A server listens (the daemon must reach it there)")
 	asJSON := fs.Bool("json", false, "print one JSON object with every figure")
 	if _, err := parseExact(fs, args); err != nil {
@@ -121,8 +124,10 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return usagef("--remote measures remote delivery alone; drop --batch, --wait, --pipeline, --fanout, --rate and --idle-workers")
 	case *remote && *pairs > mailbox.MaxRemoteConcurrency:
 		return usagef("--pairs: got %d with --remote, expected at most %d (the remote agent's concurrency is sized to the senders)", *pairs, mailbox.MaxRemoteConcurrency)
-	case !*remote && (set["rounds"] || set["a2a-addr"]):
-		return usagef("--rounds and --a2a-addr: only --remote has rounds and an A2A server")
+	case !*remote && (set["rounds"] || set["a2a-addr"] || set["via"]):
+		return usagef("--rounds, --via and --a2a-addr: only --remote has rounds, senders that choose a way in and an A2A server")
+	case *via != bench.ViaA2A && *via != bench.ViaNative:
+		return usagef("--via: got %q, expected a2a or native", *via)
 	case *rounds < 1:
 		return usagef("--rounds: got %d, expected at least 1", *rounds)
 	case *remote && *duration < time.Duration(*rounds)*time.Millisecond:
@@ -138,7 +143,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	// The progress lines and the retry notices of every pair share stderr.
 	stderr := &serialWriter{w: e.stderr}
 	if *remote {
-		ropts := bench.RemoteOptions{Addr: addr, Token: *token, Senders: *pairs, Duration: *duration, Rounds: *rounds,
+		ropts := bench.RemoteOptions{Addr: addr, Token: *token, Senders: *pairs, Via: *via, Duration: *duration, Rounds: *rounds,
 			PayloadBytes: *payload, A2AAddr: *a2aAddr, Progress: stderr}
 		rep, err := benchRemote(ctx, *embedded, *dir, ropts)
 		if err != nil {
@@ -326,7 +331,11 @@ func printBenchRemote(w io.Writer, r bench.RemoteReport) {
 			target += " (log on " + r.DataFS + ")"
 		}
 	}
-	fmt.Fprintf(w, "mailroom bench --remote: %s, %d senders, %s each way in %d rounds (remote, direct, ...), payload %d B\n", target, r.Senders,
+	how := "A2A callers (blocking message/send to the agent's card on the daemon)"
+	if r.Via == bench.ViaNative {
+		how = "native senders (send, then drain)"
+	}
+	fmt.Fprintf(w, "mailroom bench --remote: %s, %d %s, %s each way in %d rounds (remote, relay, direct, ...), payload %d B\n", target, r.Senders, how,
 		time.Duration(r.DurationS*float64(time.Second)), r.Rounds, r.PayloadBytes)
 	fmt.Fprintf(w, "A2A server in this process at %s (answers at once); remote agent %s, binding %s, concurrency %d\n", r.A2AURL, r.Agent, r.Binding, r.Concurrency)
 	for _, warning := range r.Warnings {
@@ -338,11 +347,12 @@ func printBenchRemote(w io.Writer, r bench.RemoteReport) {
 	for _, x := range []struct {
 		name string
 		f    bench.WayFigures
-	}{{"through mailroom", r.Remote}, {"direct", r.Direct}} {
+	}{{"through mailroom", r.Remote}, {"through a proxy", r.Relay}, {"direct", r.Direct}} {
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t\n", x.name, x.f.Tasks, x.f.TasksPerS, x.f.Latency.P50, x.f.Latency.P90, x.f.Latency.P99, x.f.Latency.Max, x.f.Connections)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "ratio     %.2f of direct (through mailroom's tasks/s over direct's)\n", r.Ratio)
+	fmt.Fprintf(w, "ratio     %.2f of direct (through mailroom's tasks/s over direct's); %.2f of the proxy's\n", r.Ratio, r.OfRelay)
+	fmt.Fprintf(w, "          the proxy (net/http/httputil, keeping nothing): %.2f of direct, the floor of any hop in front of the server here\n", r.RelayRatio)
 	fmt.Fprintln(w, "          (connections: those the A2A server accepted from each way's client; about one per sender is a client that keeps them)")
 	fmt.Fprint(w, "rounds   ")
 	for _, rf := range r.PerRound {

@@ -11,14 +11,24 @@ import (
 )
 
 // TestBenchRemoteEmbeddedJSON is a short --remote run against an embedded
-// daemon, whose real dispatcher delivers to the bench's A2A server: both
-// ways complete tasks, round by round in turn; every task delivered
-// through the daemon had its result drained and its five events made
-// durable; and the JSON object has exactly the documented keys. Nothing
-// is asserted of speed.
+// daemon, whose real dispatcher delivers to the bench's A2A server, with
+// A2A callers and with native senders: the three ways complete tasks,
+// round by round in turn; every task delivered through the daemon had its
+// result delivered (drained) and its five events made durable; and the
+// JSON object has exactly the documented keys. Nothing is asserted of
+// speed.
 func TestBenchRemoteEmbeddedJSON(t *testing.T) {
 	t.Parallel()
-	o := benchCLI(t, nil, "--embedded", "--remote", "--pairs", "2", "--duration", "400ms", "--rounds", "2", "--json")
+	for _, via := range []string{"a2a", "native"} {
+		t.Run(via, func(t *testing.T) {
+			t.Parallel()
+			testBenchRemoteEmbeddedJSON(t, via)
+		})
+	}
+}
+
+func testBenchRemoteEmbeddedJSON(t *testing.T, via string) {
+	o := benchCLI(t, nil, "--embedded", "--remote", "--via", via, "--pairs", "2", "--duration", "400ms", "--rounds", "2", "--json")
 	if o.code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)
 	}
@@ -28,19 +38,20 @@ func TestBenchRemoteEmbeddedJSON(t *testing.T) {
 		t.Fatalf("stdout is not one JSON object (%v):\n%s", err, o.stdout)
 	}
 	wantTop := []string{"a2a_url", "agent", "binding", "concurrency", "daemon", "data_fs", "direct", "durable", "duration_s", "embedded", "errors",
-		"errors_total", "events_per_task", "kind", "payload_bytes", "per_round", "ratio", "remote", "rounds", "senders", "target", "volatile_log", "warnings"}
+		"errors_total", "events_per_task", "kind", "of_relay", "payload_bytes", "per_round", "ratio", "relay", "relay_ratio", "remote", "rounds", "senders",
+		"target", "via", "volatile_log", "warnings"}
 	if got := keys(rep); !slices.Equal(got, wantTop) {
 		t.Errorf("keys = %v, want %v", got, wantTop)
 	}
 	if rep["kind"] != "mailroom_bench_remote" || rep["target"] != "embedded" || rep["senders"] != 2.0 || rep["concurrency"] != 2.0 ||
-		rep["binding"] != "jsonrpc-0.3" || rep["rounds"] != 2.0 {
-		t.Errorf("kind %v, target %v, senders %v, concurrency %v, binding %v, rounds %v", rep["kind"], rep["target"], rep["senders"],
-			rep["concurrency"], rep["binding"], rep["rounds"])
+		rep["binding"] != "jsonrpc-0.3" || rep["rounds"] != 2.0 || rep["via"] != via {
+		t.Errorf("kind %v, target %v, senders %v, concurrency %v, binding %v, rounds %v, via %v", rep["kind"], rep["target"], rep["senders"],
+			rep["concurrency"], rep["binding"], rep["rounds"], rep["via"])
 	}
 	if rep["errors_total"] != 0.0 {
 		t.Errorf("errors = %v", rep["errors"])
 	}
-	for _, way := range []string{"remote", "direct"} {
+	for _, way := range []string{"remote", "relay", "direct"} {
 		w := object(t, rep, way)
 		if got, want := keys(w), []string{"connections", "elapsed_s", "latency", "tasks", "tasks_per_s"}; !slices.Equal(got, want) {
 			t.Errorf("%s keys = %v, want %v", way, got, want)
@@ -52,14 +63,16 @@ func TestBenchRemoteEmbeddedJSON(t *testing.T) {
 			t.Errorf("%s: %v latency samples for %v tasks", way, lat["count"], w["tasks"])
 		}
 	}
-	if r, _ := rep["ratio"].(float64); r <= 0 {
-		t.Errorf("ratio = %v, want a positive ratio", rep["ratio"])
+	for _, k := range []string{"ratio", "relay_ratio", "of_relay"} {
+		if r, _ := rep[k].(float64); r <= 0 {
+			t.Errorf("%s = %v, want a positive ratio", k, rep[k])
+		}
 	}
 	var ways []string
 	for _, r := range rep["per_round"].([]any) {
 		ways = append(ways, r.(map[string]any)["way"].(string))
 	}
-	if want := []string{"remote", "direct", "remote", "direct"}; !slices.Equal(ways, want) {
+	if want := []string{"remote", "relay", "direct", "remote", "relay", "direct"}; !slices.Equal(ways, want) {
 		t.Errorf("rounds ran %v, want %v", ways, want)
 	}
 	d := object(t, rep, "durable")
@@ -85,8 +98,9 @@ func TestBenchRemoteAgainstAddr(t *testing.T) {
 	if o.code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", o.code, o.stderr)
 	}
-	for _, want := range []string{"mailroom bench --remote: daemon at " + addr + ", 3 senders, 300ms each way in 1 rounds",
-		"binding jsonrpc-0.3, concurrency 3", "through mailroom", "direct", "ratio ", "of direct", "durable   yes", "errors    0", "events per task"} {
+	for _, want := range []string{"mailroom bench --remote: daemon at " + addr + ", 3 A2A callers (blocking message/send to the agent's card on the daemon), 300ms each way in 1 rounds",
+		"binding jsonrpc-0.3, concurrency 3", "through mailroom", "through a proxy", "direct", "ratio ", "of direct", "of the proxy's", "the floor of any hop",
+		"durable   yes", "errors    0", "events per task"} {
 		if !strings.Contains(o.stdout, want) {
 			t.Errorf("summary does not say %q:\n%s", want, o.stdout)
 		}
@@ -121,8 +135,10 @@ func TestBenchRemoteUsage(t *testing.T) {
 		{[]string{"--embedded", "--remote", "--pairs", "0"}, "--pairs: got 0"},
 		{[]string{"--embedded", "--remote", "--rounds", "0"}, "--rounds: got 0, expected at least 1"},
 		{[]string{"--embedded", "--remote", "--rounds", "4", "--duration", "2ms"}, "--duration: got 2ms for 4 rounds"},
-		{[]string{"--embedded", "--rounds", "2"}, "--rounds and --a2a-addr: only --remote"},
-		{[]string{"--embedded", "--a2a-addr", "127.0.0.1:0"}, "--rounds and --a2a-addr: only --remote"},
+		{[]string{"--embedded", "--rounds", "2"}, "--rounds, --via and --a2a-addr: only --remote"},
+		{[]string{"--embedded", "--a2a-addr", "127.0.0.1:0"}, "--rounds, --via and --a2a-addr: only --remote"},
+		{[]string{"--embedded", "--via", "native"}, "--rounds, --via and --a2a-addr: only --remote"},
+		{[]string{"--embedded", "--remote", "--via", "grpc"}, `--via: got "grpc", expected a2a or native`},
 		{[]string{"--remote", "--dir", "/tmp"}, `--dir "/tmp": only an --embedded daemon`},
 	}
 	for _, tt := range tests {

@@ -64,17 +64,17 @@ type Service interface {
 type Feed interface {
 	Status() mailbox.Status
 	Task(ctx context.Context, id string) (mailbox.TaskRecord, error)
-	// SubscribeBuffered subscribes as mailbox.Service.Subscribe does,
-	// with a buffer of its own.
-	SubscribeBuffered(ctx context.Context, after *uint64, buffer int) (mailbox.Subscription, error)
+	// SubscribeTask subscribes as mailbox.Service.Subscribe does, with a
+	// buffer of its own, to the events of one task (and snapshots); after
+	// nil is from now, with neither snapshot nor replay.
+	SubscribeTask(ctx context.Context, after *uint64, buffer int, id string) (mailbox.Subscription, error)
 }
 
 // followBuffer is how far one followed task's subscription may fall
-// behind the log before it is cut off and resumes from its position: a
-// follower reads every event to find its task's, and a console-sized
-// buffer (a megabyte) for each blocking send would cost more than the
-// rare reconnect.
-var followBuffer = 256
+// behind before it is cut off and resumes from its position. It carries
+// only that task's events (Feed.SubscribeTask), a handful a turn, so a
+// small buffer is plenty, and a blocking send allocates little for it.
+var followBuffer = 16
 
 // Edge is the A2A server of every registered agent.
 type Edge struct {

@@ -8,3 +8,10 @@ func SetFollowBuffer(n int) int {
 	followBuffer = n
 	return old
 }
+
+// HoldFollowers makes every follower call hold as it takes an event off
+// its subscription, until the returned func undoes it.
+func HoldFollowers(hold func()) (undo func()) {
+	followHold = hold
+	return func() { followHold = nil }
+}

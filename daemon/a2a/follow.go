@@ -9,6 +9,10 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
+// followHold, set by tests only, runs as a follower takes each event off
+// its subscription: a test holds a follower there to make it fall behind.
+var followHold func()
+
 // streamEvent is one event of a task's stream.
 type streamEvent struct {
 	kind  string // "task", "status" or "artifact"
@@ -32,15 +36,20 @@ type streamEvent struct {
 // sent for a heartbeat interval.
 func (e *Edge) follow(ctx context.Context, id string, after *uint64, initial bool, emit func(streamEvent) error, ping func() error) error {
 	var pos uint64
+	var sub mailbox.Subscription
+	var err error
 	if after != nil {
 		// Resume: the log replays every change after the position.
 		pos = *after
+		sub, err = e.feed.SubscribeTask(ctx, &pos, followBuffer, id)
 	} else {
 		// From now: subscribe before reading the task, so every change
-		// after the read is on the subscription.
+		// after the read is on the subscription. pos is where a follower
+		// cut off resumes from until it has seen an event: at most the
+		// seq the subscription starts at.
 		pos = e.feed.Status().LastSeq
+		sub, err = e.feed.SubscribeTask(ctx, nil, followBuffer, id)
 	}
-	sub, err := e.feed.SubscribeBuffered(ctx, &pos, followBuffer)
 	if err != nil {
 		return err
 	}
@@ -86,11 +95,14 @@ func (e *Edge) follow(ctx context.Context, id string, after *uint64, initial boo
 			}
 			continue
 		case ev, ok := <-sub.Events():
+			if followHold != nil {
+				followHold()
+			}
 			if !ok {
 				if errors.Is(sub.Err(), mailbox.ErrSlowSubscriber) {
 					// Catch up from the log where the buffer overflowed.
 					sub.Close()
-					if sub, err = e.feed.SubscribeBuffered(ctx, &pos, followBuffer); err != nil {
+					if sub, err = e.feed.SubscribeTask(ctx, &pos, followBuffer, id); err != nil {
 						return err
 					}
 					continue

@@ -140,35 +140,54 @@ func TestBlockingSendAnswersAtTheBound(t *testing.T) {
 	}
 }
 
-// A follower cut off for falling behind (a tiny buffer, a flood of other
-// tasks' events) resumes from where it was, and its stream still shows
-// every change of its task.
+// A follower cut off for falling behind (a tiny buffer, held while its
+// task changes many times) resumes from where it was, and its stream
+// still shows every change of its task. Other tasks' events never reach
+// it: a flood of them does not make it fall behind.
 func TestAFollowerCutOffResumes(t *testing.T) {
 	defer a2a.SetFollowBuffer(a2a.SetFollowBuffer(2))
 	it := newInterop(t, daemontest.Options{})
 	base := it.register("coder@local")
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	defer a2a.HoldFollowers(func() {
+		once.Do(func() {
+			close(held)
+			<-release
+		})
+	})()
 	resp := openStream(t, base, `{"jsonrpc":"2.0","id":9,"method":"message/stream","params":{"message":{"kind":"message","role":"user","messageId":"f1","parts":[{"kind":"text","text":"follow me"}]}}}`)
 	defer resp.Body.Close()
-	// Many writers at once: group commit settles their events in bursts,
-	// faster than a follower with a buffer of two takes them.
-	flood := func() {
-		var wg sync.WaitGroup
-		for w := range 16 {
-			wg.Go(func() {
-				for i := range 20 {
-					if _, err := it.native.Send(it.ctx, mailbox.Task{Sender: "planner@local", Recipient: "other@local", IntentText: "noise " + strconv.Itoa(w*100+i)}); err != nil {
-						t.Error(err)
-						return
-					}
+	// Many writers at once, to other agents: none of it is the
+	// follower's to take.
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := range 20 {
+				if _, err := it.native.Send(it.ctx, mailbox.Task{Sender: "planner@local", Recipient: "other@local", IntentText: "noise " + strconv.Itoa(w*100+i)}); err != nil {
+					t.Error(err)
+					return
 				}
-			})
-		}
-		wg.Wait()
+			}
+		})
 	}
-	flood()
+	wg.Wait()
+	cutBefore := it.metric("mailroom_sse_subscribers_cut_total")
+	// The task's first change holds its follower; three more leases and
+	// requeues pile up behind it, past its buffer of two.
 	task, lease := it.lease("coder@local")
-	flood()
+	<-held
+	for range 3 {
+		if _, err := it.native.Repair(it.ctx, mailbox.RepairRequest{TaskID: task.ID, Reason: "test: churn", Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: lease.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted}}); err != nil {
+			t.Fatal(err)
+		}
+		task, lease = it.lease("coder@local")
+	}
 	it.answer(task, lease, mailbox.StatusOK, "followed")
+	if got := it.metric("mailroom_sse_subscribers_cut_total"); got != cutBefore+1 {
+		t.Fatalf("subscribers cut: %v, then %v; want the held follower cut off once (and nothing cut by the flood)", cutBefore, got)
+	}
+	close(release)
 	rd := ssetest.NewReader(resp.Body)
 	var states []string
 	for {
@@ -179,7 +198,6 @@ func TestAFollowerCutOffResumes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data := b.Data
 		var ev struct {
 			Result struct {
 				Kind   string `json:"kind"`
@@ -188,12 +206,27 @@ func TestAFollowerCutOffResumes(t *testing.T) {
 				} `json:"status"`
 			} `json:"result"`
 		}
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			t.Fatalf("event %s: %v", data, err)
+		if err := json.Unmarshal([]byte(b.Data), &ev); err != nil {
+			t.Fatalf("event %s: %v", b.Data, err)
 		}
 		states = append(states, ev.Result.Kind+":"+ev.Result.Status.State)
 	}
-	if want := "task:submitted status-update:working artifact-update: status-update:completed"; strings.Join(states, " ") != want {
-		t.Fatalf("stream of a follower that fell behind: %v, want %s", states, want)
+	want := "task:submitted" + strings.Repeat(" status-update:working status-update:submitted", 3) + " status-update:working artifact-update: status-update:completed"
+	if strings.Join(states, " ") != want {
+		t.Fatalf("stream of a follower that fell behind:\n%v\nwant\n%s", strings.Join(states, " "), want)
 	}
+}
+
+// metric reads one plain figure of the daemon's /metrics.
+func (it *interop) metric(name string) float64 {
+	it.t.Helper()
+	m, err := it.native.MetricsJSON(it.ctx)
+	if err != nil {
+		it.t.Fatal(err)
+	}
+	var v float64
+	if err := json.Unmarshal(m[name], &v); err != nil {
+		it.t.Fatalf("metric %s = %s: %v", name, m[name], err)
+	}
+	return v
 }

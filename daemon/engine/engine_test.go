@@ -288,3 +288,60 @@ func TestSlowSubscriberIsCutOthersComplete(t *testing.T) {
 		t.Fatalf("stalled subscriber: %d events, err %v; want cut off as slow", n, stalled.Err())
 	}
 }
+
+// A task's subscription carries that task's events and no other's, live
+// from now (no snapshot, no replay) or replayed from a position, and a
+// snapshot when the position was compacted away.
+func TestSubscribeTaskCarriesOnlyItsTask(t *testing.T) {
+	e := open(t, t.TempDir(), Options{})
+	ctx := context.Background()
+	mustSend(t, e, "p", "b") // seq 1, before the subscription
+	id := mustSend(t, e, "p", "a")
+	now, err := e.SubscribeTask(ctx, nil, 4, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer now.Close()
+	from := uint64(1)
+	replayed, err := e.SubscribeTask(ctx, &from, 4, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replayed.Close()
+	// Other tasks' events, before and after this task's.
+	mustSend(t, e, "p", "b")
+	_, l := mustLease(t, e, "a") // this task: seq 4
+	mustSend(t, e, "p", "b")
+	if err := e.PostResult(ctx, mailbox.Result{TaskID: id, Status: mailbox.StatusOK, LeaseID: l.LeaseID}); err != nil { // seq 6
+		t.Fatal(err)
+	}
+	got := collect(t, now, 2)
+	if got[0].Seq != 4 || got[0].Type != mailbox.EventTaskLeased || got[1].Seq != 6 || got[1].Type != mailbox.EventResultPosted {
+		t.Fatalf("from now: %s@%d %s@%d, want the lease at 4 and the result at 6", got[0].Type, got[0].Seq, got[1].Type, got[1].Seq)
+	}
+	got = collect(t, replayed, 3)
+	if got[0].Seq != 2 || got[0].Type != mailbox.EventTaskSent || got[1].Seq != 4 || got[2].Seq != 6 {
+		t.Fatalf("replayed from 1: seqs %d %d %d, want its send at 2, then 4 and 6", got[0].Seq, got[1].Seq, got[2].Seq)
+	}
+	// Nothing of the other tasks follows.
+	mustSend(t, e, "p", "b")
+	select {
+	case ev := <-now.Events():
+		t.Fatalf("another task's event reached the task's subscription: %s@%d", ev.Type, ev.Seq)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := e.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := e.SubscribeTask(ctx, &from, 4, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gone.Close()
+	if got := collect(t, gone, 1); got[0].Type != mailbox.EventSnapshot {
+		t.Fatalf("resume from a compacted position: %s, want a snapshot", got[0].Type)
+	}
+	if _, err := e.SubscribeTask(ctx, nil, 4, ""); mailbox.ErrorCode(err) != mailbox.CodeInvalid {
+		t.Fatalf("a task subscription without a task: %v, want invalid", err)
+	}
+}

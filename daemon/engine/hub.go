@@ -31,6 +31,9 @@ func (h *hub) publish(ev mailbox.Event) {
 	// ev.Encoded was made once, when the event was decided: the log wrote
 	// those bytes, and every subscriber's stream writes them too.
 	for s := range h.subs {
+		if s.only != "" && !concerns(ev, s.only) {
+			continue
+		}
 		select {
 		case s.live <- ev:
 		default:
@@ -140,9 +143,13 @@ type subscription struct {
 	// internal marks the daemon's own subscriber (the dispatcher), which
 	// the subscriber gauge does not count: it counts event streams.
 	internal bool
-	live     chan mailbox.Event // filled by publish, bounded
-	out      chan mailbox.Event // what the subscriber reads
-	cancel   context.CancelFunc
+	// only, when set, is the one task the subscriber follows: publish and
+	// the catch-up pass it only that task's events (and snapshots), so
+	// a follower of one task is not woken for every other's.
+	only   string
+	live   chan mailbox.Event // filled by publish, bounded
+	out    chan mailbox.Event // what the subscriber reads
+	cancel context.CancelFunc
 
 	// The agents listing, for a subscriber that asked (wantAgents): the hub
 	// offers it to agentsIn, and the pump hands it on to agentsOut once the
@@ -193,17 +200,37 @@ func (e *Engine) Subscribe(ctx context.Context, after *uint64) (mailbox.Subscrip
 // position when cut off, so it takes a small one rather than the
 // consoles' megabyte.
 func (e *Engine) SubscribeBuffered(ctx context.Context, after *uint64, buffer int) (mailbox.Subscription, error) {
-	return e.subscribe(ctx, after, buffer, false)
+	return e.subscribe(ctx, after, buffer, false, "")
+}
+
+// SubscribeTask is SubscribeBuffered for one task: the subscriber gets
+// only the events that concern task id (those that carry it as their
+// task_id or their task), and snapshots; seqs in between are skipped. It
+// is what the A2A edge follows a task with: a blocking send or a stream
+// is then woken for its own task's events, not for every event of the
+// mailbox. Without a position it starts at the durable seq of the moment,
+// with neither a snapshot nor a replay: the follower reads the task after
+// subscribing, and every later change is on the subscription.
+func (e *Engine) SubscribeTask(ctx context.Context, after *uint64, buffer int, id string) (mailbox.Subscription, error) {
+	if id == "" {
+		return nil, mailbox.Invalidf("task_id", "task_id: expected the id of the task to follow")
+	}
+	return e.subscribe(ctx, after, buffer, false, id)
+}
+
+// concerns reports whether ev is about task id.
+func concerns(ev mailbox.Event, id string) bool {
+	return ev.Type == mailbox.EventSnapshot || ev.TaskID == id || (ev.Task != nil && ev.Task.ID == id)
 }
 
 // SubscribeInternal is Subscribe for the daemon's own components (the
 // dispatcher): the same feed, not counted among the event streams in
 // mailroom_sse_subscribers.
 func (e *Engine) SubscribeInternal(ctx context.Context, after *uint64) (mailbox.Subscription, error) {
-	return e.subscribe(ctx, after, e.opts.SubscriberBuffer, true)
+	return e.subscribe(ctx, after, e.opts.SubscriberBuffer, true, "")
 }
 
-func (e *Engine) subscribe(ctx context.Context, after *uint64, buffer int, internal bool) (mailbox.Subscription, error) {
+func (e *Engine) subscribe(ctx context.Context, after *uint64, buffer int, internal bool, only string) (mailbox.Subscription, error) {
 	if e.closed.Load() {
 		return nil, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down")
 	}
@@ -222,12 +249,16 @@ func (e *Engine) subscribe(ctx context.Context, after *uint64, buffer int, inter
 	// The two buffers together hold buffer events: how far a subscriber
 	// may fall behind before it is cut off.
 	ready := min(subscriberOut, buffer/2)
-	s := &subscription{internal: internal, live: make(chan mailbox.Event, buffer-ready), out: make(chan mailbox.Event, ready), cancel: cancel,
+	s := &subscription{internal: internal, only: only, live: make(chan mailbox.Event, buffer-ready), out: make(chan mailbox.Event, ready), cancel: cancel,
 		agentsIn: make(chan mailbox.AgentsUpdate, 1), agentsOut: make(chan mailbox.AgentsUpdate, 1)}
 
 	e.durableMu.RLock()
 	base := e.durable.Seq
 	var snap *mailbox.Snapshot
+	if only != "" && after == nil {
+		// A task's follower from now on: it reads the task itself.
+		after = &base
+	}
 	if after == nil || *after > base || base-*after > e.opts.ReplaySnapshotGap {
 		snap = e.durable.Snapshot(e.opts.Now().UnixMilli())
 	}
@@ -289,8 +320,10 @@ func (e *Engine) pump(ctx context.Context, s *subscription, snap *mailbox.Snapsh
 			return
 		}
 		for _, ev := range evs {
-			if !send(ev) {
-				return
+			if s.only == "" || concerns(ev, s.only) {
+				if !send(ev) {
+					return
+				}
 			}
 			last = ev.Seq
 		}
@@ -302,7 +335,7 @@ func (e *Engine) pump(ctx context.Context, s *subscription, snap *mailbox.Snapsh
 			return false
 		case ev.Seq <= last:
 			return true
-		case ev.Seq != last+1:
+		case ev.Seq != last+1 && s.only == "":
 			e.hub.end(s, mailbox.Errorf(mailbox.CodeInternal, "subscriber missed events %d..%d; reconnect to catch up", last+1, ev.Seq-1))
 			return false
 		case !send(ev):

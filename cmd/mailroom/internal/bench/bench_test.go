@@ -260,6 +260,7 @@ var (
 	benchPairs    = flag.Int("bench.pairs", DefaultPairs, "BenchmarkEmbedded: sender/recipient pairs")
 	benchFanout   = flag.Int("bench.fanout", 0, "BenchmarkEmbedded: event-stream subscribers")
 	benchRate     = flag.Float64("bench.rate", 0, "BenchmarkEmbedded: cycles/s cap (0: none)")
+	benchVia      = flag.String("bench.via", ViaA2A, "BenchmarkRemote: how the senders reach the remote agent (a2a or native)")
 )
 
 // BenchmarkEmbedded runs the bench against an embedded daemon, for
@@ -354,4 +355,32 @@ func TestRunLongPoll(t *testing.T) {
 	if rep.Daemon.EventsAppended != uint64(2*lp.Sends) {
 		t.Errorf("the daemon appended %d events for %d sends, want a send and a lease each", rep.Daemon.EventsAppended, lp.Sends)
 	}
+}
+
+// BenchmarkRemote runs the remote bench against an embedded daemon, for
+// profiling the outbound path in one process:
+//
+//	go test -c -o bench.test ./cmd/mailroom/internal/bench
+//	./bench.test -test.run '^$' -test.bench Remote -test.benchtime 1x -test.cpuprofile cpu.out -bench.duration 10s
+//	go tool pprof -top -cum bench.test cpu.out
+//
+// All three ways run in the profile (they alternate); the A2A server's
+// and the callers' share is the direct way's cost.
+func BenchmarkRemote(b *testing.B) {
+	b.Run(fmt.Sprintf("senders=%d/via=%s", *benchPairs, *benchVia), func(b *testing.B) {
+		for b.Loop() {
+			opts := embedded(b)
+			rep, err := RunRemote(b.Context(), RemoteOptions{Addr: opts.Addr, Embedded: true, Senders: *benchPairs, Via: *benchVia, Duration: *benchDuration})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if rep.ErrorsTotal != 0 || !rep.Durable.OK {
+				b.Errorf("errors %v, durable %+v", rep.Errors, rep.Durable)
+			}
+			b.ReportMetric(rep.Remote.TasksPerS, "remote-tasks/s")
+			b.ReportMetric(rep.Relay.TasksPerS, "relay-tasks/s")
+			b.ReportMetric(rep.Direct.TasksPerS, "direct-tasks/s")
+			b.ReportMetric(rep.Ratio, "ratio")
+		}
+	})
 }

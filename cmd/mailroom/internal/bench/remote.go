@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,21 +23,39 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// The remote bench (`mailroom bench --remote`): senders send native tasks
-// to a remote agent, whose tasks the daemon's dispatcher leases, delivers
-// to an A2A server in this process (A2AServer: it answers at once), and
-// posts the answers of, and the senders drain them; in the same run, as
-// many callers call the same server directly with the same outbound
-// client (a2a.Remote, a blocking message/send). The two ways alternate,
-// round by round, so that the noise of a shared machine falls on both; the
-// ratio of their tasks/s is what the daemon's durable path costs a remote
-// agent's callers.
+// The remote bench (`mailroom bench --remote`): senders send tasks to a
+// remote agent, whose tasks the daemon's dispatcher leases, delivers to an
+// A2A server in this process (A2AServer: it answers at once), and posts
+// the answers of. By default the senders are A2A clients (a2a.Remote, a
+// blocking message/send) calling the remote agent's card on the daemon's
+// A2A edge: what a caller does once Mailroom is put in front of an
+// existing A2A agent. With Via "native" they send natively and drain the
+// results. In the same run, as many callers call the same server with the
+// same client twice more: directly, and through a plain reverse proxy in
+// this process (net/http/httputil), the floor of any hop put in front of
+// the server on this machine. The ways alternate, round by round, so
+// that the noise of a shared machine falls on all three; the ratio of
+// their tasks/s is what the daemon's durable path costs a remote agent's
+// callers.
 
 // RemoteReportKind is RemoteReport.Kind.
 const RemoteReportKind = "mailroom_bench_remote"
 
 // DefaultRounds is how many rounds each way is measured in.
 const DefaultRounds = 3
+
+// How the senders reach the remote agent (RemoteOptions.Via).
+const (
+	ViaA2A    = "a2a"    // the daemon's A2A edge, with the direct callers' client
+	ViaNative = "native" // native send, then a long-polled drain
+)
+
+// The ways a remote bench measures, in the order each round runs them.
+const (
+	WayRemote = "remote" // through the daemon
+	WayRelay  = "relay"  // through a reverse proxy that keeps nothing
+	WayDirect = "direct" // the server itself
+)
 
 // RemoteOptions say what the remote bench measures.
 type RemoteOptions struct {
@@ -50,6 +70,9 @@ type RemoteOptions struct {
 	// Senders is how many senders (and, directly, callers) run at once;
 	// the remote agent's concurrency is as many.
 	Senders int
+	// Via is how the senders reach the remote agent: ViaA2A (the
+	// default) or ViaNative.
+	Via string
 	// Duration is how long each way is measured in all, split in Rounds
 	// rounds that alternate with the other way's.
 	Duration time.Duration
@@ -79,7 +102,12 @@ func (o *RemoteOptions) fill() error {
 	if o.A2AAddr == "" {
 		o.A2AAddr = "127.0.0.1:0"
 	}
+	if o.Via == "" {
+		o.Via = ViaA2A
+	}
 	switch {
+	case o.Via != ViaA2A && o.Via != ViaNative:
+		return fmt.Errorf("bench: via: got %q, expected %q or %q", o.Via, ViaA2A, ViaNative)
 	case o.Addr == "":
 		return errors.New("bench: Addr: the daemon to measure is missing")
 	case !o.Embedded && (o.DataFS != "" || o.VolatileLog || len(o.Warnings) != 0):
@@ -106,6 +134,7 @@ type RemoteReport struct {
 	VolatileLog  bool     `json:"volatile_log"`
 	Warnings     []string `json:"warnings"`
 	Senders      int      `json:"senders"`
+	Via          string   `json:"via"`        // "a2a" or "native"
 	DurationS    float64  `json:"duration_s"` // asked for, each way
 	Rounds       int      `json:"rounds"`
 	PayloadBytes int      `json:"payload_bytes"`
@@ -116,11 +145,16 @@ type RemoteReport struct {
 	Binding     string `json:"binding"`
 	Concurrency int    `json:"concurrency"`
 
-	// Remote is through the daemon, Direct the same server called
-	// directly; Ratio is Remote's tasks/s over Direct's.
-	Remote WayFigures `json:"remote"`
-	Direct WayFigures `json:"direct"`
-	Ratio  float64    `json:"ratio"`
+	// Remote is through the daemon, Relay through the reverse proxy,
+	// Direct the same server called directly. Ratio is Remote's tasks/s
+	// over Direct's, RelayRatio Relay's over Direct's (what a hop that
+	// keeps nothing costs on this machine), OfRelay Remote's over Relay's.
+	Remote     WayFigures `json:"remote"`
+	Relay      WayFigures `json:"relay"`
+	Direct     WayFigures `json:"direct"`
+	Ratio      float64    `json:"ratio"`
+	RelayRatio float64    `json:"relay_ratio"`
+	OfRelay    float64    `json:"of_relay"`
 	// PerRound is each round in the order run.
 	PerRound []RoundFigures `json:"per_round"`
 	// Durable is the check, after the run, that the daemon's log holds
@@ -130,8 +164,8 @@ type RemoteReport struct {
 	// empty" or "direct send: transport"; ErrorsTotal is their sum.
 	Errors      map[string]uint64 `json:"errors"`
 	ErrorsTotal uint64            `json:"errors_total"`
-	// Daemon is the daemon's counters over the whole run (the direct
-	// rounds append nothing).
+	// Daemon is the daemon's counters over the whole run (the relay and
+	// direct rounds append nothing).
 	Daemon DaemonFigures `json:"daemon"`
 	// EventsPerTask is Daemon.EventsAppended over Remote.Tasks.
 	EventsPerTask float64 `json:"events_per_task"`
@@ -139,7 +173,7 @@ type RemoteReport struct {
 
 // WayFigures are one way's figures over all its rounds: a task counts
 // when its answer came back completed ("done"); Latency is per task, from
-// its send to its answer drained (remote) or returned (direct).
+// its send to its answer returned (or, natively, drained).
 type WayFigures struct {
 	Tasks     uint64  `json:"tasks"`
 	ElapsedS  float64 `json:"elapsed_s"`
@@ -153,7 +187,7 @@ type WayFigures struct {
 
 // RoundFigures is one round of one way.
 type RoundFigures struct {
-	Way         string  `json:"way"` // "remote" or "direct"
+	Way         string  `json:"way"` // WayRemote, WayRelay or WayDirect
 	Tasks       uint64  `json:"tasks"`
 	ElapsedS    float64 `json:"elapsed_s"`
 	TasksPerS   float64 `json:"tasks_per_s"`
@@ -220,12 +254,45 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 		return RemoteReport{}, err
 	}
 
-	// The direct callers' outbound client: the same one the dispatcher
-	// uses, the card read the same way, over a pooled transport of their
-	// own.
-	direct, _, err := a2a.ResolveRemote(ctx, hc, a2a.RemoteSpec{URL: a2aURL, Binding: a2a.BindingJSONRPC03}, a2a.RemoteAuth{})
+	// The relay: a reverse proxy in this process that keeps nothing,
+	// with a pooled transport of its own to the server.
+	relayLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return RemoteReport{}, fmt.Errorf("bench: the outbound client cannot resolve the A2A server: %w", err)
+		return RemoteReport{}, fmt.Errorf("bench: the relay cannot listen: %w", err)
+	}
+	serverURL, _ := url.Parse(a2aURL)
+	proxy := httputil.NewSingleHostReverseProxy(serverURL)
+	relayTransport := &http.Transport{MaxIdleConnsPerHost: opts.Senders + 4, IdleConnTimeout: 90 * time.Second}
+	defer relayTransport.CloseIdleConnections()
+	proxy.Transport = relayTransport
+	relaySrv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	go relaySrv.Serve(relayLn)
+	defer relaySrv.Close()
+
+	// The callers' outbound client, the same one the dispatcher uses, the
+	// card read the same way, over a pooled transport: to the server
+	// directly, through the relay, and (with Via a2a) to the remote
+	// agent's card on the daemon's A2A edge.
+	resolve := func(what, u, bearer string) (*a2a.Remote, error) {
+		r, _, err := a2a.ResolveRemote(ctx, hc, a2a.RemoteSpec{URL: u, Binding: a2a.BindingJSONRPC03}, a2a.RemoteAuth{Bearer: bearer})
+		if err != nil {
+			return nil, fmt.Errorf("bench: the outbound client cannot resolve %s at %s: %w", what, u, err)
+		}
+		return r, nil
+	}
+	direct, err := resolve("the A2A server", a2aURL, "")
+	if err != nil {
+		return RemoteReport{}, err
+	}
+	relay, err := resolve("the relay", "http://"+relayLn.Addr().String()+"/", "")
+	if err != nil {
+		return RemoteReport{}, err
+	}
+	var edge *a2a.Remote
+	if opts.Via == ViaA2A {
+		if edge, err = resolve("the remote agent on the daemon's A2A edge", c.BaseURL()+"/agents/"+agent+"/", opts.Token); err != nil {
+			return RemoteReport{}, err
+		}
 	}
 
 	before, err := scrapeMetrics(ctx, c)
@@ -236,23 +303,30 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 	defer tlog.cancel()
 	payload := strings.Repeat("x", opts.PayloadBytes)
 	senders := make([]*remoteSender, opts.Senders)
-	callers := make([]*directCaller, opts.Senders)
+	relayed := make([]*a2aCaller, opts.Senders)
+	callers := make([]*a2aCaller, opts.Senders)
 	for i := range senders {
 		senders[i] = &remoteSender{c: c, sender: fmt.Sprintf("bench-rs-%s-%d@local", run, i), agent: agent, payload: payload, errors: map[string]uint64{}}
-		callers[i] = &directCaller{r: direct, payload: payload, errors: map[string]uint64{}}
+		if edge != nil {
+			senders[i].edge = &a2aCaller{r: edge, payload: payload, errors: senders[i].errors}
+		}
+		relayed[i] = &a2aCaller{r: relay, payload: payload, errors: map[string]uint64{}}
+		callers[i] = &a2aCaller{r: direct, payload: payload, errors: map[string]uint64{}}
 	}
 	rep := RemoteReport{Kind: RemoteReportKind, Target: target, Embedded: opts.Embedded, DataFS: opts.DataFS, VolatileLog: opts.VolatileLog,
-		Warnings: warnings, Senders: opts.Senders, DurationS: opts.Duration.Seconds(), Rounds: opts.Rounds, PayloadBytes: opts.PayloadBytes,
+		Warnings: warnings, Senders: opts.Senders, Via: opts.Via, DurationS: opts.Duration.Seconds(), Rounds: opts.Rounds, PayloadBytes: opts.PayloadBytes,
 		A2AURL: a2aURL, Agent: agent, Binding: mailbox.BindingJSONRPC03, Concurrency: opts.Senders, Errors: map[string]uint64{}}
 	per := opts.Duration / time.Duration(opts.Rounds)
-	var remoteLat, directLat samples
 	for round := 1; round <= opts.Rounds && ctx.Err() == nil; round++ {
-		for _, way := range []string{"remote", "direct"} {
+		for _, way := range []string{WayRemote, WayRelay, WayDirect} {
 			workers := make([]func(context.Context) bool, opts.Senders)
 			for i := range workers {
-				if way == "remote" {
+				switch way {
+				case WayRemote:
 					workers[i] = senders[i].task
-				} else {
+				case WayRelay:
+					workers[i] = relayed[i].task
+				default:
 					workers[i] = callers[i].task
 				}
 			}
@@ -263,10 +337,7 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 				rf.TasksPerS = float64(tasks) / s
 			}
 			rep.PerRound = append(rep.PerRound, rf)
-			wf := &rep.Remote
-			if way == "direct" {
-				wf = &rep.Direct
-			}
+			wf := map[string]*WayFigures{WayRemote: &rep.Remote, WayRelay: &rep.Relay, WayDirect: &rep.Direct}[way]
 			wf.Tasks += tasks
 			wf.ElapsedS += elapsed.Seconds()
 			wf.Connections += rf.Connections
@@ -275,27 +346,35 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 			}
 		}
 	}
+	var remoteLat, relayLat, directLat samples
 	for i := range senders {
 		remoteLat = append(remoteLat, senders[i].latency...)
-		directLat = append(directLat, callers[i].latency...)
-		for k, n := range senders[i].errors {
-			rep.Errors["remote "+k] += n
+		if senders[i].edge != nil {
+			remoteLat = append(remoteLat, senders[i].edge.latency...)
 		}
-		for k, n := range callers[i].errors {
-			rep.Errors["direct "+k] += n
+		relayLat = append(relayLat, relayed[i].latency...)
+		directLat = append(directLat, callers[i].latency...)
+		for way, errs := range map[string]map[string]uint64{WayRemote: senders[i].errors, WayRelay: relayed[i].errors, WayDirect: callers[i].errors} {
+			for k, n := range errs {
+				rep.Errors[way+" "+k] += n
+			}
 		}
 	}
 	for _, n := range rep.Errors {
 		rep.ErrorsTotal += n
 	}
-	rep.Remote.Latency, rep.Direct.Latency = remoteLat.summarize(), directLat.summarize()
-	for _, wf := range []*WayFigures{&rep.Remote, &rep.Direct} {
+	rep.Remote.Latency, rep.Relay.Latency, rep.Direct.Latency = remoteLat.summarize(), relayLat.summarize(), directLat.summarize()
+	for _, wf := range []*WayFigures{&rep.Remote, &rep.Relay, &rep.Direct} {
 		if wf.ElapsedS > 0 {
 			wf.TasksPerS = float64(wf.Tasks) / wf.ElapsedS
 		}
 	}
 	if rep.Direct.TasksPerS > 0 {
 		rep.Ratio = rep.Remote.TasksPerS / rep.Direct.TasksPerS
+		rep.RelayRatio = rep.Relay.TasksPerS / rep.Direct.TasksPerS
+	}
+	if rep.Relay.TasksPerS > 0 {
+		rep.OfRelay = rep.Remote.TasksPerS / rep.Relay.TasksPerS
 	}
 
 	after, err := scrapeMetrics(context.WithoutCancel(ctx), c)
@@ -309,6 +388,9 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 	var done []string
 	for _, s := range senders {
 		done = append(done, s.done...)
+		if s.edge != nil {
+			done = append(done, s.edge.done...)
+		}
 	}
 	rep.Durable = tlog.check(rep.Daemon.LastSeq, done)
 	return rep, nil
@@ -377,9 +459,11 @@ func runRound(ctx context.Context, workers []func(context.Context) bool, d time.
 	return tasks.Load(), time.Since(start)
 }
 
-// remoteSender sends tasks to the remote agent and drains their results,
-// one at a time. Its fields are its own.
+// remoteSender sends tasks to the remote agent through the daemon, one
+// at a time: through its A2A edge (edge set), or natively, draining the
+// results. Its fields are its own.
 type remoteSender struct {
+	edge                   *a2aCaller
 	c                      *client.Client
 	sender, agent, payload string
 	latency                samples
@@ -401,6 +485,9 @@ func (s *remoteSender) fail(ctx context.Context, step string, err error) {
 }
 
 func (s *remoteSender) task(ctx context.Context) bool {
+	if s.edge != nil {
+		return s.edge.task(ctx)
+	}
 	start := time.Now()
 	resp, err := s.c.Send(ctx, mailbox.Task{Sender: s.sender, Recipient: s.agent, IntentText: s.payload})
 	if err != nil {
@@ -432,16 +519,20 @@ func (s *remoteSender) task(ctx context.Context) bool {
 	return false
 }
 
-// directCaller calls the A2A server with the outbound client, blocking,
-// one call at a time, with the message the dispatcher would send.
-type directCaller struct {
+// a2aCaller calls an A2A server with the outbound client, blocking, one
+// call at a time, with the message the dispatcher would send: the server
+// directly, through the relay, or the remote agent on the daemon's edge.
+type a2aCaller struct {
 	r       *a2a.Remote
 	payload string
 	latency samples
 	errors  map[string]uint64
+	// done are the ids of the tasks completed, for the durability check
+	// when the caller calls through the daemon.
+	done []string
 }
 
-func (d *directCaller) task(ctx context.Context) bool {
+func (d *a2aCaller) task(ctx context.Context) bool {
 	start := time.Now()
 	msg, err := a2a.OutboundMessageFor(mailbox.Task{ID: uuid.NewString(), IntentText: d.payload}, nil)
 	if err != nil {
@@ -467,5 +558,6 @@ func (d *directCaller) task(ctx context.Context) bool {
 		return false
 	}
 	d.latency.add(time.Since(start))
+	d.done = append(d.done, t.ID)
 	return true
 }
