@@ -38,6 +38,8 @@ type delivery struct {
 	start time.Time
 
 	cancel context.CancelFunc
+	// cuts end the contexts of the streams the delivery opened (with mu).
+	cuts []context.CancelFunc
 	// aborted: a cancel or a repair ended the lease; the remote is told
 	// to cancel (best effort).
 	aborted atomic.Bool
@@ -168,6 +170,11 @@ func (dl *delivery) finish() {
 		delete(r.deliveries, dl.lease.LeaseID)
 	}
 	r.mu.Unlock()
+	dl.mu.Lock()
+	for _, cut := range dl.cuts {
+		cut()
+	}
+	dl.mu.Unlock()
 	dl.cancel()
 	notify(r.free)
 	r.d.eng.RemoteStatusChanged()
@@ -263,13 +270,7 @@ func (dl *delivery) send(ctx context.Context) {
 		dl.mu.Unlock()
 		dl.set(mailbox.DeliverySending, "", time.Time{})
 		if client.Streaming() && !noStream {
-			st, err = client.Stream(ctx, msg)
-			if err == nil {
-				if first, err = st.Next(); err != nil {
-					st.Close()
-					st = nil
-				}
-			}
+			st, first, err = dl.openStream(ctx, client, msg)
 		} else if msg.TaskID != "" {
 			// An answer to the remote's question. Sent without blocking,
 			// a remote may answer with its task as it stood (still asking)
@@ -372,6 +373,44 @@ func (dl *delivery) send(ctx context.Context) {
 		return
 	}
 	dl.follow(ctx, t.ID)
+}
+
+// openStream sends msg on a stream and reads the stream's first event.
+// The stream lives as long as the delivery, but its first event is
+// bounded by CallTimeout like any other call: a remote that took the
+// request and then says nothing would otherwise hold the lease for ever.
+// Past the bound the stream is cut, and the error is one after which the
+// remote may hold the task (as a timeout of a send is): a task that is
+// not idempotent is then left for the operator, not sent again.
+func (dl *delivery) openStream(ctx context.Context, client *a2a.Remote, msg a2a.OutboundMessage) (*a2a.RemoteStream, a2a.RemoteUpdate, error) {
+	sctx, cut := context.WithCancel(ctx)
+	var silent atomic.Bool
+	timer := time.AfterFunc(dl.r.d.o.CallTimeout, func() {
+		silent.Store(true)
+		cut()
+	})
+	st, err := client.Stream(sctx, msg)
+	var first a2a.RemoteUpdate
+	if err == nil {
+		first, err = st.Next()
+	}
+	timer.Stop()
+	switch {
+	case err != nil && silent.Load() && ctx.Err() == nil:
+		err = &a2a.RemoteError{Kind: a2a.RemoteTransport, Op: "message/stream",
+			Message: "the remote took the message but sent nothing on its stream within " + dl.r.d.o.CallTimeout.String()}
+	case err == nil:
+		// The stream's context ends with the delivery (finish).
+		dl.mu.Lock()
+		dl.cuts = append(dl.cuts, cut)
+		dl.mu.Unlock()
+		return st, first, nil
+	}
+	if st != nil {
+		st.Close()
+	}
+	cut()
+	return nil, a2a.RemoteUpdate{}, err
 }
 
 // message is the task's first message, or the sender's answer to the
