@@ -1,71 +1,28 @@
 package outbound_test
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// cutRemote is a v0.3 JSON-RPC remote that takes each message and then
-// drops the connection without answering, the first time it sees the
-// message's id (a crash right after it started the work); a message it has
-// seen before is answered with its task, completed.
-type cutRemote struct {
-	mu   sync.Mutex
-	seen map[string]int
-}
-
-func (c *cutRemote) times(messageID string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.seen[messageID]
-}
-
-func startCutRemote(t *testing.T) (*cutRemote, *httptest.Server) {
-	c := &cutRemote{seen: map[string]int{}}
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			writeJSON(w, map[string]any{"name": "cutter", "description": "drops its first answer", "version": "1", "url": srv.URL + "/",
-				"protocolVersion": "0.3.0", "preferredTransport": "JSONRPC", "capabilities": map[string]any{"streaming": false},
-				"defaultInputModes": []string{"text/plain"}, "defaultOutputModes": []string{"text/plain"}, "skills": []any{}})
-			return
-		}
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Params struct {
-				Message struct {
-					MessageID string `json:"messageId"`
-				} `json:"message"`
-			} `json:"params"`
-		}
-		body, _ := io.ReadAll(r.Body)
-		if err := json.Unmarshal(body, &req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		id := req.Params.Message.MessageID
-		c.mu.Lock()
-		c.seen[id]++
-		n := c.seen[id]
-		c.mu.Unlock()
-		if n == 1 {
+// startCutRemote starts a v0.3 JSON-RPC remote that takes each message
+// and then drops the connection without answering, the first time it
+// sees the message's id (a crash right after it started the work); a
+// message it has seen before is answered with its task, completed.
+func startCutRemote(t *testing.T) (*seen, *httptest.Server) {
+	return startTestRemote(t, "cutter", "drops its first answer", false, func(w http.ResponseWriter, r *http.Request, c call) {
+		if c.N == 1 {
 			conn, _, err := w.(http.Hijacker).Hijack()
 			if err == nil {
 				conn.Close()
 			}
 			return
 		}
-		writeJSON(w, map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{"kind": "task", "id": "rt-" + id, "contextId": "ctx-" + id,
-			"status": map[string]any{"state": "completed"}, "artifacts": []any{map[string]any{"artifactId": "a", "parts": []any{map[string]any{"kind": "text", "text": "done"}}}}}})
-	}))
-	t.Cleanup(srv.Close)
-	return c, srv
+		writeJSON(w, completedTask(c.ID, c.MessageID))
+	})
 }
 
 // A send that got no answer may have reached the remote: a task that is

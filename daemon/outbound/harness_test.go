@@ -3,7 +3,10 @@ package outbound_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,4 +211,80 @@ func waitFor(t *testing.T, what string, cond func() bool, seen func() string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// seen counts the messages a test remote took, by messageId.
+type seen struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// take counts one more sight of messageID and returns how many there were.
+func (s *seen) take(messageID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		s.n = map[string]int{}
+	}
+	s.n[messageID]++
+	return s.n[messageID]
+}
+
+func (s *seen) times(messageID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n[messageID]
+}
+
+// writeCard writes a test remote's v0.3 JSON-RPC card, served at url.
+func writeCard(w http.ResponseWriter, url, name, description string, streaming bool) {
+	writeJSON(w, map[string]any{"name": name, "description": description, "version": "1", "url": url,
+		"protocolVersion": "0.3.0", "preferredTransport": "JSONRPC", "capabilities": map[string]any{"streaming": streaming},
+		"defaultInputModes": []string{"text/plain"}, "defaultOutputModes": []string{"text/plain"}, "skills": []any{}})
+}
+
+// completedTask is the result of a JSON-RPC call answering with the
+// remote's task for messageID, completed with the text "done".
+func completedTask(id json.RawMessage, messageID string) map[string]any {
+	return map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{"kind": "task", "id": "rt-" + messageID, "contextId": "ctx-" + messageID,
+		"status": map[string]any{"state": "completed"}, "artifacts": []any{map[string]any{"artifactId": "a", "parts": []any{map[string]any{"kind": "text", "text": "done"}}}}}}
+}
+
+// call is one JSON-RPC request a test remote took: its id, method and
+// message's id, and how many times the remote has now seen that message.
+type call struct {
+	ID        json.RawMessage
+	Method    string
+	MessageID string
+	N         int
+}
+
+// startTestRemote starts a v0.3 JSON-RPC remote named name that serves its
+// card and hands every request, counted by messageId, to answer.
+func startTestRemote(t *testing.T, name, description string, streaming bool, answer func(w http.ResponseWriter, r *http.Request, c call)) (*seen, *httptest.Server) {
+	s := &seen{}
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			writeCard(w, srv.URL+"/", name, description, streaming)
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Message struct {
+					MessageID string `json:"messageId"`
+				} `json:"message"`
+			} `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		id := req.Params.Message.MessageID
+		answer(w, r, call{ID: req.ID, Method: req.Method, MessageID: id, N: s.take(id)})
+	}))
+	t.Cleanup(srv.Close)
+	return s, srv
 }

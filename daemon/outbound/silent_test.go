@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,63 +13,27 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// silentStreamer is a v0.3 JSON-RPC remote whose card says it streams.
-// The first time it sees a message it opens the stream (status 200, the
-// event-stream headers) and then sends nothing until the caller hangs
-// up; a message it has seen before gets its task, completed, as the
+// startSilentStreamer starts a v0.3 JSON-RPC remote whose card says it
+// streams. The first time it sees a message it opens the stream (status
+// 200, the event-stream headers) and then sends nothing until the caller
+// hangs up; a message it has seen before gets its task, completed, as the
 // stream's one event.
-type silentStreamer struct {
-	mu   sync.Mutex
-	seen map[string]int
-}
-
-func (s *silentStreamer) times(messageID string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.seen[messageID]
-}
-
-func startSilentStreamer(t *testing.T) (*silentStreamer, *httptest.Server) {
-	s := &silentStreamer{seen: map[string]int{}}
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			writeJSON(w, map[string]any{"name": "mute", "description": "opens its stream and says nothing", "version": "1", "url": srv.URL + "/",
-				"protocolVersion": "0.3.0", "preferredTransport": "JSONRPC", "capabilities": map[string]any{"streaming": true},
-				"defaultInputModes": []string{"text/plain"}, "defaultOutputModes": []string{"text/plain"}, "skills": []any{}})
+func startSilentStreamer(t *testing.T) (*seen, *httptest.Server) {
+	return startTestRemote(t, "mute", "opens its stream and says nothing", true, func(w http.ResponseWriter, r *http.Request, c call) {
+		if c.Method != "message/stream" {
+			http.Error(w, fmt.Sprintf("want message/stream, got %q", c.Method), http.StatusBadRequest)
 			return
 		}
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Message struct {
-					MessageID string `json:"messageId"`
-				} `json:"message"`
-			} `json:"params"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Method != "message/stream" {
-			http.Error(w, fmt.Sprintf("want message/stream, got %q (%v)", req.Method, err), http.StatusBadRequest)
-			return
-		}
-		id := req.Params.Message.MessageID
-		s.mu.Lock()
-		s.seen[id]++
-		n := s.seen[id]
-		s.mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
-		if n == 1 {
+		if c.N == 1 {
 			<-r.Context().Done()
 			return
 		}
-		ev, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{"kind": "task", "id": "rt-" + id, "contextId": "ctx-" + id,
-			"status": map[string]any{"state": "completed"}, "artifacts": []any{map[string]any{"artifactId": "a", "parts": []any{map[string]any{"kind": "text", "text": "done"}}}}}})
+		ev, _ := json.Marshal(completedTask(c.ID, c.MessageID))
 		fmt.Fprintf(w, "data: %s\n\n", ev)
-	}))
-	t.Cleanup(srv.Close)
-	return s, srv
+	})
 }
 
 // A remote that opens its stream and then says nothing does not hold the

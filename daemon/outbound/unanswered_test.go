@@ -1,12 +1,7 @@
 package outbound_test
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,46 +15,15 @@ import (
 // operator, marked unknown, as after a restart. An idempotent one is sent
 // again, with the same messageId.
 func TestASendThatMayHaveReachedTheRemoteIsNotSentAgainUnlessIdempotent(t *testing.T) {
-	var (
-		mu       sync.Mutex
-		received = map[string]int{}
-		srv      *httptest.Server
-	)
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/.well-known/") {
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"name":"Slow Coder","description":"answers too late","version":"1","url":"`+srv.URL+`/invoke",
-				"preferredTransport":"JSONRPC","protocolVersion":"0.3.0","capabilities":{},"defaultInputModes":["text/plain"],
-				"defaultOutputModes":["text/plain"],"skills":[{"id":"code","name":"Code","description":"writes Go","tags":["go"]}]}`)
-			return
-		}
-		var req struct {
-			Method string `json:"method"`
-			Params struct {
-				Message struct {
-					MessageID string `json:"messageId"`
-				} `json:"message"`
-			} `json:"params"`
-		}
-		json.NewDecoder(r.Body).Decode(&req)
-		if req.Method == "message/send" {
-			mu.Lock()
-			received[req.Params.Message.MessageID]++
-			mu.Unlock()
-		}
+	received, srv := startTestRemote(t, "Slow Coder", "answers too late", false, func(w http.ResponseWriter, r *http.Request, c call) {
 		// The remote works on it, and answers after the daemon gave up.
 		select {
 		case <-r.Context().Done():
 		case <-time.After(2 * time.Second):
 		}
 		http.Error(w, "too late", http.StatusGatewayTimeout)
-	}))
-	defer srv.Close()
-	count := func(id string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return received[id]
-	}
+	})
+	count := received.times
 	w := startWith(t, func(o *outbound.Options) { o.CallTimeout = 100 * time.Millisecond; o.FailuresToOpen = 100 })
 	w.register("coder@remote", srv.URL, 2)
 	once := w.send("planner@local", "coder@remote", "charge the card", false)
