@@ -105,6 +105,35 @@ func TestNodeSDKRemotes(t *testing.T) {
 			waitFor(t, "the cancel passed on", func() bool { return strings.Contains(w.logs.String(), "cancel passed on to the remote") },
 				func() string { return w.logs.String() })
 
+			// Killed mid-task: the remote comes back without the task it
+			// accepted. Its lease stays, marked lost, until the operator
+			// requeues it to an agent that polls.
+			id = w.send("planner@local", "js@remote", "hang on", false)
+			w.waitDelivery("js@remote", id, "accepted", func(d mailbox.DeliveryStatus) bool { return d.RemoteTaskID != "" })
+			remotetest.Control(t, base, "restart")
+			lost := w.waitDelivery("js@remote", id, "lost", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryLost })
+			if e := w.entry(id); e == nil || e.State != mailbox.TaskInFlight || e.LeaseID != lost.LeaseID {
+				t.Fatalf("queue entry %+v, want the lease left for the operator", e)
+			}
+			w.requeueTo(id, lost.LeaseID, "worker@local", "done here")
+
+			// Failing: the circuit opens, the next task stays queued, and
+			// both are delivered once the remote answers again.
+			remotetest.Control(t, base, "down")
+			a := w.send("planner@local", "js@remote", "echo first", false)
+			w.waitRemote("js@remote", "circuit open", func(st *mailbox.RemoteStatus) bool { return st.State == mailbox.RemoteCircuitOpen })
+			b := w.send("planner@local", "js@remote", "echo second", false)
+			if e := w.entry(b); e == nil || e.State != mailbox.TaskQueued {
+				t.Fatalf("a task sent while the circuit is open: %+v, want it queued", e)
+			}
+			remotetest.Control(t, base, "up")
+			for _, id := range []string{a, b} {
+				if res := w.result("planner@local", id); res.Status != mailbox.StatusOK {
+					t.Fatalf("result %+v after the circuit closed", res)
+				}
+			}
+			w.waitRemote("js@remote", "healthy again", func(st *mailbox.RemoteStatus) bool { return st.State == mailbox.RemoteHealthy })
+
 			for _, cr := range nodeCredentials(t, base) {
 				if cr != "|node-key-s3cret" {
 					t.Fatalf("a request reached the remote with %q, want the configured header", cr)

@@ -13,8 +13,9 @@
 //
 // /control/* lets the test steer it without timing: POST release (every
 // slow task finishes), POST restart (a new, empty task store: every task
-// is forgotten), GET seen (the messages received and the credentials they
-// came with).
+// is forgotten, every call under way cut), POST down and up (every call answered 503, and again
+// served), GET seen (the messages received and the credentials they came
+// with).
 //
 // SDK calls used, checked in node_modules/a2a-v{03,1}/dist/server: the
 // DefaultRequestHandler(card, store, executor), InMemoryTaskStore, the
@@ -158,14 +159,36 @@ function build() {
   return h;
 }
 
-app.use((req, _res, next) => {
-  if (!req.path.startsWith('/control/') && !req.path.startsWith('/.well-known/')) {
+// down: every call but the controls is answered 503, as a remote that is
+// failing. live: the calls under way (streams among them), cut by a
+// restart as a killed process cuts them.
+let down = false;
+const live = new Set();
+app.use((req, res, next) => {
+  if (req.path.startsWith('/control/')) {
+    next();
+    return;
+  }
+  if (down) {
+    res.status(503).json({ error: 'the test took this remote down' });
+    return;
+  }
+  if (!req.path.startsWith('/.well-known/')) {
     seen.push({ path: req.path, authorization: req.get('authorization') || '', apiKey: req.get('x-api-key') || '' });
+    live.add(res);
+    res.on('close', () => live.delete(res));
   }
   next();
 });
+app.post('/control/down', (_req, res) => { down = true; res.json({}); });
+app.post('/control/up', (_req, res) => { down = false; res.json({}); });
 app.post('/control/release', (_req, res) => { release(); res.json({}); });
-app.post('/control/restart', (_req, res) => { handlers = build(); res.json({}); });
+app.post('/control/restart', (_req, res) => {
+  handlers = build();
+  for (const r of live) r.socket?.destroy();
+  live.clear();
+  res.json({});
+});
 app.get('/control/seen', (_req, res) => res.json(seen));
 app.use('/.well-known/agent-card.json', (req, res, next) => handlers.card(req, res, next));
 app.use('/a2a/jsonrpc', (req, res, next) => handlers.rpc(req, res, next));
