@@ -7,6 +7,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -233,9 +234,28 @@ func (a *api) adapt(route string, h handlerFunc) http.Handler {
 			}
 		}
 		if err := h(sw, r); err != nil {
+			if clientGone(r, err) {
+				// The client hung up before its answer (a long poll it
+				// gave up on): nobody is left to answer, and nothing
+				// failed here. Counted apart, as nginx's 499.
+				a.log.Debug("client went away before its answer", "route", route, "method", r.Method, "path", r.URL.Path)
+				sw.status, sw.wrote = statusClientClosed, true
+				return
+			}
 			a.fail(sw, r, route, err)
 		}
 	})
+}
+
+// statusClientClosed is what the request counter records for a request
+// whose client hung up before it was answered (nginx's "client closed
+// request"); nothing is sent.
+const statusClientClosed = 499
+
+// clientGone reports whether err is the request's own context ending: its
+// client went away.
+func clientGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // fail answers err in the one error shape. Anything that is not a

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -152,6 +154,44 @@ func TestLongPollOfAGoneClientTakesNothing(t *testing.T) {
 	if task == nil || task.ID != id || lease.Attempt != 1 {
 		t.Fatalf("after the waiter left, a lease got %+v %+v, want task %s at its first attempt", task, lease, id)
 	}
+}
+
+// A client that hangs up on its long poll is not a failure of the daemon:
+// nothing is logged as an error, and /metrics counts the request as
+// closed by its client (499), not as a 5xx.
+func TestAGoneLongPollIsNotAnError(t *testing.T) {
+	logs := &testlog.Buffer{}
+	d := daemontest.Start(t, daemontest.Options{Logger: logs.Logger()})
+	for _, path := range []string{"/a2a/tasks/next?recipient=coder@local&wait_ms=10000", "/a2a/results/next?sender=planner@local&wait_ms=10000"} {
+		ctx, cancel := context.WithCancel(t.Context())
+		gone := poll(t, ctx, d, path)
+		waitForWaiters(t, d, 1)
+		cancel()
+		<-gone
+		waitForWaiters(t, d, 0)
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a client that hung up was logged as an error:\n%s", logs.String())
+	}
+	text := string(request(t, d, "GET", "/metrics", "", "", nil).body)
+	for _, route := range []string{"POST /a2a/tasks/next", "POST /a2a/results/next"} {
+		if want := `mailroom_http_requests_total{route="` + route + `",code="499"} 1`; !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(text, "mailroom_http_requests_total"))
+		}
+	}
+	if strings.Contains(text, `code="500"`) {
+		t.Errorf("a gone client was counted as a 500:\n%s", grepLines(text, "mailroom_http_requests_total"))
+	}
+}
+
+func grepLines(text, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // Shutdown answers every waiter at once, with nothing.
