@@ -147,6 +147,9 @@ func (c *Client) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.Queu
 	if f.State != "" {
 		q.Set("state", f.State)
 	}
+	if f.Agent != "" {
+		q.Set("agent", f.Agent)
+	}
 	var out mailbox.QueueResponse
 	if err := c.do(ctx, http.MethodGet, "/a2a/queue", q, nil, &out, mailbox.KindQueue); err != nil {
 		return mailbox.QueueView{}, err

@@ -258,6 +258,9 @@ type QueueFilter struct {
 	MinLeaseAgeMs    *int64
 	DeadlineWithinMs *int64
 	State            string // "", TaskQueued, TaskInFlight or TaskWaiting
+	// Agent, when set, keeps the tasks sent to it or leased by it, and
+	// the results it sent or answered.
+	Agent string
 }
 
 // Queue limits.

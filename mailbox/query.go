@@ -140,7 +140,8 @@ func (s *State) PendingResults() []PendingResult {
 // in-flight tasks oldest lease first, then tasks waiting on their senders
 // longest waiting first, filtered before the limit; pending results
 // oldest first, up to the limit. A lease-age filter keeps in-flight tasks
-// only.
+// only; an agent filter keeps its tasks (sent to it or leased by it) and
+// its results (sent by it, or answering a task sent to it).
 func (s *State) Query(f QueueFilter, nowMs int64) QueueView {
 	limit := f.Limit
 	if limit <= 0 {
@@ -151,6 +152,9 @@ func (s *State) Query(f QueueFilter, nowMs int64) QueueView {
 			return false
 		}
 		if f.DeadlineWithinMs != nil && (t.Task.DeadlineMs == nil || *t.Task.DeadlineMs > nowMs+*f.DeadlineWithinMs) {
+			return false
+		}
+		if f.Agent != "" && t.Task.Recipient != f.Agent && t.LeasedTo != f.Agent {
 			return false
 		}
 		return true
@@ -179,6 +183,9 @@ func (s *State) Query(f QueueFilter, nowMs int64) QueueView {
 	for _, r := range s.sortedResults() {
 		if len(view.Results) >= limit {
 			break
+		}
+		if f.Agent != "" && r.Sender != f.Agent && r.Recipient != f.Agent {
+			continue
 		}
 		view.Results = append(view.Results, r.PendingResult)
 	}

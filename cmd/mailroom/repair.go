@@ -16,21 +16,35 @@ func runRequeue(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "requeue",
 		summary: requeueSummary,
-		usage:   "TASK_ID --reason TEXT --duplicate-risk idempotent|operator-accepted [--to AGENT] [flags]",
+		usage:   "(TASK_ID | --agent AGENT [--stale-after D] [--dry-run]) --reason TEXT --duplicate-risk idempotent|operator-accepted [--to AGENT] [flags]",
 		example: "mailroom requeue 6f9619ff-8b86-4d11-b42d-00c04fc964ff --reason 'worker crashed' --duplicate-risk operator-accepted --lease-id 0b5c...\n" +
-			"mailroom requeue 6f9619ff-8b86-4d11-b42d-00c04fc964ff --reason 'coder@local is down' --duplicate-risk operator-accepted --to coder2@local",
+			"mailroom requeue 6f9619ff-8b86-4d11-b42d-00c04fc964ff --reason 'coder@local is down' --duplicate-risk operator-accepted --to coder2@local\n" +
+			"mailroom requeue --agent coder@local --stale-after 10m --to coder2@local --reason 'coder@local is down' --operator-accepted --dry-run   # every lease it holds, each guarded by the lease listed",
 	})
 	cf := addClientFlags(fs, e)
 	reason := fs.String("reason", "", "why, for the audit trail (required)")
 	risk := fs.String("duplicate-risk", "", "idempotent (the task says it is safe to run twice) or operator-accepted (you accept the work may run twice) (required)")
 	leaseID := fs.String("lease-id", "", "refuse unless this is still the current lease (recommended); a unique prefix of 6+ characters will do")
 	to := fs.String("to", "", "hand the task to this agent: it is queued for AGENT, ahead of the tasks sent after it, and the audit trail records the move (needs a2a.send.AGENT)")
-	asJSON := fs.Bool("json", false, "print the repair outcome as JSON")
-	pos, err := parseExact(fs, args, "TASK_ID")
+	idem := fs.Bool("idempotent", false, "short for --duplicate-risk idempotent")
+	accepted := fs.Bool("operator-accepted", false, "short for --duplicate-risk operator-accepted")
+	bf := addBulkFlags(fs)
+	asJSON := fs.Bool("json", false, "print the repair outcome as JSON (with --agent: one line of JSON per task, then the summary)")
+	pos, err := bf.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := required(fs, "reason", "duplicate-risk"); err != nil {
+	switch {
+	case *idem && *accepted, (*idem || *accepted) && isSet(fs, "duplicate-risk"):
+		return usagef("--idempotent, --operator-accepted and --duplicate-risk: give one of them")
+	case *idem:
+		*risk = "idempotent"
+	case *accepted:
+		*risk = "operator-accepted"
+	case !isSet(fs, "duplicate-risk"):
+		return usagef("--duplicate-risk is required (or --idempotent, or --operator-accepted): say whether the work may run twice")
+	}
+	if err := required(fs, "reason"); err != nil {
 		return err
 	}
 	if strings.TrimSpace(*reason) == "" {
@@ -48,8 +62,11 @@ func runRequeue(ctx context.Context, e *env, args []string) error {
 	default:
 		return usagef("--duplicate-risk: got %q, expected idempotent or operator-accepted", *risk)
 	}
-	return repair(ctx, e, cf, *asJSON, mailbox.RepairRequest{TaskID: pos[0], Reason: *reason,
-		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: *leaseID, DuplicateRisk: wireRisk, Recipient: *to}})
+	cmd := mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: *leaseID, DuplicateRisk: wireRisk, Recipient: *to}
+	if bf.bulk() {
+		return bulkRepair(ctx, e, cf, bf, *asJSON, *reason, cmd)
+	}
+	return repair(ctx, e, cf, *asJSON, mailbox.RepairRequest{TaskID: pos[0], Reason: *reason, Command: cmd})
 }
 
 // isSet reports whether the flag name was given, even as "".
@@ -65,15 +82,17 @@ func runForceError(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "force-error",
 		summary: forceErrorSummary,
-		usage:   "TASK_ID --reason TEXT --message TEXT [flags]",
-		example: "mailroom force-error 6f9619ff-8b86-4d11-b42d-00c04fc964ff --reason 'agent gone' --message 'coder@local stopped responding' --lease-id 0b5c...",
+		usage:   "(TASK_ID | --agent AGENT [--stale-after D] [--dry-run]) --reason TEXT --message TEXT [flags]",
+		example: "mailroom force-error 6f9619ff-8b86-4d11-b42d-00c04fc964ff --reason 'agent gone' --message 'coder@local stopped responding' --lease-id 0b5c...\n" +
+			"mailroom force-error --agent coder@local --reason 'agent gone' --message 'coder@local stopped responding'   # every lease it holds",
 	})
 	cf := addClientFlags(fs, e)
 	reason := fs.String("reason", "", "why, for the audit trail (required)")
 	message := fs.String("message", "", "the error message the sender receives (required)")
 	leaseID := fs.String("lease-id", "", "refuse unless this is still the current lease (recommended); a unique prefix of 6+ characters will do")
-	asJSON := fs.Bool("json", false, "print the repair outcome as JSON")
-	pos, err := parseExact(fs, args, "TASK_ID")
+	bf := addBulkFlags(fs)
+	asJSON := fs.Bool("json", false, "print the repair outcome as JSON (with --agent: one line of JSON per task, then the summary)")
+	pos, err := bf.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -86,8 +105,11 @@ func runForceError(ctx context.Context, e *env, args []string) error {
 	if strings.TrimSpace(*message) == "" {
 		return usagef("--message: got %q, expected the error the sender should see", *message)
 	}
-	return repair(ctx, e, cf, *asJSON, mailbox.RepairRequest{TaskID: pos[0], Reason: *reason,
-		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: *leaseID, Message: *message}})
+	cmd := mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: *leaseID, Message: *message}
+	if bf.bulk() {
+		return bulkRepair(ctx, e, cf, bf, *asJSON, *reason, cmd)
+	}
+	return repair(ctx, e, cf, *asJSON, mailbox.RepairRequest{TaskID: pos[0], Reason: *reason, Command: cmd})
 }
 
 // repair sends one repair and prints its outcome; a lease-guard conflict is

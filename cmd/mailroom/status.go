@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -22,6 +23,7 @@ type statusReport struct {
 	MinLeaseAgeMs    *int64                  `json:"min_lease_age_ms"`
 	DeadlineWithinMs *int64                  `json:"deadline_within_ms"`
 	StateFilter      *string                 `json:"state_filter"`
+	AgentFilter      *string                 `json:"agent_filter"`
 	Counts           statusCounts            `json:"counts"`
 	Tasks            []mailbox.QueueEntry    `json:"tasks"`
 	Results          []mailbox.PendingResult `json:"results"`
@@ -51,7 +53,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		verb:    "status",
 		summary: statusSummary,
 		usage:   "[flags]",
-		example: "mailroom status --state in_flight --min-lease-age-ms 600000   # leases held over 10 minutes\nmailroom status --state waiting                                # questions waiting on their senders",
+		example: "mailroom status --state in_flight --min-lease-age-ms 600000   # leases held over 10 minutes\nmailroom status --state waiting                                # questions waiting on their senders\nmailroom status --agent coder@local                            # one agent's queue, leases and results",
 	})
 	cf := addClientFlags(fs, e)
 	limit := fs.Int("n", mailbox.DefaultLimit, fmt.Sprintf("show at most this many tasks (in-flight leases first) and results (1 to %d); filters apply first", mailbox.MaxLimit))
@@ -59,6 +61,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	fs.Var(&minAge, "min-lease-age-ms", "only in-flight tasks leased at least this many milliseconds ago")
 	fs.Var(&deadlineWithin, "deadline-within-ms", "only tasks whose deadline is at most this many milliseconds away")
 	state := fs.String("state", "", "only tasks in this state: queued, in_flight or waiting")
+	agent := fs.String("agent", "", "only this agent's tasks (sent to it or leased by it) and results (sent by it or answering it)")
 	staleAfter := fs.Duration("stale-after", tui.DefaultStaleAfter, "count leases held longer than this as stale, as the console does")
 	asJSON := fs.Bool("json", false, "print one a2a_status JSON object")
 	if _, err := parseExact(fs, args); err != nil {
@@ -71,6 +74,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	case "", mailbox.TaskQueued, mailbox.TaskInFlight, mailbox.TaskWaiting:
 	default:
 		return usagef("--state: got %q, expected queued, in_flight or waiting", *state)
+	}
+	if isSet(fs, "agent") && strings.TrimSpace(*agent) == "" {
+		return usagef("--agent: got %q, expected an agent id such as coder@local; leave --agent out for every agent", *agent)
 	}
 	if minAge.v != nil && *minAge.v < 0 {
 		return usagef("--min-lease-age-ms: got %d, expected 0 or more", *minAge.v)
@@ -87,7 +93,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	filter := mailbox.QueueFilter{Limit: *limit, MinLeaseAgeMs: minAge.v, DeadlineWithinMs: deadlineWithin.v, State: *state}
+	filter := mailbox.QueueFilter{Limit: *limit, MinLeaseAgeMs: minAge.v, DeadlineWithinMs: deadlineWithin.v, State: *state, Agent: *agent}
 	view, err := leasesFirst(ctx, c, filter)
 	if err != nil {
 		return err
@@ -96,6 +102,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		Counts: counts, Tasks: view.Tasks, Results: view.Results, Store: role}
 	if *state != "" {
 		rep.StateFilter = state
+	}
+	if *agent != "" {
+		rep.AgentFilter = agent
 	}
 	// Empty lists are [] so scripts can iterate without a null check.
 	if rep.Tasks == nil {
@@ -202,7 +211,7 @@ func printStatus(w io.Writer, rep statusReport, now time.Time) {
 			queued++
 		}
 	}
-	filtered := rep.StateFilter != nil || rep.MinLeaseAgeMs != nil || rep.DeadlineWithinMs != nil
+	filtered := rep.StateFilter != nil || rep.AgentFilter != nil || rep.MinLeaseAgeMs != nil || rep.DeadlineWithinMs != nil
 	cut := len(rep.Tasks) >= rep.Limit || len(rep.Results) >= rep.Limit
 	if filtered || cut || len(rep.Tasks) < n.Queued+n.InFlight+n.Waiting || len(rep.Results) < n.ResultsPending {
 		if n.Waiting > 0 || waiting > 0 {

@@ -159,14 +159,17 @@ func TestStatusJSONHasExactlyTheDocumentedKeys(t *testing.T) {
 		limit                 float64
 		minAge, within, state any
 		tasks                 int
+		agent                 any
 	}{
-		{[]string{"status", "--json"}, 100, nil, nil, nil, 2},
-		{[]string{"status", "--json", "-n", "1"}, 1, nil, nil, nil, 1},
-		{[]string{"status", "--json", "--state", "in_flight", "--min-lease-age-ms", "0", "--deadline-within-ms", "60000"}, 100, float64(0), float64(60000), "in_flight", 0},
-		{[]string{"status", "--json", "--state", "in_flight", "--min-lease-age-ms", "0"}, 100, float64(0), nil, "in_flight", 1},
-		{[]string{"status", "--json", "--state", "queued"}, 100, nil, nil, "queued", 1},
+		{[]string{"status", "--json"}, 100, nil, nil, nil, 2, nil},
+		{[]string{"status", "--json", "-n", "1"}, 1, nil, nil, nil, 1, nil},
+		{[]string{"status", "--json", "--state", "in_flight", "--min-lease-age-ms", "0", "--deadline-within-ms", "60000"}, 100, float64(0), float64(60000), "in_flight", 0, nil},
+		{[]string{"status", "--json", "--state", "in_flight", "--min-lease-age-ms", "0"}, 100, float64(0), nil, "in_flight", 1, nil},
+		{[]string{"status", "--json", "--state", "queued"}, 100, nil, nil, "queued", 1, nil},
+		{[]string{"status", "--json", "--agent", "b@x"}, 100, nil, nil, nil, 2, "b@x"},
+		{[]string{"status", "--json", "--agent", "nobody@x"}, 100, nil, nil, nil, 0, "nobody@x"},
 	}
-	wantKeys := []string{"counts", "deadline_within_ms", "kind", "limit", "min_lease_age_ms", "results", "state_filter", "tasks"}
+	wantKeys := []string{"agent_filter", "counts", "deadline_within_ms", "kind", "limit", "min_lease_age_ms", "results", "state_filter", "tasks"}
 	for _, tt := range tests {
 		name := strings.Join(tt.args, " ")
 		var got map[string]json.RawMessage
@@ -181,12 +184,13 @@ func TestStatusJSONHasExactlyTheDocumentedKeys(t *testing.T) {
 			MinLeaseAgeMs    any               `json:"min_lease_age_ms"`
 			DeadlineWithinMs any               `json:"deadline_within_ms"`
 			StateFilter      any               `json:"state_filter"`
+			AgentFilter      any               `json:"agent_filter"`
 			Tasks            []json.RawMessage `json:"tasks"`
 			Results          []json.RawMessage `json:"results"`
 		}
 		mustJSON(t, addr, &v, tt.args...)
-		if v.Kind != "a2a_status" || v.Limit != tt.limit || v.MinLeaseAgeMs != tt.minAge || v.DeadlineWithinMs != tt.within || v.StateFilter != tt.state || len(v.Tasks) != tt.tasks {
-			t.Errorf("%s: got %+v, want limit %v, min age %v, within %v, state %v, %d tasks", name, v, tt.limit, tt.minAge, tt.within, tt.state, tt.tasks)
+		if v.Kind != "a2a_status" || v.Limit != tt.limit || v.MinLeaseAgeMs != tt.minAge || v.DeadlineWithinMs != tt.within || v.StateFilter != tt.state || v.AgentFilter != tt.agent || len(v.Tasks) != tt.tasks {
+			t.Errorf("%s: got %+v, want limit %v, min age %v, within %v, state %v, agent %v, %d tasks", name, v, tt.limit, tt.minAge, tt.within, tt.state, tt.agent, tt.tasks)
 		}
 		if string(got["results"]) != "[]" {
 			t.Errorf("%s: results = %s, want []", name, got["results"])

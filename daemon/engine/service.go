@@ -279,6 +279,11 @@ func (e *Engine) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.Queu
 			return mailbox.QueueView{}, mailbox.Invalidf(d.name, "%s: got \"%d\", expected milliseconds from 0 to %d (100 years)", d.name, *d.v, mailbox.MaxDurationMs)
 		}
 	}
+	if f.Agent != "" {
+		if err := mailbox.ValidateAgentID("agent", f.Agent); err != nil {
+			return mailbox.QueueView{}, err
+		}
+	}
 	var v mailbox.QueueView
 	err = e.read(func() { v = e.query(f) })
 	return v, err

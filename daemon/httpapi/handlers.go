@@ -169,11 +169,14 @@ func (a *api) recentResults(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) queue(w http.ResponseWriter, r *http.Request) error {
-	p, err := parseParams(r, "limit", "min_lease_age_ms", "deadline_within_ms", "state")
+	p, err := parseParams(r, "limit", "min_lease_age_ms", "deadline_within_ms", "state", "agent")
 	if err != nil {
 		return err
 	}
 	var f mailbox.QueueFilter
+	if f.Agent, err = p.agent("agent"); err != nil {
+		return err
+	}
 	if f.Limit, err = p.limit(); err != nil {
 		return err
 	}

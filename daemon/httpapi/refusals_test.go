@@ -111,6 +111,8 @@ func TestRefusals(t *testing.T) {
 		{"empty state", "GET", "/a2a/queue?state=", "", "", nil, 400, "state", []string{`state: got ""`, `"queued", "in_flight" or "waiting"`, "omit the parameter"}},
 		{"negative lease age", "GET", "/a2a/queue?min_lease_age_ms=-5", "", "", nil, 400, "min_lease_age_ms", []string{`got "-5"`, "expected milliseconds from 0 to 3153600000000"}},
 		{"deadline window not a number", "GET", "/a2a/queue?deadline_within_ms=soon", "", "", nil, 400, "deadline_within_ms", nil},
+		{"empty agent filter", "GET", "/a2a/queue?agent=", "", "", nil, 400, "agent", []string{`agent: got ""`, "omit the parameter for any agent"}},
+		{"agent filter not an agent id", "GET", "/a2a/queue?agent=no%20spaces", "", "", nil, 400, "agent", []string{"agent"}},
 		{"misspelt recipient", "POST", "/a2a/tasks/next?recipent=w@x", "", "", nil, 400, "recipent", []string{"unknown query parameter", "only recipient"}},
 		{"empty recipient", "POST", "/a2a/tasks/next?recipient=", "", "", nil, 400, "recipient", nil},
 		{"max zero", "POST", "/a2a/tasks/next?recipient=w@x&max=0", "", "", nil, 400, "max", []string{`max: got "0"`, "1 to 100"}},

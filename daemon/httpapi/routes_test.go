@@ -61,6 +61,15 @@ func TestCycle(t *testing.T) {
 	if q.Kind != mailbox.KindQueue {
 		t.Errorf("queue kind = %q", q.Kind)
 	}
+	// The agent filter: w@x's leases; nothing of another agent.
+	call(t, d, "GET", "/a2a/queue?agent=w@x&state=in_flight", nil, &q)
+	if len(q.Tasks) != 2 || q.Tasks[0].LeasedTo != "w@x" || q.Tasks[1].LeasedTo != "w@x" {
+		t.Errorf("queue for w@x = %+v, want its two leases", q.Tasks)
+	}
+	call(t, d, "GET", "/a2a/queue?agent=someone-else@x", nil, &q)
+	if len(q.Tasks) != 0 || len(q.Results) != 0 {
+		t.Errorf("queue for an agent with nothing = %+v", q)
+	}
 
 	var posted mailbox.ResultPostedResponse
 	call(t, d, "POST", "/a2a/results", mailbox.Result{TaskID: id1, Status: mailbox.StatusOK,
