@@ -157,3 +157,25 @@ func entryOf(t *testing.T, c *client.Client, id string) mailbox.QueueEntry {
 	t.Fatalf("task %s is not queued, in flight or waiting", id)
 	return mailbox.QueueEntry{}
 }
+
+// A lease-id prefix of a lease that has ended since the operator looked
+// (requeued, and the task leased again) is not "no lease id starts with":
+// the repair is sent with that lease, and the conflict report says which
+// lease is current (exit 1).
+func TestAnOldLeasePrefixReportsTheConflict(t *testing.T) {
+	addr := startDaemon(t)
+	id := sendTask(t, addr, "p@x", "w@x", "flaky")
+	old := leaseTask(t, addr, "w@x").Lease.LeaseID
+	mustCLI(t, addr, "requeue", id, "--reason", "first try hung", "--operator-accepted", "--lease-id", old)
+	current := leaseTask(t, addr, "w@x").Lease.LeaseID
+
+	o := cli(t, addr, "requeue", id, "--reason", "again", "--operator-accepted", "--lease-id", old[:8])
+	if o.code != exitFailure {
+		t.Fatalf("exit %d, want 1 (a conflict); stdout %q stderr %q", o.code, o.stdout, o.stderr)
+	}
+	wantContains(t, "an old lease's prefix", o.stderr, "expected lease: "+old, "current lease:  "+current, "held by w@x")
+
+	// A prefix of no lease of the task, current or past, is still a
+	// usage error.
+	wantUsage(t, addr, []string{"requeue", id, "--reason", "r", "--operator-accepted", "--lease-id", "ffffff"}, `--lease-id: no lease id starts with "ffffff"`)
+}

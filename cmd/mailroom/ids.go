@@ -91,6 +91,31 @@ func resolveID(ctx context.Context, arg, argName, what, where string, src idSour
 	return "", usagef("%s: %q is ambiguous: %d %ss have an id starting with it; give more characters\n%s", argName, arg, len(matches), what, candidateTable(matches))
 }
 
+// pastLease returns the one lease of task taskID that a repair ended
+// whose id starts with prefix (a lease the operator looked at before it
+// was requeued), from the task's repair trail; ok is false when there is
+// none, or more than one.
+func pastLease(ctx context.Context, c *client.Client, taskID, prefix string) (string, bool) {
+	prefix = strings.ToLower(prefix)
+	if len(prefix) < minIDPrefix || len(prefix) > uuidLen {
+		return "", false
+	}
+	recs, err := c.Audit(ctx, taskID, mailbox.MaxLimit)
+	if err != nil {
+		return "", false
+	}
+	found := ""
+	for _, r := range recs {
+		if strings.HasPrefix(r.LeaseID, prefix) && r.LeaseID != found {
+			if found != "" {
+				return "", false
+			}
+			found = r.LeaseID
+		}
+	}
+	return found, found != ""
+}
+
 // matchPrefix returns the candidates whose id starts with prefix, each id
 // once (a source may list it twice).
 func matchPrefix(cands []idCandidate, prefix string) []idCandidate {

@@ -124,9 +124,18 @@ func repair(ctx context.Context, e *env, cf *clientFlags, asJSON bool, req mailb
 		return err
 	}
 	if req.Command.LeaseID != "" {
-		if req.Command.LeaseID, err = resolveLeaseID(ctx, c, req.Command.LeaseID, "--lease-id"); err != nil {
-			return err
+		full, err := resolveLeaseID(ctx, c, req.Command.LeaseID, "--lease-id")
+		if err != nil {
+			// The lease the operator looked at may have ended since: a
+			// prefix of one of the task's past leases is sent whole, and
+			// the daemon's conflict report says which lease is current.
+			past, ok := pastLease(ctx, c, req.TaskID, req.Command.LeaseID)
+			if !ok {
+				return err
+			}
+			full = past
 		}
+		req.Command.LeaseID = full
 	}
 	out, err := c.Repair(ctx, req)
 	if err != nil {
