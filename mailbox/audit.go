@@ -24,6 +24,32 @@ type AuditRecord struct {
 	ToRecipient   string `json:"to_recipient,omitempty"`
 }
 
+// Move is where a requeue handed the task, "from -> to", or "" when it
+// stayed with its recipient: the one spelling the CLI and the console
+// show.
+func (a AuditRecord) Move() string {
+	if a.ToRecipient == "" {
+		return ""
+	}
+	from := a.FromRecipient
+	if from == "" {
+		from = "?"
+	}
+	return from + " -> " + a.ToRecipient
+}
+
+// NoAuth is how a repair made without tokens names its principal, in the
+// CLI and the console alike: nobody could be named.
+const NoAuth = "(no auth)"
+
+// PrincipalOrNoAuth is the repair's principal, or NoAuth.
+func (a AuditRecord) PrincipalOrNoAuth() string {
+	if a.Principal == "" {
+		return NoAuth
+	}
+	return a.Principal
+}
+
 // recordAudit records a repair; movedFrom is the task's recipient before a
 // requeue that handed it to ev.Recipient ("" when it did not).
 func (s *State) recordAudit(ev Event, movedFrom string) {

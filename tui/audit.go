@@ -12,26 +12,24 @@ import (
 // records the same way: these helpers are the one place that decides the
 // words.
 
-// noAuth stands for an empty principal: the daemon ran without tokens, so
-// nobody could be named. Saying so beats an empty cell that reads as missing
-// data.
-const noAuth = "(no auth)"
-
-func auditPrincipal(a *mailbox.AuditRecord) string {
-	if a.Principal == "" {
-		return noAuth
-	}
-	return a.Principal
-}
+// auditPrincipal names who repaired; an empty principal (the daemon ran
+// without tokens, so nobody could be named) reads mailbox.NoAuth, as in
+// the CLI: saying so beats an empty cell that reads as missing data.
+func auditPrincipal(a *mailbox.AuditRecord) string { return a.PrincipalOrNoAuth() }
 
 // auditAction is requeued or forced_error; a requeue made by the
 // retry-stale scan is marked auto, so an operator can tell policy from
-// people at a glance.
+// people at a glance, and one that handed the task to another agent says
+// where it went (from -> to).
 func auditAction(a *mailbox.AuditRecord) string {
+	s := a.Action
 	if a.Auto {
-		return a.Action + " (auto)"
+		s += " (auto)"
 	}
-	return a.Action
+	if m := a.Move(); m != "" {
+		s += " " + m
+	}
+	return s
 }
 
 // auditPosture is the duplicate-work risk the repair accepted; a forced

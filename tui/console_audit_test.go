@@ -52,8 +52,8 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 	// The requeue happens before the console starts, so it arrives in the
 	// snapshot; the forced error arrives as a live event.
 	api.repair(mailbox.RepairRequest{TaskID: requeued, Reason: "worker-a crashed mid-task",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: leaseA.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted}})
-	r := runConsole(t, c, Options{Addr: d.URL(), Principal: "oncall-ann"})
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: leaseA.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted, Recipient: "worker-c@local"}})
+	r := runConsoleSized(t, c, Options{Addr: d.URL(), Principal: "oncall-ann"}, 160, 40)
 	f := r.scr.waitForText(t, "worker-a crashed mid-task")
 	if !strings.Contains(f.lines[0], "as oncall-ann") || !strings.Contains(f.lines[0], "● live") {
 		t.Errorf("header does not say whom the console acts as:\n%s", f.lines[0])
@@ -67,7 +67,7 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 	forcedLine, requeuedLine := f.lineWith("worker-b is gone"), f.lineWith("worker-a crashed mid-task")
 	for _, tt := range []struct{ line, task, lease, action, posture string }{
 		{forcedLine, forced, leaseB.LeaseID, "forced_error", "-"},
-		{requeuedLine, requeued, leaseA.LeaseID, "requeued", "operator_accepted"},
+		{requeuedLine, requeued, leaseA.LeaseID, "requeued worker-a@local -> worker-c@local", "operator_accepted"},
 	} {
 		for _, want := range []string{"oncall-ann", tt.action, short(tt.task), short(tt.lease), " 1 ", tt.posture} {
 			if !strings.Contains(tt.line, want) {
@@ -95,13 +95,13 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 	// Enter on the requeue (the second row) opens its task, with the repair history.
 	r.scr.press(char('j'), key(tcell.KeyEnter))
 	f = r.scr.waitForText(t, "Task "+requeued)
-	for _, want := range []string{"Repair history", "Lease history", "task_requeued"} {
+	for _, want := range []string{"Repair history", "Lease history", "task_requeued", "requeued worker-a@local -> worker-c@local by oncall-ann", "moved -> worker-c@local"} {
 		if !f.contains(want) {
 			t.Errorf("detail view lacks %q:\n%s", want, f)
 		}
 	}
 	entry := repairEntry(f.lines, "worker-a crashed mid-task")
-	for _, want := range []string{"requeued by oncall-ann", "lease " + short(leaseA.LeaseID), "attempt 1", "posture operator_accepted"} {
+	for _, want := range []string{"requeued worker-a@local -> worker-c@local by oncall-ann", "lease " + short(leaseA.LeaseID), "attempt 1", "posture operator_accepted"} {
 		if !strings.Contains(entry, want) {
 			t.Errorf("repair history entry %q lacks %q:\n%s", entry, want, f)
 		}
@@ -148,8 +148,8 @@ func TestHeaderSaysNoAuthWithoutAPrincipal(t *testing.T) {
 	f := r.scr.waitFor(t, "the repair and a header that says no auth", func(f frame) bool {
 		return f.contains("stuck for an hour") && strings.Contains(f.lines[0], d.URL()+" no auth")
 	})
-	if l := f.lineWith("stuck for an hour"); !strings.Contains(l, noAuth) {
-		t.Errorf("a repair made without auth should say %s: %q", noAuth, l)
+	if l := f.lineWith("stuck for an hour"); !strings.Contains(l, mailbox.NoAuth) {
+		t.Errorf("a repair made without auth should say %s: %q", mailbox.NoAuth, l)
 	}
 }
 
@@ -184,7 +184,7 @@ func TestAuditPaneLayout(t *testing.T) {
 				t.Errorf("an 80x24 console lacks %q:\n%s", want, f)
 			}
 		}
-		if f.contains(noAuth) {
+		if f.contains(mailbox.NoAuth) {
 			t.Errorf("the unfocused Audit strip should show only the newest repair:\n%s", f)
 		}
 		if !listedAbove(f, "error (forced)", "requeued (auto)") {
@@ -192,14 +192,14 @@ func TestAuditPaneLayout(t *testing.T) {
 		}
 		// Focused, the Audit pane takes a full share and shows older repairs.
 		r.scr.press(char('4'))
-		f = r.scr.waitForText(t, noAuth)
+		f = r.scr.waitForText(t, mailbox.NoAuth)
 		for _, want := range []string{"[1] Queue", "[2] Leases", "[3] Results", "requeued (auto)"} {
 			if !f.contains(want) {
 				t.Errorf("with Audit focused an 80x24 console lacks %q:\n%s", want, f)
 			}
 		}
 		r.scr.press(char('1'))
-		r.scr.waitForNoText(t, noAuth)
+		r.scr.waitForNoText(t, mailbox.NoAuth)
 
 		// A repair made now takes the strip's one row.
 		lease := rp.src.lease("worker-c@local")

@@ -202,6 +202,9 @@ func renderDetail(id string, d detail, nowMs int64) string {
 		if h.Reason != "" {
 			more = append(more, "reason "+strconv.Quote(h.Reason))
 		}
+		if h.Recipient != "" {
+			more = append(more, "moved -> "+h.Recipient)
+		}
 		if h.RemoteTaskID != "" {
 			more = append(more, "remote task "+visible(h.RemoteTaskID))
 		}

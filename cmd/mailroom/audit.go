@@ -70,7 +70,7 @@ func printAudit(w io.Writer, recs []mailbox.AuditRecord, taskID string, now time
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WHEN\tAGO\tPRINCIPAL\tACTION\tTASK\tLEASE\tATTEMPT\tPOSTURE\tREASON\tAUTO")
+	fmt.Fprintln(tw, "WHEN\tAGO\tPRINCIPAL\tACTION\tMOVE\tTASK\tLEASE\tATTEMPT\tPOSTURE\tREASON\tAUTO")
 	for _, r := range recs {
 		// The scan's requeues are marked so an operator can tell them from
 		// their own at a glance.
@@ -78,8 +78,8 @@ func printAudit(w io.Writer, recs []mailbox.AuditRecord, taskID string, now time
 		if r.Auto {
 			auto = "auto"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
-			time.UnixMilli(r.AtMs).UTC().Format(time.RFC3339), age(now, r.AtMs), orDash(r.Principal), r.Action,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
+			time.UnixMilli(r.AtMs).UTC().Format(time.RFC3339), age(now, r.AtMs), r.PrincipalOrNoAuth(), r.Action, orDash(r.Move()),
 			r.TaskID, r.LeaseID, r.Attempt, orDash(r.DuplicateRisk), truncate(r.Reason, 48), auto)
 	}
 	tw.Flush()

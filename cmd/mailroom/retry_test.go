@@ -107,7 +107,7 @@ func TestAuditVerb(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("audit printed %d lines, want a header and two repairs:\n%s", len(lines), out)
 	}
-	wantContains(t, "audit header", lines[0], "WHEN", "PRINCIPAL", "ACTION", "TASK", "LEASE", "ATTEMPT", "POSTURE", "REASON", "AUTO")
+	wantContains(t, "audit header", lines[0], "WHEN", "PRINCIPAL", "ACTION", "MOVE", "TASK", "LEASE", "ATTEMPT", "POSTURE", "REASON", "AUTO")
 	// Newest first: the forced error, then the scan's requeue.
 	wantContains(t, "audit newest", lines[1], mailbox.OutcomeForcedError, unsafe.Task.ID, unsafe.Lease.LeaseID, "card service down")
 	wantContains(t, "audit oldest", lines[2], mailbox.OutcomeRequeued, safe.Task.ID, safe.Lease.LeaseID, mailbox.RiskIdempotent, "auto")
@@ -115,7 +115,17 @@ func TestAuditVerb(t *testing.T) {
 		t.Errorf("the operator's force-error is marked auto: %q", lines[1])
 	}
 
-	if out := mustCLI(t, addr, "audit", "-n", "1"); strings.Count(out, "\n") != 2 || !strings.Contains(out, unsafe.Task.ID) {
+	// Without tokens nobody could be named: (no auth), as the console says.
+	wantContains(t, "audit principal", lines[1], "(no auth)")
+
+	// A requeue that handed the task on says where it went.
+	moved := sendTask(t, addr, "p@x", "dead@x", "move me")
+	l := leaseTask(t, addr, "dead@x")
+	mustCLI(t, addr, "requeue", moved, "--reason", "dead@x is gone", "--operator-accepted", "--lease-id", l.Lease.LeaseID, "--to", "live@x")
+	out = mustCLI(t, addr, "audit", "-n", "1")
+	wantContains(t, "audit of a move", out, "MOVE", "dead@x -> live@x", moved)
+
+	if out := mustCLI(t, addr, "audit", "-n", "1", "--task", unsafe.Task.ID); strings.Count(out, "\n") != 2 || !strings.Contains(out, unsafe.Task.ID) {
 		t.Errorf("audit -n 1 = %q, want only the newest repair", out)
 	}
 	var resp mailbox.AuditResponse
