@@ -231,6 +231,11 @@ type RepairCommand struct {
 	// queued for Recipient, keeping its place as the one that has waited
 	// longest.
 	Recipient string `json:"recipient,omitempty" empty:"expected the agent id of the task's new recipient; omit the field to requeue the task for the recipient it has"`
+	// NewAgent confirms that Recipient is an agent the mailbox does not
+	// know yet (never registered, heard from, or holding tasks): without
+	// it such a move is refused, naming the known agents it is close to,
+	// so that a typo cannot send work where nobody reads it.
+	NewAgent bool `json:"new_agent,omitempty"`
 }
 
 // RepairRequest is an operator's hand repair of one in-flight lease.

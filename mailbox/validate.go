@@ -341,6 +341,9 @@ func NormalizeRepair(req RepairRequest) (RepairRequest, error) {
 				return req, err
 			}
 		}
+		if c.NewAgent && c.Recipient == "" {
+			return req, Invalidf("command.new_agent", "command.new_agent: only with command.recipient (it confirms a move to an agent the mailbox does not know yet)")
+		}
 	case ActionForceError:
 		if err := nonBlank("command.message", c.Message, "a non-empty error message for the sender"); err != nil {
 			return req, err
@@ -348,7 +351,7 @@ func NormalizeRepair(req RepairRequest) (RepairRequest, error) {
 		if c.DuplicateRisk != "" {
 			return req, Invalidf("command.duplicate_risk", "command.duplicate_risk: not allowed with action \"force_error\" (only requeue states a posture)")
 		}
-		if c.Recipient != "" {
+		if c.Recipient != "" || c.NewAgent {
 			return req, Invalidf("command.recipient", "command.recipient: not allowed with action \"force_error\" (only a requeue hands a task to another recipient)")
 		}
 	default:

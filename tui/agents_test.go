@@ -326,6 +326,9 @@ func TestRequeueToARecipientTheTokenMayNotSendTo(t *testing.T) {
 	r.scr.press(key(tcell.KeyTab)) // -> reason
 	r.scr.typeText("worker-a is gone")
 	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
+	// worker-c@local is new here: confirmed, and then refused for rights.
+	r.scr.waitForText(t, "worker-c@local is not an agent the mailbox knows")
+	r.scr.press(key(tcell.KeyEnter))
 	f := r.scr.waitForText(t, "needs capability a2a.send.worker-c@local")
 	for _, want := range []string{"Requeue on 2 leases", "worker-c@local", "worker-a is gone"} {
 		if !f.contains(want) {

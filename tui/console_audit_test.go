@@ -52,7 +52,7 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 	// The requeue happens before the console starts, so it arrives in the
 	// snapshot; the forced error arrives as a live event.
 	api.repair(mailbox.RepairRequest{TaskID: requeued, Reason: "worker-a crashed mid-task",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: leaseA.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted, Recipient: "worker-c@local"}})
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: leaseA.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted, Recipient: "worker-c@local", NewAgent: true}})
 	r := runConsoleSized(t, c, Options{Addr: d.URL(), Principal: "oncall-ann"}, 160, 40)
 	f := r.scr.waitForText(t, "worker-a crashed mid-task")
 	if !strings.Contains(f.lines[0], "as oncall-ann") || !strings.Contains(f.lines[0], "● live") {

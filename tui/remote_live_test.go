@@ -156,7 +156,7 @@ func TestRemoteDeliveriesWithTheRealDispatcher(t *testing.T) {
 		t.Fatalf("the first task is not in flight: %+v", entry)
 	}
 	api.repair(mailbox.RepairRequest{TaskID: first, Reason: "test: the remote is too slow",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: entry.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted, Recipient: "worker-a@local"}})
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: entry.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted, Recipient: "worker-a@local", NewAgent: true}})
 	want := "rt-" + first[:8]
 	waitUntil(t, "the remote asked to cancel "+want, func() bool { return slices.Contains(remote.cancels(), want) })
 	r.scr.waitFor(t, "echo@remote 1 of 2 in flight", func(f frame) bool {

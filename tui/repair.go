@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,14 +49,18 @@ type repairDialog struct {
 	targets []repairTarget
 	// agent is set when the dialog covers every lease an agent holds (R on
 	// the Agents pane).
-	agent   string
-	to      string // the recipient a requeue handed the tasks to, once sent
-	box     *tview.Flex
-	form    *tview.Form
-	info    *tview.TextView
-	message *tview.TextView
-	confirm string // the confirm button's label
-	busy    bool
+	agent string
+	to    string // the recipient a requeue handed the tasks to, once sent
+	// newAgent is the unknown recipient the operator was warned of: a
+	// second press of the confirm button with it still in "to" hands the
+	// tasks to it as a new agent.
+	newAgent string
+	box      *tview.Flex
+	form     *tview.Form
+	info     *tview.TextView
+	message  *tview.TextView
+	confirm  string // the confirm button's label
+	busy     bool
 	// changed holds, by task id, what became of each inspected lease that
 	// is no longer current: the dialog says so and offers no confirm.
 	changed map[string]string
@@ -150,7 +155,8 @@ func (c *Console) openRepair(act actionID) {
 		// Before the reason, so reason Enter Enter still repairs; Shift-Tab
 		// from the reason reaches it.
 		d.form.AddInputField(toLabel, "", fieldWidth, nil, nil)
-		d.form.GetFormItemByLabel(toLabel).(*tview.InputField).SetPlaceholder("(optional) another recipient; empty: the same")
+		d.form.GetFormItemByLabel(toLabel).(*tview.InputField).SetPlaceholder("(optional) another recipient; empty: the same").
+			SetAutocompleteFunc(c.agentCompletions)
 		d.form.AddInputField("reason", c.lastReason, fieldWidth, nil, nil)
 	} else {
 		d.form.AddInputField("reason", c.lastReason, fieldWidth, nil, nil)
@@ -196,6 +202,57 @@ func (c *Console) openRepair(act actionID) {
 
 // toLabel labels the requeue dialog's optional new recipient.
 const toLabel = "to"
+
+// maxCompletions bounds the agents the "to" field offers.
+const maxCompletions = 8
+
+// agentCompletions offers the known agents whose id starts with text,
+// those heard from most recently first (the live ones before the gone);
+// nothing when text is empty or already names a known agent, so Tab moves
+// on as usual.
+func (c *Console) agentCompletions(text string) []string {
+	text = strings.TrimSpace(text)
+	if text == "" || c.rows == nil {
+		return nil
+	}
+	var hits []mailbox.AgentInfo
+	for _, a := range c.rows.agents {
+		if a.Agent == text {
+			return nil
+		}
+		if strings.HasPrefix(a.Agent, text) {
+			hits = append(hits, a.AgentInfo)
+		}
+	}
+	slices.SortStableFunc(hits, func(a, b mailbox.AgentInfo) int {
+		if a.LastSeenMs != b.LastSeenMs {
+			return cmp.Compare(b.LastSeenMs, a.LastSeenMs)
+		}
+		return strings.Compare(a.Agent, b.Agent)
+	})
+	out := make([]string, 0, min(len(hits), maxCompletions))
+	for _, a := range hits[:min(len(hits), maxCompletions)] {
+		out = append(out, a.Agent)
+	}
+	return out
+}
+
+// knowsAgent reports whether the agents listing has agent.
+func (c *Console) knowsAgent(agent string) bool {
+	return c.rows != nil && slices.ContainsFunc(c.rows.agents, func(a agentRow) bool { return a.Agent == agent })
+}
+
+// agentIDs are the ids of the agents listing.
+func (c *Console) agentIDs() []string {
+	if c.rows == nil {
+		return nil
+	}
+	ids := make([]string, len(c.rows.agents))
+	for i, a := range c.rows.agents {
+		ids[i] = a.Agent
+	}
+	return ids
+}
 
 // title and confirmLabel say what the dialog does to how many leases.
 // done says what the dialog's repair did, "requeued" or "forced an error
@@ -399,7 +456,21 @@ func (c *Console) submitRepair(d *repairDialog) {
 	var command mailbox.RepairCommand
 	if d.action == actRequeue {
 		_, risk := d.form.GetFormItemByLabel("duplicate risk").(*tview.DropDown).GetCurrentOption()
-		command = mailbox.RepairCommand{Action: mailbox.ActionRequeue, DuplicateRisk: risk, Recipient: field(toLabel)}
+		to := field(toLabel)
+		if to != "" && !c.knowsAgent(to) && d.newAgent != to {
+			// A move to an agent nobody has heard of: a typo would send
+			// the work where nobody reads it. Say so, offer the close
+			// matches, and take a second press as the confirmation.
+			d.newAgent = to
+			msg := to + " is not an agent the mailbox knows (never registered, heard from, or holding tasks)."
+			if close := mailbox.CloseMatches(to, c.agentIDs(), 3); len(close) > 0 {
+				msg += " Did you mean " + strings.Join(close, ", ") + "?"
+			}
+			msg += " Press " + d.confirm + " again to hand the work to this new agent, or change \"to\"."
+			d.message.SetText("[yellow]" + escapeTags(msg) + "[-]")
+			return
+		}
+		command = mailbox.RepairCommand{Action: mailbox.ActionRequeue, DuplicateRisk: risk, Recipient: to, NewAgent: to != "" && d.newAgent == to}
 		d.to = command.Recipient
 	} else {
 		msg := field("message")

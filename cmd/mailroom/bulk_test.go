@@ -23,6 +23,7 @@ func TestBulkRequeueOfAnAgentsLeases(t *testing.T) {
 		leaseTask(t, addr, "dead@x")
 	}
 	queued := sendTask(t, addr, "p@x", "dead@x", "still queued")
+	mustCLI(t, addr, "lease", "--recipient", "live@x") // live@x polls: a known agent
 	other := sendTask(t, addr, "p@x", "other@x", "someone else's")
 	leaseTask(t, addr, "other@x")
 

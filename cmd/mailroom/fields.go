@@ -47,6 +47,7 @@ var argForField = map[string]map[string]string{
 		"command.lease_id":       "--lease-id",
 		"command.duplicate_risk": "--duplicate-risk",
 		"command.recipient":      "--to",
+		"command.new_agent":      "--new-agent",
 	},
 	"force-error": {
 		"task_id":          "TASK_ID",
@@ -87,6 +88,13 @@ func asUsageError(verb string, err error) error {
 	// The daemon's message starts with its own name for the field; the
 	// flag replaces it rather than standing before it.
 	msg, named := strings.CutPrefix(me.Message, me.Details.Field+": ")
+	// Another field the message mentions (what to set instead) is named
+	// by its flag too.
+	for field, other := range argForField[verb] {
+		if strings.Contains(field, ".") {
+			msg = strings.ReplaceAll(msg, field, other)
+		}
+	}
 	if me.Code == mailbox.CodeInvalid {
 		return &usageError{msg: arg + ": " + msg}
 	}

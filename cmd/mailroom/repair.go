@@ -26,6 +26,7 @@ func runRequeue(ctx context.Context, e *env, args []string) error {
 	risk := fs.String("duplicate-risk", "", "idempotent (the task says it is safe to run twice) or operator-accepted (you accept the work may run twice) (required)")
 	leaseID := fs.String("lease-id", "", "refuse unless this is still the current lease (recommended); a unique prefix of 6+ characters will do")
 	to := fs.String("to", "", "hand the task to this agent: it is queued for AGENT, ahead of the tasks sent after it, and the audit trail records the move (needs a2a.send.AGENT)")
+	newAgent := fs.Bool("new-agent", false, "with --to: AGENT is new, not yet known to the mailbox (without it a move to an agent never registered, heard from or holding tasks is refused, naming the known agents it is close to)")
 	idem := fs.Bool("idempotent", false, "short for --duplicate-risk idempotent")
 	accepted := fs.Bool("operator-accepted", false, "short for --duplicate-risk operator-accepted")
 	bf := addBulkFlags(fs)
@@ -50,6 +51,9 @@ func runRequeue(ctx context.Context, e *env, args []string) error {
 	if strings.TrimSpace(*reason) == "" {
 		return usagef("--reason: got %q, expected why you are requeueing", *reason)
 	}
+	if *newAgent && !isSet(fs, "to") {
+		return usagef("--new-agent: only with --to AGENT (it confirms that AGENT is new)")
+	}
 	if isSet(fs, "to") && strings.TrimSpace(*to) == "" {
 		return usagef("--to: got %q, expected the agent id of the task's new recipient, such as coder2@local; leave --to out to requeue for the same recipient", *to)
 	}
@@ -62,7 +66,7 @@ func runRequeue(ctx context.Context, e *env, args []string) error {
 	default:
 		return usagef("--duplicate-risk: got %q, expected idempotent or operator-accepted", *risk)
 	}
-	cmd := mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: *leaseID, DuplicateRisk: wireRisk, Recipient: *to}
+	cmd := mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: *leaseID, DuplicateRisk: wireRisk, Recipient: *to, NewAgent: *newAgent}
 	if bf.bulk() {
 		return bulkRepair(ctx, e, cf, bf, *asJSON, *reason, cmd)
 	}

@@ -352,6 +352,16 @@ func TestRequeueTo(t *testing.T) {
 		t.Errorf("--to Coder2@local: exit %d, stderr %q; want 2 naming --to and saying ids are lowercase", o.code, o.stderr)
 	}
 
+	// An agent the mailbox has never heard of is refused, naming the
+	// known agents it is close to; coder2@local is known once it polls.
+	mustCLI(t, addr, "lease", "--recipient", "coder2@local")
+	o = cli(t, addr, "requeue", id, "--reason", "coder is down", "--duplicate-risk", "operator-accepted", "--to", "codr2@local")
+	if o.code != 2 || !strings.Contains(o.stderr, `--to: got "codr2@local", an agent the mailbox does not know`) ||
+		!strings.Contains(o.stderr, "did you mean coder2@local, coder@local;") || !strings.Contains(o.stderr, "or --new-agent to confirm a new one") {
+		t.Errorf("--to codr2@local: exit %d, stderr %q; want 2 refusing an unknown agent, offering coder2@local and --new-agent", o.code, o.stderr)
+	}
+	wantUsage(t, addr, []string{"requeue", id, "--reason", "r", "--operator-accepted", "--new-agent"}, "--new-agent: only with --to AGENT")
+
 	out := mustCLI(t, addr, "requeue", id, "--reason", "coder is down", "--duplicate-risk", "operator-accepted", "--lease-id", first.Lease.LeaseID, "--to", "coder2@local")
 	wantContains(t, "requeue --to", out, "requeued task "+id+": queued again for coder2@local after 1 attempt(s); the next lease is attempt 2")
 
@@ -368,6 +378,10 @@ func TestRequeueTo(t *testing.T) {
 	if len(audit.Repairs) != 1 || audit.Repairs[0].FromRecipient != "coder@local" || audit.Repairs[0].ToRecipient != "coder2@local" {
 		t.Errorf("audit = %+v, want one requeue from coder@local to coder2@local", audit.Repairs)
 	}
+
+	// --new-agent confirms one the mailbox does not know yet.
+	out = mustCLI(t, addr, "requeue", id, "--reason", "coder2 is busy", "--operator-accepted", "--to", "brand-new@local", "--new-agent")
+	wantContains(t, "requeue --to --new-agent", out, "queued again for brand-new@local")
 
 	help := cli(t, addr, "requeue", "--help")
 	wantContains(t, "requeue --help", help.stdout, "--to AGENT", "--to coder2@local", "a2a.send.AGENT")

@@ -121,7 +121,7 @@ func TestAuditVerb(t *testing.T) {
 	// A requeue that handed the task on says where it went.
 	moved := sendTask(t, addr, "p@x", "dead@x", "move me")
 	l := leaseTask(t, addr, "dead@x")
-	mustCLI(t, addr, "requeue", moved, "--reason", "dead@x is gone", "--operator-accepted", "--lease-id", l.Lease.LeaseID, "--to", "live@x")
+	mustCLI(t, addr, "requeue", moved, "--reason", "dead@x is gone", "--operator-accepted", "--lease-id", l.Lease.LeaseID, "--to", "live@x", "--new-agent")
 	out = mustCLI(t, addr, "audit", "-n", "1")
 	wantContains(t, "audit of a move", out, "MOVE", "dead@x -> live@x", moved)
 

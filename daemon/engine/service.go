@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mailroom/mailroom/daemon/store"
@@ -203,9 +205,17 @@ func (e *Engine) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox
 		return mailbox.RepairOutcome{}, err
 	}
 	principal := mailbox.PrincipalFrom(ctx)
+	unknown := e.unknownRecipient(req)
 	var out mailbox.RepairOutcome
 	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
-		return must(s.DecideRepair(req, principal, now))
+		ev, err := s.DecideRepair(req, principal, now)
+		if err == nil && ev.Recipient != "" && unknown != nil {
+			// A real move, to an agent nobody has heard of: refused after
+			// the task and its lease were found good, so a wrong task or
+			// lease is told first.
+			return mailbox.Event{}, false, unknown
+		}
+		return must(ev, err)
 	},
 		func(s *mailbox.State, ev mailbox.Event) { out = s.RepairOutcomeOf(ev) })
 	if err != nil {
@@ -220,6 +230,32 @@ func (e *Engine) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox
 		e.log.Info("lease force-errored", "task_id", req.TaskID, "principal", principal, "reason", req.Reason)
 	}
 	return out, nil
+}
+
+// unknownRecipient is the refusal of a requeue to an agent the mailbox
+// does not know (in the agents listing: registered, heard from since
+// start, or sender, recipient or holder of a remembered task) unless the
+// request confirms a new agent: a mistyped name would otherwise send the
+// work where nobody reads it. The refusal names the known agents it is
+// close to. nil when the recipient is known, confirmed, or not given.
+func (e *Engine) unknownRecipient(req mailbox.RepairRequest) error {
+	to := req.Command.Recipient
+	if to == "" || req.Command.NewAgent {
+		return nil
+	}
+	var known []string
+	for _, a := range e.agents(e.opts.Now().UnixMilli()) {
+		if a.Agent == to {
+			return nil
+		}
+		known = append(known, a.Agent)
+	}
+	msg := "command.recipient: got " + strconv.Quote(to) + ", an agent the mailbox does not know (never registered, heard from, or holding tasks)"
+	if close := mailbox.CloseMatches(to, known, 5); len(close) > 0 {
+		msg += "; did you mean " + strings.Join(close, ", ")
+	}
+	msg += "; expected a known agent, or command.new_agent to confirm a new one"
+	return &mailbox.Error{Code: mailbox.CodeInvalid, Message: msg, Details: &mailbox.ErrorDetails{Field: "command.recipient"}}
 }
 
 // RecentTasks lists queued tasks, oldest first, without consuming them.

@@ -163,6 +163,10 @@ func TestRequeueToAnotherRecipient(t *testing.T) {
 		{"not an agent id", "router", `{"action":"requeue","duplicate_risk":"operator_accepted","recipient":"coder 2"}`, 400, "command.recipient"},
 		// Bad input is a 400 before missing rights are a 403.
 		{"not an agent id, by a token without the right", "operator", `{"action":"requeue","duplicate_risk":"operator_accepted","recipient":"Coder2"}`, 400, "command.recipient"},
+		// coder2@local has not been heard of yet: a typo is refused,
+		// naming the agents it is close to.
+		{"to an agent nobody knows", "router", `{"action":"requeue","duplicate_risk":"operator_accepted","recipient":"coder2@local"}`, 400, `got \"coder2@local\", an agent the mailbox does not know (never registered, heard from, or holding tasks); did you mean coder@local; expected a known agent, or command.new_agent to confirm a new one`},
+		{"new_agent without a recipient", "router", `{"action":"requeue","duplicate_risk":"operator_accepted","new_agent":true}`, 400, "command.new_agent: only with command.recipient"},
 	}
 	for _, r := range refusals {
 		got := do(r.as, "POST", "/a2a/repair", repair(r.command), nil)
@@ -175,7 +179,7 @@ func TestRequeueToAnotherRecipient(t *testing.T) {
 	}
 
 	var out mailbox.RepairedResponse
-	if r := do("router", "POST", "/a2a/repair", repair(`{"action":"requeue","duplicate_risk":"operator_accepted","lease_id":"`+leased.Lease.LeaseID+`","recipient":"coder2@local"}`), &out); r.status != 200 {
+	if r := do("router", "POST", "/a2a/repair", repair(`{"action":"requeue","duplicate_risk":"operator_accepted","lease_id":"`+leased.Lease.LeaseID+`","recipient":"coder2@local","new_agent":true}`), &out); r.status != 200 {
 		t.Fatalf("requeue to coder2@local = %d %s", r.status, r.body)
 	}
 	if o := out.Outcome; o.Action != mailbox.OutcomeRequeued || o.State != mailbox.TaskQueued || o.Recipient != "coder2@local" || o.Attempt != 1 {

@@ -27,9 +27,10 @@ type legacyRemote struct {
 	release chan struct{}
 	down    atomic.Bool
 
-	mu     sync.Mutex
-	asked  map[string]bool
-	hungUp []string // the tasks whose caller hung up on a hanging call
+	mu      sync.Mutex
+	asked   map[string]bool
+	hanging []string // the tasks whose call hangs now
+	hungUp  []string // the tasks whose caller hung up on a hanging call
 }
 
 func startLegacy(t *testing.T) *legacyRemote {
@@ -95,6 +96,9 @@ func (l *legacyRemote) rpc(w http.ResponseWriter, r *http.Request) {
 		}
 		done = "slowly done"
 	case word == "hang":
+		l.mu.Lock()
+		l.hanging = append(l.hanging, body.Params.ID)
+		l.mu.Unlock()
 		<-r.Context().Done()
 		l.mu.Lock()
 		l.hungUp = append(l.hungUp, body.Params.ID)
@@ -107,6 +111,12 @@ func (l *legacyRemote) rpc(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, map[string]any{"jsonrpc": "2.0", "id": body.ID, "result": map[string]any{
 		"id": body.Params.ID, "status": map[string]any{"state": state, "message": msg}, "artifacts": artifacts}})
+}
+
+func (l *legacyRemote) hangs(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Contains(l.hanging, id)
 }
 
 func (l *legacyRemote) hungUpOn(id string) bool {
@@ -178,7 +188,7 @@ func TestLegacyRemote(t *testing.T) {
 
 	// An A2A cancel hangs up the call the remote is working on.
 	sent = w.edgeSend(e, "hang on")
-	w.waitDelivery("search@remote", sent.ID, "sending", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliverySending })
+	waitFor(t, "the remote working on "+sent.ID, func() bool { return l.hangs(sent.ID) }, func() string { return w.logs.String() })
 	if _, err := e.Cancel(w.ctx, sent.ID); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
@@ -191,7 +201,7 @@ func TestLegacyRemote(t *testing.T) {
 	// so the task (not idempotent) is not sent again: its lease waits
 	// for the operator, who requeues it to an agent that polls.
 	id = w.send("planner@local", "search@remote", "hang on", false)
-	w.waitDelivery("search@remote", id, "sending", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliverySending })
+	waitFor(t, "the remote working on "+id, func() bool { return l.hangs(id) }, func() string { return w.logs.String() })
 	l.srv.CloseClientConnections()
 	dl := w.waitDelivery("search@remote", id, "unknown", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryUnknown })
 	if e := w.entry(id); e == nil || e.State != mailbox.TaskInFlight || e.LeaseID != dl.LeaseID {

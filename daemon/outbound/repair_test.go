@@ -115,7 +115,7 @@ func (w *world) requeueTo(id, leaseID, agent, text string) {
 	w.t.Helper()
 	rec := w.record(id)
 	if _, err := w.c.Repair(w.ctx, mailbox.RepairRequest{TaskID: id, Reason: "the remote cannot finish it",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: leaseID, DuplicateRisk: mailbox.RiskOperatorAccepted, Recipient: agent}}); err != nil {
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: leaseID, DuplicateRisk: mailbox.RiskOperatorAccepted, Recipient: agent, NewAgent: true}}); err != nil {
 		w.t.Fatalf("requeue: %v", err)
 	}
 	w.waitRemote(rec.Task.Recipient, "the repaired delivery gone", func(st *mailbox.RemoteStatus) bool { return delivery(st, id) == nil })
@@ -239,7 +239,7 @@ func TestOperatorRepairsCancelTheRemoteTask(t *testing.T) {
 	f := w.waitDelivery("coder@remote", forced, "accepted", func(d mailbox.DeliveryStatus) bool { return d.RemoteTaskID != "" })
 
 	if _, err := w.c.Repair(w.ctx, mailbox.RepairRequest{TaskID: moved, Reason: "another agent will do it",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: m.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted, Recipient: "worker@local"}}); err != nil {
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: m.LeaseID, DuplicateRisk: mailbox.RiskOperatorAccepted, Recipient: "worker@local", NewAgent: true}}); err != nil {
 		t.Fatalf("move: %v", err)
 	}
 	if _, err := w.c.Repair(w.ctx, mailbox.RepairRequest{TaskID: forced, Reason: "not needed",
