@@ -300,19 +300,24 @@ func (c *Console) renderDialogInfo(d *repairDialog) {
 	now := c.opts.Now().UnixMilli()
 	var b strings.Builder
 	if len(d.changed) > 0 {
-		b.WriteString("[red::b]")
+		colour := "red"
 		switch {
 		case len(d.targets) == 1 && d.targets[0].waitingOn != "":
-			b.WriteString("The question changed while this dialog was open: nothing to repair.")
+			b.WriteString("[red::b]The question changed while this dialog was open: nothing to repair.")
 		case len(d.targets) == 1:
-			b.WriteString("The lease changed while this dialog was open: nothing to repair.")
+			b.WriteString("[red::b]The lease changed while this dialog was open: nothing to repair.")
 		default:
-			fmt.Fprintf(&b, "%d of these leases changed while this dialog was open: repair none of them, mark again.", len(d.changed))
+			// The rest are still the operator's to repair: each repair is
+			// guarded by its own lease, so the changed ones are refused
+			// by the daemon and listed, as the CLI's bulk repair does.
+			colour = "yellow"
+			fmt.Fprintf(&b, "[yellow::b]%d of these %d leases changed while this dialog was open: they will be left alone and listed; the other %d are repaired.",
+				len(d.changed), len(d.targets), len(d.targets)-len(d.changed))
 		}
 		b.WriteString("[-::-]\n")
 		for _, t := range d.targets {
 			if what, ok := d.changed[t.taskID]; ok {
-				fmt.Fprintf(&b, "[red]task %s: you inspected lease %s (attempt %d, %s)\n  now: %s[-]\n", mailbox.ShortID(t.taskID),
+				fmt.Fprintf(&b, "[%s]task %s: you inspected lease %s (attempt %d, %s)\n  now: %s[-]\n", colour, mailbox.ShortID(t.taskID),
 					mailbox.ShortID(t.leaseID), t.attempt, escapeTags(t.leasedTo), escapeTags(what))
 			}
 		}
@@ -373,7 +378,9 @@ func (c *Console) renderDialogInfo(d *repairDialog) {
 }
 
 // refreshDialog checks the open dialog's leases against rows that just
-// arrived: a lease that changed takes the confirm button away at once.
+// arrived: a lease that changed takes the confirm button of a dialog on
+// that one lease away at once; on several, the dialog lists it and its
+// repair is left to the guard (refused, and listed in the outcome).
 func (c *Console) refreshDialog() {
 	d := c.dialog
 	if d == nil || d.busy {
@@ -415,7 +422,7 @@ func (c *Console) refreshDialog() {
 				d.changed[t.taskID] = "no lease (requeued or finished)"
 			}
 		}
-		if len(d.changed) > 0 {
+		if len(d.changed) > 0 && len(d.targets) == 1 {
 			if i := d.form.GetButtonIndex(d.confirm); i >= 0 {
 				d.form.RemoveButton(i)
 				if d.form.HasFocus() {
@@ -437,7 +444,7 @@ func (c *Console) closeDialog() {
 // lease off the UI goroutine; the outcome comes back through
 // QueueUpdateDraw.
 func (c *Console) submitRepair(d *repairDialog) {
-	if d.busy || len(d.changed) > 0 {
+	if d.busy || len(d.changed) > 0 && len(d.targets) == 1 {
 		return
 	}
 	field := func(label string) string {

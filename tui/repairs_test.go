@@ -383,3 +383,44 @@ func TestRepairOfManyResumesAfterAFailure(t *testing.T) {
 		}
 	}
 }
+
+// A lease that changes while a dialog on several is open (the console
+// sees it) does not take the whole repair away: the dialog lists it and
+// says the others are repaired; on confirm they are, and the outcome
+// lists the changed one with the lease inspected and the current one.
+func TestBulkDialogRepairsTheRestAroundAChangedLease(t *testing.T) {
+	t.Parallel()
+	m := newStaleMailbox(t)
+	r := m.console(t, 160, 50, Options{})
+	r.scr.press(char('!'))
+	r.scr.waitForText(t, "!stale-only")
+	r.scr.press(char('*'))
+	r.scr.waitForText(t, "✓4 marked")
+	r.scr.press(char('R'))
+	r.scr.waitForText(t, "Requeue on 4 leases")
+
+	// Another operator requeues the second lease, and worker-b leases
+	// it again, while the dialog is open.
+	m.api.repair(mailbox.RepairRequest{TaskID: m.ids[1], Reason: "someone else",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: m.leases[1], DuplicateRisk: mailbox.RiskOperatorAccepted}})
+	_, again := m.api.lease("worker-b@local")
+	f := r.scr.waitForText(t, "1 of these 4 leases changed while this dialog was open")
+	wantContains(t, "the dialog", strings.Join(f.lines, " "), "they will be left alone and", "the other 3 are repaired",
+		"task "+short(m.ids[1])+": you inspected lease "+short(m.leases[1]), "now: lease "+short(again.LeaseID), "Requeue 4")
+
+	r.scr.typeText("the batch workers were restarted")
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
+	f = r.scr.waitForText(t, "3 repaired, 1 refused")
+	wantContains(t, "the outcome", strings.Join(f.lines, " "), "Requeued 3 of 4 leases", "task "+short(m.ids[1])+": you inspected lease "+short(m.leases[1]),
+		"The current lease is "+short(again.LeaseID)+", held by worker-b@local")
+	for i, id := range m.ids {
+		e, _ := m.api.entry(id)
+		if i == 1 {
+			if e.State != mailbox.TaskInFlight || e.LeaseID != again.LeaseID {
+				t.Errorf("the changed lease's task is %+v; want it left with its new lease", e)
+			}
+		} else if e.State != mailbox.TaskQueued {
+			t.Errorf("task %d is %s; want requeued", i, e.State)
+		}
+	}
+}
