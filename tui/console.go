@@ -9,6 +9,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -352,6 +353,14 @@ func (c *Console) install(fresh *rows, st status, spark [sparkSeconds]int) {
 	}
 	if st.retryVer != c.status.retryVer {
 		c.flashNote(st.retry + "; retrying")
+	}
+	if st.reconnects != c.status.reconnects {
+		c.flash(true, fmt.Sprintf("reconnected after %s cut off; resumed after seq %d, nothing missed", formatAge(st.lastCut), st.resumedAfter))
+	}
+	if st.reloads != c.status.reloads {
+		// Said after the reconnect: the snapshot arrives after the stream
+		// is live again.
+		c.flash(true, fmt.Sprintf("the daemon's log was compacted past seq %d while the console was away: reloaded a snapshot at seq %d", st.reloadedFrom, st.seq))
 	}
 	c.status, c.spark = st, spark
 	if fresh != nil {

@@ -498,6 +498,10 @@ func TestReconnectsAfterDaemonRestart(t *testing.T) {
 
 	d.Restart() // same directory, same port
 	r.scr.waitForText(t, "● live")
+	// It says how long it was cut off, and that it resumed where it was.
+	r.scr.waitFor(t, "the reconnect told", func(f frame) bool {
+		return f.contains("reconnected after ") && f.contains(" cut off; resumed after seq 1, nothing missed")
+	})
 	api.send("worker-b@local", "after the restart")
 	f = r.scr.waitForText(t, "after the restart")
 	if !f.contains("before the restart") || !f.contains("[1] Queue 1-2 of 2 ") || f.contains("STALE") {

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"sync"
+	"time"
 
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/mailbox"
@@ -40,6 +41,18 @@ type model struct {
 	conn     client.ConnState
 	connSeen bool
 	connVer  uint64
+	// cutAt is when a live stream was lost (zero while live); reconnects
+	// counts the reconnections after it, lastCut how long the last one
+	// was cut off and resumedAfter the seq it resumed after.
+	cutAt        time.Time
+	reconnects   uint64
+	lastCut      time.Duration
+	resumedAfter uint64
+	// reloads counts the snapshots that replaced a replica in good
+	// order (not a gap's): the log was compacted past where a reconnect
+	// resumed. reloadedFrom is the seq the replica had.
+	reloads      uint64
+	reloadedFrom uint64
 
 	// gap is set when an event did not fit the replica; it stays until a
 	// snapshot replaces the state. resync asks the stream reader to start
@@ -100,6 +113,10 @@ func (m *model) applyLocked(ev mailbox.Event) {
 	// A drained question leaves its task waiting on the answer, its final
 	// result still to come: the Results pane will need the task again.
 	// Whether it was a question is known only before the drain applies.
+	if ev.Type == mailbox.EventSnapshot && m.synced && m.gap == nil {
+		m.reloads++
+		m.reloadedFrom = m.state.Seq
+	}
 	drainedQuestion := false
 	if ev.Type == mailbox.EventResultDrained {
 		r, ok := m.state.PendingResult(ev.TaskID)
@@ -169,6 +186,13 @@ func (m *model) setPaused(p bool) {
 // its own goroutine.
 func (m *model) setConn(cs client.ConnState) {
 	m.mu.Lock()
+	switch {
+	case m.conn.Live && !cs.Live:
+		m.cutAt = cs.Since
+	case !m.conn.Live && cs.Live && !m.cutAt.IsZero():
+		m.reconnects++
+		m.lastCut, m.resumedAfter, m.cutAt = cs.Since.Sub(m.cutAt), cs.LastSeq, time.Time{}
+	}
 	m.conn, m.connSeen = cs, true
 	m.connVer++
 	m.mu.Unlock()
@@ -236,6 +260,10 @@ type status struct {
 	gapVer   uint64
 	retry    string
 	retryVer uint64
+
+	reconnects, reloads        uint64
+	lastCut                    time.Duration
+	resumedAfter, reloadedFrom uint64
 }
 
 // noteRetry records that the client sent a request again by itself.
@@ -251,7 +279,8 @@ func (m *model) status() status {
 	defer m.mu.Unlock()
 	return status{version: m.version, connVer: m.connVer, conn: m.conn, connSeen: m.connSeen, paused: m.paused,
 		held: len(m.held), applied: m.applied, seq: m.state.Seq, synced: m.synced, gap: m.gap, gapVer: m.gapVer,
-		retry: m.retry, retryVer: m.retryVer}
+		retry: m.retry, retryVer: m.retryVer,
+		reconnects: m.reconnects, lastCut: m.lastCut, resumedAfter: m.resumedAfter, reloads: m.reloads, reloadedFrom: m.reloadedFrom}
 }
 
 // rows copies the lists out of the replica.
