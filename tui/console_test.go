@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -476,8 +477,68 @@ func TestHelpListsEveryRegisteredKey(t *testing.T) {
 		if hasRepair == ro {
 			t.Errorf("read-only=%v: help lists requeue = %v", ro, hasRepair)
 		}
+		// A read-only console does not explain dialogs it cannot open; it
+		// says where repairs are made.
+		if explains := f.contains("Repairs are guarded") || f.contains(`the dialog's "to" field`); explains == ro {
+			t.Errorf("read-only=%v: help explains the repair dialogs = %v:\n%s", ro, explains, f)
+		}
+		if says := f.contains("This console does not repair (read-only)"); says != ro {
+			t.Errorf("read-only=%v: help says where repairs are made = %v:\n%s", ro, says, f)
+		}
 		r.scr.press(key(tcell.KeyEscape))
 		r.scr.waitForNoText(t, "Help (Esc to go back)")
+	}
+}
+
+// On 80 columns the help page wraps its long lines under themselves: a
+// key's description continues under the description, a paragraph two
+// columns in, never at the page's first column.
+func TestHelpWrapsWithAHangingIndent(t *testing.T) {
+	t.Parallel()
+	d, c := startDaemon(t)
+	r := runConsoleSized(t, c, Options{Addr: d.URL()}, 80, 60)
+	r.scr.waitForText(t, "no auth")
+	r.scr.press(char('?'))
+	f := r.scr.waitForText(t, "Help (Esc to go back)")
+	inside, continued := 0, 0
+	for _, l := range f.lines {
+		rs := []rune(l)
+		if len(rs) < 3 || rs[0] != '│' && rs[0] != '║' && rs[0] != '┃' {
+			continue
+		}
+		inside++
+		body := string(rs[1 : len(rs)-1])
+		if strings.TrimSpace(body) == "" {
+			continue
+		}
+		if strings.HasPrefix(body, "  ") {
+			continued++
+		}
+	}
+	if continued == 0 {
+		t.Fatalf("no line of the help page is a continuation:\n%s", f)
+	}
+	// Every line that starts at the first column starts a key or a
+	// paragraph: no word of a wrapped one lands there.
+	starts := []string{"Keys", "Leases held", "So are questions", "Repairs are", "A requeue", "Agents that", "Remote agents", "Sorts:"}
+	for _, a := range defaultRegistry().actions {
+		starts = append(starts, a.label)
+	}
+	for _, l := range f.lines {
+		rs := []rune(l)
+		if len(rs) < 3 || rs[0] != '│' && rs[0] != '║' && rs[0] != '┃' {
+			continue
+		}
+		body := string(rs[1 : len(rs)-1])
+		if strings.TrimSpace(body) == "" || strings.HasPrefix(body, " ") {
+			continue
+		}
+		if !slices.ContainsFunc(starts, func(s string) bool { return strings.HasPrefix(body, s) }) {
+			t.Errorf("a wrapped line lands at the first column: %q\n%s", body, f)
+		}
+	}
+	if inside == 0 {
+		t.Fatalf("no help page drawn:\n%s", f)
 	}
 }
 

@@ -178,30 +178,54 @@ func (c *Console) flashColored(color string, transient bool, msg string) {
 	}
 }
 
-// showHelp shows every registered key; Esc or ? goes back.
+// showHelp shows every registered key; Esc or ? goes back. Lines longer
+// than the page are wrapped with a hanging indent (under a key's
+// description, or two columns in), never back to column 0. A console that
+// cannot repair (read-only, or a token without the right) says where
+// repairs are made instead of explaining its dialogs.
 func (c *Console) showHelp() {
+	_, _, width, _ := c.pages.GetRect()
+	width -= 2 // the border
 	var b strings.Builder
-	b.WriteString("[::b]Keys[::-]")
+	put := func(line string, indent int) {
+		for _, l := range wrapHanging(line, width, indent) {
+			b.WriteString(l + "\n")
+		}
+	}
+	heading := "[::b]Keys[::-]"
+	canRepair := !c.opts.ReadOnly && (c.who == nil || c.keys.has(actRequeue) || c.keys.has(actForceError))
 	if c.opts.ReadOnly {
-		b.WriteString("  [aqua](read-only: keys that change the mailbox are disabled)[-]")
+		heading += "  [aqua](read-only: keys that change the mailbox are disabled)[-]"
 	} else if c.who == nil {
-		b.WriteString("  [aqua](repair keys appear once the daemon says what the token may do)[-]")
+		heading += "  [aqua](repair keys appear once the daemon says what the token may do)[-]"
 	}
-	b.WriteString("\n\n")
+	put(heading, 2)
+	b.WriteString("\n")
 	for _, l := range c.keys.helpLines() {
-		b.WriteString(l + "\n")
+		put(l, 23)
 	}
-	b.WriteString("\nLeases held longer than " + c.opts.StaleAfter.String() + " are stale: red, marked with " + strconv.Quote(staleMarker) + ".\n")
-	b.WriteString("So are questions unanswered as long: tasks whose worker asked its sender (input_required, auth_required) wait on that sender (Waiting, 6);\n" +
-		"  the header counts them, the Agents pane counts those waiting on each agent. Only the sender's reply, a forced error (E) or a cancel ends the wait.\n")
-	b.WriteString("Repairs are guarded: each applies only while the lease you inspected is still the current one.\n")
-	b.WriteString("A requeue can hand the tasks to another recipient: the dialog's \"to\" field, Shift-Tab from the reason.\n")
-	b.WriteString("Agents that hold leases and were not seen for " + c.opts.StaleAfter.String() + " (or not since the daemon started) are probably gone: red, first.\n")
-	b.WriteString("Remote agents (A2A servers the daemon delivers to) never call, so they are never probably gone: their STATUS is the daemon's\n" +
-		"  (remote healthy; remote failing, yellow; " + strconv.Quote(staleMarker) + "remote circuit open, red: no new task leased for it until a probe is answered).\n" +
-		"  The Leases pane's REMOTE column says how each of their leases is delivered (sending, failing and the next try, accepted/polling\n" +
-		"  as the remote's task); " + strconv.Quote(staleMarker) + "lost (the remote forgot it) and " + strconv.Quote(staleMarker) + "unknown (maybe sent, not idempotent) are left to you: repair them as any lease.\n")
-	b.WriteString("Sorts: ↓ largest (oldest, most retried) first, ↑ smallest first.\n")
+	b.WriteString("\n")
+	put("Leases held longer than "+c.opts.StaleAfter.String()+" are stale: red, marked with "+strconv.Quote(staleMarker)+".", 2)
+	wait := "So are questions unanswered as long: tasks whose worker asked its sender (input_required, auth_required) wait on that sender (Waiting, 6); " +
+		"the header counts them, the Agents pane counts those waiting on each agent. Only the sender's reply, a forced error or a cancel ends the wait."
+	put(wait, 2)
+	if canRepair {
+		put("Repairs are guarded: each applies only while the lease you inspected is still the current one.", 2)
+		put("A requeue can hand the tasks to another recipient: the dialog's \"to\" field, Shift-Tab from the reason; it completes from the known agents, and a name nobody has heard of needs a second press.", 2)
+	} else {
+		why := "read-only"
+		if !c.opts.ReadOnly {
+			why = "its token may not requeue or force errors"
+		}
+		put("This console does not repair ("+why+"): repairs are made with mailroom requeue / mailroom force-error, or from a console whose token may.", 2)
+	}
+	put("Agents that hold leases and were not seen for "+c.opts.StaleAfter.String()+" (or not since the daemon started) are probably gone: red, first.", 2)
+	remote := "Remote agents (A2A servers the daemon delivers to) never call, so they are never probably gone: their STATUS is the daemon's " +
+		"(remote healthy; remote failing, yellow; " + strconv.Quote(staleMarker) + "remote circuit open, red: no new task leased for it until a probe is answered). " +
+		"The Leases pane's REMOTE column says how each of their leases is delivered (sending, failing and the next try, accepted/polling " +
+		"as the remote's task); " + strconv.Quote(staleMarker) + "lost (the remote forgot it) and " + strconv.Quote(staleMarker) + "unknown (maybe sent, not idempotent) need an operator: repair them as any lease."
+	put(remote, 2)
+	put("Sorts: ↓ largest (oldest, most retried) first, ↑ smallest first.", 2)
 	tv := tview.NewTextView().SetDynamicColors(true).SetText(b.String())
 	tv.SetBorder(true).SetTitle(" Help (Esc to go back) ")
 	c.showPage(pageHelp, tv, func(ev *tcell.EventKey) bool {
@@ -222,3 +246,32 @@ func (c *Console) showPage(name string, tv *tview.TextView, close func(*tcell.Ev
 	c.pages.AddPage(name, tv, true, true)
 	c.app.SetFocus(tv)
 }
+
+// wrapHanging breaks line at spaces so that no piece is wider than width
+// on screen (tags take no room), each piece after the first indented by
+// indent columns. A width too small to wrap into leaves the line whole.
+func wrapHanging(line string, width, indent int) []string {
+	if width <= indent+10 || visibleWidth(line) <= width {
+		return []string{line}
+	}
+	var out []string
+	cur, curW := "", 0
+	pad := strings.Repeat(" ", indent)
+	for i, word := range strings.Split(line, " ") {
+		w := visibleWidth(word)
+		switch {
+		case i == 0:
+			cur, curW = word, w
+		case curW+1+w > width && strings.TrimSpace(cur) != "":
+			out = append(out, cur)
+			cur, curW = pad+word, indent+w
+		default:
+			cur += " " + word
+			curW += 1 + w
+		}
+	}
+	return append(out, cur)
+}
+
+// visibleWidth is how many columns s takes on screen: its style tags none.
+func visibleWidth(s string) int { return tview.TaggedStringWidth(s) }
