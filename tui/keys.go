@@ -70,7 +70,9 @@ const (
 	actSort
 	actStaleOnly
 	actMark
+	actMarkRange
 	actMarkAll
+	actClearMarks
 	actRequeue
 	actRequeueWaiting
 	actForceError
@@ -158,7 +160,9 @@ func defaultRegistry() registry {
 		{id: actSort, keys: sortKeys(), short: "sort", hint: 30, label: "Shift-letter", desc: "sort by the column with that letter (below); again to reverse", panes: inTasks | inAgents},
 		{id: actStaleOnly, keys: []keySpec{runeKey('!')}, short: "stale only", hint: 55, label: "!", desc: "show only stale leases; on Waiting, the questions unanswered for as long", panes: inLeases | inWaiting},
 		{id: actMark, keys: []keySpec{runeKey(' ')}, short: "mark", hint: 75, label: "Space", desc: "mark or unmark the selected lease for a repair of many", panes: inLeases},
-		{id: actMarkAll, keys: []keySpec{{key: tcell.KeyCtrlSpace}, ctrlRune(' '), runeKey('*')}, label: "Ctrl-Space *", desc: "mark every lease the pane shows (again: unmark them)", panes: inLeases},
+		{id: actMarkRange, keys: []keySpec{{key: tcell.KeyCtrlSpace}, ctrlRune(' ')}, label: "Ctrl-Space", desc: "mark the leases from the last one marked to the selected one", panes: inLeases},
+		{id: actMarkAll, keys: []keySpec{runeKey('*')}, label: "*", desc: "mark every lease the pane shows (again: unmark them)", panes: inLeases},
+		{id: actClearMarks, keys: []keySpec{{key: tcell.KeyCtrlBackslash}}, label: "Ctrl-\\", desc: "clear every mark", panes: inLeases},
 		{id: actRequeue, keys: []keySpec{runeKey('R')}, short: "requeue", hint: 90, label: "R", desc: "requeue the marked leases, or the selected one; on Agents every lease the agent holds",
 			dangerous: true, needs: []string{capAdmin, capRequeue}, panes: inLeases | inAgents},
 		// Not offered on the Waiting pane (no hint), but an operator used to

@@ -52,6 +52,9 @@ type paneContent struct {
 	width int
 	// marks are the marked leases (Leases pane): task id -> lease id.
 	marks map[string]string
+	// lastMark is the task of the lease Space or Ctrl-Space marked last:
+	// where Ctrl-Space's range starts.
+	lastMark string
 }
 
 type cellSlot struct {
@@ -344,7 +347,40 @@ func (p *pane) toggleMark() bool {
 		delete(p.content.marks, e.Task.ID)
 	} else {
 		p.content.marks[e.Task.ID] = e.LeaseID
+		p.content.lastMark = e.Task.ID
 	}
+	p.content.gen++
+	return true
+}
+
+// markRange marks the leases from the last one marked to the selected
+// one, both included, in the pane's order (k9s's Ctrl-Space); with no
+// mark still standing, the selected lease alone.
+func (p *pane) markRange() bool {
+	i, ok := p.selected()
+	if !ok {
+		return false
+	}
+	sel, from := -1, -1
+	for pos, j := range p.content.idx {
+		if int(j) == i {
+			sel = pos
+		}
+		if p.content.rows.leases[j].Task.ID == p.content.lastMark && p.markedLease(int(j)) {
+			from = pos
+		}
+	}
+	if sel < 0 {
+		return false
+	}
+	if from < 0 {
+		from = sel
+	}
+	for _, j := range p.content.idx[min(from, sel) : max(from, sel)+1] {
+		e := &p.content.rows.leases[j]
+		p.content.marks[e.Task.ID] = e.LeaseID
+	}
+	p.content.lastMark = p.content.rows.leases[i].Task.ID
 	p.content.gen++
 	return true
 }

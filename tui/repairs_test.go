@@ -57,7 +57,7 @@ func (m staleMailbox) console(t *testing.T, w, h int, opts Options) *running {
 	return r
 }
 
-// Space marks a lease, * (or Ctrl-Space) every lease the pane shows; R
+// Space marks a lease, * every lease the pane shows; R
 // with marks opens one dialog for all of them, and each repair is guarded
 // by its own lease id: the one lease that changed unseen (the console was
 // paused) is refused and listed, the others are requeued.
@@ -70,11 +70,7 @@ func TestMarkedLeasesAreRequeuedTogether(t *testing.T) {
 		// Mark every stale lease: stale-only first, so the fresh one is not.
 		r.scr.press(char('!'))
 		r.scr.waitForText(t, "!stale-only")
-		markAll := char('*')
-		if w >= 200 {
-			markAll = tcell.NewEventKey(tcell.KeyCtrlSpace, 0, tcell.ModCtrl)
-		}
-		r.scr.press(markAll)
+		r.scr.press(char('*'))
 		f := r.scr.waitForText(t, "✓4 marked")
 		if !f.contains("✓" + short(m.ids[0])) {
 			t.Errorf("a marked lease is not marked in its row:\n%s", f)
@@ -423,4 +419,33 @@ func TestBulkDialogRepairsTheRestAroundAChangedLease(t *testing.T) {
 			t.Errorf("task %d is %s; want requeued", i, e.State)
 		}
 	}
+}
+
+// Marks as in k9s: Space marks one, Ctrl-Space the range from the last
+// mark to the selected lease, Ctrl-\ clears them all; * marks every one.
+func TestRangeMarksAsInK9s(t *testing.T) {
+	t.Parallel()
+	m := newStaleMailbox(t)
+	r := m.console(t, 160, 50, Options{})
+	r.scr.press(char('g'), char(' ')) // the first lease
+	r.scr.waitForText(t, "✓1 marked")
+	r.scr.press(char('j'), char('j'), tcell.NewEventKey(tcell.KeyCtrlSpace, 0, tcell.ModCtrl))
+	f := r.scr.waitForText(t, "✓3 marked")
+	marked := 0
+	for _, l := range f.lines {
+		if strings.Contains(l, "│✓") || strings.Contains(l, "║✓") {
+			marked++
+		}
+	}
+	if marked != 3 {
+		t.Errorf("%d rows show a mark, want the 3 from the first to the third:\n%s", marked, f)
+	}
+	// From the third, up to the first again: nothing new; down to the
+	// fifth: the fourth and fifth join.
+	r.scr.press(char('j'), char('j'), tcell.NewEventKey(tcell.KeyCtrlSpace, 0, tcell.ModCtrl))
+	r.scr.waitForText(t, "✓5 marked")
+	r.scr.press(tcell.NewEventKey(tcell.KeyCtrlBackslash, 0, tcell.ModCtrl))
+	r.scr.waitForNoText(t, "marked")
+	r.scr.press(char('*'))
+	r.scr.waitForText(t, "✓5 marked")
 }

@@ -49,8 +49,14 @@ func (c *Console) onKey(ev *tcell.EventKey) *tcell.EventKey {
 		if !p.toggleMark() {
 			c.flash(false, "no lease selected")
 		}
+	case actMarkRange:
+		if !p.markRange() {
+			c.flash(false, "no lease selected")
+		}
 	case actMarkAll:
 		p.markAll()
+	case actClearMarks:
+		p.clearMarks()
 	case actRequeue, actForceError:
 		c.openRepair(a.id)
 	case actRequeueWaiting:
