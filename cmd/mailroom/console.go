@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -19,17 +20,29 @@ func runConsole(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "console",
 		summary: consoleSummary,
-		usage:   "[--addr ADDR] [--token T] [--read-only] [--stale-after 5m]",
-		example: "mailroom console --addr 127.0.0.1:7717 --stale-after 2m\nmailroom console --read-only   # watch only: no repair keys",
+		usage:   "[--addr ADDR] [--token T] [--read-only] [--stale-after 5m] [--export-dir DIR]",
+		example: "mailroom console --addr 127.0.0.1:7717 --stale-after 2m\nmailroom console --read-only   # watch only: no repair keys\nmailroom console --export-dir ~/incidents   # where Ctrl-S and J save panes",
 	})
 	cf := addClientFlags(fs, e)
 	readOnly := fs.Bool("read-only", false, "remove every key that changes the mailbox (R, E)")
 	staleAfter := fs.Duration("stale-after", tui.DefaultStaleAfter, "highlight leases held longer than this")
+	exportDir := fs.String("export-dir", e.getenv("MAILROOM_EXPORT_DIR"), "the directory Ctrl-S and J save panes in (env MAILROOM_EXPORT_DIR; default: the current directory)")
 	if _, err := parseExact(fs, args); err != nil {
 		return err
 	}
 	if *staleAfter <= 0 {
 		return usagef("--stale-after: got %s, expected a positive duration such as 5m", *staleAfter)
+	}
+	if *exportDir != "" {
+		// Said now, not at the first save in the middle of an incident.
+		abs, err := filepath.Abs(*exportDir)
+		if err != nil {
+			return usagef("--export-dir: got %q: %v", *exportDir, err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return usagef("--export-dir: got %q, expected an existing directory to save panes in", *exportDir)
+		}
+		*exportDir = abs
 	}
 	// The console, once it is built, says on its flash line that the client
 	// is retrying a request: lines on stderr would tear its screen.
@@ -50,7 +63,7 @@ func runConsole(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	t := tui.New(c, tui.Options{Addr: cf.addr, ReadOnly: *readOnly, StaleAfter: *staleAfter, Principal: principal, Screen: e.screen})
+	t := tui.New(c, tui.Options{Addr: cf.addr, ReadOnly: *readOnly, StaleAfter: *staleAfter, Principal: principal, Screen: e.screen, ExportDir: *exportDir})
 	con.Store(t)
 	return t.Run(ctx)
 }

@@ -25,6 +25,11 @@ import (
 type operator struct {
 	tcell.SimulationScreen
 	want []string
+	// first, when set, is pressed once the screen shows every text in
+	// before; want is then waited for.
+	first  tcell.Key
+	before []string
+	primed bool
 
 	mu      sync.Mutex
 	last    string
@@ -64,6 +69,16 @@ func (s *operator) Show() {
 	defer s.mu.Unlock()
 	s.last = text
 	if s.pressed {
+		return
+	}
+	if s.first != 0 && !s.primed {
+		for _, w := range s.before {
+			if !strings.Contains(text, w) {
+				return
+			}
+		}
+		s.primed = true
+		go s.InjectKey(s.first, 0, tcell.ModCtrl)
 		return
 	}
 	for _, w := range s.want {
@@ -158,6 +173,29 @@ func TestConsoleNeedsATerminal(t *testing.T) {
 	}
 }
 
+// --export-dir (or MAILROOM_EXPORT_DIR) is where Ctrl-S saves a pane, and
+// the status line says the file's full path.
+func TestConsoleExportDir(t *testing.T) {
+	t.Parallel()
+	addr := startDaemon(t)
+	sendTask(t, addr, "p@x", "w@x", "exported")
+	dir := t.TempDir()
+	screen := newOperator("saved 1 Queue rows to " + dir + string(filepath.Separator) + "mailroom-queue-")
+	screen.first, screen.before = tcell.KeyCtrlS, []string{"exported"}
+	o := cliScreen(t, screen, map[string]string{"MAILROOM_ADDR": addr, "MAILROOM_EXPORT_DIR": dir}, "console")
+	if o.code != 0 {
+		t.Fatalf("console: exit %d (stderr %q)", o.code, o.stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "mailroom-queue-*.csv"))
+	if len(files) != 1 {
+		t.Fatalf("files in the export dir: %v, want the saved pane", files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil || !strings.Contains(string(b), "exported") {
+		t.Errorf("the saved pane = %q, %v", b, err)
+	}
+}
+
 func TestConsoleAndDemoUsageErrors(t *testing.T) {
 	tests := []struct {
 		args []string
@@ -168,6 +206,7 @@ func TestConsoleAndDemoUsageErrors(t *testing.T) {
 		{[]string{"console", "--addr", "nowhere"}, `--addr: bad daemon address "nowhere"`},
 		{[]string{"console", "--timeout", "-1s"}, "--timeout: got -1s"},
 		{[]string{"console", "extra"}, `unexpected argument "extra"`},
+		{[]string{"console", "--export-dir", "/no/such/dir"}, `--export-dir: got "/no/such/dir", expected an existing directory`},
 		{[]string{"demo", "--stale-after", "-5s"}, "--stale-after: got -5s"},
 		{[]string{"demo", "--seed", "x"}, "seed"},
 		{[]string{"demo", "now"}, `unexpected argument "now"`},
