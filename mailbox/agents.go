@@ -85,6 +85,7 @@ func (s *State) Agents(nowMs int64) []AgentInfo {
 	for id := range s.agents {
 		get(id)
 	}
+
 	for id, r := range s.registry {
 		a := get(id)
 		card := r.Card
@@ -107,7 +108,8 @@ func (s *State) Agents(nowMs int64) []AgentInfo {
 		a.OldestWaitingMs = max(a.OldestWaitingMs, nowMs-t.WaitingSince())
 	}
 	out := make([]AgentInfo, 0, len(byID))
-	for _, a := range byID {
+	for id, a := range byID {
+		a.LastSeenMs = s.acted[id]
 		out = append(out, *a)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })

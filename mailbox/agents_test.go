@@ -26,7 +26,7 @@ func (b *box) requeueTo(taskID, leaseID, to string) (RepairOutcome, error) {
 
 // agentsByHand computes the listing from a snapshot, the slow and obvious
 // way, to hold State.Agents (and the counts it keeps) to it.
-func agentsByHand(s *State, nowMs int64) []AgentInfo {
+func agentsByHand(s *State, nowMs int64, log []Event) []AgentInfo {
 	byID := map[string]*AgentInfo{}
 	get := func(id string) *AgentInfo {
 		if byID[id] == nil {
@@ -54,12 +54,37 @@ func agentsByHand(s *State, nowMs int64) []AgentInfo {
 	for _, r := range snap.Results {
 		get(r.Sender).ResultsPending++
 	}
+	acted := actedByHand(log)
 	out := []AgentInfo{}
-	for _, a := range byID {
+	for id, a := range byID {
+		a.LastSeenMs = acted[id]
 		out = append(out, *a)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
 	return out
+}
+
+// actedByHand is when each agent last acted: the newest event of the log
+// that is its action (a send, a lease, a result, a drain, an answer).
+func actedByHand(log []Event) map[string]int64 {
+	sender := map[string]string{}
+	acted := map[string]int64{}
+	for _, ev := range log {
+		who := ""
+		switch ev.Type {
+		case EventTaskSent:
+			sender[ev.Task.ID] = ev.Task.Sender
+			who = ev.Task.Sender
+		case EventTaskLeased, EventResultPosted:
+			who = ev.LeasedTo
+		case EventResultDrained, EventTaskReplied:
+			who = sender[ev.TaskID]
+		}
+		if who != "" {
+			acted[who] = max(acted[who], ev.AtMs)
+		}
+	}
+	return acted
 }
 
 func TestAgentsCountsFromTheState(t *testing.T) {
@@ -96,6 +121,13 @@ func TestAgentsCountsFromTheState(t *testing.T) {
 		{Agent: "w1", Queued: 1},
 		{Agent: "w2", Queued: 1},
 	}
+	acted := actedByHand(b.log)
+	for i := range want {
+		want[i].LastSeenMs = acted[want[i].Agent]
+	}
+	if acted["helper"] != helperAt || acted["w2"] != 0 {
+		t.Fatalf("by hand: helper acted at %d (want its lease at %d), w2 at %d (want never)", acted["helper"], helperAt, acted["w2"])
+	}
 	if got := b.s.Agents(now); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Agents =\n%+v\nwant\n%+v", got, want)
 	}
@@ -117,7 +149,7 @@ func TestAgentsCountsFromTheState(t *testing.T) {
 			t.Errorf("gone@x is still listed after its only task was forgotten: %+v", a)
 		}
 	}
-	if got, want := b.s.Agents(now), agentsByHand(b.s, now); !reflect.DeepEqual(got, want) {
+	if got, want := b.s.Agents(now), agentsByHand(b.s, now, b.log); !reflect.DeepEqual(got, want) {
 		t.Errorf("Agents = %+v, by hand %+v", got, want)
 	}
 }
@@ -157,7 +189,15 @@ func TestRequeueToAnotherRecipient(t *testing.T) {
 		if ev, ok := s.DecideLease("b", "b", "00000000-0000-4000-8000-0000000000bb", 0); !ok || ev.TaskID != moved || ev.Attempt != 2 {
 			t.Errorf("%s: b's next lease = %+v, want %s at attempt 2", what, ev, moved)
 		}
-		want := []AgentInfo{{Agent: "b", Queued: 2}, {Agent: "p"}}
+		// p last acted when it sent its last task: the log says so, live,
+		// replayed and restored alike.
+		var pSent int64
+		for _, ev := range b.log {
+			if ev.Type == EventTaskSent && ev.Task.Sender == "p" {
+				pSent = ev.AtMs
+			}
+		}
+		want := []AgentInfo{{Agent: "b", Queued: 2}, {Agent: "p", LastSeenMs: pSent}}
 		if got := s.Agents(b.now); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: Agents = %+v, want %+v (a is named by no task any more)", what, got, want)
 		}

@@ -48,6 +48,7 @@ func (s *State) Restore(snap *Snapshot) error {
 		t := &taskRec{TaskRecord: tr, gidx: -1, ridx: -1}
 		t.History = append([]HistoryEntry(nil), tr.History...)
 		n.addTask(t)
+		n.actedFromHistory(t)
 		switch t.State {
 		case TaskQueued:
 			n.enqueue(t)

@@ -51,6 +51,8 @@ type State struct {
 	agents map[string]int
 	// registry holds the registered agents' cards.
 	registry map[string]*RegisteredAgent
+	// acted is when each agent last acted on the mailbox (acted.go).
+	acted map[string]int64
 }
 
 // NewState returns an empty mailbox.
@@ -79,6 +81,7 @@ func (s *State) reset() {
 	s.audit = nil
 	s.agents = make(map[string]int)
 	s.registry = make(map[string]*RegisteredAgent)
+	s.acted = make(map[string]int64)
 }
 
 func newTaskHeap(index func(*taskRec) *int) *indexedHeap[*taskRec] {
@@ -102,9 +105,11 @@ func (s *State) Apply(ev Event) error {
 	if ev.Seq != s.Seq+1 {
 		return fmt.Errorf("event %d (%s): expected seq %d", ev.Seq, ev.Type, s.Seq+1)
 	}
+	actor := s.actor(ev)
 	if err := s.apply(ev); err != nil {
 		return fmt.Errorf("event %d (%s): %w", ev.Seq, ev.Type, err)
 	}
+	s.noteActed(actor, ev.AtMs)
 	s.Seq = ev.Seq
 	s.evictCache(ev.AtMs)
 	return nil

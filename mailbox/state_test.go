@@ -389,7 +389,7 @@ func TestRandomOpsMatchModel(t *testing.T) {
 			if !reflect.DeepEqual(got, queueOrder) && !(len(got) == 0 && len(queueOrder) == 0) {
 				t.Fatalf("round %d step %d: queue = %v, want %v", round, step, got, queueOrder)
 			}
-			if got, want := b.s.Agents(b.now), agentsByHand(b.s, b.now); !reflect.DeepEqual(got, want) {
+			if got, want := b.s.Agents(b.now), agentsByHand(b.s, b.now, b.log); !reflect.DeepEqual(got, want) {
 				t.Fatalf("round %d step %d: Agents = %+v, by hand %+v", round, step, got, want)
 			}
 		}

@@ -74,6 +74,7 @@ func TestMoveToAnUnknownAgentIsConfirmed(t *testing.T) {
 	}
 
 	// Confirmed twice, a new agent it is.
+	r.scr.waitForText(t, "[2] Leases 1 of 1") // the moved one is gone from the pane
 	openRequeue(t, r, second)
 	r.scr.press(key(tcell.KeyBacktab))
 	r.scr.typeText("brand-new@local")

@@ -124,9 +124,16 @@ func agentCells(a *agentRow, st staleness) [10]string {
 	}
 	if st.gone(a) {
 		status, seen = goneStatus, staleMarker+seen
-		note = fmt.Sprintf("holds %d lease(s) and has not been seen for %s", a.held, formatAge(msAge(st.nowMs, a.LastSeenMs)))
+		what := fmt.Sprintf("holds %d lease(s)", a.held)
+		switch {
+		case a.held == 0:
+			what = fmt.Sprintf("has %d task(s) queued", a.Queued)
+		case a.Queued > 0:
+			what += fmt.Sprintf(", %d more queued,", a.Queued)
+		}
+		note = fmt.Sprintf("%s and has not been seen for %s", what, formatAge(msAge(st.nowMs, a.LastSeenMs)))
 		if a.LastSeenMs == 0 {
-			note = fmt.Sprintf("holds %d lease(s) and has not been seen since the daemon started", a.held)
+			note = what + " and has never been seen"
 		}
 	}
 	return [10]string{a.Agent, status, seen, strconv.Itoa(a.held), oldest, strconv.Itoa(a.Queued), strconv.Itoa(a.ResultsPending), waiting,

@@ -86,13 +86,14 @@ func joinAgents(list []mailbox.AgentInfo, leases, waiting []mailbox.QueueEntry) 
 	return out
 }
 
-// gone reports an agent that is probably gone: it holds leases and has not
-// called the daemon for longer than the stale limit, or not at all since
-// the daemon started (the daemon keeps when it last saw an agent in memory
-// only). A remote agent never calls: the daemon calls it, and its state
-// (an open circuit) says what gone says of the others.
+// gone reports an agent that is probably gone: it holds leases or has work
+// queued, and has not acted or called for longer than the stale limit, or
+// ever (the daemon knows its last action from the log, across restarts,
+// and its last call since it started). A remote agent never calls: the
+// daemon calls it, and its state (an open circuit) says what gone says of
+// the others.
 func (s staleness) gone(a *agentRow) bool {
-	return a.held > 0 && !isRemote(&a.AgentInfo) && (a.LastSeenMs == 0 || s.nowMs-a.LastSeenMs > s.afterMs)
+	return (a.held > 0 || a.Queued > 0) && !isRemote(&a.AgentInfo) && (a.LastSeenMs == 0 || s.nowMs-a.LastSeenMs > s.afterMs)
 }
 
 // resultRow is a pending result with the task facts the Results pane shows

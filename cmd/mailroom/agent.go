@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mailroom/mailroom/mailbox"
+	"github.com/mailroom/mailroom/tui"
 )
 
 const agentSummary = "register agents as A2A servers, list them, deregister them"
@@ -219,21 +220,25 @@ func cardRefusal(err error, cardPath string, remoteFlags bool) error {
 	return usagef("%s: %s", arg, msg)
 }
 
-const agentListSummary = "list the registered agents: name, skills, queue and leases; remote agents' URL, binding, state and deliveries"
+const agentListSummary = "list the registered agents (--all: every agent): when each was last seen, whether it is live or probably gone, its queue, leases and questions; remote agents' URL, binding, state and deliveries"
 
 func runAgentList(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "agent list",
 		summary: agentListSummary,
-		usage:   "[--skill ID] [--all] [--json] [flags]",
-		example: "mailroom agent list --skill code\nmailroom agent list --json    # a remote agent's card.remote (url, binding, concurrency) and remote (state, since_ms, last_error, in_flight, limit, deliveries)",
+		usage:   "[--skill ID] [--all] [--stale-after D] [--json] [flags]",
+		example: "mailroom agent list --all   # every agent: who is probably gone, holding what\nmailroom agent list --skill code\nmailroom agent list --json    # a remote agent's card.remote (url, binding, concurrency) and remote (state, since_ms, last_error, in_flight, limit, deliveries)",
 	})
 	cf := addClientFlags(fs, e)
 	skill := fs.String("skill", "", "only agents whose card lists this skill id")
 	all := fs.Bool("all", false, "also every agent the mailbox knows without a card")
 	asJSON := fs.Bool("json", false, "print one a2a_agents JSON object")
+	staleAfter := fs.Duration("stale-after", tui.DefaultStaleAfter, "an agent holding leases and not seen for this long is probably gone, as the console says")
 	if _, err := parseExact(fs, args); err != nil {
 		return err
+	}
+	if *staleAfter <= 0 {
+		return usagef("--stale-after: got %s, expected a positive duration such as 5m", *staleAfter)
 	}
 	if *skill != "" && *all {
 		return usagef("--all: agents without a card have no skills; drop --all or --skill")
@@ -272,7 +277,7 @@ func runAgentList(ctx context.Context, e *env, args []string) error {
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tNAME\tSKILLS\tREGISTERED\tQUEUED\tIN FLIGHT")
+	fmt.Fprintln(tw, "AGENT\tNAME\tSKILLS\tREGISTERED\tLAST SEEN\tSTATE\tQUEUED\tLEASES\tOLDEST LEASE\tWAITING")
 	for _, a := range shown {
 		name, skills, registered := "-", "-", "-"
 		if a.Card != nil {
@@ -280,7 +285,15 @@ func runAgentList(ctx context.Context, e *env, args []string) error {
 			skills = skillList(a.Card.Skills, 40)
 			registered = age(now, a.RegisteredAtMs) + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", a.Agent, name, skills, registered, a.Queued, a.InFlight)
+		seen, oldest := "never", "-"
+		if a.LastSeenMs > 0 {
+			seen = age(now, a.LastSeenMs) + " ago"
+		}
+		if a.InFlight > 0 {
+			oldest = (time.Duration(a.OldestLeaseAgeMs) * time.Millisecond).Truncate(time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\n", a.Agent, name, skills, registered, seen, agentState(a, now, *staleAfter),
+			a.Queued, a.InFlight, oldest, a.Waiting)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -359,4 +372,25 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// agentState says, as the console does, whether an agent is live (seen
+// within staleAfter), probably gone (holding leases or with work queued,
+// and not seen for staleAfter, or never since its last action the log
+// knows), quiet (seen before, holding nothing) or never seen; a remote
+// agent never calls, so its state is the dispatcher's (its own table).
+func agentState(a mailbox.AgentInfo, now time.Time, staleAfter time.Duration) string {
+	if a.Card != nil && a.Card.Remote != nil {
+		return "remote"
+	}
+	recent := a.LastSeenMs > 0 && now.Sub(time.UnixMilli(a.LastSeenMs)) <= staleAfter
+	switch {
+	case recent:
+		return "live"
+	case a.InFlight > 0 || a.Queued > 0:
+		return "probably gone"
+	case a.LastSeenMs > 0:
+		return "quiet"
+	}
+	return "never seen"
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/mailbox"
@@ -179,4 +181,37 @@ func TestAnOldLeasePrefixReportsTheConflict(t *testing.T) {
 	// A prefix of no lease of the task, current or past, is still a
 	// usage error.
 	wantUsage(t, addr, []string{"requeue", id, "--reason", "r", "--operator-accepted", "--lease-id", "ffffff"}, `--lease-id: no lease id starts with "ffffff"`)
+}
+
+// agent list --all says of each agent when it was last seen (its last
+// action, from the log), whether it is live or probably gone, and what it
+// holds.
+func TestAgentListSaysWhoIsProbablyGone(t *testing.T) {
+	addr := startDaemon(t)
+	sendTask(t, addr, "p@x", "w@x", "one")
+	sendTask(t, addr, "p@x", "w@x", "two")
+	leaseTask(t, addr, "w@x")
+	time.Sleep(30 * time.Millisecond)
+
+	out := mustCLI(t, addr, "agent", "list", "--all", "--stale-after", "10ms")
+	wantContains(t, "agent list header", out, "LAST SEEN", "STATE", "QUEUED", "LEASES", "OLDEST LEASE", "WAITING")
+	var w, p string
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "w@x "):
+			w = l
+		case strings.HasPrefix(l, "p@x "):
+			p = l
+		}
+	}
+	if !regexp.MustCompile(`^w@x .* ago +probably gone +1 +1 +\d+s +0$`).MatchString(w) {
+		t.Errorf("w@x's row = %q, want last seen, probably gone, 1 queued, 1 lease, its age, 0 waiting", w)
+	}
+	if !regexp.MustCompile(`^p@x .* ago +quiet +0 +0 +- +0$`).MatchString(p) {
+		t.Errorf("p@x's row = %q, want quiet, holding nothing", p)
+	}
+	if out := mustCLI(t, addr, "agent", "list", "--all"); !regexp.MustCompile(`(?m)^w@x .* ago +live `).MatchString(out) {
+		t.Errorf("within the default 5m w@x should be live:\n%s", out)
+	}
+	wantUsage(t, addr, []string{"agent", "list", "--stale-after", "0s"}, "--stale-after: got 0s, expected a positive duration")
 }

@@ -151,7 +151,9 @@ func (p *presence) fill(list []mailbox.AgentInfo, nowMs int64) []mailbox.AgentIn
 
 // complete sets a's last-seen time and windowed result counts; p.mu is held.
 func (p *presence) complete(a *mailbox.AgentInfo, nowMs int64) {
-	a.LastSeenMs = p.lastSeen[a.Agent]
+	// The state knows when the agent last acted (from the log, so across
+	// restarts); a poll that found nothing is known here only.
+	a.LastSeenMs = max(a.LastSeenMs, p.lastSeen[a.Agent])
 	if w := p.results[a.Agent]; w != nil {
 		for _, e := range w.entries {
 			if inWindow(e.atMs, nowMs) {
