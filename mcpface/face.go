@@ -13,6 +13,7 @@ package mcpface
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -23,6 +24,10 @@ import (
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/mailbox"
 )
+
+// ErrNoAgent is New's error when neither the token nor Options.Agent says
+// whom the session acts for (a daemon without tokens).
+var ErrNoAgent = errors.New("no agent to act as")
 
 // Options configure a face.
 type Options struct {
@@ -76,7 +81,7 @@ func New(ctx context.Context, c *client.Client, opts Options) (*Face, error) {
 		agent = who.Principal
 	}
 	if agent == "" {
-		return nil, fmt.Errorf("agent: the daemon at %s runs without tokens, so it cannot say whom this session acts for; give the agent id it sends as and leases for (such as planner@local)", c.BaseURL())
+		return nil, fmt.Errorf("agent: the daemon at %s runs without tokens, so it cannot say whom this session acts for; give the agent id it sends as and leases for (such as planner@local): %w", c.BaseURL(), ErrNoAgent)
 	}
 	if err := mailbox.ValidateAgentID("agent", agent); err != nil {
 		return nil, err
