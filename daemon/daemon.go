@@ -24,6 +24,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/store/pgstore"
 	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/mailbox"
+	"github.com/mailroom/mailroom/mcpface"
 )
 
 // Daemon is a mailbox ready to serve: an open log, a replayed engine and a
@@ -202,6 +203,18 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	// Covenant's dialect of the native routes (issue 20).
 	root.Handle(covenant.Prefix, covenant.New(guarded, covenantOpts))
 	root.Handle("/", httpapi.New(guarded, apiOpts))
+	if cfg.MCPHTTP {
+		// The MCP face over streamable HTTP (issue 28): a client of this
+		// daemon's own API with each caller's token, so the guard above
+		// decides its every call.
+		mcpOpts := mcpface.HTTPOptions{Logger: logger}
+		if apiOpts.Authorizer != nil {
+			az := apiOpts.Authorizer
+			mcpOpts.Authenticate = func(r *http.Request) error { _, err := az.Authorize(r, mcpface.Path); return err }
+		}
+		root.Handle(mcpface.Path, mcpface.NewHTTPHandler(ln.Addr().String(), mcpOpts))
+		logger.Info("serving MCP over streamable HTTP", "path", mcpface.Path)
+	}
 	stopScan := make(chan struct{})
 	var handler http.Handler = root
 	if cfg.Store == config.StorePostgres {

@@ -63,7 +63,7 @@ func refusal(err error, names map[string]string) error {
 		b.WriteString("the daemon refused (" + me.Code + "): ")
 	}
 	b.WriteString(msg)
-	if d := me.Details; d != nil && d.ActualLeaseID != "" {
+	if d := me.Details; d != nil && d.ActualLeaseID != "" && !strings.Contains(msg, d.ActualLeaseID) {
 		fmt.Fprintf(&b, " (the current lease is %s, held by %s, attempt %d)", d.ActualLeaseID, d.LeasedTo, d.Attempt)
 	}
 	return errors.New(b.String())

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -39,6 +40,12 @@ type Options struct {
 	Version string
 	// Logger gets the face's log; nil discards it.
 	Logger *slog.Logger
+	// SessionID, when set, is the MCP session id the server gives its
+	// session (the streamable HTTP transport's Mcp-Session-Id).
+	SessionID string
+	// Ended, when set, is called once the session the face serves has
+	// ended (after Close).
+	Ended func()
 }
 
 // Face is one MCP server acting as one agent against one daemon.
@@ -51,6 +58,8 @@ type Face struct {
 	agent string
 	who   mailbox.WhoAmI
 	log   *slog.Logger
+	// sessionID is Options.SessionID.
+	sessionID string
 
 	// follow is the event stream behind resource subscriptions, started
 	// by the first subscription and ended by Close.
@@ -91,12 +100,31 @@ func New(ctx context.Context, c *client.Client, opts Options) (*Face, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	version := opts.Version
+	if bi, ok := debug.ReadBuildInfo(); version == "" && ok && bi.Main.Version != "" {
+		version = bi.Main.Version
+	}
 	if version == "" {
 		version = "(devel)"
 	}
 	f := &Face{c: c, agent: agent, who: who, log: logger, watched: map[string]int{}}
+	var sessionID func() string
+	if opts.SessionID != "" {
+		sessionID = func() string { return opts.SessionID }
+	}
 	f.Server = mcp.NewServer(&mcp.Implementation{Name: "mailroom", Title: "Mailroom", Version: version}, &mcp.ServerOptions{
-		Instructions:       f.instructions(),
+		Instructions: f.instructions(),
+		GetSessionID: sessionID,
+		// A face serves one session: when it ends, so does the face's
+		// event stream.
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
+			go func() {
+				req.Session.Wait()
+				f.Close()
+				if opts.Ended != nil {
+					opts.Ended()
+				}
+			}()
+		},
 		Logger:             logger,
 		SubscribeHandler:   f.subscribe,
 		UnsubscribeHandler: f.unsubscribe,

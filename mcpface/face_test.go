@@ -20,5 +20,5 @@ func TestInMemory(t *testing.T) {
 			return nil, nil, err
 		}
 		return f.Server, f.Close, nil
-	}))
+	}), nil)
 }

@@ -32,7 +32,7 @@ func mcpProc(t *testing.T, d *facetest.Daemon, token string, o facetest.Session)
 // subprocesses over stdio: a full cycle between two sessions, long polls,
 // a guarded repair, refusals, resources and subscriptions.
 func TestMCPStdio(t *testing.T) {
-	facetest.Run(t, mcpProc)
+	facetest.Run(t, mcpProc, nil)
 }
 
 // TestMCPUsage: what `mailroom mcp` refuses before it serves anything.

@@ -92,15 +92,16 @@ func (d *Daemon) Client(t *testing.T, principal string) *client.Client {
 	return c
 }
 
-// Run runs the suite, each case against a daemon of its own.
-func Run(t *testing.T, connect Connect) {
-	t.Run("Cycle", func(t *testing.T) { testCycle(t, connect) })
-	t.Run("LongPoll", func(t *testing.T) { testLongPoll(t, connect) })
-	t.Run("GuardedRepair", func(t *testing.T) { testGuardedRepair(t, connect) })
-	t.Run("Refusals", func(t *testing.T) { testRefusals(t, connect) })
-	t.Run("Resources", func(t *testing.T) { testResources(t, connect, Legacy) })
-	t.Run("ResourcesListen", func(t *testing.T) { testResources(t, connect, "") })
-	t.Run("Schemas", func(t *testing.T) { testSchemas(t, connect) })
+// Run runs the suite, each case against a daemon of its own whose
+// configuration change alters (nil: nothing).
+func Run(t *testing.T, connect Connect, change func(*config.Config)) {
+	t.Run("Cycle", func(t *testing.T) { testCycle(t, connect, change) })
+	t.Run("LongPoll", func(t *testing.T) { testLongPoll(t, connect, change) })
+	t.Run("GuardedRepair", func(t *testing.T) { testGuardedRepair(t, connect, change) })
+	t.Run("Refusals", func(t *testing.T) { testRefusals(t, connect, change) })
+	t.Run("Resources", func(t *testing.T) { testResources(t, connect, change, Legacy) })
+	t.Run("ResourcesListen", func(t *testing.T) { testResources(t, connect, change, "") })
+	t.Run("Schemas", func(t *testing.T) { testSchemas(t, connect, change) })
 }
 
 // Call calls a tool that must succeed and decodes its structured output
@@ -194,8 +195,8 @@ type (
 
 // testCycle: one session sends, another leases and posts, the first
 // drains; a question and its answer go round the same way.
-func testCycle(t *testing.T, connect Connect) {
-	d := StartDaemon(t, nil)
+func testCycle(t *testing.T, connect Connect, change func(*config.Config)) {
+	d := StartDaemon(t, change)
 	planner := connect(t, d, d.Tokens[Planner], Session{})
 	coder := connect(t, d, d.Tokens[Coder], Session{})
 
@@ -262,8 +263,8 @@ func waitingPolls(t *testing.T, c *client.Client) float64 {
 // testLongPoll: a lease_task and a drain_results with wait_seconds wait on
 // the daemon and are answered by the send (the result) that comes while
 // they wait.
-func testLongPoll(t *testing.T, connect Connect) {
-	d := StartDaemon(t, nil)
+func testLongPoll(t *testing.T, connect Connect, change func(*config.Config)) {
+	d := StartDaemon(t, change)
 	planner := connect(t, d, d.Tokens[Planner], Session{})
 	coder := connect(t, d, d.Tokens[Coder], Session{})
 	oncall := d.Client(t, Oncall)
@@ -330,8 +331,8 @@ func inBackground(t *testing.T, s *mcp.ClientSession, tool string, args map[stri
 // lease id it saw; a stale lease id is refused naming the current lease;
 // the old holder's late result is refused; force_error ends the task with
 // an error its sender drains.
-func testGuardedRepair(t *testing.T, connect Connect) {
-	d := StartDaemon(t, nil)
+func testGuardedRepair(t *testing.T, connect Connect, change func(*config.Config)) {
+	d := StartDaemon(t, change)
 	planner := connect(t, d, d.Tokens[Planner], Session{})
 	coder := connect(t, d, d.Tokens[Coder], Session{})
 	oncall := connect(t, d, d.Tokens[Oncall], Session{})
@@ -393,8 +394,8 @@ func toolNames(t *testing.T, s *mcp.ClientSession) []string {
 // testRefusals: the daemon's refusals are tool errors naming the argument,
 // the value and what was expected, or the capability a token lacks; the
 // operator's tools are listed only for a token that may repair.
-func testRefusals(t *testing.T, connect Connect) {
-	d := StartDaemon(t, nil)
+func testRefusals(t *testing.T, connect Connect, change func(*config.Config)) {
+	d := StartDaemon(t, change)
 	intern := connect(t, d, d.Tokens[Intern], Session{})
 	planner := connect(t, d, d.Tokens[Planner], Session{})
 	oncall := connect(t, d, d.Tokens[Oncall], Session{})
@@ -431,8 +432,8 @@ func testRefusals(t *testing.T, connect Connect) {
 // resource whose subscribers hear of every change of its state, in the
 // protocol hosts speak today (a subscription is a request) and in
 // 2026-07-28's (a subscriptions/listen stream).
-func testResources(t *testing.T, connect Connect, protocol string) {
-	d := StartDaemon(t, nil)
+func testResources(t *testing.T, connect Connect, change func(*config.Config), protocol string) {
+	d := StartDaemon(t, change)
 	if _, err := d.Client(t, Oncall).RegisterAgent(t.Context(), Coder, mailbox.AgentCard{Name: "Coder", Description: "writes Go",
 		Skills: []mailbox.AgentSkill{{ID: "code", Name: "Code"}}}); err != nil {
 		t.Fatal(err)
@@ -474,9 +475,10 @@ func testResources(t *testing.T, connect Connect, protocol string) {
 	if err := planner.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}); err != nil {
 		t.Fatalf("subscribe %s: %v", uri, err)
 	}
-	if protocol != Legacy {
+	if v := planner.InitializeResult().ProtocolVersion; v >= "2026-07-28" {
 		// The listen stream is not waited for: its acknowledgement says
-		// the server holds the subscription.
+		// the server holds the subscription. (A transport may settle on
+		// an older version, where Subscribe's answer says it.)
 		<-acks
 	}
 	readState := func() string {
@@ -526,8 +528,8 @@ func testResources(t *testing.T, connect Connect, protocol string) {
 // a field typed any, and the TypeScript SDK's client then refuses the
 // whole list). additionalProperties may be a boolean: that is what it is
 // for.
-func testSchemas(t *testing.T, connect Connect) {
-	d := StartDaemon(t, nil)
+func testSchemas(t *testing.T, connect Connect, change func(*config.Config)) {
+	d := StartDaemon(t, change)
 	oncall := connect(t, d, d.Tokens[Oncall], Session{})
 	res, err := oncall.ListTools(t.Context(), nil)
 	if err != nil {
