@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mcpface/facetest"
 )
 
@@ -115,5 +117,22 @@ func TestMCPOverHTTPAccess(t *testing.T) {
 	off := daemontest.Start(t, daemontest.Options{})
 	if resp, body := post(t, off.URL()+"/mcp", "", "", initialize); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/mcp without mcp_http = %d %s, want 404", resp.StatusCode, body)
+	}
+}
+
+// TestMCPSessionsEndWithTheDaemon: an open MCP session (whose client
+// holds a stream open) does not hold the daemon's shutdown up until its
+// deadline.
+func TestMCPSessionsEndWithTheDaemon(t *testing.T) {
+	logs := &testlog.Buffer{}
+	d := daemontest.Start(t, daemontest.Options{Logger: logs.Logger(), Config: func(c *config.Config) {
+		withMCP(c)
+		c.ShutdownTimeout = time.Minute
+	}})
+	s := mcpOver(t, d.URL()+"/mcp?agent=planner@local", "", facetest.Session{})
+	facetest.Call(t, s, "send_task", map[string]any{"to": "coder@local", "intent": "before the stop"}, nil)
+	d.Stop()
+	if strings.Contains(logs.String(), "shutdown deadline") {
+		t.Errorf("the shutdown waited for its deadline:\n%s", logs)
 	}
 }

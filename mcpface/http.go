@@ -38,25 +38,51 @@ const Path = "/mcp"
 // whose tools call the daemon at daemonAddr with the same token. So the
 // daemon's guard decides every call, as for any other client. A session
 // answers only requests carrying the token it was opened with.
-func NewHTTPHandler(daemonAddr string, opts HTTPOptions) http.Handler {
+func NewHTTPHandler(daemonAddr string, opts HTTPOptions) *HTTPHandler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = 30 * time.Minute
 	}
-	h := &httpFace{addr: daemonAddr, opts: opts, owners: map[string][32]byte{}}
+	h := &HTTPHandler{addr: daemonAddr, opts: opts, sessions: map[string]httpSession{}}
 	h.sdk = mcp.NewStreamableHTTPHandler(h.server, &mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionTimeout})
 	return h
 }
 
-type httpFace struct {
+// Close ends every session, and with them the streams their clients hold
+// open, which would otherwise hold up the server's shutdown until its
+// deadline. A client that comes back starts a new session.
+func (h *HTTPHandler) Close() {
+	h.mu.Lock()
+	var faces []*Face
+	for _, s := range h.sessions {
+		faces = append(faces, s.face)
+	}
+	h.mu.Unlock()
+	for _, f := range faces {
+		for ss := range f.Server.Sessions() {
+			ss.Close()
+		}
+		f.Close()
+	}
+}
+
+// HTTPHandler is the face over streamable HTTP.
+type HTTPHandler struct {
 	addr string
 	opts HTTPOptions
 	sdk  *mcp.StreamableHTTPHandler
 
-	mu     sync.Mutex
-	owners map[string][32]byte // session id -> the hash of its token
+	mu       sync.Mutex
+	sessions map[string]httpSession // by session id
+}
+
+// httpSession is one session's face and the hash of the token it belongs
+// to.
+type httpSession struct {
+	owner [32]byte
+	face  *Face
 }
 
 type faceKey struct{}
@@ -66,7 +92,7 @@ func bearer(r *http.Request) string {
 	return token
 }
 
-func (h *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.opts.Authenticate != nil {
 		if err := h.opts.Authenticate(r); err != nil {
 			writeError(w, err)
@@ -76,9 +102,9 @@ func (h *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token := bearer(r)
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 		h.mu.Lock()
-		owner, ok := h.owners[id]
+		s, ok := h.sessions[id]
 		h.mu.Unlock()
-		if ok && owner != sha256.Sum256([]byte(token)) {
+		if ok && s.owner != sha256.Sum256([]byte(token)) {
 			// Another token's session is answered as an unknown one.
 			writeError(w, &mailbox.Error{Code: mailbox.CodeNotFound, Message: "Mcp-Session-Id: no such session for this token; start a new session"})
 			return
@@ -100,7 +126,7 @@ func (h *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.sdk.ServeHTTP(w, r)
 }
 
-func (h *httpFace) newFace(r *http.Request, token string) (*Face, error) {
+func (h *HTTPHandler) newFace(r *http.Request, token string) (*Face, error) {
 	opts := []client.Option{client.WithTimeout(10 * time.Second)}
 	if token != "" {
 		opts = append(opts, client.WithToken(token))
@@ -113,7 +139,7 @@ func (h *httpFace) newFace(r *http.Request, token string) (*Face, error) {
 	f, err := New(r.Context(), c, Options{Agent: r.URL.Query().Get("agent"), Version: h.opts.Version, Logger: h.opts.Logger, SessionID: id,
 		Ended: func() {
 			h.mu.Lock()
-			delete(h.owners, id)
+			delete(h.sessions, id)
 			h.mu.Unlock()
 		}})
 	if errors.Is(err, ErrNoAgent) {
@@ -128,13 +154,13 @@ func (h *httpFace) newFace(r *http.Request, token string) (*Face, error) {
 
 // server hands the SDK the face built for the session's first request; from
 // then on the session is its token's.
-func (h *httpFace) server(r *http.Request) *mcp.Server {
+func (h *HTTPHandler) server(r *http.Request) *mcp.Server {
 	f, _ := r.Context().Value(faceKey{}).(*Face)
 	if f == nil {
 		return nil
 	}
 	h.mu.Lock()
-	h.owners[f.sessionID] = sha256.Sum256([]byte(bearer(r)))
+	h.sessions[f.sessionID] = httpSession{owner: sha256.Sum256([]byte(bearer(r))), face: f}
 	h.mu.Unlock()
 	return f.Server
 }
