@@ -26,7 +26,7 @@ import (
 const (
 	Planner = "planner@local" // sends and drains, reads the mailbox
 	Coder   = "coder@local"   // leases and posts results
-	Oncall  = "oncall"        // an operator: reads and repairs
+	Oncall  = "Alice"         // an operator (a name, not an agent id): reads and repairs
 	Intern  = "intern@local"  // may lease, may send to nobody
 )
 
