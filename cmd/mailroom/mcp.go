@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/mailbox"
 	"github.com/mailroom/mailroom/mcpface"
 )
@@ -41,7 +42,9 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usagef("--log-level: got %q, expected debug, info, warn or error", *logLevel)
 	}
-	c, err := cf.client(e)
+	// A session lives as long as its host: --timeout bounds each request
+	// (a long poll's plus its wait), not the session.
+	c, err := cf.client(e, client.WithTimeout(cf.timeout))
 	if err != nil {
 		return err
 	}
