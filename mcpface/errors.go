@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/mailbox"
@@ -28,7 +29,12 @@ func refusal(err error, names map[string]string) error {
 		return nil
 	}
 	if errors.Is(err, client.ErrUnreachable) {
-		return fmt.Errorf("the mailroom daemon could not be reached, so nothing was done (%v); try again later", err)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("the mailroom daemon could not be reached, so nothing was done (%v); try again later", err)
+		}
+		// A connection that broke, or an answer that never came: the
+		// request may have been carried out.
+		return fmt.Errorf("the mailroom daemon did not answer (%v); the request may or may not have taken effect: look (get_task, drain_results) before doing it again", err)
 	}
 	var me *mailbox.Error
 	if !errors.As(err, &me) {

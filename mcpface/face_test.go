@@ -2,6 +2,7 @@ package mcpface_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,4 +22,26 @@ func TestInMemory(t *testing.T) {
 		}
 		return f.Server, f.Close, nil
 	}), nil)
+}
+
+// TestDaemonGone: a daemon that cannot be reached makes each tool call a
+// tool error saying so, and nothing else; the session stays up.
+func TestDaemonGone(t *testing.T) {
+	d := facetest.StartDaemon(t, nil)
+	connect := facetest.InMemory(func(ctx context.Context, c *client.Client) (*mcp.Server, func(), error) {
+		f, err := mcpface.New(ctx, c, mcpface.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return f.Server, f.Close, nil
+	})
+	s := connect(t, d, d.Tokens[facetest.Planner], facetest.Session{})
+	d.Stop()
+	got := facetest.Refused(t, s, "send_task", map[string]any{"to": facetest.Coder, "intent": "into the void"})
+	if !strings.Contains(got, "could not be reached, so nothing was done") {
+		t.Errorf("send_task with the daemon gone: %q, want it to say the daemon could not be reached", got)
+	}
+	if err := s.Ping(t.Context(), nil); err != nil {
+		t.Errorf("the session after a failed call: %v", err)
+	}
 }
