@@ -12,7 +12,9 @@ import (
 
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
 	"github.com/mailroom/mailroom/internal/testlog"
+	"github.com/mailroom/mailroom/mailbox"
 	"github.com/mailroom/mailroom/mcpface/facetest"
 )
 
@@ -134,5 +136,63 @@ func TestMCPSessionsEndWithTheDaemon(t *testing.T) {
 	d.Stop()
 	if strings.Contains(logs.String(), "shutdown deadline") {
 		t.Errorf("the shutdown waited for its deadline:\n%s", logs)
+	}
+}
+
+// TestMCPOnAPostgresFollower: an MCP session opened on an instance that
+// does not lead stays there (its requests are not forwarded, or its
+// stream would be on another instance than its session), and its tools'
+// writes reach the leader through the follower's own API.
+func TestMCPOnAPostgresFollower(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url, t.Name())
+	onPG := func(c *config.Config) {
+		c.Store, c.PostgresURL, c.PostgresSchema = config.StorePostgres, url, schema
+		c.PostgresCampaignInterval = 20 * time.Millisecond
+		c.MCPHTTP = true
+	}
+	a := daemontest.Start(t, daemontest.Options{Config: onPG})
+	waitRole(t, a.URL(), "leader")
+	b := daemontest.Start(t, daemontest.Options{Config: onPG})
+	waitRole(t, b.URL(), "follower")
+
+	updates := make(chan string, 16)
+	sender := mcpOver(t, b.URL()+"/mcp?agent=planner@pg", "", facetest.Session{Protocol: facetest.Legacy, Updated: func(uri string) { updates <- uri }})
+	worker := mcpOver(t, b.URL()+"/mcp?agent=worker@pg", "", facetest.Session{})
+	var sent struct {
+		TaskID string `json:"task_id"`
+	}
+	facetest.Call(t, sender, "send_task", map[string]any{"to": "worker@pg", "intent": "through the follower's MCP"}, &sent)
+	if rec := findTask(a.State(t), sent.TaskID); rec == nil || rec.State != mailbox.TaskQueued {
+		t.Fatalf("the leader holds %+v, want the task queued", rec)
+	}
+	// The session's notifications come on the stream its client holds
+	// open with the instance that has the session.
+	uri := "mailroom://tasks/" + sent.TaskID
+	if err := sender.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	var leased struct {
+		Tasks []struct {
+			TaskID  string `json:"task_id"`
+			LeaseID string `json:"lease_id"`
+		} `json:"tasks"`
+	}
+	facetest.Call(t, worker, "lease_task", map[string]any{}, &leased)
+	if len(leased.Tasks) != 1 || leased.Tasks[0].TaskID != sent.TaskID {
+		t.Fatalf("lease_task on the follower = %+v, want %s", leased, sent.TaskID)
+	}
+	if got := <-updates; got != uri {
+		t.Fatalf("updated %s, want %s", got, uri)
+	}
+	facetest.Call(t, worker, "post_result", map[string]any{"task_id": sent.TaskID, "lease_id": leased.Tasks[0].LeaseID, "status": "ok", "text": "done"}, nil)
+	var drained struct {
+		Results []struct {
+			TaskID string `json:"task_id"`
+		} `json:"results"`
+	}
+	facetest.Call(t, sender, "drain_results", map[string]any{}, &drained)
+	if len(drained.Results) != 1 || drained.Results[0].TaskID != sent.TaskID {
+		t.Fatalf("drain_results on the follower = %+v, want %s", drained, sent.TaskID)
 	}
 }

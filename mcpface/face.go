@@ -111,7 +111,7 @@ func New(ctx context.Context, c *client.Client, opts Options) (*Face, error) {
 	if version == "" {
 		version = "(devel)"
 	}
-	f := &Face{c: c, agent: agent, who: who, log: logger, watched: map[string]int{}}
+	f := &Face{c: c, agent: agent, who: who, log: logger, sessionID: opts.SessionID, watched: map[string]int{}}
 	var sessionID func() string
 	if opts.SessionID != "" {
 		sessionID = func() string { return opts.SessionID }

@@ -50,6 +50,23 @@ func NewHTTPHandler(daemonAddr string, opts HTTPOptions) *HTTPHandler {
 	return h
 }
 
+// HTTPHandler is the face over streamable HTTP.
+type HTTPHandler struct {
+	addr string
+	opts HTTPOptions
+	sdk  *mcp.StreamableHTTPHandler
+
+	mu       sync.Mutex
+	sessions map[string]httpSession // by session id
+}
+
+// httpSession is one session's face and the hash of the token it belongs
+// to.
+type httpSession struct {
+	owner [32]byte
+	face  *Face
+}
+
 // Close ends every session, and with them the streams their clients hold
 // open, which would otherwise hold up the server's shutdown until its
 // deadline. A client that comes back starts a new session.
@@ -66,23 +83,6 @@ func (h *HTTPHandler) Close() {
 		}
 		f.Close()
 	}
-}
-
-// HTTPHandler is the face over streamable HTTP.
-type HTTPHandler struct {
-	addr string
-	opts HTTPOptions
-	sdk  *mcp.StreamableHTTPHandler
-
-	mu       sync.Mutex
-	sessions map[string]httpSession // by session id
-}
-
-// httpSession is one session's face and the hash of the token it belongs
-// to.
-type httpSession struct {
-	owner [32]byte
-	face  *Face
 }
 
 type faceKey struct{}
@@ -148,7 +148,6 @@ func (h *HTTPHandler) newFace(r *http.Request, token string) (*Face, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.sessionID = id
 	return f, nil
 }
 
