@@ -148,8 +148,8 @@ func (f *Face) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error
 type follower struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	// ready is closed once the stream delivered its first event (the
-	// snapshot); err says why it could not, when it could not.
+	// ready is closed once the stream is live; err says why it could
+	// not be, when it could not.
 	ready chan struct{}
 	once  sync.Once
 	err   error
@@ -165,16 +165,25 @@ func (fl *follower) settle(err error) {
 }
 
 // startFollowing opens the event stream unless it is open, and waits until
-// it delivered its snapshot or failed.
+// it is live or failed. It follows from the daemon's last event rather
+// than from a snapshot: a session needs the changes, not the whole
+// mailbox, and resuming from a seq misses nothing after it.
 func (f *Face) startFollowing(ctx context.Context) error {
+	st, err := f.c.Status(ctx)
+	if err != nil {
+		return refusal(err, nil)
+	}
 	f.mu.Lock()
 	fl := f.follow
 	if fl == nil {
 		fctx, cancel := context.WithCancel(context.Background())
 		fl = &follower{cancel: cancel, done: make(chan struct{}), ready: make(chan struct{})}
 		f.follow = fl
-		events := f.c.SubscribeWith(fctx, 0, client.SubscribeOptions{OnState: func(s client.ConnState) {
-			if !s.Live && s.Err != nil {
+		events := f.c.SubscribeWith(fctx, st.LastSeq, client.SubscribeOptions{OnState: func(s client.ConnState) {
+			switch {
+			case s.Live:
+				fl.settle(nil)
+			case s.Err != nil:
 				fl.settle(s.Err)
 			}
 		}})

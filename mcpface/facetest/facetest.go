@@ -28,6 +28,7 @@ const (
 	Coder   = "coder@local"   // leases and posts results
 	Oncall  = "Alice"         // an operator (a name, not an agent id): reads and repairs
 	Intern  = "intern@local"  // may lease, may send to nobody
+	Mailer  = "mailer@local"  // sends and drains, may not read the mailbox
 )
 
 // Daemon is the suite's daemon and a token for each principal.
@@ -67,10 +68,11 @@ func StartDaemon(t *testing.T, change func(*config.Config)) *Daemon {
 		Coder:   {"a2a.recv", "a2a.respond.*"},
 		Oncall:  {"a2a.read", "a2a.repair.requeue", "a2a.repair.force_error", "a2a.register"},
 		Intern:  {"a2a.recv"},
+		Mailer:  {"a2a.send.*", "a2a.drain"},
 	}
 	d := &Daemon{Tokens: map[string]string{}}
 	var tokens []auth.Token
-	for _, p := range []string{Planner, Coder, Oncall, Intern} {
+	for _, p := range []string{Planner, Coder, Oncall, Intern, Mailer} {
 		tok, hash, err := auth.NewToken()
 		if err != nil {
 			t.Fatal(err)
@@ -520,6 +522,14 @@ func testResources(t *testing.T, connect Connect, change func(*config.Config), p
 	// session speaks the protocol whose subscription is answered).
 	if err := coder.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}); err == nil || !strings.Contains(err.Error(), "a2a.read") {
 		t.Errorf("the coder's subscription: err %v, want a refusal naming a2a.read", err)
+	}
+	// The mailer reads the task it sent, but may not follow the event
+	// stream the updates come from.
+	mailer := connect(t, d, d.Tokens[Mailer], Session{Protocol: Legacy})
+	Call(t, mailer, "send_task", map[string]any{"to": Coder, "intent": "unwatched"}, &s)
+	if err := mailer.Subscribe(t.Context(), &mcp.SubscribeParams{URI: "mailroom://tasks/" + s.TaskID}); err == nil ||
+		!strings.Contains(err.Error(), "a2a.read") || !strings.Contains(err.Error(), "get_task") {
+		t.Errorf("the mailer's subscription: err %v, want a refusal naming a2a.read and get_task", err)
 	}
 }
 
