@@ -64,7 +64,8 @@ type Face struct {
 	// follow is the event stream behind resource subscriptions, started
 	// by the first subscription and ended by Close.
 	mu      sync.Mutex
-	watched map[string]int // task id -> subscriptions
+	watched map[string]int  // task id -> subscriptions
+	cards   map[string]bool // the card resources listed
 	follow  *follower
 }
 
@@ -144,7 +145,7 @@ func New(ctx context.Context, c *client.Client, opts Options) (*Face, error) {
 	if f.mayRepair(capRequeue) || f.mayRepair(capForceError) {
 		f.addOperatorTools()
 	}
-	f.addResources(ctx)
+	f.addResources()
 	return f, nil
 }
 

@@ -33,7 +33,7 @@ func TaskURI(taskID string) string { return taskURIPrefix + taskID }
 // CardURI is the resource URI of an agent's card.
 func CardURI(agent string) string { return agentURIPrefix + url.PathEscape(agent) + cardURISuffix }
 
-func (f *Face) addResources(ctx context.Context) {
+func (f *Face) addResources() {
 	f.Server.AddResourceTemplate(&mcp.ResourceTemplate{
 		URITemplate: taskURIPrefix + "{task_id}",
 		Name:        "task",
@@ -42,27 +42,54 @@ func (f *Face) addResources(ctx context.Context) {
 		MIMEType:    "application/json",
 	}, f.readTask)
 	f.Server.AddResourceTemplate(&mcp.ResourceTemplate{
-		URITemplate: agentURIPrefix + "{agent}" + cardURISuffix,
+		URITemplate: agentURIPrefix + "{+agent}" + cardURISuffix,
 		Name:        "agent-card",
 		Title:       "An agent's card",
 		Description: "A registered agent's A2A Agent Card (name, description, skills), as the daemon serves it to A2A clients.",
 		MIMEType:    "application/json",
 	}, f.readCard)
-	// The cards registered now are listed as resources of their own; a
-	// token without a2a.read cannot list them, and reads them by the
-	// template.
+	// The registered agents' cards are listed as resources of their own,
+	// as they are when the host asks for the list; a token without
+	// a2a.read cannot list them, and reads them by the template.
+	f.Server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "resources/list" {
+				f.syncCards(ctx)
+			}
+			return next(ctx, method, req)
+		}
+	})
+}
+
+// syncCards makes the listed card resources the cards registered now.
+func (f *Face) syncCards(ctx context.Context) {
 	as, err := f.c.Agents(ctx)
 	if err != nil {
 		f.log.Info("the registered agents' cards are not listed as resources: the agents listing was refused", "err", err)
 		return
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := map[string]bool{}
 	for _, a := range as {
 		if a.Card == nil {
 			continue
 		}
-		f.Server.AddResource(&mcp.Resource{URI: CardURI(a.Agent), Name: "card of " + a.Agent, Title: a.Card.Name,
-			Description: a.Card.Description, MIMEType: "application/json"}, f.readCard)
+		uri := CardURI(a.Agent)
+		now[uri] = true
+		if !f.cards[uri] {
+			f.Server.AddResource(&mcp.Resource{URI: uri, Name: "card of " + a.Agent, Title: a.Card.Name,
+				Description: a.Card.Description, MIMEType: "application/json"}, f.readCard)
+		}
 	}
+	var gone []string
+	for uri := range f.cards {
+		if !now[uri] {
+			gone = append(gone, uri)
+		}
+	}
+	f.Server.RemoveResources(gone...)
+	f.cards = now
 }
 
 // taskIDOf returns the task id a task URI names.

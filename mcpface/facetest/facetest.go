@@ -453,6 +453,30 @@ func testResources(t *testing.T, connect Connect, change func(*config.Config), p
 	if !slices.ContainsFunc(res.Resources, func(r *mcp.Resource) bool { return r.URI == cardURI }) {
 		t.Fatalf("resources %v lack %s", res.Resources, cardURI)
 	}
+	// A card registered during the session is listed the next time the
+	// host asks; one deregistered is not.
+	oncall := d.Client(t, Oncall)
+	if _, err := oncall.RegisterAgent(t.Context(), "reviewer@local", mailbox.AgentCard{Name: "Reviewer"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := oncall.DeregisterAgent(t.Context(), Coder); err != nil {
+		t.Fatal(err)
+	}
+	res, err = planner.ListResources(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, r := range res.Resources {
+		uris = append(uris, r.URI)
+	}
+	if want := []string{"mailroom://agents/reviewer@local/card"}; !slices.Equal(uris, want) {
+		t.Errorf("resources after a registration and a deregistration: %v, want %v", uris, want)
+	}
+	if _, err := oncall.RegisterAgent(t.Context(), Coder, mailbox.AgentCard{Name: "Coder", Description: "writes Go",
+		Skills: []mailbox.AgentSkill{{ID: "code", Name: "Code"}}}); err != nil {
+		t.Fatal(err)
+	}
 	card, err := planner.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: cardURI})
 	if err != nil {
 		t.Fatal(err)
