@@ -8,14 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/mcpface/facetest"
 )
 
 // TestMCPTypeScriptInterop: the official TypeScript MCP SDK's client
 // (@modelcontextprotocol/sdk 1.32.2, pinned in interop/node's
 // package-lock.json), as an MCP host, spawns this binary as `mailroom mcp`
-// over stdio against a real daemon and runs a full cycle
-// (interop/node/mcp/stdio.test.mjs). Its client refuses a whole tools list
+// over stdio against a real daemon and runs a full cycle, then the same
+// over streamable HTTP against the daemon's /mcp
+// (interop/node/mcp/host.test.mjs). Its client refuses a whole tools list
 // whose schemas it cannot read, so this is what catches a tool typed too
 // loosely. Without node or the packages the test skips, except on CI
 // (CI=true), where it fails: .ci/run installs both.
@@ -50,7 +52,7 @@ func TestMCPTypeScriptInterop(t *testing.T) {
 		}
 	}
 
-	d := facetest.StartDaemon(t, nil)
+	d := facetest.StartDaemon(t, func(c *config.Config) { c.MCPHTTP = true })
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	files, err := filepath.Glob(filepath.Join(dir, "mcp", "*.test.mjs"))

@@ -1,17 +1,19 @@
 // The official TypeScript MCP SDK (@modelcontextprotocol/sdk, pinned in
-// package-lock.json) as an MCP host's client, spawning `mailroom mcp` over
-// stdio against a real daemon: it lists the tools (its client checks every
-// tool's schemas as it reads the list, and refuses the whole list if one is
-// malformed), sends a task as one agent, leases it and posts its result as
-// another, and drains the result as the first. Run by
+// package-lock.json) as an MCP host's client: spawning `mailroom mcp` over
+// stdio against a real daemon, and over streamable HTTP against the
+// daemon's own /mcp. Each way it lists the tools (its client checks every
+// tool's schemas as it reads the list, and refuses the whole list if one
+// is malformed), sends a task as one agent, leases it and posts its result
+// as another, and drains the result as the first. Run by
 // cmd/mailroom/mcp_node_test.go, which sets:
 //   MAILROOM_MCP_BIN      the binary to run as `mailroom`
-//   MAILROOM_ADDR         the daemon under test
+//   MAILROOM_ADDR         the daemon under test, host:port (it serves /mcp)
 //   MAILROOM_SENDER, MAILROOM_SENDER_TOKEN, MAILROOM_WORKER, MAILROOM_WORKER_TOKEN
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const env = (name) => {
   const v = process.env[name];
@@ -25,9 +27,9 @@ const addr = env('MAILROOM_ADDR');
 const sender = env('MAILROOM_SENDER');
 const worker = env('MAILROOM_WORKER');
 
-// connect launches `mailroom mcp` as a host does, the token in its
+// overStdio launches `mailroom mcp` as a host does, the token in its
 // environment, and connects the SDK's client to it.
-async function connect(token) {
+async function overStdio(token) {
   const transport = new StdioClientTransport({
     command: bin,
     args: ['mcp', '--addr', addr],
@@ -39,9 +41,24 @@ async function connect(token) {
   return client;
 }
 
-test('list tools, send_task, lease_task, post_result, drain_results', async () => {
-  const planner = await connect(env('MAILROOM_SENDER_TOKEN'));
-  const coder = await connect(env('MAILROOM_WORKER_TOKEN'));
+// overHTTP connects the SDK's client to the daemon's /mcp with the token,
+// as a remote host configured with it does.
+async function overHTTP(token) {
+  const transport = new StreamableHTTPClientTransport(new URL(`http://${addr}/mcp`), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  const client = new Client({ name: 'mailroom-interop', version: '1.0.0' });
+  await client.connect(transport);
+  return client;
+}
+
+for (const [how, open] of [['stdio', overStdio], ['streamable HTTP', overHTTP]]) {
+  test(`${how}: list tools, send_task, lease_task, post_result, drain_results`, () => cycle(open));
+}
+
+async function cycle(open) {
+  const planner = await open(env('MAILROOM_SENDER_TOKEN'));
+  const coder = await open(env('MAILROOM_WORKER_TOKEN'));
   try {
     const { tools } = await planner.listTools();
     const names = tools.map((t) => t.name);
@@ -54,9 +71,8 @@ test('list tools, send_task, lease_task, post_result, drain_results', async () =
       assert.ok(t.description, `${t.name} has no description`);
     }
     assert.ok(!names.includes('requeue'), 'a token that may not repair is offered requeue');
-    const send = tools.find((t) => t.name === 'send_task');
-    assert.equal(send.annotations?.readOnlyHint ?? false, false);
     assert.equal(tools.find((t) => t.name === 'get_task').annotations?.readOnlyHint, true);
+    assert.equal(tools.find((t) => t.name === 'cancel_task').annotations?.destructiveHint, true);
 
     const sent = await planner.callTool({ name: 'send_task', arguments: { to: worker, intent: 'fix the flaky test', context: { repo: 'mailroom', pr: 42 } } });
     assert.ok(!sent.isError, JSON.stringify(sent));
@@ -89,4 +105,4 @@ test('list tools, send_task, lease_task, post_result, drain_results', async () =
     await planner.close();
     await coder.close();
   }
-});
+}
