@@ -61,11 +61,12 @@ type Face struct {
 	// sessionID is Options.SessionID.
 	sessionID string
 
-	// follow is the event stream behind resource subscriptions, started
-	// by the first subscription and ended by Close.
+	// mu guards the subscriptions (watched), the card resources listed
+	// (cards) and follow, the event stream behind the subscriptions,
+	// started by the first and ended by Close.
 	mu      sync.Mutex
 	watched map[string]int  // task id -> subscriptions
-	cards   map[string]bool // the card resources listed
+	cards   map[string]bool // card resource URIs
 	follow  *follower
 }
 
