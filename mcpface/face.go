@@ -175,7 +175,7 @@ func (f *Face) mayRepair(capability string) bool {
 
 func (f *Face) instructions() string {
 	return "Mailroom is a durable mailbox for work between agents. This session acts as the agent " + f.agent + ". " +
-		"To delegate: send_task to another agent (find one with list_agents or find_agents_by_skill), then drain_results (it can wait up to 20 s) to collect the answer; a result whose status is input_required is a question: answer it with reply. " +
+		"To delegate: send_task to another agent (find one with list_agents or find_agents_by_skill), then wait_result for that task or drain_results for all of yours (each can wait up to 20 s); a result whose status is input_required is a question: answer it with reply. " +
 		"To work: lease_task (it can wait up to 20 s), do the work, then post_result with the task_id and lease_id the lease gave you, or ask_input to ask the sender a question. " +
 		"Tasks are resources (mailroom://tasks/{task_id}) you can read and subscribe to. Refusals explain which argument was wrong and what was expected."
 }

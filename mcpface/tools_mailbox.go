@@ -56,6 +56,19 @@ type DrainOutput struct {
 	Results []ResultView `json:"results" jsonschema:"the results taken, oldest first; empty when none arrived in time"`
 }
 
+// WaitResultInput is wait_result's arguments.
+type WaitResultInput struct {
+	TaskID      string `json:"task_id" jsonschema:"a task you sent, whose result you wait for"`
+	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"wait up to this many seconds (0 to 20, default 20) for its result"`
+}
+
+// WaitResultOutput is wait_result's answer.
+type WaitResultOutput struct {
+	Found  bool         `json:"found" jsonschema:"true when the task's result (or its worker's question) arrived; false when the wait ended first: call again to keep waiting"`
+	Result *ResultView  `json:"result,omitempty" jsonschema:"the task's result, when found"`
+	Others []ResultView `json:"others" jsonschema:"results of your other tasks that arrived meanwhile: they were taken from the mailbox too, so act on them now"`
+}
+
 // ReplyInput is reply's arguments.
 type ReplyInput struct {
 	TaskID string         `json:"task_id" jsonschema:"the task whose worker asked (a drained result with status input_required or auth_required names it)"`
@@ -135,6 +148,14 @@ func (f *Face) addSenderTools() {
 			"With wait_seconds it waits (up to 20 s) for one when none is waiting: a long poll; call it again to keep waiting.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 	}, f.drainResults)
+	mcp.AddTool(f.Server, &mcp.Tool{
+		Name:  "wait_result",
+		Title: "Wait for one task's result",
+		Description: "Wait (up to 20 s) for the result of one task you sent, taking it from the mailbox. Results of your other tasks that arrive " +
+			"meanwhile are taken too and returned beside it (others). A result with status input_required or auth_required is a question from the worker: answer it with reply. " +
+			"found false means the wait ended first: call again to keep waiting.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+	}, f.waitResult)
 	mcp.AddTool(f.Server, &mcp.Tool{
 		Name:        "get_task",
 		Title:       "Look at a task",
@@ -262,6 +283,52 @@ func (f *Face) drainResults(ctx context.Context, _ *mcp.CallToolRequest, in Drai
 		out.Results = append(out.Results, resultView(r))
 	}
 	return nil, out, nil
+}
+
+func (f *Face) waitResult(ctx context.Context, _ *mcp.CallToolRequest, in WaitResultInput) (*mcp.CallToolResult, WaitResultOutput, error) {
+	wait := in.WaitSeconds
+	if wait == 0 {
+		wait = maxWaitSeconds
+	}
+	if wait < 0 || wait > maxWaitSeconds {
+		return nil, WaitResultOutput{}, argError("wait_seconds", "got %d, expected 0 to %d", in.WaitSeconds, maxWaitSeconds)
+	}
+	rec, err := f.c.Task(ctx, in.TaskID)
+	if err != nil {
+		return nil, WaitResultOutput{}, refusal(err, nil)
+	}
+	switch {
+	case rec.Task.Sender != f.agent:
+		return nil, WaitResultOutput{}, argError("task_id", "task %s was sent by %s, not by this session's agent %s: only its sender takes its result", rec.Task.ID, rec.Task.Sender, f.agent)
+	case rec.State == mailbox.TaskDone:
+		return nil, WaitResultOutput{}, argError("task_id", "task %s is done: its result was already taken (by drain_results or wait_result)", rec.Task.ID)
+	case rec.State == mailbox.TaskCanceled:
+		return nil, WaitResultOutput{}, argError("task_id", "task %s was canceled: it will have no result", rec.Task.ID)
+	}
+	out := WaitResultOutput{Others: []ResultView{}}
+	deadline := time.Now().Add(time.Duration(wait) * time.Second)
+	for {
+		left := time.Until(deadline).Truncate(time.Millisecond)
+		rs, err := f.c.DrainN(ctx, f.agent, maxPerCall, max(left, 0))
+		if err != nil {
+			// What was taken before the failure is the model's: say so.
+			if len(out.Others) > 0 {
+				return nil, out, nil
+			}
+			return nil, WaitResultOutput{}, refusal(err, pollNames)
+		}
+		for _, r := range rs {
+			v := resultView(r)
+			if r.TaskID == rec.Task.ID {
+				out.Found, out.Result = true, &v
+			} else {
+				out.Others = append(out.Others, v)
+			}
+		}
+		if out.Found || left <= 0 {
+			return nil, out, nil
+		}
+	}
 }
 
 func (f *Face) getTask(ctx context.Context, _ *mcp.CallToolRequest, in TaskIDInput) (*mcp.CallToolResult, TaskView, error) {

@@ -302,6 +302,32 @@ func testLongPoll(t *testing.T, connect Connect, change func(*config.Config)) {
 		t.Fatalf("waiting drain_results = %+v, want the result of %s", r, s.TaskID)
 	}
 	wantIn(t, "drain_results with wait_seconds 21", Refused(t, planner, "drain_results", map[string]any{"wait_seconds": 21}), "wait_seconds", "21", "0 to 20")
+
+	// wait_result waits for one task's result; another task's result,
+	// there already, comes back beside it.
+	var first, second sent
+	Call(t, planner, "send_task", map[string]any{"to": Coder, "intent": "first"}, &first)
+	Call(t, planner, "send_task", map[string]any{"to": Coder, "intent": "second"}, &second)
+	Call(t, coder, "lease_task", map[string]any{"max": 2}, &l)
+	if len(l.Tasks) != 2 {
+		t.Fatalf("lease_task max 2 = %+v, want both tasks", l)
+	}
+	Call(t, coder, "post_result", map[string]any{"task_id": second.TaskID, "lease_id": l.Tasks[1].LeaseID, "status": "ok", "text": "second done"}, nil)
+	var w struct {
+		Found  bool     `json:"found"`
+		Result *result  `json:"result"`
+		Others []result `json:"others"`
+	}
+	waitFirst := inBackground(t, planner, "wait_result", map[string]any{"task_id": first.TaskID, "wait_seconds": 20})
+	untilWaiting()
+	Call(t, coder, "post_result", map[string]any{"task_id": first.TaskID, "lease_id": l.Tasks[0].LeaseID, "status": "ok", "text": "first done"}, nil)
+	waitFirst(&w)
+	if !w.Found || w.Result == nil || w.Result.TaskID != first.TaskID || w.Result.Text != "first done" ||
+		len(w.Others) != 1 || w.Others[0].TaskID != second.TaskID {
+		t.Fatalf("wait_result(first) = %+v, want the first task's result and the second's beside it", w)
+	}
+	wantIn(t, "wait_result for a task already drained",
+		Refused(t, planner, "wait_result", map[string]any{"task_id": first.TaskID}), "task_id", "already taken")
 }
 
 // inBackground calls a tool on another goroutine; the function it returns
@@ -423,7 +449,7 @@ func testRefusals(t *testing.T, connect Connect, change func(*config.Config)) {
 		}
 	}
 	names := toolNames(t, oncall)
-	for _, want := range append(operator, "send_task", "lease_task", "post_result", "drain_results", "get_task", "reply", "cancel_task", "ask_input", "list_agents", "find_agents_by_skill") {
+	for _, want := range append(operator, "send_task", "lease_task", "post_result", "drain_results", "wait_result", "get_task", "reply", "cancel_task", "ask_input", "list_agents", "find_agents_by_skill") {
 		if !slices.Contains(names, want) {
 			t.Errorf("the operator's tools %v lack %s", names, want)
 		}

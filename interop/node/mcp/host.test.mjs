@@ -62,7 +62,7 @@ async function cycle(open) {
   try {
     const { tools } = await planner.listTools();
     const names = tools.map((t) => t.name);
-    for (const want of ['send_task', 'drain_results', 'get_task', 'reply', 'cancel_task', 'lease_task', 'post_result', 'ask_input', 'list_agents', 'find_agents_by_skill']) {
+    for (const want of ['send_task', 'drain_results', 'wait_result', 'get_task', 'reply', 'cancel_task', 'lease_task', 'post_result', 'ask_input', 'list_agents', 'find_agents_by_skill']) {
       assert.ok(names.includes(want), `tools ${names} lack ${want}`);
     }
     for (const t of tools) {
