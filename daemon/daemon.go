@@ -215,6 +215,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		if apiOpts.Authorizer != nil {
 			az := apiOpts.Authorizer
 			mcpOpts.Authenticate = func(r *http.Request) error { _, err := az.Authorize(r, mcpface.Path); return err }
+			mcpOpts.AnyHost = true
 		}
 		mcpHandler = mcpface.NewHTTPHandler(ln.Addr().String(), mcpOpts)
 		root.Handle(mcpface.Path, mcpHandler)

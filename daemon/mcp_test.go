@@ -94,8 +94,33 @@ func TestMCPOverHTTPAccess(t *testing.T) {
 		t.Errorf("the planner's session with the coder's token = %d %s, want 404", resp.StatusCode, body)
 	}
 
+	// Behind a reverse proxy on the same machine, requests reach the
+	// loopback address under the proxy's host name: served with tokens.
+	proxied := func(d interface{ URL() string }, token, query string) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, d.URL()+"/mcp"+query, strings.NewReader(initialize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "mailroom.example:443"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := (&http.Client{Transport: bearerTransport{token}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := proxied(d, d.Tokens[facetest.Planner], ""); got != http.StatusOK {
+		t.Errorf("initialize under another host name, with tokens = %d, want 200", got)
+	}
+
 	// Without tokens the agent is named in the query.
 	open := daemontest.Start(t, daemontest.Options{Config: withMCP})
+	if got := proxied(open, "", "?agent=planner@local"); got != http.StatusForbidden {
+		t.Errorf("initialize under another host name, without tokens = %d, want 403 (a rebinding page could send it)", got)
+	}
 	resp, body = post(t, open.URL()+"/mcp", "", "", initialize)
 	var refusal struct {
 		Code, Message string

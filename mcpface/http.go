@@ -27,6 +27,13 @@ type HTTPOptions struct {
 	// Authenticate, when set, is asked about every request before
 	// anything else (the daemon's token check); its error is the answer.
 	Authenticate func(r *http.Request) error
+	// AnyHost serves requests that reach a loopback address under
+	// another host name (a reverse proxy on the same machine). Without
+	// it they are refused, which is what keeps a web page that rebinds
+	// its own name to 127.0.0.1 away from a daemon without tokens; a
+	// daemon with tokens needs no such guard, since the page cannot know
+	// one.
+	AnyHost bool
 }
 
 // Path is where the daemon serves the face over streamable HTTP.
@@ -46,7 +53,8 @@ func NewHTTPHandler(daemonAddr string, opts HTTPOptions) *HTTPHandler {
 		opts.SessionTimeout = 30 * time.Minute
 	}
 	h := &HTTPHandler{addr: daemonAddr, opts: opts, sessions: map[string]httpSession{}}
-	h.sdk = mcp.NewStreamableHTTPHandler(h.server, &mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionTimeout})
+	h.sdk = mcp.NewStreamableHTTPHandler(h.server, &mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionTimeout,
+		DisableLocalhostProtection: opts.AnyHost})
 	return h
 }
 
