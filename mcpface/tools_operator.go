@@ -29,7 +29,7 @@ type AgentsOutput struct {
 // QueueStatusInput is queue_status' arguments.
 type QueueStatusInput struct {
 	State string `json:"state,omitempty" jsonschema:"only tasks in this state: queued, in_flight or waiting (default: all three)"`
-	Limit int    `json:"limit,omitempty" jsonschema:"most tasks to list, 1 to 1000 (default 50); in-flight leases first"`
+	Limit int    `json:"limit,omitempty" jsonschema:"most tasks to list, 1 to 1000 (default 50): in-flight leases first, then tasks waiting on their senders, then queued tasks"`
 }
 
 // QueueStatusOutput is queue_status' answer.
@@ -38,7 +38,7 @@ type QueueStatusOutput struct {
 	InFlight       int        `json:"in_flight" jsonschema:"tasks leased to a worker"`
 	Waiting        int        `json:"waiting" jsonschema:"tasks waiting on their sender's answer"`
 	ResultsPending int        `json:"results_pending" jsonschema:"results waiting for their senders to drain them"`
-	Tasks          []TaskView `json:"tasks" jsonschema:"the tasks listed, in-flight leases first"`
+	Tasks          []TaskView `json:"tasks" jsonschema:"the tasks listed: in-flight leases (oldest first), then tasks waiting on their senders, then queued tasks (oldest first)"`
 }
 
 // StaleLeasesInput is stale_leases' arguments.
@@ -102,7 +102,7 @@ func (f *Face) addOperatorTools() {
 	mcp.AddTool(f.Server, &mcp.Tool{
 		Name:        "queue_status",
 		Title:       "Queue status (operator)",
-		Description: "The mailbox's totals (queued, in flight, waiting, results pending) and its tasks, in-flight leases first. Changes nothing. Needs a2a.read.",
+		Description: "The mailbox's totals (queued, in flight, waiting, results pending) and its tasks: in-flight leases first, then tasks waiting on their senders, then queued tasks. Changes nothing. Needs a2a.read.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
 	}, f.queueStatus)
 	mcp.AddTool(f.Server, &mcp.Tool{
@@ -180,17 +180,28 @@ func (f *Face) queueStatus(ctx context.Context, _ *mcp.CallToolRequest, in Queue
 	default:
 		return nil, QueueStatusOutput{}, argError("state", "got %q, expected queued, in_flight or waiting (or leave it out for all three)", in.State)
 	}
-	view, err := f.c.Queue(ctx, mailbox.QueueFilter{Limit: limit, State: in.State})
-	if err != nil {
-		return nil, QueueStatusOutput{}, refusal(err, nil)
-	}
 	st, err := f.c.Status(ctx)
 	if err != nil {
 		return nil, QueueStatusOutput{}, refusal(err, nil)
 	}
 	out := QueueStatusOutput{Queued: st.Queued, InFlight: st.InFlight, Waiting: st.Waiting, ResultsPending: st.ResultsPending, Tasks: []TaskView{}}
-	for _, e := range view.Tasks {
-		out.Tasks = append(out.Tasks, entryView(e))
+	// What an operator acts on comes first: leases, then questions
+	// waiting, then the queue, as `mailroom status` lists them.
+	states := []string{mailbox.TaskInFlight, mailbox.TaskWaiting, mailbox.TaskQueued}
+	if in.State != "" {
+		states = []string{in.State}
+	}
+	for _, state := range states {
+		if len(out.Tasks) == limit {
+			break
+		}
+		view, err := f.c.Queue(ctx, mailbox.QueueFilter{Limit: limit - len(out.Tasks), State: state})
+		if err != nil {
+			return nil, QueueStatusOutput{}, refusal(err, nil)
+		}
+		for _, e := range view.Tasks {
+			out.Tasks = append(out.Tasks, entryView(e))
+		}
 	}
 	return nil, out, nil
 }

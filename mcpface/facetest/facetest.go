@@ -373,6 +373,23 @@ func testGuardedRepair(t *testing.T, connect Connect, change func(*config.Config
 	var stale struct {
 		Leases []task `json:"leases"`
 	}
+	var other sent
+	Call(t, planner, "send_task", map[string]any{"to": Coder, "intent": "still queued"}, &other)
+	var status struct {
+		Queued   int    `json:"queued"`
+		InFlight int    `json:"in_flight"`
+		Tasks    []task `json:"tasks"`
+	}
+	Call(t, oncall, "queue_status", map[string]any{}, &status)
+	if status.Queued != 1 || status.InFlight != 1 || len(status.Tasks) != 2 || status.Tasks[0].TaskID != s.TaskID || status.Tasks[0].LeaseID != first ||
+		status.Tasks[1].TaskID != other.TaskID {
+		t.Fatalf("queue_status = %+v, want the lease first, then the queued task", status)
+	}
+	Call(t, oncall, "queue_status", map[string]any{"limit": 1}, &status)
+	if len(status.Tasks) != 1 || status.Tasks[0].TaskID != s.TaskID {
+		t.Fatalf("queue_status limit 1 = %+v, want the lease alone", status)
+	}
+	Call(t, planner, "cancel_task", map[string]any{"task_id": other.TaskID}, nil)
 	Call(t, oncall, "stale_leases", map[string]any{"older_than_seconds": 0}, &stale)
 	if len(stale.Leases) != 1 || stale.Leases[0].LeaseID != first || stale.Leases[0].LeasedTo != Coder {
 		t.Fatalf("stale_leases = %+v, want %s's lease %s", stale, Coder, first)
