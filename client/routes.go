@@ -322,3 +322,58 @@ func limitQuery(limit int) url.Values {
 	}
 	return q
 }
+
+// Task returns what the daemon remembers of one task: its state, lease,
+// history and conversation. A caller reads the tasks it sent; others'
+// need a2a.read.
+func (c *Client) Task(ctx context.Context, id string) (mailbox.TaskRecord, error) {
+	var out mailbox.TaskResponse
+	if err := c.do(ctx, http.MethodGet, "/a2a/tasks/"+url.PathEscape(id), nil, nil, &out, mailbox.KindTask); err != nil {
+		return mailbox.TaskRecord{}, err
+	}
+	return out.TaskRecord, nil
+}
+
+// Cancel ends a queued, in-flight or waiting task and returns it as it now
+// stands. A caller cancels the tasks it sent; others' need a2a.admin.
+func (c *Client) Cancel(ctx context.Context, id, reason string) (mailbox.TaskRecord, error) {
+	var out mailbox.TaskResponse
+	if err := c.do(ctx, http.MethodPost, "/a2a/tasks/"+url.PathEscape(id)+"/cancel", nil, mailbox.CancelRequest{Reason: reason}, &out, mailbox.KindTaskCanceled); err != nil {
+		return mailbox.TaskRecord{}, err
+	}
+	return out.TaskRecord, nil
+}
+
+// AgentCard returns a registered agent's A2A Agent Card as the daemon
+// serves it to every A2A client (public, no token needed), verbatim. An
+// agent without a card is a *mailbox.Error with code not_found.
+func (c *Client) AgentCard(ctx context.Context, agent string) ([]byte, error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url("/agents/"+url.PathEscape(agent)+"/.well-known/agent-card.json", nil), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, c.transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, mailbox.MaxBodyBytes))
+	if err != nil {
+		return nil, c.transportError(ctx, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return b, nil
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, &mailbox.Error{Code: mailbox.CodeNotFound, Message: "agent: " + agent + " has no registered card (see list_agents, or 'mailroom agent register')",
+			Details: &mailbox.ErrorDetails{Field: "agent"}}
+	default:
+		return nil, &mailbox.Error{Code: mailbox.CodeForStatus(resp.StatusCode), Message: fmt.Sprintf("the daemon answered %s for %s's card", resp.Status, agent)}
+	}
+}

@@ -98,6 +98,9 @@ type Config struct {
 	// PostgresCampaignInterval is how often an instance that does not
 	// lead tries to.
 	PostgresCampaignInterval time.Duration `yaml:"postgres_campaign_interval"`
+	// MCPHTTP serves the MCP face over streamable HTTP at /mcp, behind
+	// the same bearer tokens as every route; off by default.
+	MCPHTTP bool `yaml:"mcp_http"`
 	// Remotes are the credentials the daemon calls remote agents with,
 	// keyed by agent id. Like tokens, they are set in the file only and
 	// never shown.

@@ -181,6 +181,7 @@ postgres_schema: team_a
 advertise_url: http://10.0.0.5:7717
 postgres_session_timeout: 3s
 postgres_campaign_interval: 100ms
+mcp_http: true
 `, func(c Config) bool {
 			return reflect.DeepEqual(c, Config{Addr: "127.0.0.1:0", DataDir: "/var/lib/mailroom", LogLevel: "debug", LogFormat: "json",
 				CompactFactor: 2.5, CompactMinBytes: 512 << 10, RetainDone: 7, SSEHeartbeat: time.Minute, SSEBuffer: 16,
@@ -194,7 +195,7 @@ postgres_campaign_interval: 100ms
 				MaxTurns: 8, MaxTurnsBytes: 64 << 10,
 				A2ABlockingTimeout: 45 * time.Second, BatchMax: 250,
 				Store: "postgres", PostgresURL: "postgres://mr:pw@db:5432/mail", PostgresSchema: "team_a", AdvertiseURL: "http://10.0.0.5:7717",
-				PostgresSessionTimeout: 3 * time.Second, PostgresCampaignInterval: 100 * time.Millisecond})
+				PostgresSessionTimeout: 3 * time.Second, PostgresCampaignInterval: 100 * time.Millisecond, MCPHTTP: true})
 		}},
 		{"quoted duration", `sse_heartbeat: "5s"`, func(c Config) bool { return c.SSEHeartbeat == 5*time.Second }},
 	}
@@ -350,6 +351,8 @@ func TestSet(t *testing.T) {
 		{"retry_stale_interval", "0", ""},
 		{"retry_stale_interval", "5", "0 (off) or a positive Go duration"},
 		{"tokens", "mr_x", "config file only"},
+		{"mcp_http", "true", ""},
+		{"mcp_http", "yes", `mcp_http: got "yes", expected true or false`},
 	}
 	for _, tt := range tests {
 		c := base()

@@ -73,6 +73,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 			"with store postgres: a leader that stops answering this long loses the lead to another instance" + aDuration},
 		{&duration{"postgres_campaign_interval", &c.PostgresCampaignInterval, 10 * time.Millisecond, "a Go duration of at least 10ms such as 250ms"},
 			"with store postgres: how often an instance that does not lead tries to" + aDuration},
+		{&boolean{"mcp_http", &c.MCPHTTP}, "serve the MCP face over streamable HTTP at /mcp, behind the bearer tokens: true or false"},
 	} {
 		fs.Var(k.v, flagName(k.v.name()), k.usage+" (env "+envName(k.v.name())+")")
 	}
@@ -305,6 +306,25 @@ func validAdvertise(s string) bool {
 	}
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
+}
+
+// boolean is true or false; as a flag it may be given without a value.
+type boolean struct {
+	key
+	p *bool
+}
+
+func (v *boolean) String() string { return show(v.p, strconv.FormatBool) }
+
+func (v *boolean) IsBoolFlag() bool { return true }
+
+func (v *boolean) Set(s string) error {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return v.refuse(s, "true or false")
+	}
+	*v.p = b
+	return nil
 }
 
 // count is a whole number from min to max (math.MaxInt: no upper bound).

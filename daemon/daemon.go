@@ -24,6 +24,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/store/pgstore"
 	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/mailbox"
+	"github.com/mailroom/mailroom/mcpface"
 )
 
 // Daemon is a mailbox ready to serve: an open log, a replayed engine and a
@@ -35,6 +36,9 @@ type Daemon struct {
 	ln     net.Listener
 	srv    *http.Server
 	ticks  TickSource
+	// mcp is the MCP face at /mcp (nil unless mcp_http); its sessions
+	// are ended at shutdown.
+	mcp *mcpface.HTTPHandler
 
 	// mu guards closing and fresh. Once closing is set, Run starts no
 	// scheduler and new connections are closed as they come.
@@ -202,6 +206,21 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	// Covenant's dialect of the native routes (issue 20).
 	root.Handle(covenant.Prefix, covenant.New(guarded, covenantOpts))
 	root.Handle("/", httpapi.New(guarded, apiOpts))
+	var mcpHandler *mcpface.HTTPHandler
+	if cfg.MCPHTTP {
+		// The MCP face over streamable HTTP (issue 28): a client of this
+		// daemon's own API with each caller's token, so the guard above
+		// decides its every call.
+		mcpOpts := mcpface.HTTPOptions{Logger: logger}
+		if apiOpts.Authorizer != nil {
+			az := apiOpts.Authorizer
+			mcpOpts.Authenticate = func(r *http.Request) error { _, err := az.Authorize(r, mcpface.Path); return err }
+			mcpOpts.AnyHost = true
+		}
+		mcpHandler = mcpface.NewHTTPHandler(ln.Addr().String(), mcpOpts)
+		root.Handle(mcpface.Path, mcpHandler)
+		logger.Info("serving MCP over streamable HTTP", "path", mcpface.Path)
+	}
 	stopScan := make(chan struct{})
 	var handler http.Handler = root
 	if cfg.Store == config.StorePostgres {
@@ -212,7 +231,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	if ticks == nil {
 		ticks = tickerSource
 	}
-	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: stopScan, fresh: map[net.Conn]struct{}{}, dispatcher: dispatcher,
+	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: stopScan, fresh: map[net.Conn]struct{}{}, dispatcher: dispatcher, mcp: mcpHandler,
 		srv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
 	d.srv.ConnState = d.trackConn
 	return d, nil
@@ -366,6 +385,10 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	d.mu.Unlock()
 	d.scans.Wait()
 	d.engine.EndSubscriptions()
+	if d.mcp != nil {
+		// MCP sessions hold streams open, as event streams do.
+		d.mcp.Close()
+	}
 	err := d.srv.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		d.log.Warn("requests still running at the shutdown deadline; closing them", "err", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/store"
 	"github.com/mailroom/mailroom/mailbox"
+	"github.com/mailroom/mailroom/mcpface"
 )
 
 // The headers instances of one shared mailbox tell each other with.
@@ -109,6 +110,11 @@ func (f *forwarder) leaderContext(leader string) context.Context {
 // finished task's result delivered when its caller reads it, so every
 // request under /agents/ goes to the leader too.
 func mustLead(r *http.Request) bool {
+	// An MCP session lives on the instance that opened it; its tools
+	// are requests to that instance's own API, which forwards them.
+	if r.URL.Path == mcpface.Path {
+		return false
+	}
 	if strings.HasPrefix(r.URL.Path, a2a.Prefix) {
 		return true
 	}

@@ -28,7 +28,24 @@ const (
 	// max: a list, possibly empty.
 	KindTasksLeased    = "a2a_tasks_leased"
 	KindResultsDrained = "a2a_results_drained"
+	// KindTask and KindTaskCanceled answer GET /a2a/tasks/{id} and POST
+	// /a2a/tasks/{id}/cancel: the task as the mailbox remembers it.
+	KindTask         = "a2a_task"
+	KindTaskCanceled = "a2a_task_canceled"
 )
+
+// TaskResponse answers GET /a2a/tasks/{id} and POST /a2a/tasks/{id}/cancel
+// (kind a2a_task or a2a_task_canceled).
+type TaskResponse struct {
+	Kind string `json:"kind"`
+	TaskRecord
+}
+
+// CancelRequest is the body of POST /a2a/tasks/{id}/cancel.
+type CancelRequest struct {
+	// Reason is kept in the task's history and the audit trail.
+	Reason string `json:"reason,omitempty"`
+}
 
 // AgentRegisteredResponse answers PUT /a2a/agents/{agent}.
 type AgentRegisteredResponse struct {

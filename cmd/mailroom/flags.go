@@ -206,8 +206,8 @@ func (cf *clientFlags) connect(ctx context.Context, e *env) (*client.Client, con
 }
 
 // client checks --addr and --timeout and returns a client sending --token
-// (or MAILROOM_TOKEN).
-func (cf *clientFlags) client(e *env) (*client.Client, error) {
+// (or MAILROOM_TOKEN), with extra options.
+func (cf *clientFlags) client(e *env, extra ...client.Option) (*client.Client, error) {
 	if cf.timeout < 0 {
 		return nil, usagef("--timeout: got %s, expected a duration of 0 or more", cf.timeout)
 	}
@@ -221,7 +221,7 @@ func (cf *clientFlags) client(e *env) (*client.Client, error) {
 		// request; the client sends it again, and says so once a retry.
 		notice = func(reason string) { fmt.Fprintf(e.stderr, "%s: %s; retrying\n", cf.verb, reason) }
 	}
-	opts := []client.Option{client.WithRetryNotice(notice)}
+	opts := append([]client.Option{client.WithRetryNotice(notice)}, extra...)
 	if token != "" {
 		opts = append(opts, client.WithToken(token))
 	}

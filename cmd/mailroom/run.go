@@ -57,6 +57,7 @@ func commands() []command {
 		{"retry-stale", retryStaleSummary, runRetryStale},
 		{"audit", auditSummary, runAudit},
 		{"agent", agentSummary, runAgent},
+		{"mcp", mcpSummary, runMCP},
 		{"console", consoleSummary, runConsole},
 		{"demo", demoSummary, runDemo},
 		{"token", tokenSummary, runToken},

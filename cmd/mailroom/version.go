@@ -79,3 +79,10 @@ func printVersion(w io.Writer, v versionReport) {
 	}
 	fmt.Fprintf(w, "go       %s\n", v.Go)
 }
+
+// moduleVersion is the binary's module version, as `mailroom version`
+// prints it first.
+func moduleVersion() string {
+	bi, _ := debug.ReadBuildInfo()
+	return versionOf(bi).Version
+}

@@ -70,6 +70,8 @@ const (
 	RouteRecentTasks   = "GET /a2a/tasks/recent"
 	RoutePostResult    = "POST /a2a/results"
 	RouteReply         = "POST /a2a/tasks/{id}/reply"
+	RouteGetTask       = "GET /a2a/tasks/{id}"
+	RouteCancelTask    = "POST /a2a/tasks/{id}/cancel"
 	RouteDrainGet      = "GET /a2a/results/next"
 	RouteDrain         = "POST /a2a/results/next"
 	RouteRecentResults = "GET /a2a/results/recent"
@@ -98,6 +100,7 @@ var bodiless = map[string]string{
 	RouteDrainGet:      "give the sender in the query, as in ?sender=planner@local&max=10&wait_ms=20000",
 	RouteDrain:         "give the sender in the query, as in ?sender=planner@local&max=10&wait_ms=20000",
 	RouteRecentTasks:   "give limit in the query",
+	RouteGetTask:       "send it empty",
 	RouteRecentResults: "give limit in the query",
 	RouteQueue:         "give its filters in the query",
 	RouteCompact:       "send it empty",
@@ -125,12 +128,14 @@ type api struct {
 }
 
 // Service is the part of the mailbox the native routes call (guarded):
-// every role but the A2A edge's.
+// every role but the A2A edge's, and of that role the cancel.
 type Service interface {
 	mailbox.Mailbox
 	mailbox.Operator
 	mailbox.Registry
 	mailbox.Stream
+	// Cancel is mailbox.A2A's: a sender cancels the tasks it sent.
+	Cancel(ctx context.Context, taskID, reason string) (mailbox.TaskRecord, error)
 }
 
 // New returns the HTTP handler for svc.
@@ -159,6 +164,8 @@ func New(svc Service, opts Options) http.Handler {
 	a.handle(RouteRecentTasks, a.recentTasks)
 	a.handle(RoutePostResult, a.postResult)
 	a.handle(RouteReply, a.reply)
+	a.handle(RouteGetTask, a.getTask)
+	a.handle(RouteCancelTask, a.cancelTask)
 	a.handle(RouteDrainGet, a.drainResult)
 	a.handle(RouteDrain, a.drainResult)
 	a.handle(RouteRecentResults, a.recentResults)

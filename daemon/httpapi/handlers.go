@@ -120,6 +120,38 @@ func (a *api) reply(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// getTask answers what the mailbox remembers of one task: its sender
+// reads it, anyone else needs a2a.read (the guard decides).
+func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	rec, err := a.svc.Task(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.TaskResponse{Kind: mailbox.KindTask, TaskRecord: rec})
+	return nil
+}
+
+// cancelTask ends a queued, in-flight or waiting task, as the A2A edge's
+// cancel does: its sender cancels it, anyone else needs a2a.admin.
+func (a *api) cancelTask(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseParams(r); err != nil {
+		return err
+	}
+	var req mailbox.CancelRequest
+	if err := decodeBody(w, r, &req, "a cancel"); err != nil {
+		return err
+	}
+	rec, err := a.svc.Cancel(r.Context(), r.PathValue("id"), req.Reason)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, mailbox.TaskResponse{Kind: mailbox.KindTaskCanceled, TaskRecord: rec})
+	return nil
+}
+
 // drainResult serves GET and POST alike, like leaseTask.
 // drainResult drains as leaseTask leases: max for a list, wait_ms to wait.
 func (a *api) drainResult(w http.ResponseWriter, r *http.Request) error {

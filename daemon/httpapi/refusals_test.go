@@ -102,6 +102,13 @@ func TestRefusals(t *testing.T) {
 		{"requeue to another recipient, unknown task", "POST", "/a2a/repair", js, `{"task_id":"` + id2 + `","reason":"r","command":{"action":"requeue","duplicate_risk":"operator_accepted","recipient":"b@x"}}`, nil, 404, "task_id", nil},
 		{"repair unknown task", "POST", "/a2a/repair", js, `{"task_id":"` + id2 + `","reason":"r","command":{"action":"force_error","message":"m"}}`, nil, 404, "task_id", nil},
 
+		// One task: read and cancel.
+		{"get task bad id", "GET", "/a2a/tasks/nope", "", "", nil, 400, "task_id", []string{`task_id: got "nope"`}},
+		{"get task unknown", "GET", "/a2a/tasks/" + id2, "", "", nil, 404, "task_id", nil},
+		{"get task with a query", "GET", "/a2a/tasks/" + id2 + "?limit=1", "", "", nil, 400, "limit", []string{"unknown query parameter"}},
+		{"cancel without a body", "POST", "/a2a/tasks/" + id2 + "/cancel", js, "", nil, 400, "", []string{"request body: empty"}},
+		{"cancel unknown field", "POST", "/a2a/tasks/" + id2 + "/cancel", js, `{"reson":"x"}`, nil, 400, "reson", nil},
+		{"cancel unknown task", "POST", "/a2a/tasks/" + id2 + "/cancel", js, `{"reason":"x"}`, nil, 404, "task_id", nil},
 		// Query parameters.
 		{"limit not a number", "GET", "/a2a/tasks/recent?limit=abc", "", "", nil, 400, "limit", []string{`limit: got "abc"`, "from 1 to 10000"}},
 		{"limit over the cap", "GET", "/a2a/results/recent?limit=10001", "", "", nil, 400, "limit", []string{"limit: got 10001", "from 1 to 10000"}},
