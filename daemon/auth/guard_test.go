@@ -202,7 +202,9 @@ func TestGuardRequeueToAnotherRecipient(t *testing.T) {
 		t.Fatalf("the refusals changed the task: %s for %s", rec.State, rec.Task.Recipient)
 	}
 
-	out, err := svc.Repair(as(t, "operator", auth.CapRequeue, "a2a.send.worker2@local"), to("worker2@local"))
+	move := to("worker2@local")
+	move.Command.NewAgent = true // worker2@local has not been heard of yet
+	out, err := svc.Repair(as(t, "operator", auth.CapRequeue, "a2a.send.worker2@local"), move)
 	if err != nil || out.Recipient != "worker2@local" {
 		t.Fatalf("a requeue by a token that may send to worker2@local: %+v %v", out, err)
 	}
@@ -210,7 +212,9 @@ func TestGuardRequeueToAnotherRecipient(t *testing.T) {
 	if err != nil || lease == nil {
 		t.Fatalf("worker2@local's lease: %v %v", lease, err)
 	}
-	if out, err := svc.Repair(as(t, "root", auth.CapAdmin), to("worker3@local")); err != nil || out.Recipient != "worker3@local" {
+	move = to("worker3@local")
+	move.Command.NewAgent = true
+	if out, err := svc.Repair(as(t, "root", auth.CapAdmin), move); err != nil || out.Recipient != "worker3@local" {
 		t.Fatalf("a requeue by admin: %+v %v", out, err)
 	}
 }
