@@ -135,7 +135,7 @@ func TestAgentsPaneMarksAGoneAgentAndRequeuesItsLeasesElsewhere(t *testing.T) {
 		// operator requeued is queued for it, and nobody reads its queue:
 		// it is still gone, for that. Esc shows every agent's rows again.
 		r.scr.press(key(tcell.KeyEnter), char('p'))
-		f = r.scr.waitForText(t, "[2] Leases 0 filtered from 3")
+		r.scr.waitForText(t, "[2] Leases 0 filtered from 3")
 		if w >= 200 {
 			r.scr.waitFor(t, "worker-a gone for its queue", func(f frame) bool {
 				return strings.Contains(agentLine(f, "worker-a@local"), goneStatus) && f.contains("has 1 task(s) queued and has not been seen for")
