@@ -51,6 +51,10 @@ type State struct {
 	agents map[string]int
 	// registry holds the registered agents' cards.
 	registry map[string]*RegisteredAgent
+	// outbox holds the push notifications not yet delivered, by id.
+	outbox map[string]*Notification
+	// atMs is the time of the event being applied.
+	atMs int64
 }
 
 // NewState returns an empty mailbox.
@@ -79,6 +83,7 @@ func (s *State) reset() {
 	s.audit = nil
 	s.agents = make(map[string]int)
 	s.registry = make(map[string]*RegisteredAgent)
+	s.outbox = make(map[string]*Notification)
 }
 
 func newTaskHeap(index func(*taskRec) *int) *indexedHeap[*taskRec] {
@@ -102,9 +107,11 @@ func (s *State) Apply(ev Event) error {
 	if ev.Seq != s.Seq+1 {
 		return fmt.Errorf("event %d (%s): expected seq %d", ev.Seq, ev.Type, s.Seq+1)
 	}
+	s.atMs = ev.AtMs
 	if err := s.apply(ev); err != nil {
 		return fmt.Errorf("event %d (%s): %w", ev.Seq, ev.Type, err)
 	}
+	s.queueNotifications(ev)
 	s.Seq = ev.Seq
 	s.evictCache(ev.AtMs)
 	return nil
@@ -134,6 +141,12 @@ func (s *State) apply(ev Event) error {
 		return s.applyRemoteAccepted(ev)
 	case EventAgentRegistered, EventAgentDeregistered:
 		return s.applyRegistry(ev)
+	case EventPushConfigSet:
+		return s.applyPushConfigSet(ev)
+	case EventPushConfigDeleted:
+		return s.applyPushConfigDeleted(ev)
+	case EventPushDelivered, EventPushDeadLettered, EventPushRetried, EventPushDropped:
+		return s.applyPush(ev)
 	case EventRecordSkipped:
 		return nil
 	}
