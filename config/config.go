@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mailroom/mailroom/internal/webhook"
+
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/httpapi"
@@ -78,6 +80,11 @@ type Config struct {
 	// BatchMax bounds the items of a batch request and the max of a lease
 	// or drain of several.
 	BatchMax int `yaml:"batch_max"`
+	// PushAllowHosts lists the hosts push notification webhooks may name
+	// (comma-separated: loopback, host names, *.domain, IP addresses, CIDR
+	// prefixes, or *); the daemon's own address is refused whatever it
+	// says. The default, loopback, is for development.
+	PushAllowHosts string `yaml:"push_allow_hosts"`
 	// Store is where the mailbox lives: "log" (files in DataDir, the
 	// default) or "postgres" (a schema shared by every instance that
 	// names it).
@@ -156,6 +163,7 @@ func DefaultFor(getenv func(string) string) Config {
 		MaxTurnsBytes:         mailbox.DefaultMaxTurnsBytes,
 		A2ABlockingTimeout:    DefaultA2ABlockingTimeout,
 		BatchMax:              mailbox.DefaultBatchMax,
+		PushAllowHosts:        webhook.DefaultAllow,
 
 		Store:                    StoreLog,
 		PostgresSchema:           pgstore.DefaultSchema,

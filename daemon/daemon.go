@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
+
+	"github.com/mailroom/mailroom/internal/webhook"
 
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/a2a"
@@ -128,6 +131,12 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 			return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 		}
 	}
+	allow, err := webhook.ParseAllow(cfg.PushAllowHosts)
+	if err != nil {
+		closeLn()
+		return nil, fmt.Errorf("push_allow_hosts: %w", err)
+	}
+	hooks := webhook.NewPolicy(allow)
 	st, err := openStore(ctx, cfg, logger, o.ln)
 	if err != nil {
 		closeLn()
@@ -145,6 +154,12 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		AuditMax:            cfg.AuditMax,
 		MaxTurns:            cfg.MaxTurns,
 		MaxTurnsBytes:       int(cfg.MaxTurnsBytes),
+		CheckPushURL: func(field string, u *url.URL) error {
+			if err := hooks.Check(field, u); err != nil {
+				return mailbox.Invalidf(field, "%s", err.Error())
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		st.Close()
@@ -157,6 +172,12 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 			eng.Close()
 			return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 		}
+	}
+	// Webhooks never name the daemon itself: where it listens, and where
+	// it says it is.
+	hooks.Self(ln.Addr().String())
+	if cfg.AdvertiseURL != "" {
+		hooks.Self(cfg.AdvertiseURL)
 	}
 	dispatcher := outbound.New(eng, outboundOptions(cfg, logger, o.outbound))
 	if len(cfg.Remotes) > 0 {

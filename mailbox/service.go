@@ -133,6 +133,21 @@ type A2A interface {
 	// AgentTasks lists one recipient's tasks, newest first. Errors:
 	// invalid (the agent, the page).
 	AgentTasks(ctx context.Context, q AgentTasksQuery) (AgentTasksPage, error)
+	// SendWithPush is Send with push config c set on the task in the same
+	// unit; a retry of a task already sent sets c on that task and
+	// answers as Send does. Errors: Send's, and invalid (the config's
+	// field, named push.*).
+	SendWithPush(ctx context.Context, t Task, c PushConfig) (TaskQueuedResponse, error)
+	// SetPushConfig sets push config c on a task (replacing its config of
+	// the same id) and returns it as stored. Errors: invalid (push.*),
+	// not_found (the task), conflict (the task has MaxPushConfigs).
+	SetPushConfig(ctx context.Context, taskID string, c PushConfig) (PushConfig, error)
+	// PushConfigs returns a task's push configs, or the one named
+	// configID. Errors: invalid, not_found (the task, the config).
+	PushConfigs(ctx context.Context, taskID, configID string) ([]PushConfig, error)
+	// DeletePushConfig removes a task's push config and its notifications
+	// not yet delivered. Errors: invalid, not_found.
+	DeletePushConfig(ctx context.Context, taskID, configID string) error
 }
 
 // Stream is the change feed and the daemon's health.
