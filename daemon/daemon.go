@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mailroom/mailroom/daemon/notify"
+
 	"github.com/mailroom/mailroom/internal/webhook"
 
 	"github.com/mailroom/mailroom/config"
@@ -54,6 +56,9 @@ type Daemon struct {
 	// leads; stopDispatch ends it, before the engine closes.
 	dispatcher   *outbound.Dispatcher
 	stopDispatch context.CancelFunc
+	// notifier delivers the push notifications of the outbox while the
+	// instance leads; stopDispatch ends it too.
+	notifier *notify.Notifier
 	// stopOnce makes the shutdown happen once, whoever asks first (Run
 	// when its context ends, or Close); stopErr is what it returned.
 	stopOnce sync.Once
@@ -73,6 +78,7 @@ type options struct {
 	now      func() time.Time
 	ticks    TickSource
 	outbound func(*outbound.Options)
+	notify   func(*notify.Options)
 }
 
 // WithListener serves on ln instead of listening on cfg.Addr, which should
@@ -92,6 +98,12 @@ func WithRetryStaleTicks(ticks TickSource) Option { return func(o *options) { o.
 // probe interval, HTTP client) after the daemon set them from cfg.
 func WithOutbound(change func(*outbound.Options)) Option {
 	return func(o *options) { o.outbound = change }
+}
+
+// WithNotifier changes the push notifier's options (its backoffs,
+// attempts, HTTP client) after the daemon set them from cfg.
+func WithNotifier(change func(*notify.Options)) Option {
+	return func(o *options) { o.notify = change }
 }
 
 // Open opens the data directory, replays the log and binds the listener, so
@@ -180,6 +192,11 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		hooks.Self(cfg.AdvertiseURL)
 	}
 	dispatcher := outbound.New(eng, outboundOptions(cfg, logger, o.outbound))
+	nopts := notify.Options{Logger: logger, Policy: hooks, MaxAttempts: cfg.PushMaxAttempts, RetryMax: cfg.PushRetryMax}
+	if o.notify != nil {
+		o.notify(&nopts)
+	}
+	notifier := notify.New(eng, nopts)
 	if len(cfg.Remotes) > 0 {
 		agents := make([]string, len(cfg.Remotes))
 		for i, r := range cfg.Remotes {
@@ -189,7 +206,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		logger.Info("remote agent credentials configured", "agents", agents)
 	}
 	apiOpts := httpapi.Options{Logger: logger, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout, BatchMax: cfg.BatchMax,
-		Metrics: []metrics.Source{eng, st, dispatcher}}
+		Metrics: []metrics.Source{eng, st, dispatcher, notifier}}
 	if ps, ok := st.(store.Standing); ok {
 		self, kind := ps.Advertise(), cfg.Store
 		apiOpts.Store = func() *httpapi.StoreStatus {
@@ -233,7 +250,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	if ticks == nil {
 		ticks = tickerSource
 	}
-	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: stopScan, fresh: map[net.Conn]struct{}{}, dispatcher: dispatcher,
+	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: stopScan, fresh: map[net.Conn]struct{}{}, dispatcher: dispatcher, notifier: notifier,
 		srv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
 	d.srv.ConnState = d.trackConn
 	return d, nil
@@ -332,6 +349,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		dctx, stop := context.WithCancel(context.Background())
 		d.stopDispatch = stop
 		d.scans.Go(func() { d.dispatcher.Run(dctx) })
+		d.scans.Go(func() { d.notifier.Run(dctx) })
 	}
 	d.mu.Unlock()
 	served := make(chan error, 1)

@@ -1,12 +1,17 @@
 package a2a_test
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	a2apkg "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 
 	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // The official a2a-go client sends with a push config inside the message
@@ -67,5 +72,46 @@ func TestA2AGoClientPushConfigs(t *testing.T) {
 	}
 	if leased != 1 {
 		t.Errorf("outbox = %+v, want the lease told to the send's config only", it.d.State(t).Outbox)
+	}
+}
+
+// A webhook receiver sees every state change of a task sent by a2a-go
+// with a push config, in order, each with the config's token, in the v0.3
+// form the client sent it in (the Task).
+func TestA2AGoClientReceiverSeesEveryChange(t *testing.T) {
+	type got struct{ state, token, id string }
+	seen := make(chan got, 16)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var task a2apkg.Task
+		if err := json.NewDecoder(r.Body).Decode(&task); err != nil {
+			t.Errorf("a notification a2a-go cannot read as a Task: %v", err)
+		}
+		seen <- got{string(task.Status.State), r.Header.Get("X-A2A-Notification-Token"), r.Header.Get("Mailroom-Notification-Id")}
+	}))
+	defer rcv.Close()
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	c, _ := it.a2aClient(base, a2aclient.Config{Polling: true, PushConfig: &a2apkg.PushConfig{URL: rcv.URL + "/hook", Token: "tok-e2e"}})
+	if _, err := c.SendMessage(it.ctx, textMessage("fix the flaky test")); err != nil {
+		t.Fatal(err)
+	}
+	task, lease := it.lease("coder@local")
+	it.answer(task, lease, mailbox.StatusOK, "fixed")
+	var states []string
+	ids := map[string]bool{}
+	for len(states) < 3 {
+		select {
+		case g := <-seen:
+			if g.token != "tok-e2e" {
+				t.Errorf("notification with token %q, want the config's", g.token)
+			}
+			ids[g.id] = true
+			states = append(states, g.state)
+		case <-it.ctx.Done():
+			t.Fatalf("the receiver saw %v, want submitted, working, completed", states)
+		}
+	}
+	if strings.Join(states, " ") != "submitted working completed" || len(ids) != 3 {
+		t.Errorf("the receiver saw %v with ids %v, want submitted, working, completed, each its own id", states, ids)
 	}
 }
