@@ -18,6 +18,7 @@ type Service interface {
 	Operator
 	Registry
 	A2A
+	Push
 	Stream
 }
 
@@ -148,6 +149,20 @@ type A2A interface {
 	// DeletePushConfig removes a task's push config and its notifications
 	// not yet delivered. Errors: invalid, not_found.
 	DeletePushConfig(ctx context.Context, taskID, configID string) error
+}
+
+// Push is the operator's hold on the outbox of push notifications.
+type Push interface {
+	// Deliveries lists the outbox (only the failing and dead
+	// notifications when failedOnly). Errors: forbidden.
+	Deliveries(ctx context.Context, failedOnly bool) (PushListing, error)
+	// RetryNotification puts a dead notification back in line (audited).
+	// Errors: forbidden, not_found, conflict (not dead, or its task was
+	// forgotten), invalid (reason).
+	RetryNotification(ctx context.Context, id, reason string) (Notification, error)
+	// DropNotification removes a notification, pending or dead, with a
+	// reason (audited). Errors: forbidden, not_found, invalid (reason).
+	DropNotification(ctx context.Context, id, reason string) error
 }
 
 // Stream is the change feed and the daemon's health.

@@ -292,6 +292,30 @@ func (g guard) DeletePushConfig(ctx context.Context, taskID, configID string) er
 	return g.next.DeletePushConfig(ctx, taskID, configID)
 }
 
+// Deliveries needs a2a.read: the operator's view of the outbox.
+func (g guard) Deliveries(ctx context.Context, failedOnly bool) (mailbox.PushListing, error) {
+	if err := IdentityFrom(ctx).CheckRead(); err != nil {
+		return mailbox.PushListing{}, err
+	}
+	return g.next.Deliveries(ctx, failedOnly)
+}
+
+// RetryNotification and DropNotification are an operator's repairs of
+// the outbox: a2a.admin.
+func (g guard) RetryNotification(ctx context.Context, id, reason string) (mailbox.Notification, error) {
+	if ident := IdentityFrom(ctx); !ident.Admin() {
+		return mailbox.Notification{}, Forbidden(ident, CapAdmin, "retry push notifications")
+	}
+	return g.next.RetryNotification(ctx, id, reason)
+}
+
+func (g guard) DropNotification(ctx context.Context, id, reason string) error {
+	if ident := IdentityFrom(ctx); !ident.Admin() {
+		return Forbidden(ident, CapAdmin, "drop push notifications")
+	}
+	return g.next.DropNotification(ctx, id, reason)
+}
+
 // checkOwn allows an admin, or the sender of the task. An unknown or
 // malformed id is left to next, so it is a 404 (or a 400) before any
 // capability is looked at.

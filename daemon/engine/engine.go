@@ -168,6 +168,9 @@ type Engine struct {
 	// remoteStatus, when set, says what the dispatcher knows of a remote
 	// agent, for the agents listing.
 	remoteStatus atomic.Pointer[func(agent string) *mailbox.RemoteStatus]
+	// pushStatus, when set, says what the notifier knows of its
+	// deliveries (SetPushStatus).
+	pushStatus atomic.Pointer[func() (bool, map[string]mailbox.PushAttempt)]
 }
 
 var _ mailbox.Service = (*Engine)(nil)

@@ -152,6 +152,30 @@ func (e *Engine) DeletePushConfig(ctx context.Context, taskID, configID string) 
 	return err
 }
 
+// SetPushStatus has the operator's view of the outbox ask status for what
+// the notifier knows of its deliveries: whether it delivers (this
+// instance leads), and its attempts by notification id.
+func (e *Engine) SetPushStatus(status func() (bool, map[string]mailbox.PushAttempt)) {
+	e.pushStatus.Store(&status)
+}
+
+// Deliveries is the operator's view of the outbox: every notification
+// (only the failing and dead ones when failedOnly), with what the
+// notifier knows of its delivery.
+func (e *Engine) Deliveries(ctx context.Context, failedOnly bool) (mailbox.PushListing, error) {
+	out := mailbox.PushListing{Kind: mailbox.KindPushList}
+	var attempts map[string]mailbox.PushAttempt
+	if f := e.pushStatus.Load(); f != nil {
+		out.Delivering, attempts = (*f)()
+	}
+	err := e.read(func() {
+		e.durableMu.RLock()
+		out.Notifications = e.durable.PushListingOf(attempts, failedOnly)
+		e.durableMu.RUnlock()
+	})
+	return out, err
+}
+
 // Outbox returns the push notifications not yet delivered (pending and
 // dead), in the order they were made.
 func (e *Engine) Outbox(ctx context.Context) ([]mailbox.Notification, error) {

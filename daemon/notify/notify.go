@@ -96,14 +96,6 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Attempt is what the notifier knows of a notification it is delivering
-// (memory only).
-type Attempt struct {
-	Attempts  int    `json:"attempts"`
-	LastError string `json:"last_error,omitempty"`
-	NextTryMs int64  `json:"next_try_ms,omitempty"`
-}
-
 // Notifier delivers the outbox while the instance leads. Run it once.
 type Notifier struct {
 	eng *engine.Engine
@@ -119,7 +111,7 @@ type Notifier struct {
 	// active holds the (task, config) pairs a delivery goroutine serves.
 	active map[key]bool
 	// attempts holds what is known of each notification being delivered.
-	attempts map[string]Attempt
+	attempts map[string]mailbox.PushAttempt
 
 	stats *stats
 }
@@ -129,8 +121,10 @@ type key struct{ task, config string }
 // New makes a notifier for eng's outbox.
 func New(eng *engine.Engine, o Options) *Notifier {
 	o = o.withDefaults()
-	return &Notifier{eng: eng, o: o, log: o.Logger, wake: make(chan struct{}, 1), sem: make(chan struct{}, o.Concurrency),
-		active: map[key]bool{}, attempts: map[string]Attempt{}, stats: newStats()}
+	n := &Notifier{eng: eng, o: o, log: o.Logger, wake: make(chan struct{}, 1), sem: make(chan struct{}, o.Concurrency),
+		active: map[key]bool{}, attempts: map[string]mailbox.PushAttempt{}, stats: newStats()}
+	eng.SetPushStatus(func() (bool, map[string]mailbox.PushAttempt) { return n.Leading(), n.Status() })
+	return n
 }
 
 // Leading reports whether this instance's notifier delivers (false: it
@@ -143,10 +137,10 @@ func (n *Notifier) Leading() bool {
 
 // Status returns what the notifier knows of the notifications it is
 // delivering, by id: attempts so far, the last error, the next try.
-func (n *Notifier) Status() map[string]Attempt {
+func (n *Notifier) Status() map[string]mailbox.PushAttempt {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out := make(map[string]Attempt, len(n.attempts))
+	out := make(map[string]mailbox.PushAttempt, len(n.attempts))
 	for id, a := range n.attempts {
 		out[id] = a
 	}
@@ -326,7 +320,7 @@ func (n *Notifier) deliver(ctx context.Context, x mailbox.Notification) {
 		}
 		wait := jitter(backoff)
 		n.mu.Lock()
-		n.attempts[x.ID] = Attempt{Attempts: attempt, LastError: err.Error(), NextTryMs: time.Now().Add(wait).UnixMilli()}
+		n.attempts[x.ID] = mailbox.PushAttempt{Attempts: attempt, LastError: err.Error(), NextTryMs: time.Now().Add(wait).UnixMilli()}
 		n.mu.Unlock()
 		n.log.Info("push notification failed; retrying", "notification", x.ID, "task_id", x.TaskID, "attempt", attempt, "in", wait.Round(time.Millisecond), "err", err)
 		if !sleep(ctx, wait) {
