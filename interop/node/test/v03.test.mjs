@@ -195,3 +195,33 @@ test('v0.3: a send with a push config; set, get, list and delete configs', async
   await assert.rejects(c.setTaskPushNotificationConfig({ taskId: sent.id, pushNotificationConfig: { url: 'ftp://127.0.0.1/x' } }), /scheme "ftp"/, 'a bad scheme is refused, naming it');
   await work(agent, 'ok', 'done');
 });
+
+test('v0.3: a webhook receiver sees every state change of a task sent with a config, in order, with the token', async () => {
+  const { createServer } = await import('node:http');
+  const seen = [];
+  let wake = () => {};
+  const srv = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      const task = JSON.parse(body);
+      seen.push({ state: task.status.state, kind: task.kind, token: req.headers['x-a2a-notification-token'], id: req.headers['mailroom-notification-id'] });
+      res.writeHead(204).end();
+      wake();
+    });
+  });
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  try {
+    const { agent, base } = await newAgent('js03-hook');
+    const c = await client(base, true);
+    const hook = `http://127.0.0.1:${srv.address().port}/hook`;
+    await c.sendMessage({ ...message('notify me'), configuration: { blocking: false, pushNotificationConfig: { url: hook, token: 'tok-js' } } });
+    await work(agent, 'ok', 'done');
+    await withTimeout(new Promise((resolve) => { wake = () => { if (seen.length >= 3) resolve(); }; wake(); }), 10000, 'three notifications');
+    assert.deepEqual(seen.map((s) => s.state), ['submitted', 'working', 'completed'], 'every change, in order');
+    assert.ok(seen.every((s) => s.kind === 'task' && s.token === 'tok-js' && s.id), 'each a Task with the token and an id');
+    assert.equal(new Set(seen.map((s) => s.id)).size, 3, 'each its own id');
+  } finally {
+    srv.close();
+  }
+});

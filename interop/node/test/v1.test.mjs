@@ -231,3 +231,34 @@ for (const transport of ['JSONRPC', 'HTTP+JSON']) {
     await work(agent, 'ok', 'done');
   });
 }
+
+test('v1.0 HTTP+JSON: a webhook receiver sees every state change as a StreamResponse, in order, with the token', async () => {
+  const { createServer } = await import('node:http');
+  const seen = [];
+  let wake = () => {};
+  const srv = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      const sr = JSON.parse(body);
+      seen.push({ state: sr.task?.status?.state, token: req.headers['x-a2a-notification-token'] });
+      res.writeHead(200).end();
+      wake();
+    });
+  });
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  try {
+    const { agent, base } = await newAgent('js1-hook');
+    const c = await client(base, 'HTTP+JSON', true);
+    const m = message('notify me');
+    m.configuration = { acceptedOutputModes: [], historyLength: undefined, returnImmediately: true,
+      taskPushNotificationConfig: { tenant: '', id: '', taskId: '', url: `http://127.0.0.1:${srv.address().port}/hook`, token: 'tok-js1', authentication: undefined } };
+    await c.sendMessage(m);
+    await work(agent, 'ok', 'done');
+    await withTimeout(new Promise((resolve) => { wake = () => { if (seen.length >= 3) resolve(); }; wake(); }), 10000, 'three notifications');
+    assert.deepEqual(seen.map((s) => s.state), ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED'], 'every change, in order');
+    assert.ok(seen.every((s) => s.token === 'tok-js1'), 'each with the token');
+  } finally {
+    srv.close();
+  }
+});
