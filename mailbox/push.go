@@ -331,6 +331,9 @@ func (s *State) Outbox() []Notification {
 	return out
 }
 
+// OutboxLen is how many notifications the outbox holds, pending or dead.
+func (s *State) OutboxLen() int { return len(s.outbox) }
+
 // Notification returns one notification of the outbox.
 func (s *State) Notification(id string) (Notification, bool) {
 	n, ok := s.outbox[id]
