@@ -63,13 +63,38 @@ type PushAuth struct {
 	Credentials string   `json:"credentials,omitempty"`
 }
 
+// Webhook is where a native sender is told that a result is waiting for
+// it (on its registry entry: AgentCard.Webhook).
+type Webhook struct {
+	URL            string    `json:"url" yaml:"url"`
+	Token          string    `json:"token,omitempty" yaml:"token,omitempty"`
+	Authentication *PushAuth `json:"authentication,omitempty" yaml:"authentication,omitempty"`
+}
+
+// Config is the webhook as a push config (its id "webhook"), which is how
+// the notifier posts to it.
+func (w Webhook) Config() PushConfig {
+	return PushConfig{ID: "webhook", URL: w.URL, Token: w.Token, Authentication: w.Authentication}
+}
+
+func normalizeWebhook(w Webhook) (Webhook, error) {
+	c, err := NormalizePushConfig("webhook", "webhook", w.Config())
+	if err != nil {
+		return w, err
+	}
+	return Webhook{URL: c.URL, Token: c.Token, Authentication: c.Authentication}, nil
+}
+
 // Notification is one entry of the outbox: a change of a task to tell one
 // of its push configs of. Its id is stable (the seq of the change and the
 // config's place), so a receiver can drop a notification delivered twice.
 type Notification struct {
-	ID       string `json:"id"`
-	TaskID   string `json:"task_id"`
+	ID     string `json:"id"`
+	TaskID string `json:"task_id"`
+	// ConfigID is the task's push config it goes to; for a native
+	// sender's webhook it is "" and Agent names the sender.
 	ConfigID string `json:"config_id"`
+	Agent    string `json:"agent,omitempty"`
 	// Seq and Event are the change it tells of: the task as it stood
 	// after that event is what is posted.
 	Seq         uint64 `json:"seq"`
@@ -364,23 +389,57 @@ func notifies(typ string) bool {
 }
 
 // queueNotifications puts a notification per push config of ev's task in
-// the outbox when ev changed the task's state.
+// the outbox when ev changed the task's state, and one for its sender's
+// webhook when ev left a result waiting for the sender.
 func (s *State) queueNotifications(ev Event) {
-	if ev.TaskID == "" || !notifies(ev.Type) {
+	id := ev.TaskID
+	if ev.Type == EventResultReplayed && ev.Task != nil {
+		id = ev.Task.ID
+	}
+	if id == "" {
 		return
 	}
-	t, ok := s.tasks[ev.TaskID]
+	t, ok := s.tasks[id]
 	if !ok {
 		return
 	}
-	for i, c := range t.Push {
-		s.addNotification(ev, i+1, c.ID)
+	n := 0
+	if notifies(ev.Type) {
+		for _, c := range t.Push {
+			n++
+			s.addNotification(ev, id, n, c.ID, "")
+		}
+	}
+	switch ev.Type {
+	case EventResultPosted, EventTaskForceErrored, EventResultReplayed:
+		if r, ok := s.registry[t.Task.Sender]; ok && r.Card.Webhook != nil {
+			s.addNotification(ev, id, n+1, "", t.Task.Sender)
+		}
 	}
 }
 
-func (s *State) addNotification(ev Event, n int, configID string) {
+func (s *State) addNotification(ev Event, taskID string, n int, configID, agent string) {
 	id := notificationID(ev.Seq, n)
-	s.outbox[id] = &Notification{ID: id, TaskID: ev.TaskID, ConfigID: configID, Seq: ev.Seq, Event: ev.Type, CreatedAtMs: ev.AtMs}
+	s.outbox[id] = &Notification{ID: id, TaskID: taskID, ConfigID: configID, Agent: agent, Seq: ev.Seq, Event: ev.Type, CreatedAtMs: ev.AtMs}
+	s.outboxTasks[taskID]++
+}
+
+// removeNotification takes n out of the outbox.
+func (s *State) removeNotification(n *Notification) {
+	delete(s.outbox, n.ID)
+	if s.outboxTasks[n.TaskID]--; s.outboxTasks[n.TaskID] <= 0 {
+		delete(s.outboxTasks, n.TaskID)
+	}
+}
+
+// dropAgentNotifications removes the notifications for agent's webhook:
+// it has none any more (deregistered, or registered without one).
+func (s *State) dropAgentNotifications(agent string) {
+	for _, n := range s.outbox {
+		if n.Agent == agent {
+			s.removeNotification(n)
+		}
+	}
 }
 
 func (s *State) applyPushConfigSet(ev Event) error {
@@ -402,7 +461,7 @@ func (s *State) applyPushConfigSet(ev Event) error {
 	}
 	t.Push = push
 	// The receiver is told of the task as it stands now.
-	s.addNotification(ev, 1, c.ID)
+	s.addNotification(ev, ev.TaskID, 1, c.ID, "")
 	return nil
 }
 
@@ -424,9 +483,9 @@ func (s *State) applyPushConfigDeleted(ev Event) error {
 		push = nil
 	}
 	t.Push = push
-	for id, n := range s.outbox {
-		if n.TaskID == ev.TaskID && n.ConfigID == ev.ConfigID {
-			delete(s.outbox, id)
+	for _, n := range s.outbox {
+		if n.TaskID == ev.TaskID && n.ConfigID == ev.ConfigID && n.Agent == "" {
+			s.removeNotification(n)
 		}
 	}
 	return nil
@@ -442,7 +501,7 @@ func (s *State) applyPush(ev Event) error {
 		if n.Dead {
 			return fmt.Errorf("notification %s is dead-lettered, not pending", n.ID)
 		}
-		delete(s.outbox, n.ID)
+		s.removeNotification(n)
 	case EventPushDeadLettered:
 		if n.Dead {
 			return fmt.Errorf("notification %s is dead-lettered already", n.ID)
@@ -455,7 +514,7 @@ func (s *State) applyPush(ev Event) error {
 		n.Dead, n.DeadAtMs, n.Attempts, n.LastError = false, 0, 0, ""
 		s.recordPushAudit(ev, n)
 	case EventPushDropped:
-		delete(s.outbox, n.ID)
+		s.removeNotification(n)
 		s.recordPushAudit(ev, n)
 	}
 	return nil
@@ -465,7 +524,7 @@ func (s *State) applyPush(ev Event) error {
 // the state forgets: without the task there is nothing to post, and the
 // operator sees what was not delivered.
 func (s *State) forgetNotifications(t *taskRec) {
-	if len(t.Push) == 0 {
+	if s.outboxTasks[t.Task.ID] == 0 {
 		return
 	}
 	for _, n := range s.outbox {
@@ -502,12 +561,17 @@ func (s *State) restoreOutbox(seq uint64, ns []Notification) error {
 			if !ok {
 				return fmt.Errorf("snapshot %d: notification %s is pending for task %s, which the snapshot does not hold", seq, n.ID, n.TaskID)
 			}
-			if _, ok := t.pushConfig(n.ConfigID); !ok {
+			if n.Agent != "" {
+				if r, ok := s.registry[n.Agent]; !ok || r.Card.Webhook == nil {
+					return fmt.Errorf("snapshot %d: notification %s is pending for %s's webhook, which it does not have", seq, n.ID, n.Agent)
+				}
+			} else if _, ok := t.pushConfig(n.ConfigID); !ok {
 				return fmt.Errorf("snapshot %d: notification %s is pending for push config %q, which task %s does not have", seq, n.ID, n.ConfigID, n.TaskID)
 			}
 		}
 		n := n
 		s.outbox[n.ID] = &n
+		s.outboxTasks[n.TaskID]++
 	}
 	return nil
 }
@@ -579,7 +643,11 @@ func (s *State) PushListingOf(attempts map[string]PushAttempt, failedOnly bool) 
 	out := []NotificationStatus{}
 	for _, n := range s.Outbox() {
 		st := NotificationStatus{Notification: n, State: DeliveryPending}
-		if t, ok := s.tasks[n.TaskID]; ok {
+		if n.Agent != "" {
+			if r, ok := s.registry[n.Agent]; ok && r.Card.Webhook != nil {
+				st.URL = r.Card.Webhook.URL
+			}
+		} else if t, ok := s.tasks[n.TaskID]; ok {
 			if c, ok := t.pushConfig(n.ConfigID); ok {
 				st.URL = c.URL
 			}

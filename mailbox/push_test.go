@@ -235,3 +235,47 @@ func TestPushConfigRefusals(t *testing.T) {
 		t.Errorf("replacing a config by its id at the bound: %v", err)
 	}
 }
+
+func (b *box) registerCard(agent string, card AgentCard) {
+	b.t.Helper()
+	card, err := NormalizeCard(card)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	ev, err := b.s.DecideRegister(agent, card, "oncall", b.now)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.apply(ev)
+}
+
+// A native sender with a webhook on its registry entry gets a notification
+// when a result is waiting for it (a question too); registered without
+// one, or deregistered, its undelivered notifications go.
+func TestNativeWebhook(t *testing.T) {
+	b := newBox(t)
+	b.registerCard("planner@local", AgentCard{Name: "Planner", Webhook: &Webhook{URL: "http://127.0.0.1:9/results", Token: "tok"}})
+	id := b.send("planner@local", "worker@local")
+	_, l := b.lease("worker@local")
+	if len(b.s.Outbox()) != 0 {
+		t.Fatalf("outbox before the result = %q, want empty (only results are told)", outboxOf(b.s))
+	}
+	if err := b.post(id, l.LeaseID); err != nil {
+		t.Fatal(err)
+	}
+	ns := b.s.Outbox()
+	if len(ns) != 1 || ns[0].Agent != "planner@local" || ns[0].ConfigID != "" || ns[0].Event != EventResultPosted || ns[0].TaskID != id {
+		t.Fatalf("outbox = %+v, want one notification of the result for planner@local's webhook", ns)
+	}
+	if l := b.s.PushListingOf(nil, false); len(l) != 1 || l[0].URL != "http://127.0.0.1:9/results" {
+		t.Errorf("listing = %+v, want the webhook's URL", l)
+	}
+	b.jsonRoundTrip()
+	b.registerCard("planner@local", AgentCard{Name: "Planner"})
+	if len(b.s.Outbox()) != 0 {
+		t.Errorf("outbox after the webhook was removed = %q, want empty", outboxOf(b.s))
+	}
+	if _, err := NormalizeCard(AgentCard{Name: "P", Webhook: &Webhook{URL: "ftp://x/"}}); !isCode(err, CodeInvalid) || !strings.Contains(err.Error(), "webhook.url") {
+		t.Errorf("a card with an ftp webhook: %v, want invalid naming webhook.url", err)
+	}
+}

@@ -53,6 +53,9 @@ type State struct {
 	registry map[string]*RegisteredAgent
 	// outbox holds the push notifications not yet delivered, by id.
 	outbox map[string]*Notification
+	// outboxTasks counts the outbox's notifications per task, so a task
+	// forgotten without any costs no look at the outbox.
+	outboxTasks map[string]int
 	// atMs is the time of the event being applied.
 	atMs int64
 }
@@ -84,6 +87,7 @@ func (s *State) reset() {
 	s.agents = make(map[string]int)
 	s.registry = make(map[string]*RegisteredAgent)
 	s.outbox = make(map[string]*Notification)
+	s.outboxTasks = make(map[string]int)
 }
 
 func newTaskHeap(index func(*taskRec) *int) *indexedHeap[*taskRec] {

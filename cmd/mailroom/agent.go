@@ -152,7 +152,8 @@ var unknownKey = regexp.MustCompile(`^(line \d+: )field (.+) not found in type m
 var cardTypes = strings.NewReplacer(
 	"into []mailbox.AgentSkill", "into skills, expected a list of skills (each id, name, description, tags, examples)",
 	"into mailbox.AgentSkill", "into a skill, expected id, name, description, tags, examples",
-	"into mailbox.AgentCard", "into a card, expected name, description, version, skills, default_input_modes, default_output_modes, remote",
+	"into mailbox.AgentCard", "into a card, expected name, description, version, skills, default_input_modes, default_output_modes, remote, webhook",
+	"into mailbox.Webhook", "into webhook, expected url, token, authentication",
 	"into mailbox.RemoteSpec", "into remote, expected url, binding, concurrency",
 	"into []string", "into a list",
 )
@@ -168,8 +169,10 @@ func cardKeyErrors(errs []string) []string {
 			out[i] = fmt.Sprintf("%sunknown key %q in a skill, expected id, name, description, tags, examples", m[1], m[2])
 		case m[3] == "RemoteSpec":
 			out[i] = fmt.Sprintf("%sunknown key %q in remote, expected url, binding, concurrency (the remote's credentials go in the daemon's configuration)", m[1], m[2])
+		case m[3] == "Webhook":
+			out[i] = fmt.Sprintf("%sunknown key %q in webhook, expected url, token, authentication", m[1], m[2])
 		default:
-			out[i] = fmt.Sprintf("%sunknown key %q, expected name, description, version, skills, default_input_modes, default_output_modes, remote", m[1], m[2])
+			out[i] = fmt.Sprintf("%sunknown key %q, expected name, description, version, skills, default_input_modes, default_output_modes, remote, webhook", m[1], m[2])
 		}
 	}
 	return out

@@ -13,6 +13,7 @@ package notify
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -357,14 +358,27 @@ func (n *Notifier) post(ctx context.Context, x mailbox.Notification) error {
 		return fmt.Errorf("reading task %s: %s", x.TaskID, mailbox.ErrorMessage(err))
 	}
 	var cfg *mailbox.PushConfig
-	for _, c := range rec.Push {
-		if c.ID == x.ConfigID {
-			cfg = &c
-			break
+	var body []byte
+	contentType := "application/json"
+	if x.Agent != "" {
+		// A native sender's webhook: a result is waiting for it.
+		reg, err := n.eng.Registered(ctx, x.Agent)
+		if err != nil || reg.Card.Webhook == nil {
+			return fmt.Errorf("%s has no webhook any more", x.Agent)
 		}
-	}
-	if cfg == nil {
-		return fmt.Errorf("task %s has no push config %q any more", x.TaskID, x.ConfigID)
+		c := reg.Card.Webhook.Config()
+		cfg, body = &c, resultWaiting(rec, x)
+	} else {
+		for _, c := range rec.Push {
+			if c.ID == x.ConfigID {
+				cfg = &c
+				break
+			}
+		}
+		if cfg == nil {
+			return fmt.Errorf("task %s has no push config %q any more", x.TaskID, x.ConfigID)
+		}
+		body, contentType = a2a.PushBody(rec, x.Seq)
 	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
@@ -375,7 +389,6 @@ func (n *Notifier) post(ctx context.Context, x mailbox.Notification) error {
 			return err
 		}
 	}
-	body, contentType := a2a.PushBody(rec, x.Seq)
 	select {
 	case n.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -415,6 +428,33 @@ func (n *Notifier) post(ctx context.Context, x mailbox.Notification) error {
 		return fmt.Errorf("POST %s: %s", u.Redacted(), resp.Status)
 	}
 	return nil
+}
+
+// ResultWaiting is what a native sender's webhook is posted: a result is
+// waiting for it (drain it with results/next), its task and status.
+type ResultWaiting struct {
+	Kind         string `json:"kind"`
+	Notification string `json:"notification"`
+	TaskID       string `json:"task_id"`
+	Sender       string `json:"sender"`
+	Recipient    string `json:"recipient"`
+	Event        string `json:"event"`
+	Status       string `json:"status,omitempty"`
+	Seq          uint64 `json:"seq"`
+}
+
+// KindResultWaiting is ResultWaiting's kind.
+const KindResultWaiting = "a2a_result_waiting"
+
+func resultWaiting(rec mailbox.TaskRecord, x mailbox.Notification) []byte {
+	w := ResultWaiting{Kind: KindResultWaiting, Notification: x.ID, TaskID: rec.Task.ID, Sender: rec.Task.Sender, Recipient: rec.Task.Recipient, Event: x.Event, Seq: x.Seq}
+	for _, h := range rec.History {
+		if h.Seq == x.Seq {
+			w.Status = h.Status
+		}
+	}
+	b, _ := json.Marshal(w)
+	return b
 }
 
 // jitter is d give or take a fifth.

@@ -259,3 +259,39 @@ func TestComesBackAndRestart(t *testing.T) {
 		t.Errorf("after the restart the receiver got %v, want %s", states, want)
 	}
 }
+
+// A native sender's webhook is posted when a result is waiting for it:
+// the task, its status and the notification's id, with its token.
+func TestNativeSenderWebhook(t *testing.T) {
+	type got struct {
+		body  notify.ResultWaiting
+		token string
+	}
+	seen := make(chan got, 4)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rw notify.ResultWaiting
+		if err := json.NewDecoder(r.Body).Decode(&rw); err != nil {
+			t.Errorf("a notification that is no result_waiting: %v", err)
+		}
+		seen <- got{rw, r.Header.Get(notify.HeaderToken)}
+	}))
+	defer rcv.Close()
+	b := start(t, t.TempDir(), notify.Options{})
+	if _, err := b.eng.RegisterAgent(b.ctx, "planner@local", mailbox.AgentCard{Name: "Planner", Webhook: &mailbox.Webhook{URL: rcv.URL + "/results", Token: "tok-native"}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.eng.Send(b.ctx, mailbox.Task{Sender: "planner@local", Recipient: "worker@local", IntentText: "work"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.work(mailbox.StatusOK)
+	select {
+	case g := <-seen:
+		if g.token != "tok-native" || g.body.Kind != notify.KindResultWaiting || g.body.TaskID != out.TaskID || g.body.Status != mailbox.StatusOK || g.body.Sender != "planner@local" {
+			t.Errorf("the webhook got %+v with token %q, want the ok result of %s for planner@local with tok-native", g.body, g.token, out.TaskID)
+		}
+	case <-b.ctx.Done():
+		t.Fatal("the sender's webhook was never called")
+	}
+	b.outbox("empty", empty)
+}

@@ -14,7 +14,8 @@
 // limits, the agent registry and an A2A task with its kept result, then one
 // segment whose events cover every event type the log holds, ending with a
 // batch of tasks, one of results, tasks sent through Covenant's dialect,
-// conversations, remote agents and push notifications.
+// conversations, remote agents, push notifications and a native sender's
+// webhook.
 package main
 
 import (
@@ -388,10 +389,17 @@ func (g *scenario) run() {
 	g.post(mailbox.Result{TaskID: taskID(27), Status: mailbox.StatusOK, LeaseID: l27, Content: []mailbox.Content{text("ok")}}) // 113
 	g.deadLetter(g.outbox(0), 3, "POST https://hooks.example.com/a2a?tenant=7: 500 Internal Server Error")                     // 114
 	g.dropPush(g.outbox(0), "the tenant was deleted")                                                                          // 115 push_dropped
+	// A native sender's webhook on its registry entry: its result waiting
+	// is a notification for it, left pending at the end.
+	g.register(dispatcher, mailbox.AgentCard{Name: "Dispatcher", Skills: []mailbox.AgentSkill{},
+		Webhook: &mailbox.Webhook{URL: "http://127.0.0.1:9/results", Token: "tok-dispatcher"}}) // 116 agent_registered: card.webhook
+	g.send(mailbox.Task{ID: taskID(28), Sender: dispatcher, Recipient: triage, IntentText: "triage the alert"})                   // 117
+	l28 := g.lease(triage, 28)                                                                                                    // 118
+	g.post(mailbox.Result{TaskID: taskID(28), Status: mailbox.StatusOK, LeaseID: l28, Content: []mailbox.Content{text("noise")}}) // 119: a notification for the webhook
 	g.close()
 }
 
-const remote, triage = "remote@local", "triage@local"
+const remote, triage, dispatcher = "remote@local", "triage@local", "dispatcher@local"
 
 // outbox returns the id of the i-th notification of the outbox.
 func (g *scenario) outbox(i int) string {
