@@ -47,6 +47,10 @@ type pushLedger struct {
 	killed atomic.Bool
 }
 
+func newPushLedger(t *testing.T) *pushLedger {
+	return &pushLedger{t: t, sent: map[string]bool{}, posted: map[string]bool{}, byID: map[string]string{}, firsts: map[string][]string{}}
+}
+
 func (l *pushLedger) do(f func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -264,7 +268,7 @@ func TestFaultKill9PushNotifications(t *testing.T) {
 	t.Logf("seed %d (rerun with -fault.seed %d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed>>3))
 	dir := t.TempDir()
-	l := &pushLedger{t: t, sent: map[string]bool{}, posted: map[string]bool{}, byID: map[string]string{}, firsts: map[string][]string{}}
+	l := newPushLedger(t)
 	rcv := l.receiver(seed)
 	defer rcv.Close()
 	hook := rcv.URL + "/hook"
