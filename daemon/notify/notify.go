@@ -293,7 +293,6 @@ func inOutbox(box []mailbox.Notification, id string) bool {
 // its attempts run out, and records which (unless ctx ends first: then
 // it stays pending for whoever delivers next).
 func (n *Notifier) deliver(ctx context.Context, x mailbox.Notification) {
-	backoff := n.o.RetryMin
 	for attempt := 1; ; attempt++ {
 		err := n.post(ctx, x)
 		if ctx.Err() != nil {
@@ -319,7 +318,7 @@ func (n *Notifier) deliver(ctx context.Context, x mailbox.Notification) {
 			n.forget(x.ID)
 			return
 		}
-		wait := jitter(backoff)
+		wait := jitter(backoffAfter(attempt, n.o.RetryMin, n.o.RetryMax))
 		n.mu.Lock()
 		n.attempts[x.ID] = mailbox.PushAttempt{Attempts: attempt, LastError: err.Error(), NextTryMs: time.Now().Add(wait).UnixMilli()}
 		n.mu.Unlock()
@@ -327,7 +326,6 @@ func (n *Notifier) deliver(ctx context.Context, x mailbox.Notification) {
 		if !sleep(ctx, wait) {
 			return
 		}
-		backoff = min(backoff*2, n.o.RetryMax)
 		if !n.stillPending(ctx, x.ID) {
 			n.forget(x.ID)
 			return
@@ -455,6 +453,16 @@ func resultWaiting(rec mailbox.TaskRecord, x mailbox.Notification) []byte {
 	}
 	b, _ := json.Marshal(w)
 	return b
+}
+
+// backoffAfter is the wait after the attempt-th failed attempt: RetryMin,
+// doubling with each failure, never more than RetryMax.
+func backoffAfter(attempt int, least, most time.Duration) time.Duration {
+	d := least
+	for i := 1; i < attempt && d < most; i++ {
+		d *= 2
+	}
+	return min(d, most)
 }
 
 // jitter is d give or take a fifth.

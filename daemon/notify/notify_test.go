@@ -14,6 +14,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/notify"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
+	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -294,4 +295,24 @@ func TestNativeSenderWebhook(t *testing.T) {
 		t.Fatal("the sender's webhook was never called")
 	}
 	b.outbox("empty", empty)
+}
+
+// /metrics counts the notifications by outcome and shows the dead letters.
+func TestMetrics(t *testing.T) {
+	rcv := newReceiver(t, func(n int) bool { return n < 2 })
+	b := start(t, t.TempDir(), notify.Options{MaxAttempts: 2, RetryMin: time.Millisecond, RetryMax: time.Millisecond})
+	b.send(rcv.srv.URL+"/hook", "tok") // its first notification fails twice: dead
+	b.outbox("one dead letter", func(ns []mailbox.Notification) bool { return len(ns) == 1 && ns[0].Dead })
+	b.work(mailbox.StatusOK) // the lease's and the result's are delivered
+	b.outbox("the dead letter alone", func(ns []mailbox.Notification) bool { return len(ns) == 1 })
+	var w metrics.Writer
+	b.n.WriteMetrics(&w)
+	var out strings.Builder
+	w.WriteText(&out)
+	for _, want := range []string{`mailroom_push_notifications_total{outcome="delivered"} 2`, `mailroom_push_notifications_total{outcome="failed"} 2`,
+		`mailroom_push_notifications_total{outcome="dead_lettered"} 1`, "mailroom_push_delivery_seconds_count 2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, out.String())
+		}
+	}
 }
