@@ -97,3 +97,32 @@ func waitDeliveries(t *testing.T, ctx context.Context, c *client.Client, ok func
 		}
 	}
 }
+
+// agent register --webhook gives a native sender a webhook: a result
+// waiting for it is posted there with the token; a webhook the daemon
+// refuses names the flag.
+func TestAgentRegisterWebhook(t *testing.T) {
+	got := make(chan string, 4)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get(pushnotify.HeaderToken)
+	}))
+	defer rcv.Close()
+	addr := startDaemon(t)
+	wantUsage(t, addr, []string{"agent", "register", "planner@local", "--name", "Planner", "--webhook", "ftp://127.0.0.1/x"}, "--webhook", `scheme "ftp"`)
+	wantUsage(t, addr, []string{"agent", "register", "planner@local", "--name", "Planner", "--webhook", "https://hooks.example.com/x"}, "--webhook", "push_allow_hosts")
+	wantUsage(t, addr, []string{"agent", "register", "planner@local", "--name", "Planner", "--webhook-token", "t"}, "--webhook-token", "--webhook URL")
+	mustCLI(t, addr, "agent", "register", "planner@local", "--name", "Planner", "--webhook", rcv.URL+"/results", "--webhook-token", "tok-cli")
+	id := sendTask(t, addr, "planner@local", "coder@local", "work")
+	l := leaseTask(t, addr, "coder@local")
+	mustCLI(t, addr, "result", "post", id, "--status", "ok", "--text", "done", "--lease-id", l.Lease.LeaseID)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a watchdog
+	defer cancel()
+	select {
+	case token := <-got:
+		if token != "tok-cli" {
+			t.Errorf("the webhook was called with token %q, want tok-cli", token)
+		}
+	case <-ctx.Done():
+		t.Fatal("the webhook was never called")
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"testing"
 
@@ -98,5 +99,30 @@ func TestSendWithPush(t *testing.T) {
 	audit, _ := e.Audit(ctx, task.ID, 10)
 	if len(audit) != 2 || audit[0].Action != mailbox.OutcomePushDropped || audit[1].Action != mailbox.OutcomePushRetried {
 		t.Errorf("audit = %+v, want the drop and the retry", audit)
+	}
+}
+
+// A sender's webhook is held to the daemon's configuration as a push
+// config is: refused, the registration changes nothing.
+func TestWebhookHeldToTheConfiguration(t *testing.T) {
+	refuse := func(field string, u *url.URL) error {
+		if u.Hostname() != "127.0.0.1" {
+			return mailbox.Invalidf(field, "%s: host %q is not allowed", field, u.Hostname())
+		}
+		return nil
+	}
+	e := open(t, t.TempDir(), Options{CheckPushURL: refuse})
+	ctx := context.Background()
+	seq := e.DurableSeq()
+	_, err := e.RegisterAgent(ctx, "planner@local", mailbox.AgentCard{Name: "Planner", Webhook: &mailbox.Webhook{URL: "https://hooks.example.com/results"}})
+	var me *mailbox.Error
+	if !errors.As(err, &me) || me.Code != mailbox.CodeInvalid || me.Details == nil || me.Details.Field != "webhook.url" {
+		t.Errorf("a webhook to a host not allowed: %v, want invalid naming webhook.url", err)
+	}
+	if e.DurableSeq() != seq {
+		t.Errorf("the refusal wrote %d events", e.DurableSeq()-seq)
+	}
+	if _, err := e.RegisterAgent(ctx, "planner@local", mailbox.AgentCard{Name: "Planner", Webhook: &mailbox.Webhook{URL: "http://127.0.0.1:9/results"}}); err != nil {
+		t.Errorf("a webhook on an allowed host: %v", err)
 	}
 }
