@@ -10,6 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mailroom/mailroom/daemon/notify"
+
+	"github.com/mailroom/mailroom/internal/webhook"
+
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/httpapi"
@@ -78,6 +82,16 @@ type Config struct {
 	// BatchMax bounds the items of a batch request and the max of a lease
 	// or drain of several.
 	BatchMax int `yaml:"batch_max"`
+	// PushAllowHosts lists the hosts push notification webhooks may name
+	// (comma-separated: loopback, host names, *.domain, IP addresses, CIDR
+	// prefixes, or *); the daemon's own address is refused whatever it
+	// says. The default, loopback, is for development.
+	PushAllowHosts string `yaml:"push_allow_hosts"`
+	// PushMaxAttempts is how many times a push notification is tried
+	// before it is dead-lettered; PushRetryMax bounds the backoff between
+	// tries (it doubles from one second).
+	PushMaxAttempts int           `yaml:"push_max_attempts"`
+	PushRetryMax    time.Duration `yaml:"push_retry_max"`
 	// Store is where the mailbox lives: "log" (files in DataDir, the
 	// default) or "postgres" (a schema shared by every instance that
 	// names it).
@@ -159,6 +173,9 @@ func DefaultFor(getenv func(string) string) Config {
 		MaxTurnsBytes:         mailbox.DefaultMaxTurnsBytes,
 		A2ABlockingTimeout:    DefaultA2ABlockingTimeout,
 		BatchMax:              mailbox.DefaultBatchMax,
+		PushAllowHosts:        webhook.DefaultAllow,
+		PushMaxAttempts:       notify.DefaultMaxAttempts,
+		PushRetryMax:          notify.DefaultRetryMax,
 
 		Store:                    StoreLog,
 		PostgresSchema:           pgstore.DefaultSchema,

@@ -95,6 +95,10 @@ func TestValidateNamesKeyValueAndExpectation(t *testing.T) {
 		{"bad postgres url", func(c *Config) { c.PostgresURL = "mysql://root:hunter2@db/x" }, []string{"postgres_url", `"mysql://root:xxxxx@db/x"`, "postgres://"}},
 		{"bad schema", func(c *Config) { c.PostgresSchema = "Mail-Room" }, []string{"postgres_schema", `"Mail-Room"`, "lowercase identifier"}},
 		{"bad advertise url", func(c *Config) { c.AdvertiseURL = "10.0.0.5:7717" }, []string{"advertise_url", `"10.0.0.5:7717"`, "http://"}},
+		{"bad push host", func(c *Config) { c.PushAllowHosts = "loopback, https://hooks.example.com" }, []string{"push_allow_hosts", "*.domain"}},
+		{"empty push hosts", func(c *Config) { c.PushAllowHosts = "" }, []string{"push_allow_hosts"}},
+		{"zero push attempts", func(c *Config) { c.PushMaxAttempts = 0 }, []string{"push_max_attempts", `"0"`}},
+		{"zero push retry max", func(c *Config) { c.PushRetryMax = 0 }, []string{"push_retry_max", "positive"}},
 		{"session timeout too short", func(c *Config) { c.PostgresSessionTimeout = 500 * time.Millisecond }, []string{"postgres_session_timeout", `"500ms"`, "at least 1s"}},
 		{"campaign interval too short", func(c *Config) { c.PostgresCampaignInterval = time.Millisecond }, []string{"postgres_campaign_interval", `"1ms"`, "at least 10ms"}},
 		{"bad token", func(c *Config) { c.Tokens = []auth.Token{{Principal: "p", SHA256: "xyz", Caps: []string{"a2a.read"}}} },
@@ -175,6 +179,9 @@ max_turns: 8
 max_turns_bytes: 64KiB
 a2a_blocking_timeout: 45s
 batch_max: 250
+push_allow_hosts: "loopback, hooks.example.com, *.corp.example, 10.0.0.0/8"
+push_max_attempts: 3
+push_retry_max: 1m
 store: postgres
 postgres_url: postgres://mr:pw@db:5432/mail
 postgres_schema: team_a
@@ -193,7 +200,8 @@ mcp_http: true
 				RetryStaleInterval: 30 * time.Second, RetryStaleMinLeaseAge: 2 * time.Minute, RetryStaleMaxAttempts: 5,
 				RetryStaleMaxRequeues: 0, RetryStaleScanLimit: 10000, ResultCacheMax: 0, ResultCacheAge: time.Hour, AuditMax: 50,
 				MaxTurns: 8, MaxTurnsBytes: 64 << 10,
-				A2ABlockingTimeout: 45 * time.Second, BatchMax: 250,
+				A2ABlockingTimeout: 45 * time.Second, BatchMax: 250, PushAllowHosts: "loopback, hooks.example.com, *.corp.example, 10.0.0.0/8",
+				PushMaxAttempts: 3, PushRetryMax: time.Minute,
 				Store: "postgres", PostgresURL: "postgres://mr:pw@db:5432/mail", PostgresSchema: "team_a", AdvertiseURL: "http://10.0.0.5:7717",
 				PostgresSessionTimeout: 3 * time.Second, PostgresCampaignInterval: 100 * time.Millisecond, MCPHTTP: true})
 		}},

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailroom/mailroom/internal/webhook"
+
 	"github.com/mailroom/mailroom/daemon/store/pgstore"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -62,6 +64,11 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		{&size{"max_turns_bytes", &c.MaxTurnsBytes}, "total content size of one task's conversation (bytes, or 512KiB, 1MiB)"},
 		{positive("a2a_blocking_timeout", &c.A2ABlockingTimeout), "a blocking A2A send answers with the task as it stands after this long" + aDuration},
 		{&count{"batch_max", &c.BatchMax, 1, mailbox.MaxBatch}, "most items in a batch request, and most tasks (results) one lease (drain) takes"},
+		{&text{"push_allow_hosts", &c.PushAllowHosts, func(s string) bool { _, err := webhook.ParseAllow(s); return err == nil },
+			"a comma-separated list of hosts: loopback, a host name, *.domain, an IP address, a CIDR prefix, or *"},
+			"the hosts push notification webhooks may name (the daemon's own address never)"},
+		{&count{"push_max_attempts", &c.PushMaxAttempts, 1, 1000}, "tries of a push notification before it is dead-lettered"},
+		{positive("push_retry_max", &c.PushRetryMax), "the longest wait between tries of a push notification (the wait doubles from 1s)" + aDuration},
 		{oneOf("store", &c.Store, StoreLog, StorePostgres), "where the mailbox lives: log (files in data_dir) or postgres (a schema several instances share)"},
 		{&connString{"postgres_url", &c.PostgresURL}, "with store postgres: the database, postgres://user:password@host:5432/db (the password is never shown)"},
 		{&text{"postgres_schema", &c.PostgresSchema, func(s string) bool { return pgstore.ValidateSchema(s) == nil },

@@ -9,8 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
+
+	"github.com/mailroom/mailroom/daemon/notify"
+
+	"github.com/mailroom/mailroom/internal/webhook"
 
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/a2a"
@@ -55,6 +60,9 @@ type Daemon struct {
 	// leads; stopDispatch ends it, before the engine closes.
 	dispatcher   *outbound.Dispatcher
 	stopDispatch context.CancelFunc
+	// notifier delivers the push notifications of the outbox while the
+	// instance leads; stopDispatch ends it too.
+	notifier *notify.Notifier
 	// stopOnce makes the shutdown happen once, whoever asks first (Run
 	// when its context ends, or Close); stopErr is what it returned.
 	stopOnce sync.Once
@@ -74,6 +82,7 @@ type options struct {
 	now      func() time.Time
 	ticks    TickSource
 	outbound func(*outbound.Options)
+	notify   func(*notify.Options)
 }
 
 // WithListener serves on ln instead of listening on cfg.Addr, which should
@@ -93,6 +102,12 @@ func WithRetryStaleTicks(ticks TickSource) Option { return func(o *options) { o.
 // probe interval, HTTP client) after the daemon set them from cfg.
 func WithOutbound(change func(*outbound.Options)) Option {
 	return func(o *options) { o.outbound = change }
+}
+
+// WithNotifier changes the push notifier's options (its backoffs,
+// attempts, HTTP client) after the daemon set them from cfg.
+func WithNotifier(change func(*notify.Options)) Option {
+	return func(o *options) { o.notify = change }
 }
 
 // Open opens the data directory, replays the log and binds the listener, so
@@ -132,6 +147,12 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 			return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 		}
 	}
+	allow, err := webhook.ParseAllow(cfg.PushAllowHosts)
+	if err != nil {
+		closeLn()
+		return nil, fmt.Errorf("push_allow_hosts: %w", err)
+	}
+	hooks := webhook.NewPolicy(allow)
 	st, err := openStore(ctx, cfg, logger, o.ln)
 	if err != nil {
 		closeLn()
@@ -149,6 +170,12 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		AuditMax:            cfg.AuditMax,
 		MaxTurns:            cfg.MaxTurns,
 		MaxTurnsBytes:       int(cfg.MaxTurnsBytes),
+		CheckPushURL: func(field string, u *url.URL) error {
+			if err := hooks.Check(field, u); err != nil {
+				return mailbox.Invalidf(field, "%s", err.Error())
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		st.Close()
@@ -162,7 +189,18 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 			return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 		}
 	}
+	// Webhooks never name the daemon itself: where it listens, and where
+	// it says it is.
+	hooks.Self(ln.Addr().String())
+	if cfg.AdvertiseURL != "" {
+		hooks.Self(cfg.AdvertiseURL)
+	}
 	dispatcher := outbound.New(eng, outboundOptions(cfg, logger, o.outbound))
+	nopts := notify.Options{Logger: logger, Policy: hooks, MaxAttempts: cfg.PushMaxAttempts, RetryMax: cfg.PushRetryMax}
+	if o.notify != nil {
+		o.notify(&nopts)
+	}
+	notifier := notify.New(eng, nopts)
 	if len(cfg.Remotes) > 0 {
 		agents := make([]string, len(cfg.Remotes))
 		for i, r := range cfg.Remotes {
@@ -172,7 +210,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		logger.Info("remote agent credentials configured", "agents", agents)
 	}
 	apiOpts := httpapi.Options{Logger: logger, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout, BatchMax: cfg.BatchMax,
-		Metrics: []metrics.Source{eng, st, dispatcher}}
+		Metrics: []metrics.Source{eng, st, dispatcher, notifier}}
 	if ps, ok := st.(store.Standing); ok {
 		self, kind := ps.Advertise(), cfg.Store
 		apiOpts.Store = func() *httpapi.StoreStatus {
@@ -231,7 +269,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	if ticks == nil {
 		ticks = tickerSource
 	}
-	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: stopScan, fresh: map[net.Conn]struct{}{}, dispatcher: dispatcher, mcp: mcpHandler,
+	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: stopScan, fresh: map[net.Conn]struct{}{}, dispatcher: dispatcher, mcp: mcpHandler, notifier: notifier,
 		srv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}}
 	d.srv.ConnState = d.trackConn
 	return d, nil
@@ -330,6 +368,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		dctx, stop := context.WithCancel(context.Background())
 		d.stopDispatch = stop
 		d.scans.Go(func() { d.dispatcher.Run(dctx) })
+		d.scans.Go(func() { d.notifier.Run(dctx) })
 	}
 	d.mu.Unlock()
 	served := make(chan error, 1)

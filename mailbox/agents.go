@@ -125,6 +125,7 @@ func (s *State) addTask(t *taskRec) {
 
 // dropTask forgets t, and the agents only it named.
 func (s *State) dropTask(t *taskRec) {
+	s.forgetNotifications(t)
 	delete(s.tasks, t.Task.ID)
 	s.countAgent(t.Task.Sender, -1)
 	s.countAgent(t.Task.Recipient, -1)

@@ -11,7 +11,7 @@ type AuditRecord struct {
 	TaskID        string `json:"task_id"`
 	LeaseID       string `json:"lease_id"`
 	LeasedTo      string `json:"leased_to,omitempty"`
-	Action        string `json:"action"` // requeued | forced_error | canceled
+	Action        string `json:"action"` // requeued | forced_error | canceled | push_retried | push_dropped
 	DuplicateRisk string `json:"duplicate_risk,omitempty"`
 	Reason        string `json:"reason"`
 	Principal     string `json:"principal,omitempty"`
@@ -22,6 +22,9 @@ type AuditRecord struct {
 	// to another recipient.
 	FromRecipient string `json:"from_recipient,omitempty"`
 	ToRecipient   string `json:"to_recipient,omitempty"`
+	// Notification is the outbox entry an operator retried or dropped
+	// (actions push_retried, push_dropped).
+	Notification string `json:"notification,omitempty"`
 }
 
 // Move is where a requeue handed the task, "from -> to", or "" when it

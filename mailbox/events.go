@@ -33,6 +33,28 @@ const (
 	// turn is added to the task's turns and the task is queued again for
 	// its recipient, in its old place (see conversation.go).
 	EventTaskReplied = "task_replied"
+
+	// The outbox of push notifications (push.go).
+
+	// EventPushConfigSet sets (or replaces, by id) one of a task's push
+	// configs. The config's receiver is told of the task as it stands.
+	EventPushConfigSet = "push_config_set"
+	// EventPushConfigDeleted removes one of a task's push configs and the
+	// notifications not yet delivered to it.
+	EventPushConfigDeleted = "push_config_deleted"
+	// EventPushDelivered records that a notification's receiver
+	// acknowledged it: it leaves the outbox.
+	EventPushDelivered = "push_delivered"
+	// EventPushDeadLettered records that a notification's retries ran out:
+	// it stays in the outbox, dead, until an operator retries or drops it.
+	EventPushDeadLettered = "push_dead_lettered"
+	// EventPushRetried puts a dead notification back in line, on an
+	// operator's word.
+	EventPushRetried = "push_retried"
+	// EventPushDropped removes a notification, pending or dead, on an
+	// operator's word and with a reason.
+	EventPushDropped = "push_dropped"
+
 	// EventSnapshot is sent only over SSE: the whole state at Seq.
 	EventSnapshot = "snapshot"
 )
@@ -82,6 +104,14 @@ type Event struct {
 	// registers.
 	Agent string     `json:"agent,omitempty"`
 	Card  *AgentCard `json:"card,omitempty"`
+	// push_config_set: the config; push_config_deleted: the config's id.
+	Push     *PushConfig `json:"push,omitempty"`
+	ConfigID string      `json:"config_id,omitempty"`
+	// push_delivered, push_dead_lettered, push_retried, push_dropped: the
+	// outbox entry; Attempts, how many deliveries were tried (the last
+	// one's error, on a dead letter, in Reason).
+	Notification string `json:"notification,omitempty"`
+	Attempts     int    `json:"attempts,omitempty"`
 
 	// snapshot (SSE only)
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
@@ -149,6 +179,9 @@ type TaskRecord struct {
 	// (remote_accepted); kept for the task's life, so an answer to its
 	// question goes to the same remote task.
 	Remote *RemoteDelivery `json:"remote,omitempty"`
+	// Push holds the task's push configs: each change of the task puts a
+	// notification for each in the outbox (push.go).
+	Push []PushConfig `json:"push,omitempty"`
 }
 
 // Snapshot is the whole state at Seq: every task the state remembers in send
@@ -167,4 +200,7 @@ type Snapshot struct {
 	Limits *Limits `json:"limits,omitempty"`
 	// Registry holds the registered agents, sorted by agent id.
 	Registry []RegisteredAgent `json:"registry,omitempty"`
+	// Outbox holds the push notifications not yet delivered (or dead),
+	// in the order they were made.
+	Outbox []Notification `json:"outbox,omitempty"`
 }

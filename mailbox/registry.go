@@ -46,6 +46,10 @@ type AgentCard struct {
 	// delivers its tasks to (see remote.go). Its name may then be left
 	// out: the daemon serves the remote's own.
 	Remote *RemoteSpec `json:"remote,omitempty" yaml:"remote,omitempty"`
+	// Webhook, when set, is called when a result is waiting for this
+	// agent as a sender (push.go): its native sends need not poll
+	// results/next.
+	Webhook *Webhook `json:"webhook,omitempty" yaml:"webhook,omitempty"`
 }
 
 // HasSkill reports whether the card lists a skill with id.
@@ -70,6 +74,13 @@ type RegisteredAgent struct {
 // NormalizeCard validates a card as an operator registers it and returns it
 // with its lists never null. Every refusal names the field.
 func NormalizeCard(c AgentCard) (AgentCard, error) {
+	if c.Webhook != nil {
+		w, err := normalizeWebhook(*c.Webhook)
+		if err != nil {
+			return c, err
+		}
+		c.Webhook = &w
+	}
 	if c.Remote != nil {
 		r := *c.Remote // the caller's stays as it was
 		if err := normalizeRemote("remote", &r); err != nil {
@@ -276,11 +287,15 @@ func (s *State) applyRegistry(ev Event) error {
 			return errorString("agent_registered without a card")
 		}
 		s.registry[ev.Agent] = &RegisteredAgent{Agent: ev.Agent, Card: *ev.Card, RegisteredAtMs: ev.AtMs, Principal: ev.Principal}
+		if ev.Card.Webhook == nil {
+			s.dropAgentNotifications(ev.Agent)
+		}
 	case EventAgentDeregistered:
 		if _, ok := s.registry[ev.Agent]; !ok {
 			return errorString("agent " + ev.Agent + " is not registered")
 		}
 		delete(s.registry, ev.Agent)
+		s.dropAgentNotifications(ev.Agent)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ type Service interface {
 	Operator
 	Registry
 	A2A
+	Push
 	Stream
 }
 
@@ -133,6 +134,35 @@ type A2A interface {
 	// AgentTasks lists one recipient's tasks, newest first. Errors:
 	// invalid (the agent, the page).
 	AgentTasks(ctx context.Context, q AgentTasksQuery) (AgentTasksPage, error)
+	// SendWithPush is Send with push config c set on the task in the same
+	// unit; a retry of a task already sent sets c on that task and
+	// answers as Send does. Errors: Send's, and invalid (the config's
+	// field, named push.*).
+	SendWithPush(ctx context.Context, t Task, c PushConfig) (TaskQueuedResponse, error)
+	// SetPushConfig sets push config c on a task (replacing its config of
+	// the same id) and returns it as stored. Errors: invalid (push.*),
+	// not_found (the task), conflict (the task has MaxPushConfigs).
+	SetPushConfig(ctx context.Context, taskID string, c PushConfig) (PushConfig, error)
+	// PushConfigs returns a task's push configs, or the one named
+	// configID. Errors: invalid, not_found (the task, the config).
+	PushConfigs(ctx context.Context, taskID, configID string) ([]PushConfig, error)
+	// DeletePushConfig removes a task's push config and its notifications
+	// not yet delivered. Errors: invalid, not_found.
+	DeletePushConfig(ctx context.Context, taskID, configID string) error
+}
+
+// Push is the operator's hold on the outbox of push notifications.
+type Push interface {
+	// Deliveries lists the outbox (only the failing and dead
+	// notifications when failedOnly). Errors: forbidden.
+	Deliveries(ctx context.Context, failedOnly bool) (PushListing, error)
+	// RetryNotification puts a dead notification back in line (audited).
+	// Errors: forbidden, not_found, conflict (not dead, or its task was
+	// forgotten), invalid (reason).
+	RetryNotification(ctx context.Context, id, reason string) (Notification, error)
+	// DropNotification removes a notification, pending or dead, with a
+	// reason (audited). Errors: forbidden, not_found, invalid (reason).
+	DropNotification(ctx context.Context, id, reason string) error
 }
 
 // Stream is the change feed and the daemon's health.

@@ -25,6 +25,9 @@ func (s *State) Snapshot(atMs int64) *Snapshot {
 	if len(s.registry) > 0 {
 		snap.Registry = s.Registry()
 	}
+	if len(s.outbox) > 0 {
+		snap.Outbox = s.Outbox()
+	}
 	return snap
 }
 
@@ -103,6 +106,9 @@ func (s *State) Restore(snap *Snapshot) error {
 		}
 		r := r
 		n.registry[r.Agent] = &r
+	}
+	if err := n.restoreOutbox(snap.Seq, snap.Outbox); err != nil {
+		return err
 	}
 	n.Seq = snap.Seq
 	*s = *n

@@ -53,6 +53,13 @@ type State struct {
 	registry map[string]*RegisteredAgent
 	// acted is when each agent last acted on the mailbox (acted.go).
 	acted map[string]int64
+	// outbox holds the push notifications not yet delivered, by id.
+	outbox map[string]*Notification
+	// outboxTasks counts the outbox's notifications per task, so a task
+	// forgotten without any costs no look at the outbox.
+	outboxTasks map[string]int
+	// atMs is the time of the event being applied.
+	atMs int64
 }
 
 // NewState returns an empty mailbox.
@@ -82,6 +89,8 @@ func (s *State) reset() {
 	s.agents = make(map[string]int)
 	s.registry = make(map[string]*RegisteredAgent)
 	s.acted = make(map[string]int64)
+	s.outbox = make(map[string]*Notification)
+	s.outboxTasks = make(map[string]int)
 }
 
 func newTaskHeap(index func(*taskRec) *int) *indexedHeap[*taskRec] {
@@ -106,10 +115,12 @@ func (s *State) Apply(ev Event) error {
 		return fmt.Errorf("event %d (%s): expected seq %d", ev.Seq, ev.Type, s.Seq+1)
 	}
 	actor := s.actor(ev)
+	s.atMs = ev.AtMs
 	if err := s.apply(ev); err != nil {
 		return fmt.Errorf("event %d (%s): %w", ev.Seq, ev.Type, err)
 	}
 	s.noteActed(actor, ev.AtMs)
+	s.queueNotifications(ev)
 	s.Seq = ev.Seq
 	s.evictCache(ev.AtMs)
 	return nil
@@ -139,6 +150,12 @@ func (s *State) apply(ev Event) error {
 		return s.applyRemoteAccepted(ev)
 	case EventAgentRegistered, EventAgentDeregistered:
 		return s.applyRegistry(ev)
+	case EventPushConfigSet:
+		return s.applyPushConfigSet(ev)
+	case EventPushConfigDeleted:
+		return s.applyPushConfigDeleted(ev)
+	case EventPushDelivered, EventPushDeadLettered, EventPushRetried, EventPushDropped:
+		return s.applyPush(ev)
 	case EventRecordSkipped:
 		return nil
 	}

@@ -52,12 +52,13 @@ func agentCap(w int) int { return max(16, min(32, w/5)) }
 // paneColumns are each pane's columns, in screen order; each pane's
 // renderer (render_*.go) owns its list and writes its cells in that order.
 var paneColumns = [paneCount][]column{
-	paneQueue:   queueColumns,
-	paneLeases:  leasesColumns,
-	paneResults: resultsColumns,
-	paneAudit:   auditColumns,
-	paneAgents:  agentsColumns,
-	paneWaiting: waitingColumns,
+	paneQueue:      queueColumns,
+	paneLeases:     leasesColumns,
+	paneResults:    resultsColumns,
+	paneAudit:      auditColumns,
+	paneAgents:     agentsColumns,
+	paneWaiting:    waitingColumns,
+	paneDeliveries: deliveriesColumns,
 }
 
 const maxColumns = 10

@@ -35,6 +35,12 @@ type Backend interface {
 	// WhoAmI says whom the token speaks for and what it may do: the header
 	// shows the one, the repair keys follow the other.
 	WhoAmI(ctx context.Context) (mailbox.WhoAmI, error)
+	// Deliveries, RetryNotification and DropNotification are the outbox
+	// of push notifications: the console polls the failing ones (what the
+	// notifier knows of them is not streamed), and repairs them.
+	Deliveries(ctx context.Context, failedOnly bool) (mailbox.PushListing, error)
+	RetryNotification(ctx context.Context, id, reason string) (mailbox.Notification, error)
+	DropNotification(ctx context.Context, id, reason string) error
 	BaseURL() string
 }
 
@@ -230,6 +236,7 @@ func (c *Console) Run(ctx context.Context) error {
 		c.bg.spawn(func() { c.watchRole(ctx, sr) })
 	}
 	c.bg.spawn(func() { c.readAgents(ctx) })
+	c.bg.spawn(func() { c.pollDeliveries(ctx) })
 
 	// Stop the application only after every goroutine that queues updates
 	// has finished: an update queued after the event loop ends would block
@@ -457,6 +464,30 @@ func (c *Console) readAgents(ctx context.Context) {
 		cancel()
 		if err == nil {
 			c.model.setAgents(list, gen)
+		}
+	}
+}
+
+// pollDeliveries asks the daemon once a second what its notifier knows of
+// the failing push notifications (attempts, last error, next try), while
+// the outbox holds any: the outbox itself comes with the events.
+func (c *Console) pollDeliveries(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if c.model.outboxEmpty() {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, repairTimeout)
+		list, err := c.backend.Deliveries(rctx, true)
+		cancel()
+		if err == nil {
+			c.model.setPushAttempts(list)
 		}
 	}
 }

@@ -78,7 +78,7 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 	if !listedAbove(f, "worker-b is gone", "worker-a crashed mid-task") {
 		t.Errorf("the Audit pane should list the newer forced error above the older requeue:\n%s", f)
 	}
-	if !f.contains("<1-6> pane") {
+	if !f.contains("<1-7> pane") {
 		t.Errorf("the hint bar does not offer the Audit pane's key:\n%s", f)
 	}
 
@@ -112,10 +112,12 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 	r.scr.press(key(tcell.KeyEscape))
 	r.scr.waitForText(t, "[4] Audit 1-2 of 2")
 
-	// Tab goes down the screen: from Results to Waiting, Audit, then
-	// Agents, and Tab from Agents wraps to Queue.
+	// Tab goes down the screen: from Results to Waiting, Deliveries,
+	// Audit, then Agents, and Tab from Agents wraps to Queue.
 	r.scr.press(char('3'), key(tcell.KeyTab), char('/'))
 	r.scr.waitForText(t, "filter Waiting:")
+	r.scr.press(key(tcell.KeyEscape), key(tcell.KeyTab), char('/'))
+	r.scr.waitForText(t, "filter Deliveries:")
 	r.scr.press(key(tcell.KeyEscape), key(tcell.KeyTab), char('/'))
 	r.scr.waitForText(t, "filter Audit:")
 	r.scr.press(key(tcell.KeyEscape), key(tcell.KeyTab), char('/'))
@@ -129,7 +131,7 @@ func TestAuditPaneShowsRepairsNewestFirst(t *testing.T) {
 	// ? lists 4 and what it focuses.
 	r.scr.press(char('?'))
 	f = r.scr.waitForText(t, "Help (Esc to go back)")
-	if l := f.lineWith("Audit"); !strings.Contains(l, "1 2 3 4 5 6") {
+	if l := f.lineWith("Audit"); !strings.Contains(l, "1 2 3 4 5 6 7") {
 		t.Errorf("help does not list 4 for the Audit pane: %q\n%s", l, f)
 	}
 }

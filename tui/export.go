@@ -137,6 +137,8 @@ func (x exportJob) writeJSON(w io.Writer) error {
 	switch x.pane {
 	case paneAudit:
 		out.Sort = "newest first"
+	case paneDeliveries:
+		out.Sort = "oldest first"
 	}
 	for _, j := range x.idx {
 		var row any
@@ -147,6 +149,8 @@ func (x exportJob) writeJSON(w io.Writer) error {
 			row = x.rows.leases[j]
 		case paneWaiting:
 			row = x.rows.waiting[j]
+		case paneDeliveries:
+			row = x.rows.deliveries[j]
 		case paneResults:
 			row = x.rows.results[j].PendingResult
 		case paneAgents:

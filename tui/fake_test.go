@@ -70,6 +70,19 @@ func (f *fakeBackend) WhoAmI(context.Context) (mailbox.WhoAmI, error) {
 	return mailbox.WhoAmI{Kind: mailbox.KindWhoAmI, Capabilities: []string{capAdmin}}, nil
 }
 
+// The outbox: the fake's replica knows no notifier, so nothing is failing.
+func (f *fakeBackend) Deliveries(context.Context, bool) (mailbox.PushListing, error) {
+	return mailbox.PushListing{Kind: mailbox.KindPushList, Notifications: []mailbox.NotificationStatus{}}, nil
+}
+
+func (f *fakeBackend) RetryNotification(context.Context, string, string) (mailbox.Notification, error) {
+	return mailbox.Notification{}, mailbox.Errorf(mailbox.CodeNotFound, "the fake has no outbox")
+}
+
+func (f *fakeBackend) DropNotification(context.Context, string, string) error {
+	return mailbox.Errorf(mailbox.CodeNotFound, "the fake has no outbox")
+}
+
 func (f *fakeBackend) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox.RepairOutcome, error) {
 	ev, err := f.src.s.DecideRepair(req, "ops", f.src.nowMs)
 	if err != nil {

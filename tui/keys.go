@@ -28,25 +28,30 @@ const (
 	// only the sender's reply moves the task on. Last, so the keys of the
 	// panes before it stay where operators learned them.
 	paneWaiting
+	// paneDeliveries lists the push notifications not yet delivered:
+	// pending, failing (the last error, the next try) and dead-lettered,
+	// which an operator retries or drops.
+	paneDeliveries
 	// paneCount is the number of panes; a pane added before it gets its
 	// number key, its hint and its help line from the registry below.
 	paneCount
 )
 
 func (p paneID) String() string {
-	return [...]string{"Queue", "Leases", "Results", "Audit", "Agents", "Waiting"}[p]
+	return [...]string{"Queue", "Leases", "Results", "Audit", "Agents", "Waiting", "Deliveries"}[p]
 }
 
 // paneSet is the set of panes an action applies to.
 type paneSet uint16
 
 const (
-	inQueue   paneSet = 1 << paneQueue
-	inLeases  paneSet = 1 << paneLeases
-	inResults paneSet = 1 << paneResults
-	inAudit   paneSet = 1 << paneAudit
-	inAgents  paneSet = 1 << paneAgents
-	inWaiting paneSet = 1 << paneWaiting
+	inQueue      paneSet = 1 << paneQueue
+	inLeases     paneSet = 1 << paneLeases
+	inResults    paneSet = 1 << paneResults
+	inAudit      paneSet = 1 << paneAudit
+	inAgents     paneSet = 1 << paneAgents
+	inWaiting    paneSet = 1 << paneWaiting
+	inDeliveries paneSet = 1 << paneDeliveries
 	// inTasks are the panes of tasks and results, which sort; the Audit
 	// pane is a trail and always reads newest first.
 	inTasks = inQueue | inLeases | inResults | inWaiting
@@ -76,6 +81,8 @@ const (
 	actRequeue
 	actRequeueWaiting
 	actForceError
+	actPushRetry
+	actPushDrop
 	actZoom
 	actCopy
 	actSaveCSV
@@ -170,6 +177,10 @@ func defaultRegistry() registry {
 		{id: actRequeueWaiting, keys: []keySpec{runeKey('R')}, label: "R", desc: "says why R does nothing to a waiting task: only its sender's reply (or E) ends the wait", panes: inWaiting},
 		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", hint: 85, label: "E", desc: "force an error result on the marked leases or the selected one; on Agents the agent's; on Waiting the selected task's",
 			dangerous: true, needs: []string{capAdmin, capForceError}, panes: inLeases | inAgents | inWaiting},
+		{id: actPushRetry, keys: []keySpec{runeKey('R')}, short: "retry", hint: 90, label: "R", desc: "retry the selected dead-lettered notification now (audited)",
+			dangerous: true, needs: []string{capAdmin}, panes: inDeliveries},
+		{id: actPushDrop, keys: []keySpec{runeKey('D')}, short: "drop", hint: 85, label: "D", desc: "drop the selected notification, pending or dead, with a reason (audited)",
+			dangerous: true, needs: []string{capAdmin}, panes: inDeliveries},
 		{id: actZoom, keys: []keySpec{runeKey('z')}, short: "zoom", hint: 65, label: "z", desc: "zoom the focused pane to the full screen and back", panes: inAll},
 		{id: actCopy, keys: []keySpec{runeKey('y')}, short: "copy id", hint: 35, label: "y", desc: "copy the selected row's full task id to the clipboard (OSC 52)", panes: inAll},
 		{id: actSaveCSV, keys: []keySpec{{key: tcell.KeyCtrlS}}, short: "save csv", hint: 25, label: "Ctrl-S", desc: "save the pane, as filtered and sorted, to a CSV file", panes: inAll},

@@ -26,7 +26,7 @@ import (
 // tall layout asks room for the panes that take a share.
 
 // screenOrder is the panes from top to bottom.
-var screenOrder = [paneCount]paneID{paneQueue, paneLeases, paneResults, paneWaiting, paneAudit, paneAgents}
+var screenOrder = [paneCount]paneID{paneQueue, paneLeases, paneResults, paneWaiting, paneDeliveries, paneAudit, paneAgents}
 
 const (
 	// roomyPaneRows is the height below which a pane stops being worth
@@ -48,8 +48,14 @@ type paneStack struct {
 func (s *paneStack) Draw(screen tcell.Screen) {
 	_, _, _, h := s.GetRect()
 	waiting := s.c.focus == paneWaiting || s.c.rows.len(paneWaiting) > 0
+	// The Deliveries pane, like Waiting, takes a share only while the
+	// outbox holds something, or while it is focused.
+	deliveries := s.c.focus == paneDeliveries || s.c.rows.len(paneDeliveries) > 0
 	shares := int(paneCount)
 	if !waiting {
+		shares--
+	}
+	if !deliveries {
 		shares--
 	}
 	for id, p := range s.c.panes {
@@ -59,7 +65,7 @@ func (s *paneStack) Draw(screen tcell.Screen) {
 		case s.c.zoomed:
 			// Zoomed (z), the focused pane takes all the room.
 			s.ResizeItem(p, 0, 0)
-		case paneID(id) == paneWaiting && !waiting:
+		case paneID(id) == paneWaiting && !waiting, paneID(id) == paneDeliveries && !deliveries:
 			s.ResizeItem(p, 0, 0)
 		case paneID(id) != paneAudit && paneID(id) != paneAgents:
 			s.ResizeItem(p, 0, 1)

@@ -78,6 +78,10 @@ type model struct {
 	// agentsWanted asks for the listing to be read: on every connect.
 	agentsWanted chan struct{}
 
+	// pushAttempts is what the daemon's notifier last said of the failing
+	// push notifications (memory only there: polled, not streamed).
+	pushAttempts map[string]mailbox.PushAttempt
+
 	// events counts the daemon's events by the second they happened in
 	// (their at_ms), held ones included: the header's rate is the
 	// daemon's, whether the console is paused or catching up.
@@ -158,7 +162,8 @@ func (m *model) applyLocked(ev mailbox.Event) {
 		delete(m.open, ev.TaskID)
 	}
 	switch ev.Type {
-	case mailbox.EventSnapshot, mailbox.EventTaskRequeued, mailbox.EventTaskForceErrored, mailbox.EventTaskCanceled, mailbox.EventLimitsSet:
+	case mailbox.EventSnapshot, mailbox.EventTaskRequeued, mailbox.EventTaskForceErrored, mailbox.EventTaskCanceled, mailbox.EventLimitsSet,
+		mailbox.EventPushRetried, mailbox.EventPushDropped:
 		m.auditVer++ // a limits_set may have trimmed the trail
 	}
 }
@@ -204,6 +209,32 @@ func (m *model) setConn(cs client.ConnState) {
 			}
 		}
 	}
+}
+
+// outboxEmpty reports whether the replica's outbox is empty: then there is
+// nothing whose attempts to ask the daemon for.
+func (m *model) outboxEmpty() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.state.OutboxLen() == 0
+}
+
+// setPushAttempts installs what the daemon's notifier says of the
+// failing notifications (from GET /a2a/push).
+func (m *model) setPushAttempts(list mailbox.PushListing) {
+	attempts := map[string]mailbox.PushAttempt{}
+	for _, n := range list.Notifications {
+		if n.State == mailbox.DeliveryFailing {
+			attempts[n.ID] = mailbox.PushAttempt{Attempts: n.Attempts, LastError: n.LastError, NextTryMs: n.NextTryMs}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(attempts) == 0 && len(m.pushAttempts) == 0 {
+		return
+	}
+	m.pushAttempts = attempts
+	m.version++
 }
 
 // pushAgents takes a listing the stream pushed; the client calls it from
@@ -292,6 +323,7 @@ func (m *model) rows() *rows {
 	}
 	r := &rows{version: m.version, seq: m.state.Seq, queued: m.state.QueuedTasks(), leases: m.state.InFlightTasks(), waiting: m.state.WaitingTasks(), audit: m.auditRows}
 	r.agents = joinAgents(m.agents, r.leases, r.waiting)
+	r.deliveries = m.state.PushListingOf(m.pushAttempts, false)
 	r.remote = remoteLeases(m.agents, r.leases, m.acceptedLocked)
 	pending := m.state.PendingResults()
 	r.results = make([]resultRow, len(pending))

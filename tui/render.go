@@ -23,12 +23,13 @@ type renderer interface {
 
 // renderers are the panes' renderers; paneColumns lists their columns.
 var renderers = [paneCount]renderer{
-	paneQueue:   queueRenderer{},
-	paneLeases:  leasesRenderer{},
-	paneResults: resultsRenderer{},
-	paneAudit:   auditRenderer{},
-	paneAgents:  agentsRenderer{},
-	paneWaiting: waitingRenderer{},
+	paneQueue:      queueRenderer{},
+	paneLeases:     leasesRenderer{},
+	paneResults:    resultsRenderer{},
+	paneAudit:      auditRenderer{},
+	paneAgents:     agentsRenderer{},
+	paneWaiting:    waitingRenderer{},
+	paneDeliveries: deliveriesRenderer{},
 }
 
 // rowWriter hands a renderer its row's cells, already styled as their

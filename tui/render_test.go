@@ -22,6 +22,8 @@ func TestRenderersWriteOneCellPerColumn(t *testing.T) {
 		audit:   []mailbox.AuditRecord{{TaskID: task.ID, Action: mailbox.OutcomeRequeued}},
 		agents:  []agentRow{{AgentInfo: mailbox.AgentInfo{Agent: "r@local"}}},
 		waiting: []mailbox.QueueEntry{{State: mailbox.TaskWaiting, Task: asked}},
+		deliveries: []mailbox.NotificationStatus{{Notification: mailbox.Notification{ID: "7-1", TaskID: task.ID, Event: mailbox.EventTaskLeased},
+			State: mailbox.DeliveryFailing, URL: "http://127.0.0.1:9/hook", NextTryMs: 5}},
 	}
 	for p := range paneCount {
 		c := &paneContent{pane: p, rows: r, marks: map[string]string{}}

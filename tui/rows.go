@@ -32,6 +32,9 @@ type rows struct {
 	// remote are the leases held by remote agents, by lease id: how the
 	// daemon delivers each (remote.go).
 	remote map[string]remoteLease
+	// deliveries are the outbox's push notifications, oldest first, with
+	// what the daemon's notifier last said of the failing ones.
+	deliveries []mailbox.NotificationStatus
 }
 
 // agentRow is one agent of the daemon's listing. The leases it holds are
@@ -121,6 +124,8 @@ func (r *rows) len(p paneID) int {
 		return len(r.agents)
 	case paneWaiting:
 		return len(r.waiting)
+	case paneDeliveries:
+		return len(r.deliveries)
 	}
 	return len(r.results)
 }
@@ -155,6 +160,8 @@ func (r *rows) id(p paneID, i int) string {
 		return r.audit[i].TaskID
 	case paneAgents:
 		return r.agents[i].Agent
+	case paneDeliveries:
+		return r.deliveries[i].TaskID
 	}
 	id, _, _, _, _ := r.fields(p, i)
 	return id
@@ -172,6 +179,9 @@ type rowKey struct {
 func (r *rows) key(p paneID, i int) rowKey {
 	if p == paneAudit {
 		return rowKey{id: r.audit[i].TaskID, seq: r.audit[i].Seq}
+	}
+	if p == paneDeliveries {
+		return rowKey{id: r.deliveries[i].ID}
 	}
 	return rowKey{id: r.id(p, i)}
 }
@@ -201,6 +211,8 @@ func (r *rows) involves(p paneID, i int, agent string) bool {
 	case paneAudit:
 		a := &r.audit[i]
 		return a.LeasedTo == agent || a.Principal == agent || a.FromRecipient == agent || a.ToRecipient == agent
+	case paneDeliveries:
+		return false // a notification goes to a webhook, not an agent
 	}
 	return r.agents[i].Agent == agent
 }
@@ -272,6 +284,10 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 			if !auditMatches(&r.audit[i], filter) {
 				continue
 			}
+		} else if filter != "" && p == paneDeliveries {
+			if !deliveryMatches(&r.deliveries[i], filter) {
+				continue
+			}
 		} else if filter != "" {
 			id, sender, recipient, kind, intent := r.fields(p, i)
 			if !containsFold(id, filter) && !containsFold(sender, filter) && !containsFold(recipient, filter) &&
@@ -284,7 +300,7 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 		idx = append(idx, int32(i))
 	}
 	switch p {
-	case paneAudit: // a trail reads newest first, whatever the sort says
+	case paneAudit, paneDeliveries: // a trail reads newest first, the outbox oldest first, whatever the sort says
 	case paneAgents:
 		sortAgentRows(r.agents, st, vp.sort, idx)
 	default:

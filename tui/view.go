@@ -61,6 +61,8 @@ func (c *Console) onKey(ev *tcell.EventKey) *tcell.EventKey {
 		c.openRepair(a.id)
 	case actRequeueWaiting:
 		c.refuseRequeueWaiting()
+	case actPushRetry, actPushDrop:
+		c.openPushDialog(a.id)
 	case actZoom:
 		c.zoomed = !c.zoomed
 	case actCopy:

@@ -34,7 +34,7 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "agent register",
 		summary: agentRegisterSummary,
-		usage:   "AGENT (--card FILE | --name NAME [--description D] [--version V] [--skill ID[:NAME[:DESCRIPTION]]]...) [--remote URL [--binding B] [--concurrency N]] [flags]\n  mailroom agent register AGENT --remote URL [--binding B] [--concurrency N] [flags]    # a remote needs no card: the daemon serves the remote's",
+		usage:   "AGENT (--card FILE | --name NAME [--description D] [--version V] [--skill ID[:NAME[:DESCRIPTION]]]...) [--remote URL [--binding B] [--concurrency N]] [--webhook URL [--webhook-token T]] [flags]\n  mailroom agent register AGENT --remote URL [--binding B] [--concurrency N] [flags]    # a remote needs no card: the daemon serves the remote's",
 		example: "mailroom agent register coder@local --name Coder --description 'writes Go' --skill 'code:Code:fixes failing tests'\nmailroom agent register coder@local --card coder.yaml    # YAML or JSON: name, description, version, skills (id, name, description, tags, examples), default_input_modes, default_output_modes, remote (url, binding, concurrency); - reads stdin\n" + remoteRegisterExamples,
 	})
 	cf := addClientFlags(fs, e)
@@ -45,10 +45,15 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	var skills repeated
 	fs.Var(&skills, "skill", "a skill as ID[:NAME[:DESCRIPTION]] (repeatable; the description may hold colons; without a name the card shows the id)")
 	remote := addRemoteFlags(fs)
+	webhook := fs.String("webhook", "", "call this URL when a result is waiting for the agent as a sender (a push notification: it need not poll results/next)")
+	webhookToken := fs.String("webhook-token", "", "with --webhook: the token sent with each call (X-A2A-Notification-Token) for the receiver to check")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
 	pos, err := parseExact(fs, args, "AGENT")
 	if err != nil {
 		return err
+	}
+	if *webhook == "" && *webhookToken != "" {
+		return usagef("--webhook-token: applies with --webhook only; add --webhook URL")
 	}
 	spec, err := remote.spec(fs)
 	if err != nil {
@@ -87,6 +92,12 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	}
 	if spec != nil {
 		card.Remote = spec
+	}
+	if *webhook != "" {
+		if *cardPath != "" && card.Webhook != nil {
+			return usagef("--webhook: the card %s has a webhook already; give it either in the file or with --webhook, not both", *cardPath)
+		}
+		card.Webhook = &mailbox.Webhook{URL: *webhook, Token: *webhookToken}
 	}
 	c, ctx, cancel, err := cf.connect(ctx, e)
 	if err != nil {
@@ -153,7 +164,8 @@ var unknownKey = regexp.MustCompile(`^(line \d+: )field (.+) not found in type m
 var cardTypes = strings.NewReplacer(
 	"into []mailbox.AgentSkill", "into skills, expected a list of skills (each id, name, description, tags, examples)",
 	"into mailbox.AgentSkill", "into a skill, expected id, name, description, tags, examples",
-	"into mailbox.AgentCard", "into a card, expected name, description, version, skills, default_input_modes, default_output_modes, remote",
+	"into mailbox.AgentCard", "into a card, expected name, description, version, skills, default_input_modes, default_output_modes, remote, webhook",
+	"into mailbox.Webhook", "into webhook, expected url, token, authentication",
 	"into mailbox.RemoteSpec", "into remote, expected url, binding, concurrency",
 	"into []string", "into a list",
 )
@@ -169,8 +181,10 @@ func cardKeyErrors(errs []string) []string {
 			out[i] = fmt.Sprintf("%sunknown key %q in a skill, expected id, name, description, tags, examples", m[1], m[2])
 		case m[3] == "RemoteSpec":
 			out[i] = fmt.Sprintf("%sunknown key %q in remote, expected url, binding, concurrency (the remote's credentials go in the daemon's configuration)", m[1], m[2])
+		case m[3] == "Webhook":
+			out[i] = fmt.Sprintf("%sunknown key %q in webhook, expected url, token, authentication", m[1], m[2])
 		default:
-			out[i] = fmt.Sprintf("%sunknown key %q, expected name, description, version, skills, default_input_modes, default_output_modes, remote", m[1], m[2])
+			out[i] = fmt.Sprintf("%sunknown key %q, expected name, description, version, skills, default_input_modes, default_output_modes, remote, webhook", m[1], m[2])
 		}
 	}
 	return out
@@ -189,6 +203,14 @@ func cardRefusal(err error, cardPath string, remoteFlags bool) error {
 	}
 	if arg, ok := remoteFlag(me.Details.Field); ok && remoteFlags {
 		msg, _ := strings.CutPrefix(me.Message, me.Details.Field+": ")
+		return usagef("%s: %s", arg, msg)
+	}
+	if f, ok := strings.CutPrefix(me.Details.Field, "webhook."); ok && cardPath == "" {
+		msg, _ := strings.CutPrefix(me.Message, me.Details.Field+": ")
+		arg := "--webhook"
+		if f == "token" {
+			arg = "--webhook-token"
+		}
 		return usagef("%s: %s", arg, msg)
 	}
 	if cardPath != "" {

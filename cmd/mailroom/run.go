@@ -56,6 +56,7 @@ func commands() []command {
 		{"bench", benchSummary, runBench},
 		{"retry-stale", retryStaleSummary, runRetryStale},
 		{"audit", auditSummary, runAudit},
+		{"push", pushSummary, runPush},
 		{"agent", agentSummary, runAgent},
 		{"mcp", mcpSummary, runMCP},
 		{"console", consoleSummary, runConsole},

@@ -140,3 +140,36 @@ func TestEdgeAccessWithTokens(t *testing.T) {
 }
 
 var queueAll = mailbox.QueueFilter{}
+
+// A task's push configs are its sender's (and an admin's): another caller
+// can neither set, read nor delete them, and its refusals change nothing.
+func TestPushConfigsAreTheSenders(t *testing.T) {
+	it := newInterop(t, daemontest.Options{Tokens: edgeTokens})
+	base := it.register("coder@local")
+	_, rep := rpc(t, base, "tok-alice", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"m-push","parts":[{"kind":"text","text":"hi"}]},`+
+		`"configuration":{"blocking":false,"pushNotificationConfig":{"url":"http://127.0.0.1:9/alice","token":"alice-secret"}}}}`)
+	var task struct {
+		ID string `json:"id"`
+	}
+	if rep.Error != nil || json.Unmarshal(rep.Result, &task) != nil || task.ID == "" {
+		t.Fatalf("alice's send with a config: %+v", rep)
+	}
+	set := `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"` + task.ID + `","pushNotificationConfig":{"id":"b","url":"http://127.0.0.1:9/bob"}}}`
+	list := `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/list","params":{"id":"` + task.ID + `"}}`
+	del := `{"jsonrpc":"2.0","id":4,"method":"tasks/pushNotificationConfig/delete","params":{"id":"` + task.ID + `","pushNotificationConfigId":"` + task.ID + `"}}`
+	before := it.seq()
+	for _, body := range []string{set, list, del} {
+		status, rep := rpc(t, base, "tok-bob", body)
+		if rep.Error == nil || strings.Contains(string(rep.Result), "alice-secret") {
+			t.Errorf("bob: %d %+v, want a refusal that shows nothing of alice's config", status, rep)
+		}
+	}
+	if after := it.seq(); after != before {
+		t.Errorf("bob's refused calls changed the mailbox: seq %d -> %d", before, after)
+	}
+	for _, tok := range []string{"tok-alice", "tok-admin"} {
+		if _, rep := rpc(t, base, tok, list); rep.Error != nil || !strings.Contains(string(rep.Result), "alice-secret") {
+			t.Errorf("%s lists the configs: %+v, want alice's", tok, rep)
+		}
+	}
+}

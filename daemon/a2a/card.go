@@ -105,7 +105,7 @@ func (e *Edge) cardFor(reg mailbox.RegisteredAgent, base string) obj {
 		"additionalInterfaces": []obj{{"url": base, "transport": "JSONRPC"}},
 		// Without streaming: true every client turns a streaming send into
 		// a blocking one.
-		"capabilities":       obj{"streaming": true, "pushNotifications": false},
+		"capabilities":       obj{"streaming": true, "pushNotifications": true},
 		"defaultInputModes":  modes(c.DefaultInputModes),
 		"defaultOutputModes": modes(c.DefaultOutputModes),
 		"skills":             skills,

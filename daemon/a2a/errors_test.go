@@ -105,9 +105,10 @@ func TestJSONRPCRefusals(t *testing.T) {
 		{"unknown part kind", nil, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"k","parts":[{"kind":"image","url":"x"}]}}}`, 200, -32602, "1", []string{`params.message.parts[0].kind: got "image"`}},
 		{"unknown v1.0 part", v1, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":"k","parts":[{"image":"x"}]}}}`, 200, -32602, "1", []string{"params.message.parts[0]", "exactly one of text, data, raw and url"}},
 		{"message of another kind", nil, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"task","role":"user","messageId":"k","parts":[{"kind":"text","text":"hi"}]}}}`, 200, -32602, "1", []string{`params.message.kind: got "task"`}},
-		{"v0.3 push config in a send", nil, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":` + msg03 + `,"configuration":{"pushNotificationConfig":{"url":"https://hook.example/a2a"}}}}`, 200, -32003, "1", []string{"params.configuration.pushNotificationConfig", "not supported"}},
-		{"v0.3 push config in a stream", nil, `{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":` + msg03 + `,"configuration":{"pushNotificationConfig":{"url":"https://hook.example/a2a"}}}}`, 200, -32003, "1", []string{"params.configuration.pushNotificationConfig"}},
-		{"v1.0 push config in a send", v1, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + msg10 + `,"configuration":{"taskPushNotificationConfig":{"url":"https://hook.example/a2a"}}}}`, 200, -32003, "1", []string{"params.configuration.taskPushNotificationConfig"}},
+		{"v0.3 push config to a host not allowed", nil, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":` + msg03 + `,"configuration":{"pushNotificationConfig":{"url":"https://hook.example/a2a"}}}}`, 200, -32602, "1", []string{"params.configuration.pushNotificationConfig.url", `host "hook.example" is not among`, "push_allow_hosts"}},
+		{"v0.3 push config of another scheme in a stream", nil, `{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":` + msg03 + `,"configuration":{"pushNotificationConfig":{"url":"ftp://127.0.0.1/a2a"}}}}`, 200, -32602, "1", []string{"params.configuration.pushNotificationConfig.url", `scheme "ftp"`, "http or https"}},
+		{"v1.0 push config without a url", v1, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + msg10 + `,"configuration":{"taskPushNotificationConfig":{"token":"t"}}}}`, 200, -32602, "1", []string{"params.configuration.taskPushNotificationConfig.url", "absolute http or https URL"}},
+		{"v1.0 push config with a token that is no header", v1, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + msg10 + `,"configuration":{"taskPushNotificationConfig":{"url":"http://127.0.0.1:9/h","token":"a\nb"}}}}`, 200, -32602, "1", []string{"params.configuration.taskPushNotificationConfig.token", "printable ASCII"}},
 		{"a stream of a bad message", nil, `{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":{"kind":"message","role":"robot","messageId":"k","parts":[{"kind":"text","text":"hi"}]}}}`, 200, -32602, "1", []string{`params.message.role: got "robot"`}},
 		{"bad role", nil, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"robot","messageId":"k","parts":[{"kind":"text","text":"hi"}]}}}`, 200, -32602, "1", []string{`params.message.role: got "robot"`}},
 		{"no message id", nil, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`, 200, -32602, "1", []string{"params.message.messageId"}},
@@ -119,8 +120,14 @@ func TestJSONRPCRefusals(t *testing.T) {
 		{"cancel a finished task", nil, `{"jsonrpc":"2.0","id":"c","method":"tasks/cancel","params":{"id":"` + done + `"}}`, 200, -32002, `"c"`, []string{"cannot cancel task", "already canceled"}},
 		{"resubscribe to an unknown task", nil, `{"jsonrpc":"2.0","id":1,"method":"tasks/resubscribe","params":{"id":"6f9619ff-8b86-4d11-b42d-00c04fc964ff"}}`, 200, -32001, "1", nil},
 		{"subscribe to a finished task", v1, `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"` + done + `"}}`, 200, -32004, "1", []string{"has finished"}},
-		{"push config", nil, `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"x"}}`, 200, -32003, "1", []string{"push notifications are not supported"}},
-		{"v1.0 push config", v1, `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{}}`, 200, -32003, "1", nil},
+		{"push config without its config", nil, `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"x"}}`, 200, -32602, "1", []string{"params.pushNotificationConfig: missing"}},
+		{"push config for an unknown task", nil, `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"6f9619ff-8b86-4d11-b42d-00c04fc964ff","pushNotificationConfig":{"url":"http://127.0.0.1:9/h"}}}`, 200, -32001, "1", []string{"not found"}},
+		{"push config naming the daemon", nil, `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"` + queued + `","pushNotificationConfig":{"url":"` + it.base + `/hook"}}}`, 200, -32602, "1", []string{"params.pushNotificationConfig.url", "this daemon's own address"}},
+		{"push config with a bad scheme", nil, `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"` + queued + `","pushNotificationConfig":{"url":"http://127.0.0.1:9/h","authentication":{"schemes":[]}}}}`, 200, -32602, "1", []string{"params.pushNotificationConfig.authentication.schemes", "1 to 8"}},
+		{"delete a push config without its id", nil, `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/delete","params":{"id":"` + queued + `"}}`, 200, -32602, "1", []string{"params.pushNotificationConfigId: missing"}},
+		{"get a push config a task does not have", nil, `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/get","params":{"id":"` + queued + `","pushNotificationConfigId":"nope"}}`, 200, -32602, "1", []string{`has no push notification config "nope"`}},
+		{"v1.0 push config without a task", v1, `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{}}`, 200, -32602, "1", []string{"params.taskId"}},
+		{"v1.0 push config with an empty scheme", v1, `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{"taskId":"` + queued + `","url":"http://127.0.0.1:9/h","authentication":{"scheme":"Bear er"}}}`, 200, -32602, "1", []string{"params.authentication.scheme", "no spaces"}},
 		{"extended card", nil, `{"jsonrpc":"2.0","id":1,"method":"agent/getAuthenticatedExtendedCard","params":{}}`, 200, -32004, "1", []string{"no extended card"}},
 		{"bad list page size", v1, `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageSize":1000}}`, 200, -32602, "1", []string{"params.pageSize: got \"1000\"", "1 to 100"}},
 		{"bad list state", v1, `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"status":"DONE"}}`, 200, -32602, "1", []string{`params.status: got "DONE"`}},
@@ -216,8 +223,12 @@ func TestRESTRefusals(t *testing.T) {
 		{"get with the wrong method", "POST", "tasks/" + done, nil, "{}", 405, "UNIMPLEMENTED", "INVALID_REQUEST", "method not allowed"},
 		{"list with an unknown parameter", "GET", "tasks?state=x", nil, "", 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "unknown query parameter"},
 		{"list with a bad page size", "GET", "tasks?pageSize=0", nil, "", 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "pageSize"},
-		{"push configs", "POST", "tasks/" + done + "/pushNotificationConfigs", nil, "{}", 400, "UNIMPLEMENTED", "PUSH_NOTIFICATION_NOT_SUPPORTED", "push notifications"},
-		{"send with a push config", "POST", "message:send", nil, `{"message":{"role":"ROLE_USER","messageId":"p","parts":[{"text":"hi"}]},"configuration":{"taskPushNotificationConfig":{"url":"https://hook.example/a2a"}}}`, 400, "UNIMPLEMENTED", "PUSH_NOTIFICATION_NOT_SUPPORTED", "configuration.taskPushNotificationConfig"},
+		{"push config without a url", "POST", "tasks/" + done + "/pushNotificationConfigs", nil, "{}", 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "url: got \"\""},
+		{"push config of an unknown task", "POST", "tasks/6f9619ff-8b86-4d11-b42d-00c04fc964ff/pushNotificationConfigs", nil, `{"url":"http://127.0.0.1:9/h"}`, 404, "NOT_FOUND", "TASK_NOT_FOUND", "not found"},
+		{"push config a task does not have", "GET", "tasks/" + done + "/pushNotificationConfigs/nope", nil, "", 400, "INVALID_ARGUMENT", "INVALID_PARAMS", `no push notification config "nope"`},
+		{"push configs with the wrong method", "PUT", "tasks/" + done + "/pushNotificationConfigs", nil, "{}", 405, "UNIMPLEMENTED", "INVALID_REQUEST", "method not allowed"},
+		{"push configs too deep", "GET", "tasks/" + done + "/pushNotificationConfigs/a/b", nil, "", 404, "NOT_FOUND", "INVALID_REQUEST", "no such route"},
+		{"send with a push config to a host not allowed", "POST", "message:send", nil, `{"message":{"role":"ROLE_USER","messageId":"p","parts":[{"text":"hi"}]},"configuration":{"taskPushNotificationConfig":{"url":"https://hook.example/a2a"}}}`, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "configuration.taskPushNotificationConfig.url"},
 		{"unknown route", "GET", "frobnicate", nil, "", 404, "NOT_FOUND", "INVALID_REQUEST", "no such route"},
 		{"unregistered agent", "GET", "../nobody@local/tasks", nil, "", 404, "NOT_FOUND", "INVALID_REQUEST", "nobody@local is not registered"},
 	}
@@ -299,8 +310,8 @@ func TestUnregisteredAgentAndCard(t *testing.T) {
 		if len(ifaces) != 3 {
 			t.Errorf("supportedInterfaces %v, want JSON-RPC 1.0, HTTP+JSON 1.0 and JSON-RPC 0.3", card["supportedInterfaces"])
 		}
-		if caps, _ := card["capabilities"].(map[string]any); caps["streaming"] != true || caps["pushNotifications"] != false {
-			t.Errorf("capabilities %v, want streaming and no push notifications", card["capabilities"])
+		if caps, _ := card["capabilities"].(map[string]any); caps["streaming"] != true || caps["pushNotifications"] != true {
+			t.Errorf("capabilities %v, want streaming and push notifications", card["capabilities"])
 		}
 		if _, ok := card["securitySchemes"]; ok {
 			t.Errorf("a daemon without tokens declares security schemes: %v", card["securitySchemes"])

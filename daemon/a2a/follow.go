@@ -179,8 +179,12 @@ func (e *Edge) interrupt(ctx context.Context, tv taskView, emit func(streamEvent
 	return nil
 }
 
-// concerns reports whether ev changes task id.
+// concerns reports whether ev changes task id (the outbox's events name
+// the task but change nothing a caller sees of it).
 func concerns(ev mailbox.Event, id string) bool {
+	if mailbox.IsPushEvent(ev.Type) {
+		return false
+	}
 	return ev.TaskID == id || (ev.Task != nil && ev.Task.ID == id)
 }
 

@@ -206,10 +206,10 @@ var methods = map[string]map[string]method{
 		"tasks/get":                           (*call).get,
 		"tasks/cancel":                        (*call).cancel,
 		"tasks/resubscribe":                   (*call).subscribe,
-		"tasks/pushNotificationConfig/set":    pushUnsupported,
-		"tasks/pushNotificationConfig/get":    pushUnsupported,
-		"tasks/pushNotificationConfig/list":   pushUnsupported,
-		"tasks/pushNotificationConfig/delete": pushUnsupported,
+		"tasks/pushNotificationConfig/set":    (*call).pushSet03,
+		"tasks/pushNotificationConfig/get":    (*call).pushGet03,
+		"tasks/pushNotificationConfig/list":   (*call).pushList03,
+		"tasks/pushNotificationConfig/delete": (*call).pushDelete03,
 		"agent/getAuthenticatedExtendedCard":  extendedUnsupported,
 	},
 	v10: {
@@ -219,11 +219,11 @@ var methods = map[string]map[string]method{
 		"ListTasks":                        (*call).list,
 		"CancelTask":                       (*call).cancel,
 		"SubscribeToTask":                  (*call).subscribe,
-		"CreateTaskPushNotificationConfig": pushUnsupported,
-		"GetTaskPushNotificationConfig":    pushUnsupported,
-		"ListTaskPushNotificationConfigs":  pushUnsupported,
-		"ListTaskPushNotificationConfig":   pushUnsupported,
-		"DeleteTaskPushNotificationConfig": pushUnsupported,
+		"CreateTaskPushNotificationConfig": (*call).pushCreate10,
+		"GetTaskPushNotificationConfig":    (*call).pushGet10,
+		"ListTaskPushNotificationConfigs":  (*call).pushList10,
+		"ListTaskPushNotificationConfig":   (*call).pushList10,
+		"DeleteTaskPushNotificationConfig": (*call).pushDelete10,
 		"GetExtendedAgentCard":             extendedUnsupported,
 	},
 }
@@ -246,10 +246,6 @@ func unknownMethod(v, m string) *rpcError {
 	return &rpcError{code: codeMethodNotFound, msg: "method: " + strconv.Quote(m) + " is not an A2A " + v + " method this server knows"}
 }
 
-func pushUnsupported(c *call) error {
-	return &rpcError{code: codePushNotSupported, msg: "push notifications are not supported; stream the task (message/stream, tasks/resubscribe) or poll it (tasks/get)"}
-}
-
 func extendedUnsupported(c *call) error {
 	return &rpcError{code: codeUnsupported, msg: "this agent has no extended card; its card at .well-known/agent-card.json is the whole card"}
 }
@@ -262,8 +258,7 @@ type sendRequest struct {
 		ReturnImmediately  *bool    `json:"returnImmediately"`
 		HistoryLength      *int     `json:"historyLength"`
 		AcceptedOutputMode []string `json:"acceptedOutputModes"`
-		// Push notifications do not exist here: a config would be
-		// ignored, and its caller wait for a webhook that never comes.
+		// The task's push config, set with it in one unit.
 		PushNotificationConfig     json.RawMessage `json:"pushNotificationConfig"`     // v0.3
 		TaskPushNotificationConfig json.RawMessage `json:"taskPushNotificationConfig"` // v1.0
 	} `json:"configuration"`
@@ -298,12 +293,17 @@ func decodeSend(v string, raw json.RawMessage, field string) (sendParams, error)
 			return p, invalidParams(field+"configuration.historyLength", "expected 0 or more", strconv.Itoa(*cfg.HistoryLength))
 		}
 		p.historyLength = cfg.HistoryLength
-		for name, raw := range map[string]json.RawMessage{"pushNotificationConfig": cfg.PushNotificationConfig, "taskPushNotificationConfig": cfg.TaskPushNotificationConfig} {
-			if len(raw) > 0 && string(raw) != "null" {
-				f := field + "configuration." + name
-				return p, &rpcError{code: codePushNotSupported, field: f,
-					msg: f + ": push notifications are not supported, so no webhook would ever be called; leave it out and stream the task (message/stream, tasks/resubscribe) or poll it (tasks/get)"}
+		name, raw := "pushNotificationConfig", cfg.PushNotificationConfig
+		if v == v10 {
+			name, raw = "taskPushNotificationConfig", cfg.TaskPushNotificationConfig
+		}
+		if len(raw) > 0 && string(raw) != "null" {
+			f := field + "configuration." + name
+			c, err := decodePushConfig(v, raw, f)
+			if err != nil {
+				return p, err
 			}
+			p.push, p.pushField = &c, f
 		}
 	}
 	if len(m.metadata) > 0 {

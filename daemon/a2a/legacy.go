@@ -160,7 +160,7 @@ func decodeLegacyEnvelope(body []byte) (json.RawMessage, string, map[string]json
 func (e *Edge) legacySend(ctx context.Context, agent string, params map[string]json.RawMessage) (any, error) {
 	if raw, ok := params["pushNotification"]; ok && string(raw) != "null" {
 		return nil, &rpcError{code: codePushNotSupported, field: "params.pushNotification",
-			msg: "params.pushNotification: push notifications are not supported; tasks/send answers when the task finishes, and tasks/get reads it later"}
+			msg: "params.pushNotification: the pre-0.2 dialect takes no push notifications here; tasks/send answers when the task finishes, and tasks/get reads it later (or send message/send at the agent's base URL with configuration.pushNotificationConfig)"}
 	}
 	if err := legacyKnown(params, "params", "id", "sessionId", "message", "historyLength", "acceptedOutputModes", "pushNotification"); err != nil {
 		return nil, err
@@ -203,7 +203,7 @@ func (e *Edge) legacySend(ctx context.Context, agent string, params map[string]j
 		return nil, err
 	}
 	if id == "" {
-		id, err = e.enqueue(ctx, legacyTaskID(agent, sender, clientID), sender, agent, m, meta,
+		id, err = e.enqueue(ctx, legacyTaskID(agent, sender, clientID), sender, agent, m, sendParams{meta: meta},
 			&mailbox.A2AOrigin{Version: versionLegacy, MessageID: clientID, ContextID: sessionID, Message: rawMsg})
 		if err != nil {
 			return nil, err

@@ -563,7 +563,7 @@ func TestLegacyRefusals(t *testing.T) {
 		{"a blank task id", send(`{"id":" ","message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}]}}`), -32602, `params.id: got " ", expected a non-blank id`, "params.id"},
 		{"a long task id", send(`{"id":"` + strings.Repeat("x", 257) + `","message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}]}}`), -32602, "params.id: got 257 bytes, expected at most 256", "params.id"},
 		{"an unknown param", send(`{"id":"t","sessionid":"s","message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}]}}`), -32602, "params.sessionid: unknown field", "params.sessionid"},
-		{"a push config", send(`{"id":"t","pushNotification":{"url":"http://hook"},"message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}]}}`), -32003, "params.pushNotification: push notifications are not supported", "params.pushNotification"},
+		{"a push config", send(`{"id":"t","pushNotification":{"url":"http://hook"},"message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}]}}`), -32003, "params.pushNotification: the pre-0.2 dialect takes no push notifications", "params.pushNotification"},
 		{"output modes not a list", send(`{"id":"t","acceptedOutputModes":"text","message":{"role":"user","parts":[{"type":"text","text":"hi","data":null}]}}`), -32602, `params.acceptedOutputModes: got "text", expected an array`, "params.acceptedOutputModes"},
 		{"an id out of a double's range", `{"jsonrpc":"2.0","id":1.5e400,"method":"tasks/get","params":{"id":"t"}}`, -32600, "id: got 1.5e400, expected a string, or a number within a double's range", "id"},
 		{"no message", send(`{"id":"t"}`), -32602, "params.message: missing", "params.message"},

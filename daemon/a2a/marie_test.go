@@ -155,7 +155,7 @@ func TestMarieAIClientReplay(t *testing.T) {
 	// A stream refused before it begins still reads as a stream: Marie's
 	// client finds the error on a data: line instead of nothing.
 	before := it.seq()
-	bad := strings.Replace(marieStream, `"pushNotificationConfig": null`, `"pushNotificationConfig": {"url": "https://marie.example/hook", "token": null, "id": null, "authentication": null}`, 1)
+	bad := strings.Replace(marieStream, `"pushNotificationConfig": null`, `"pushNotificationConfig": {"url": "ftp://marie.example/hook", "token": null, "id": null, "authentication": null}`, 1)
 	req, err := http.NewRequestWithContext(t.Context(), "POST", base, strings.NewReader(bad))
 	if err != nil {
 		t.Fatal(err)
@@ -167,8 +167,8 @@ func TestMarieAIClientReplay(t *testing.T) {
 	}
 	events = marieEvents(t, resp.Body)
 	resp.Body.Close()
-	if len(events) != 1 || events[0]["error"] == nil || events[0]["error"].(map[string]any)["code"] != float64(-32003) {
-		t.Fatalf("a refused stream gave %v; want one data: line holding error -32003", events)
+	if len(events) != 1 || events[0]["error"] == nil || events[0]["error"].(map[string]any)["code"] != float64(-32602) {
+		t.Fatalf("a refused stream gave %v; want one data: line holding error -32602", events)
 	}
 	if after := it.seq(); after != before {
 		t.Fatalf("the refused stream changed the mailbox: seq %d -> %d", before, after)

@@ -24,6 +24,10 @@ type sendParams struct {
 	meta          map[string]json.RawMessage // the message's metadata
 	blocking      bool
 	historyLength *int
+	// push is the push config sent inside the message's configuration
+	// (pushField names it), set on the task in the same unit.
+	push      *mailbox.PushConfig
+	pushField string
 }
 
 // taskNamespace makes task ids from (agent, sender, messageId), so a retry
@@ -41,6 +45,13 @@ func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, 
 	var id string
 	var from uint64
 	if m.taskID != "" {
+		if p.push != nil {
+			// An answer that carries a config: the config goes on the
+			// task first, so a refusal of it answers nothing.
+			if _, _, err := e.setPush(ctx, agent, m.taskID, *p.push, p.version, p.pushField); err != nil {
+				return taskView{}, 0, err
+			}
+		}
 		var err error
 		if id, from, err = e.reply(ctx, agent, p); err != nil {
 			return taskView{}, 0, err
@@ -52,7 +63,7 @@ func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, 
 			contextID = uuid.NewString()
 		}
 		var err error
-		id, err = e.enqueue(ctx, uuid.NewSHA1(taskNamespace, []byte(agent+"\x00"+sender+"\x00"+m.messageID)).String(), sender, agent, m, p.meta,
+		id, err = e.enqueue(ctx, uuid.NewSHA1(taskNamespace, []byte(agent+"\x00"+sender+"\x00"+m.messageID)).String(), sender, agent, m, p,
 			&mailbox.A2AOrigin{Version: p.version, MessageID: m.messageID, ContextID: contextID, Message: p.raw})
 		if err != nil {
 			return taskView{}, 0, err
@@ -75,13 +86,20 @@ func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, 
 // origin, and returns the task's id: the task a retry of the same message
 // already made, too. Metadata mailroom.idempotent with
 // mailroom.idempotency_key maps to the mailbox's idempotency policy.
-func (e *Edge) enqueue(ctx context.Context, id, sender, agent string, m message, meta map[string]json.RawMessage, origin *mailbox.A2AOrigin) (string, error) {
+func (e *Edge) enqueue(ctx context.Context, id, sender, agent string, m message, p sendParams, origin *mailbox.A2AOrigin) (string, error) {
 	t := mailbox.Task{ID: id, Sender: sender, Recipient: agent, IntentText: textOf(m), Context: contextOf(m), A2A: origin}
-	if on, ok := metaBool(meta, "idempotent"); ok && on {
-		key, _ := metaString(meta, "idempotency_key")
+	if on, ok := metaBool(p.meta, "idempotent"); ok && on {
+		key, _ := metaString(p.meta, "idempotency_key")
 		t.Idempotency = &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: key}
 	}
-	res, err := e.svc.Send(ctx, t)
+	var res mailbox.TaskQueuedResponse
+	var err error
+	if p.push != nil {
+		res, err = e.svc.SendWithPush(ctx, t, *p.push)
+		err = pushFieldError(err, p.version, p.pushField)
+	} else {
+		res, err = e.svc.Send(ctx, t)
+	}
 	switch {
 	case err == nil:
 		return res.TaskID, nil

@@ -17,6 +17,10 @@ import (
 //	GET  tasks                 ListTasks            ListTasksResponse
 //	POST tasks/{id}:cancel     CancelTask           Task
 //	GET|POST tasks/{id}:subscribe  SubscribeToTask  SSE of StreamResponse
+//	POST tasks/{id}/pushNotificationConfigs        CreateTaskPushNotificationConfig
+//	GET  tasks/{id}/pushNotificationConfigs        ListTaskPushNotificationConfigs
+//	GET  tasks/{id}/pushNotificationConfigs/{cid}  GetTaskPushNotificationConfig
+//	DELETE tasks/{id}/pushNotificationConfigs/{cid}  DeleteTaskPushNotificationConfig
 func (e *Edge) rest(w http.ResponseWriter, r *http.Request, req request) {
 	if err := e.serveREST(w, r, req); err != nil {
 		writeRESTError(w, err)
@@ -85,12 +89,17 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 		return nil
 	case strings.HasPrefix(path, "tasks/"):
 		rest := strings.TrimPrefix(path, "tasks/")
+		if idPart, configs, ok := strings.Cut(rest, "/pushNotificationConfigs"); ok {
+			id, err := url.PathUnescape(idPart)
+			configID, cerr := url.PathUnescape(strings.TrimPrefix(configs, "/"))
+			if err != nil || cerr != nil || id == "" || (configs != "" && (configs[0] != '/' || configID == "")) || strings.Contains(configs[min(1, len(configs)):], "/") {
+				return mailbox.Errorf(mailbox.CodeNotFound, "%s: no such route; push configs are at tasks/{id}/pushNotificationConfigs[/{configId}]", r.URL.Path)
+			}
+			return e.restPush(w, r, req.agent, id, configID, allow)
+		}
 		idPart, verb, _ := strings.Cut(rest, ":")
 		id, err := url.PathUnescape(idPart)
 		if err != nil || id == "" || strings.Contains(id, "/") {
-			if strings.Contains(idPart, "/pushNotificationConfigs") {
-				return pushUnsupported(nil)
-			}
 			return mailbox.Errorf(mailbox.CodeNotFound, "%s: no such route", r.URL.Path)
 		}
 		switch verb {

@@ -257,6 +257,65 @@ func (g guard) Delivered(ctx context.Context, taskID string) error {
 	return g.next.Delivered(ctx, taskID)
 }
 
+// SendWithPush holds the task to Send's policy; the config is the
+// sender's own.
+func (g guard) SendWithPush(ctx context.Context, t mailbox.Task, c mailbox.PushConfig) (mailbox.TaskQueuedResponse, error) {
+	if mailbox.ValidateAgentID("sender", t.Sender) == nil && mailbox.ValidateAgentID("recipient", t.Recipient) == nil {
+		if err := IdentityFrom(ctx).CheckSend(t); err != nil {
+			return mailbox.TaskQueuedResponse{}, err
+		}
+	}
+	return g.next.SendWithPush(ctx, t, c)
+}
+
+// SetPushConfig, PushConfigs and DeletePushConfig are for the task's
+// sender (a config holds the token its receiver checks); a2a.admin may
+// manage any.
+func (g guard) SetPushConfig(ctx context.Context, taskID string, c mailbox.PushConfig) (mailbox.PushConfig, error) {
+	if err := g.checkOwn(ctx, taskID, "set push configs on"); err != nil {
+		return mailbox.PushConfig{}, err
+	}
+	return g.next.SetPushConfig(ctx, taskID, c)
+}
+
+func (g guard) PushConfigs(ctx context.Context, taskID, configID string) ([]mailbox.PushConfig, error) {
+	if err := g.checkOwn(ctx, taskID, "read the push configs of"); err != nil {
+		return nil, err
+	}
+	return g.next.PushConfigs(ctx, taskID, configID)
+}
+
+func (g guard) DeletePushConfig(ctx context.Context, taskID, configID string) error {
+	if err := g.checkOwn(ctx, taskID, "delete push configs of"); err != nil {
+		return err
+	}
+	return g.next.DeletePushConfig(ctx, taskID, configID)
+}
+
+// Deliveries needs a2a.read: the operator's view of the outbox.
+func (g guard) Deliveries(ctx context.Context, failedOnly bool) (mailbox.PushListing, error) {
+	if err := IdentityFrom(ctx).CheckRead(); err != nil {
+		return mailbox.PushListing{}, err
+	}
+	return g.next.Deliveries(ctx, failedOnly)
+}
+
+// RetryNotification and DropNotification are an operator's repairs of
+// the outbox: a2a.admin.
+func (g guard) RetryNotification(ctx context.Context, id, reason string) (mailbox.Notification, error) {
+	if ident := IdentityFrom(ctx); !ident.Admin() {
+		return mailbox.Notification{}, Forbidden(ident, CapAdmin, "retry push notifications")
+	}
+	return g.next.RetryNotification(ctx, id, reason)
+}
+
+func (g guard) DropNotification(ctx context.Context, id, reason string) error {
+	if ident := IdentityFrom(ctx); !ident.Admin() {
+		return Forbidden(ident, CapAdmin, "drop push notifications")
+	}
+	return g.next.DropNotification(ctx, id, reason)
+}
+
 // checkOwn allows an admin, or the sender of the task. An unknown or
 // malformed id is left to next, so it is a 404 (or a 400) before any
 // capability is looked at.

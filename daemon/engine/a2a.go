@@ -29,6 +29,12 @@ func (e *Engine) register(ctx context.Context, agent string, card mailbox.AgentC
 	if err != nil {
 		return mailbox.RegisteredAgent{}, err
 	}
+	if w := card.Webhook; w != nil && e.opts.CheckPushURL != nil {
+		u, _ := mailbox.ParsePushURL("webhook.url", w.URL)
+		if err := e.opts.CheckPushURL("webhook.url", u); err != nil {
+			return mailbox.RegisteredAgent{}, err
+		}
+	}
 	principal := mailbox.PrincipalFrom(ctx)
 	var out mailbox.RegisteredAgent
 	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {

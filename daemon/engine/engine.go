@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,11 @@ type Options struct {
 	// the subscribers that asked for it (default DefaultAgentsInterval;
 	// negative: never).
 	AgentsInterval time.Duration
+	// CheckPushURL, when set, holds a push config's webhook URL to the
+	// daemon's configuration (its own address refused, the hosts allowed),
+	// before anything is decided; field names the URL in a refusal. The
+	// log holds what passed, and replay does not ask again.
+	CheckPushURL func(field string, u *url.URL) error
 }
 
 // Defaults for Options.
@@ -162,6 +168,9 @@ type Engine struct {
 	// remoteStatus, when set, says what the dispatcher knows of a remote
 	// agent, for the agents listing.
 	remoteStatus atomic.Pointer[func(agent string) *mailbox.RemoteStatus]
+	// pushStatus, when set, says what the notifier knows of its
+	// deliveries (SetPushStatus).
+	pushStatus atomic.Pointer[func() (bool, map[string]mailbox.PushAttempt)]
 }
 
 var _ mailbox.Service = (*Engine)(nil)

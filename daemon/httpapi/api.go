@@ -85,6 +85,9 @@ const (
 	RouteAgents        = "GET /a2a/agents"
 	RouteRegister      = "PUT /a2a/agents/{agent...}"
 	RouteDeregister    = "DELETE /a2a/agents/{agent...}"
+	RoutePushList      = "GET /a2a/push"
+	RoutePushRetry     = "POST /a2a/push/{id}/retry"
+	RoutePushDrop      = "POST /a2a/push/{id}/drop"
 	RouteHealth        = "GET /healthz"
 	RouteMetrics       = "GET /metrics"
 
@@ -108,6 +111,7 @@ var bodiless = map[string]string{
 	RouteAgents:        "give the skill filter in the query",
 	RouteDeregister:    "send it empty",
 	RouteAudit:         "give limit and task_id in the query",
+	RoutePushList:      "give failed in the query",
 	RouteWhoAmI:        "send it empty",
 	RouteHealth:        "send it empty",
 	RouteMetrics:       "send it empty",
@@ -133,6 +137,7 @@ type Service interface {
 	mailbox.Mailbox
 	mailbox.Operator
 	mailbox.Registry
+	mailbox.Push
 	mailbox.Stream
 	// Cancel is mailbox.A2A's: a sender cancels the tasks it sent.
 	Cancel(ctx context.Context, taskID, reason string) (mailbox.TaskRecord, error)
@@ -179,6 +184,9 @@ func New(svc Service, opts Options) http.Handler {
 	a.handle(RouteAgents, a.agents)
 	a.handle(RouteRegister, a.register)
 	a.handle(RouteDeregister, a.deregister)
+	a.handle(RoutePushList, a.pushList)
+	a.handle(RoutePushRetry, a.pushRetry)
+	a.handle(RoutePushDrop, a.pushDrop)
 	a.handle(RouteHealth, a.health)
 	a.handle(RouteMetrics, a.metrics)
 	return a

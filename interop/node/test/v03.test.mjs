@@ -167,3 +167,61 @@ test('v0.3: an answer to a task that is not waiting is UnsupportedOperation', as
   await assert.rejects(c.sendMessage(answerTo(queued, 'more')), UnsupportedOperationError, 'an answer to a queued task');
   await assert.rejects(c.sendMessage(answerTo({ id: randomUUID(), contextId: queued.contextId }, 'more')), TaskNotFoundError, 'an answer to an unknown task');
 });
+
+test('v0.3: a send with a push config; set, get, list and delete configs', async () => {
+  const { agent, base } = await newAgent('js03-push');
+  const c = await client(base, true);
+  assert.equal((await c.getAgentCard()).capabilities.pushNotifications, true, 'the card offers push notifications');
+  const hook = 'http://127.0.0.1:9/hooks/js03';
+  const sent = await c.sendMessage({ ...message('notify me'), configuration: { blocking: false, pushNotificationConfig: { url: hook, token: 'tok-send' } } });
+  assert.equal(sent.kind, 'task', 'a send with a config answers a task');
+  let list = await c.listTaskPushNotificationConfig({ id: sent.id });
+  assert.equal(list.length, 1, 'the send set one config');
+  assert.equal(list[0].taskId, sent.id);
+  assert.equal(list[0].pushNotificationConfig.url, hook);
+  assert.equal(list[0].pushNotificationConfig.token, 'tok-send');
+  assert.equal(list[0].pushNotificationConfig.id, sent.id, 'a config without an id takes the task id');
+
+  const set = await c.setTaskPushNotificationConfig({ taskId: sent.id, pushNotificationConfig: { id: 'audit', url: 'http://127.0.0.1:9/audit', authentication: { schemes: ['Bearer'], credentials: 's3cret' } } });
+  assert.equal(set.pushNotificationConfig.id, 'audit');
+  const got = await c.getTaskPushNotificationConfig({ id: sent.id, pushNotificationConfigId: 'audit' });
+  assert.equal(got.pushNotificationConfig.url, 'http://127.0.0.1:9/audit');
+  assert.deepEqual(got.pushNotificationConfig.authentication, { schemes: ['Bearer'], credentials: 's3cret' });
+  list = await c.listTaskPushNotificationConfig({ id: sent.id });
+  assert.deepEqual(list.map((x) => x.pushNotificationConfig.id), [sent.id, 'audit']);
+  await c.deleteTaskPushNotificationConfig({ id: sent.id, pushNotificationConfigId: 'audit' });
+  list = await c.listTaskPushNotificationConfig({ id: sent.id });
+  assert.deepEqual(list.map((x) => x.pushNotificationConfig.id), [sent.id], 'the deleted config is gone');
+  await assert.rejects(c.setTaskPushNotificationConfig({ taskId: sent.id, pushNotificationConfig: { url: 'ftp://127.0.0.1/x' } }), /scheme "ftp"/, 'a bad scheme is refused, naming it');
+  await work(agent, 'ok', 'done');
+});
+
+test('v0.3: a webhook receiver sees every state change of a task sent with a config, in order, with the token', async () => {
+  const { createServer } = await import('node:http');
+  const seen = [];
+  let wake = () => {};
+  const srv = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      const task = JSON.parse(body);
+      seen.push({ state: task.status.state, kind: task.kind, token: req.headers['x-a2a-notification-token'], id: req.headers['mailroom-notification-id'] });
+      res.writeHead(204).end();
+      wake();
+    });
+  });
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  try {
+    const { agent, base } = await newAgent('js03-hook');
+    const c = await client(base, true);
+    const hook = `http://127.0.0.1:${srv.address().port}/hook`;
+    await c.sendMessage({ ...message('notify me'), configuration: { blocking: false, pushNotificationConfig: { url: hook, token: 'tok-js' } } });
+    await work(agent, 'ok', 'done');
+    await withTimeout(new Promise((resolve) => { wake = () => { if (seen.length >= 3) resolve(); }; wake(); }), 10000, 'three notifications');
+    assert.deepEqual(seen.map((s) => s.state), ['submitted', 'working', 'completed'], 'every change, in order');
+    assert.ok(seen.every((s) => s.kind === 'task' && s.token === 'tok-js' && s.id), 'each a Task with the token and an id');
+    assert.equal(new Set(seen.map((s) => s.id)).size, 3, 'each its own id');
+  } finally {
+    srv.close();
+  }
+});

@@ -197,3 +197,68 @@ for (const transport of ['JSONRPC', 'HTTP+JSON']) {
     await assert.rejects(c.sendMessage(answerTo({ id: randomUUID(), contextId: queued.contextId }, 'more')), TaskNotFoundError, 'an answer to an unknown task');
   });
 }
+
+for (const transport of ['JSONRPC', 'HTTP+JSON']) {
+  test(`v1.0 ${transport}: a send with a push config; create, get, list and delete configs`, async () => {
+    const { agent, base } = await newAgent('js1-push');
+    const c = await client(base, transport, true);
+    const hook = 'http://127.0.0.1:9/hooks/js1';
+    const m = message('notify me');
+    m.configuration = { acceptedOutputModes: [], historyLength: undefined, returnImmediately: true,
+      taskPushNotificationConfig: { tenant: '', id: '', taskId: '', url: hook, token: 'tok-send', authentication: undefined } };
+    const sent = await c.sendMessage(m);
+    assert.ok(sent.id, 'a send with a config answers a task');
+    let list = await c.listTaskPushNotificationConfig({ tenant: '', taskId: sent.id, pageSize: 0, pageToken: '' });
+    assert.equal(list.configs.length, 1, 'the send set one config');
+    assert.equal(list.configs[0].url, hook);
+    assert.equal(list.configs[0].token, 'tok-send');
+    assert.equal(list.configs[0].taskId, sent.id);
+
+    const created = await c.createTaskPushNotificationConfig({ tenant: '', id: 'audit', taskId: sent.id, url: 'http://127.0.0.1:9/audit', token: '',
+      authentication: { scheme: 'Bearer', credentials: 's3cret' } });
+    assert.equal(created.id, 'audit');
+    const got = await c.getTaskPushNotificationConfig({ tenant: '', taskId: sent.id, id: 'audit' });
+    assert.equal(got.url, 'http://127.0.0.1:9/audit');
+    assert.equal(got.authentication?.scheme, 'Bearer');
+    assert.equal(got.authentication?.credentials, 's3cret');
+    list = await c.listTaskPushNotificationConfig({ tenant: '', taskId: sent.id, pageSize: 0, pageToken: '' });
+    assert.deepEqual(list.configs.map((x) => x.id), [sent.id, 'audit']);
+    await c.deleteTaskPushNotificationConfig({ tenant: '', taskId: sent.id, id: 'audit' });
+    list = await c.listTaskPushNotificationConfig({ tenant: '', taskId: sent.id, pageSize: 0, pageToken: '' });
+    assert.deepEqual(list.configs.map((x) => x.id), [sent.id], 'the deleted config is gone');
+    await assert.rejects(c.createTaskPushNotificationConfig({ tenant: '', id: '', taskId: sent.id, url: 'https://hooks.elsewhere.example/x', token: '', authentication: undefined }),
+      /push_allow_hosts/, 'a host not allowed is refused, naming the setting');
+    await work(agent, 'ok', 'done');
+  });
+}
+
+test('v1.0 HTTP+JSON: a webhook receiver sees every state change as a StreamResponse, in order, with the token', async () => {
+  const { createServer } = await import('node:http');
+  const seen = [];
+  let wake = () => {};
+  const srv = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      const sr = JSON.parse(body);
+      seen.push({ state: sr.task?.status?.state, token: req.headers['x-a2a-notification-token'] });
+      res.writeHead(200).end();
+      wake();
+    });
+  });
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  try {
+    const { agent, base } = await newAgent('js1-hook');
+    const c = await client(base, 'HTTP+JSON', true);
+    const m = message('notify me');
+    m.configuration = { acceptedOutputModes: [], historyLength: undefined, returnImmediately: true,
+      taskPushNotificationConfig: { tenant: '', id: '', taskId: '', url: `http://127.0.0.1:${srv.address().port}/hook`, token: 'tok-js1', authentication: undefined } };
+    await c.sendMessage(m);
+    await work(agent, 'ok', 'done');
+    await withTimeout(new Promise((resolve) => { wake = () => { if (seen.length >= 3) resolve(); }; wake(); }), 10000, 'three notifications');
+    assert.deepEqual(seen.map((s) => s.state), ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED'], 'every change, in order');
+    assert.ok(seen.every((s) => s.token === 'tok-js1'), 'each with the token');
+  } finally {
+    srv.close();
+  }
+});

@@ -9,12 +9,13 @@
 // neither `go test ./...` nor any build runs it, and so that the log
 // store's own tests do not depend on the engine.
 //
-// The dir is a snapshot at seq 28 holding tasks in every state (canceled
+// The dir is a snapshot at seq 32 holding tasks in every state (canceled
 // and waiting too), a pending result, a cached result, audit records,
 // limits, the agent registry and an A2A task with its kept result, then one
 // segment whose events cover every event type the log holds, ending with a
 // batch of tasks, one of results, tasks sent through Covenant's dialect,
-// and conversations.
+// conversations, remote agents, push notifications and a native sender's
+// webhook.
 package main
 
 import (
@@ -249,125 +250,207 @@ func (g *scenario) run() {
 	g.post(mailbox.Result{TaskID: taskID(20), Status: mailbox.StatusAuthRequired, LeaseID: l20,
 		Content: []mailbox.Content{text("I need a token for the key vault"), {Type: mailbox.ContentJSON, Value: json.RawMessage(`{"scope":"vault:write"}`)}}}) // 27 result_posted: auth_required, undrained
 	g.drain(lead, 19) // 28 result_drained: task 19 still waits
-	if out, err := g.eng.Compact(context.Background()); err != nil || out.Seq != 28 {
-		log.Fatalf("compact = %+v, %v, want a snapshot at seq 28", out, err)
+	// Push notifications in the snapshot: an A2A task with a push config
+	// (a token, an authentication), leased: the notification of the
+	// config's setting dead-lettered, the lease's pending.
+	g.send(a2aTask(26, reviewer, "a2a-msg-26", "ctx-4", msg26)) // 29
+	g.setPush(26, mailbox.PushConfig{ID: "hook-26", URL: "http://127.0.0.1:9/hooks/a2a", Token: "tok-26",
+		Authentication: &mailbox.PushAuth{Schemes: []string{"Bearer"}, Credentials: "receiver-secret"}}) // 30 push_config_set
+	g.lease(reviewer, 26)                                                                                       // 31: a notification pending
+	g.deadLetter(g.outbox(0), 8, "POST http://127.0.0.1:9/hooks/a2a: dial tcp 127.0.0.1:9: connection refused") // 32 push_dead_lettered
+	if out, err := g.eng.Compact(context.Background()); err != nil || out.Seq != 32 {
+		log.Fatalf("compact = %+v, %v, want a snapshot at seq 32", out, err)
 	}
 	g.close()
 
 	// Phase 2, the segment after the snapshot: every event type.
-	g.skipRecord(29)
-	g.open(limitsB) // 30 limits_set
+	g.skipRecord(33)
+	g.open(limitsB) // 34 limits_set
 	g.send(mailbox.Task{ID: taskID(5), Sender: planner, Recipient: coder, IntentText: "fix the flaky test\nsee CI run #42 (café)",
 		TaskKind: kind("fix"), Parent: taskID(1), DeadlineMs: &deadline,
-		Idempotency: &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: "fix-42"}}) // 31 task_sent with every optional field
+		Idempotency: &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: "fix-42"}}) // 35 task_sent with every optional field
 	dup := review
 	dup.ID = taskID(6)
-	g.send(dup)            // 32 result_replayed from task 1
-	l2 = g.lease(coder, 2) // 33: attempt 2
+	g.send(dup)            // 36 result_replayed from task 1
+	l2 = g.lease(coder, 2) // 37: attempt 2
 	g.post(mailbox.Result{TaskID: taskID(2), Status: mailbox.StatusOK, LeaseID: l2, Content: []mailbox.Content{
 		text("changelog written"),
 		{Type: mailbox.ContentJSON, Value: json.RawMessage(`{"commit":"abc123","files":["CHANGELOG.md"],"lines":{"added":12,"removed":0},"draft":false,"note":null}`)},
-	}}) // 34 result_posted: text and json
-	l5 := g.lease(coder, 5) // 35
+	}}) // 38 result_posted: text and json
+	l5 := g.lease(coder, 5) // 39
 	g.repair(mailbox.RepairRequest{TaskID: taskID(5), Reason: "coder@local restarted",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l5, DuplicateRisk: mailbox.RiskIdempotent}}) // 36 task_requeued: idempotent
-	g.lease(coder, 5) // 37
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l5, DuplicateRisk: mailbox.RiskIdempotent}}) // 40 task_requeued: idempotent
+	g.lease(coder, 5) // 41
 	rep, err := g.eng.RetryStale(context.Background(), mailbox.RetryPolicy{Enabled: true, MinLeaseAgeMs: 1000, MaxAttempts: 5, MaxRequeues: 10, ScanLimit: 100})
 	if err != nil || len(rep.Requeued) != 1 || rep.Requeued[0].TaskID != taskID(5) {
 		log.Fatalf("retry-stale = %+v, %v, want task 5 requeued", rep, err)
-	} // 38 task_requeued: auto
-	l5 = g.lease(coder, 5) // 39: attempt 3
+	} // 42 task_requeued: auto
+	l5 = g.lease(coder, 5) // 43: attempt 3
 	g.repair(mailbox.RepairRequest{TaskID: taskID(5), Reason: "stuck on attempt 3",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: l5, Message: "gave up after three attempts"}}) // 40 task_force_errored
+		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: l5, Message: "gave up after three attempts"}}) // 44 task_force_errored
 	g.post(mailbox.Result{TaskID: taskID(4), Status: mailbox.StatusError, LeaseID: l4, Content: []mailbox.Content{},
-		ErrorMessage: "the README has no source language"}) // 41 result_posted: error
-	g.drain(planner, 3)                                                                                    // 42 result_drained
-	g.send(mailbox.Task{ID: taskID(7), Sender: planner, Recipient: writer, IntentText: "check the links"}) // 43
-	l7 := g.lease(writer, 7)                                                                               // 44
+		ErrorMessage: "the README has no source language"}) // 45 result_posted: error
+	g.drain(planner, 3)                                                                                    // 46 result_drained
+	g.send(mailbox.Task{ID: taskID(7), Sender: planner, Recipient: writer, IntentText: "check the links"}) // 47
+	l7 := g.lease(writer, 7)                                                                               // 48
 	g.repair(mailbox.RepairRequest{TaskID: taskID(7), Reason: "writer@local hung",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l7, DuplicateRisk: mailbox.RiskOperatorAccepted}}) // 45 task_requeued: operator_accepted
-	l7 = g.lease(writer, 7)                                                                                                                         // 46
-	g.post(mailbox.Result{TaskID: taskID(7), Status: mailbox.StatusPartial, LeaseID: l7, Content: []mailbox.Content{text("3 of 5 links checked")}}) // 47 result_posted: partial
-	g.send(mailbox.Task{ID: taskID(8), Sender: planner, Recipient: writer, IntentText: "tag the release"})                                          // 48
-	g.lease(writer, 8)                                                                                                                              // 49: in_flight at the end
-	g.send(mailbox.Task{ID: taskID(9), Sender: planner, Recipient: coder, IntentText: "bump the version"})                                          // 50: queued at the end
-	g.register(writer, writerCard)                                                                                                                  // 51 agent_registered: replaces the card
-	g.register("scratch@local", mailbox.AgentCard{Name: "Scratch", Skills: []mailbox.AgentSkill{}})                                                 // 52
-	g.deregister("scratch@local")                                                                                                                   // 53 agent_deregistered
-	g.send(a2aTask(12, reviewer, "a2a-msg-12", "ctx-1", msg12))                                                                                     // 54
-	g.lease(reviewer, 12)                                                                                                                           // 55
-	g.cancel(12, "")                                                                                                                                // 56 task_canceled: in flight
-	g.send(a2aTask(13, reviewer, "a2a-msg-13", "ctx-2", msg13))                                                                                     // 57: queued at the end
+		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: l7, DuplicateRisk: mailbox.RiskOperatorAccepted}}) // 49 task_requeued: operator_accepted
+	l7 = g.lease(writer, 7)                                                                                                                         // 50
+	g.post(mailbox.Result{TaskID: taskID(7), Status: mailbox.StatusPartial, LeaseID: l7, Content: []mailbox.Content{text("3 of 5 links checked")}}) // 51 result_posted: partial
+	g.send(mailbox.Task{ID: taskID(8), Sender: planner, Recipient: writer, IntentText: "tag the release"})                                          // 52
+	g.lease(writer, 8)                                                                                                                              // 53: in_flight at the end
+	g.send(mailbox.Task{ID: taskID(9), Sender: planner, Recipient: coder, IntentText: "bump the version"})                                          // 54: queued at the end
+	g.register(writer, writerCard)                                                                                                                  // 55 agent_registered: replaces the card
+	g.register("scratch@local", mailbox.AgentCard{Name: "Scratch", Skills: []mailbox.AgentSkill{}})                                                 // 56
+	g.deregister("scratch@local")                                                                                                                   // 57 agent_deregistered
+	g.send(a2aTask(12, reviewer, "a2a-msg-12", "ctx-1", msg12))                                                                                     // 58
+	g.lease(reviewer, 12)                                                                                                                           // 59
+	g.cancel(12, "")                                                                                                                                // 60 task_canceled: in flight
+	g.send(a2aTask(13, reviewer, "a2a-msg-13", "ctx-2", msg13))                                                                                     // 61: queued at the end
 	// A batch: three tasks sent as one unit (the first event says so), and
 	// two results posted as one unit.
 	g.sendBatch(
 		mailbox.Task{ID: taskID(14), Sender: planner, Recipient: writer, IntentText: "batch one"},
 		mailbox.Task{ID: taskID(15), Sender: planner, Recipient: writer, IntentText: "batch two"},
-		mailbox.Task{ID: taskID(16), Sender: planner, Recipient: writer, IntentText: "batch three"}) // 58-60 task_sent, unit 3
-	l14 := g.lease(writer, 14) // 61
-	l15 := g.lease(writer, 15) // 62
+		mailbox.Task{ID: taskID(16), Sender: planner, Recipient: writer, IntentText: "batch three"}) // 62-64 task_sent, unit 3
+	l14 := g.lease(writer, 14) // 65
+	l15 := g.lease(writer, 15) // 66
 	g.postResults(
 		mailbox.Result{TaskID: taskID(14), Status: mailbox.StatusOK, LeaseID: l14, Content: []mailbox.Content{text("one")}},
-		mailbox.Result{TaskID: taskID(15), Status: mailbox.StatusOK, LeaseID: l15, Content: []mailbox.Content{text("two")}}) // 63-64 result_posted, unit 2
+		mailbox.Result{TaskID: taskID(15), Status: mailbox.StatusOK, LeaseID: l15, Content: []mailbox.Content{text("two")}}) // 67-68 result_posted, unit 2
 	// Tasks sent through Covenant's dialect, with the public keys of its
 	// AgentIds: one leased, one left queued.
-	g.send(covenantTask(17, "fetch papers"))    // 65
-	g.lease("bob@local", 17)                    // 66
-	g.send(covenantTask(18, "rank the papers")) // 67: queued at the end
+	g.send(covenantTask(17, "fetch papers"))    // 69
+	g.lease("bob@local", 17)                    // 70
+	g.send(covenantTask(18, "rank the papers")) // 71: queued at the end
 	// Conversations: replies to the snapshot's waiting tasks (task 20's
 	// question undrained, so the reply drops it), leases that carry every
 	// turn, a question drained while its task waits, a refusal, a question
 	// left waiting at the end, and a waiting task force-errored by the
 	// operator and one canceled by its A2A caller.
-	g.reply(lead, 20, nil, text("the token is in the vault at ops/api"))                                                                // 68 task_replied: undrained question
-	l20 = g.leaseTurns(analyst, 20, 2)                                                                                                  // 69: attempt 2, two turns
-	g.post(mailbox.Result{TaskID: taskID(20), Status: mailbox.StatusOK, LeaseID: l20, Content: []mailbox.Content{text("key rotated")}}) // 70
-	g.reply(lead, 19, nil, text("staging"))                                                                                             // 71 task_replied: drained question
-	l19 = g.leaseTurns(analyst, 19, 2)                                                                                                  // 72
+	g.reply(lead, 20, nil, text("the token is in the vault at ops/api"))                                                                // 72 task_replied: undrained question
+	l20 = g.leaseTurns(analyst, 20, 2)                                                                                                  // 73: attempt 2, two turns
+	g.post(mailbox.Result{TaskID: taskID(20), Status: mailbox.StatusOK, LeaseID: l20, Content: []mailbox.Content{text("key rotated")}}) // 74
+	g.reply(lead, 19, nil, text("staging"))                                                                                             // 75 task_replied: drained question
+	l19 = g.leaseTurns(analyst, 19, 2)                                                                                                  // 76
 	g.post(mailbox.Result{TaskID: taskID(19), Status: mailbox.StatusInputRequired, LeaseID: l19,
-		Content: []mailbox.Content{text("which schema, public or reports?")}}) // 73 result_posted: input_required again
-	g.drain(lead, 20)                       // 74 result_drained
-	g.drain(lead, 19)                       // 75 result_drained: a question, task 19 waits
-	g.reply(lead, 19, nil, text("reports")) // 76
-	l19 = g.leaseTurns(analyst, 19, 4)      // 77: attempt 3, four turns
+		Content: []mailbox.Content{text("which schema, public or reports?")}}) // 77 result_posted: input_required again
+	g.drain(lead, 20)                       // 78 result_drained
+	g.drain(lead, 19)                       // 79 result_drained: a question, task 19 waits
+	g.reply(lead, 19, nil, text("reports")) // 80
+	l19 = g.leaseTurns(analyst, 19, 4)      // 81: attempt 3, four turns
 	g.post(mailbox.Result{TaskID: taskID(19), Status: mailbox.StatusRejected, LeaseID: l19,
-		Content: []mailbox.Content{}, ErrorMessage: "the reports schema is not mine to read"}) // 78 result_posted: rejected
-	g.send(mailbox.Task{ID: taskID(21), Sender: lead, Recipient: analyst, IntentText: "renew the TLS certificate"}) // 79
-	l21 := g.lease(analyst, 21)                                                                                     // 80
+		Content: []mailbox.Content{}, ErrorMessage: "the reports schema is not mine to read"}) // 82 result_posted: rejected
+	g.send(mailbox.Task{ID: taskID(21), Sender: lead, Recipient: analyst, IntentText: "renew the TLS certificate"}) // 83
+	l21 := g.lease(analyst, 21)                                                                                     // 84
 	g.post(mailbox.Result{TaskID: taskID(21), Status: mailbox.StatusAuthRequired, LeaseID: l21,
-		Content: []mailbox.Content{text("I need DNS write access")}}) // 81: waiting at the end, undrained
-	g.send(mailbox.Task{ID: taskID(22), Sender: lead, Recipient: analyst, IntentText: "archive old logs"}) // 82
-	l22 := g.lease(analyst, 22)                                                                            // 83
+		Content: []mailbox.Content{text("I need DNS write access")}}) // 85: waiting at the end, undrained
+	g.send(mailbox.Task{ID: taskID(22), Sender: lead, Recipient: analyst, IntentText: "archive old logs"}) // 86
+	l22 := g.lease(analyst, 22)                                                                            // 87
 	g.post(mailbox.Result{TaskID: taskID(22), Status: mailbox.StatusInputRequired, LeaseID: l22,
-		Content: []mailbox.Content{text("older than how many days?")}}) // 84
+		Content: []mailbox.Content{text("older than how many days?")}}) // 88
 	g.repair(mailbox.RepairRequest{TaskID: taskID(22), Reason: "nobody answers",
-		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, Message: "lead@local never answered"}}) // 85 task_force_errored: waiting, no lease id
-	g.send(a2aTask(23, analyst, "a2a-msg-23", "ctx-3", msg23)) // 86
-	l23 := g.lease(analyst, 23)                                // 87
+		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, Message: "lead@local never answered"}}) // 89 task_force_errored: waiting, no lease id
+	g.send(a2aTask(23, analyst, "a2a-msg-23", "ctx-3", msg23)) // 90
+	l23 := g.lease(analyst, 23)                                // 91
 	g.post(mailbox.Result{TaskID: taskID(23), Status: mailbox.StatusInputRequired, LeaseID: l23,
-		Content: []mailbox.Content{text("which branch?")}}) // 88
+		Content: []mailbox.Content{text("which branch?")}}) // 92
 	g.reply("caller@a2a", 23, &mailbox.A2AOrigin{Version: "0.3", MessageID: "a2a-msg-23b", ContextID: "ctx-3", Message: json.RawMessage(msg23b)},
-		text("main")) // 89 task_replied: an A2A message
-	l23 = g.leaseTurns(analyst, 23, 2) // 90
+		text("main")) // 93 task_replied: an A2A message
+	l23 = g.leaseTurns(analyst, 23, 2) // 94
 	g.post(mailbox.Result{TaskID: taskID(23), Status: mailbox.StatusInputRequired, LeaseID: l23,
-		Content: []mailbox.Content{text("which commit on main?")}}) // 91
-	g.cancel(23, "found it myself") // 92 task_canceled: waiting
+		Content: []mailbox.Content{text("which commit on main?")}}) // 95
+	g.cancel(23, "found it myself") // 96 task_canceled: waiting
 	// Remote agents: an agent registered as a remote A2A server (no name of
 	// its own: the remote's is served), a task leased on its behalf and
 	// accepted by the remote, and one accepted that then asks its sender,
 	// so the remote's ids stay on the task through its conversation.
-	g.register(remote, mailbox.AgentCard{Remote: &mailbox.RemoteSpec{URL: "http://127.0.0.1:9/", Binding: mailbox.BindingJSONRPC03, Concurrency: 2}}) // 93 agent_registered: remote
-	g.send(mailbox.Task{ID: taskID(24), Sender: planner, Recipient: remote, IntentText: "summarize the incident"})                                    // 94
-	l24 := g.lease(remote, 24)                                                                                                                        // 95
-	g.accepted(24, l24, mailbox.RemoteRef{TaskID: "remote-task-24", ContextID: "remote-ctx-24", Binding: mailbox.BindingJSONRPC03})                   // 96 remote_accepted
-	g.send(mailbox.Task{ID: taskID(25), Sender: planner, Recipient: remote, IntentText: "page the owner"})                                            // 97
-	l25 := g.lease(remote, 25)                                                                                                                        // 98
-	g.accepted(25, l25, mailbox.RemoteRef{TaskID: "remote-task-25", Binding: mailbox.BindingJSONRPC03})                                               // 99
-	g.post(mailbox.Result{TaskID: taskID(25), Status: mailbox.StatusInputRequired, LeaseID: l25, Content: []mailbox.Content{text("which owner?")}})   // 100: waiting, its remote kept
+	g.register(remote, mailbox.AgentCard{Remote: &mailbox.RemoteSpec{URL: "http://127.0.0.1:9/", Binding: mailbox.BindingJSONRPC03, Concurrency: 2}}) // 97 agent_registered: remote
+	g.send(mailbox.Task{ID: taskID(24), Sender: planner, Recipient: remote, IntentText: "summarize the incident"})                                    // 98
+	l24 := g.lease(remote, 24)                                                                                                                        // 99
+	g.accepted(24, l24, mailbox.RemoteRef{TaskID: "remote-task-24", ContextID: "remote-ctx-24", Binding: mailbox.BindingJSONRPC03})                   // 100 remote_accepted
+	g.send(mailbox.Task{ID: taskID(25), Sender: planner, Recipient: remote, IntentText: "page the owner"})                                            // 101
+	l25 := g.lease(remote, 25)                                                                                                                        // 102
+	g.accepted(25, l25, mailbox.RemoteRef{TaskID: "remote-task-25", Binding: mailbox.BindingJSONRPC03})                                               // 103
+	g.post(mailbox.Result{TaskID: taskID(25), Status: mailbox.StatusInputRequired, LeaseID: l25, Content: []mailbox.Content{text("which owner?")}})   // 104: waiting, its remote kept
+	// Push notifications: the snapshot's pending one delivered, its dead
+	// letter retried by the operator and delivered; a v1.0 task sent with
+	// a config inside the message (one unit), a second config set, the
+	// lease told to both, the second deleted (its notifications with it),
+	// the result told, one dead-lettered and dropped, one left pending.
+	g.pushDelivered(g.outbox(1), 1)                  // 105 push_delivered
+	g.retryPush(g.outbox(0), "the receiver is back") // 106 push_retried
+	g.pushDelivered(g.outbox(0), 1)                  // 107
+	g.sendWithPush(a2aTask(27, triage, "a2a-msg-27", "ctx-5", msg27),
+		mailbox.PushConfig{URL: "https://hooks.example.com/a2a?tenant=7", Token: "tok-27"}) // 108-109 task_sent, push_config_set: unit 2
+	g.setPush(27, mailbox.PushConfig{ID: "audit", URL: "http://127.0.0.1:9/audit"})                                            // 110
+	l27 := g.lease(triage, 27)                                                                                                 // 111: two notifications
+	g.deletePush(27, "audit")                                                                                                  // 112 push_config_deleted
+	g.post(mailbox.Result{TaskID: taskID(27), Status: mailbox.StatusOK, LeaseID: l27, Content: []mailbox.Content{text("ok")}}) // 113
+	g.deadLetter(g.outbox(0), 3, "POST https://hooks.example.com/a2a?tenant=7: 500 Internal Server Error")                     // 114
+	g.dropPush(g.outbox(0), "the tenant was deleted")                                                                          // 115 push_dropped
+	// A native sender's webhook on its registry entry: its result waiting
+	// is a notification for it, left pending at the end.
+	g.register(dispatcher, mailbox.AgentCard{Name: "Dispatcher", Skills: []mailbox.AgentSkill{},
+		Webhook: &mailbox.Webhook{URL: "http://127.0.0.1:9/results", Token: "tok-dispatcher"}}) // 116 agent_registered: card.webhook
+	g.send(mailbox.Task{ID: taskID(28), Sender: dispatcher, Recipient: triage, IntentText: "triage the alert"})                   // 117
+	l28 := g.lease(triage, 28)                                                                                                    // 118
+	g.post(mailbox.Result{TaskID: taskID(28), Status: mailbox.StatusOK, LeaseID: l28, Content: []mailbox.Content{text("noise")}}) // 119: a notification for the webhook
 	g.close()
 }
 
-const remote = "remote@local"
+const remote, triage, dispatcher = "remote@local", "triage@local", "dispatcher@local"
+
+// outbox returns the id of the i-th notification of the outbox.
+func (g *scenario) outbox(i int) string {
+	ns, err := g.eng.Outbox(context.Background())
+	if err != nil || len(ns) <= i {
+		log.Fatalf("outbox = %+v, %v, want a notification %d", ns, err, i)
+	}
+	return ns[i].ID
+}
+
+func (g *scenario) setPush(n int, c mailbox.PushConfig) {
+	if _, err := g.eng.SetPushConfig(g.caller(), taskID(n), c); err != nil {
+		log.Fatalf("set push config on %s: %v", taskID(n), err)
+	}
+}
+
+func (g *scenario) sendWithPush(t mailbox.Task, c mailbox.PushConfig) {
+	if _, err := g.eng.SendWithPush(g.caller(), t, c); err != nil {
+		log.Fatalf("send %s with a push config: %v", t.ID, err)
+	}
+}
+
+func (g *scenario) deletePush(n int, id string) {
+	if err := g.eng.DeletePushConfig(g.caller(), taskID(n), id); err != nil {
+		log.Fatalf("delete push config %s of %s: %v", id, taskID(n), err)
+	}
+}
+
+func (g *scenario) deadLetter(id string, attempts int, lastError string) {
+	if err := g.eng.PushDeadLettered(context.Background(), id, attempts, lastError); err != nil {
+		log.Fatalf("dead-letter %s: %v", id, err)
+	}
+}
+
+func (g *scenario) pushDelivered(id string, attempts int) {
+	if err := g.eng.PushDelivered(context.Background(), id, attempts); err != nil {
+		log.Fatalf("push delivered %s: %v", id, err)
+	}
+}
+
+func (g *scenario) retryPush(id, reason string) {
+	if _, err := g.eng.RetryNotification(g.operator, id, reason); err != nil {
+		log.Fatalf("retry %s: %v", id, err)
+	}
+}
+
+func (g *scenario) dropPush(id, reason string) {
+	if err := g.eng.DropNotification(g.operator, id, reason); err != nil {
+		log.Fatalf("drop %s: %v", id, err)
+	}
+}
 
 // accepted records the remote's acceptance of task n under lease.
 func (g *scenario) accepted(n int, lease string, ref mailbox.RemoteRef) {
@@ -433,6 +516,8 @@ const (
 	msg12  = `{"role":"ROLE_USER","messageId":"a2a-msg-12","contextId":"ctx-1","parts":[{"text":"check the migration"},{"data":{"table":"tasks","rows":3}},{"url":"https://example.com/m.sql","mediaType":"application/sql","filename":"m.sql"}],"metadata":{"mailroom.sender":"caller@a2a"}}`
 	msg13  = `{"kind":"message","role":"user","messageId":"a2a-msg-13","parts":[{"kind":"data","data":{"q":1}}]}`
 	msg23  = `{"kind":"message","role":"user","messageId":"a2a-msg-23","contextId":"ctx-3","parts":[{"kind":"text","text":"find the regression"}]}`
+	msg26  = `{"kind":"message","role":"user","messageId":"a2a-msg-26","contextId":"ctx-4","parts":[{"kind":"text","text":"review PR 11"}]}`
+	msg27  = `{"role":"ROLE_USER","messageId":"a2a-msg-27","contextId":"ctx-5","parts":[{"text":"review PR 12"}]}`
 	msg23b = `{"kind":"message","role":"user","messageId":"a2a-msg-23b","contextId":"ctx-3","taskId":"7a5c0000-0000-4000-8000-000000000023","parts":[{"kind":"text","text":"main"}]}`
 )
 

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+var pgPushFailovers = flag.Int("pg.push-failovers", 3, "kill -9 failovers of TestPostgresKill9PushNotifications (.ci/run runs 6)")
+
+// TestPostgresKill9PushNotifications is TestFaultKill9PushNotifications
+// on three `mailroom daemon` processes sharing one PostgreSQL schema: the
+// leader, the only one that delivers, is killed with SIGKILL while
+// notifications go out; a follower takes over and delivers what the
+// outbox holds, and a new instance joins. At the end every acknowledged
+// send and result was told, in order per task, and every notification
+// received twice was the same one under the same id.
+func TestPostgresKill9PushNotifications(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url, t.Name())
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -fault.seed %d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed>>4))
+	l := newPushLedger(t)
+	rcv := l.receiver(seed)
+	defer rcv.Close()
+	hook := rcv.URL + "/hook"
+	flags := []string{"--push-retry-max", "50ms", "--push-max-attempts", "1000",
+		"--store", "postgres", "--postgres-url", url, "--postgres-schema", schema, "--postgres-campaign-interval", "50ms"}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	defer hc.CloseIdleConnections()
+
+	var procs []*proc
+	for range 3 {
+		procs = append(procs, startProc(t, t.TempDir(), flags...))
+	}
+	waitLeader := func(what string) *proc {
+		deadline := time.Now().Add(60 * time.Second) // a watchdog, not synchronisation
+		for {
+			if p := leaderOf(procs); p != nil {
+				return p
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no instance leads after 60s", what)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	clientOf := func(p *proc) *client.Client {
+		c, err := client.New(p.addr, client.WithHTTPClient(hc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if _, err := clientOf(waitLeader("registering the agent")).RegisterAgent(t.Context(), pushAgent, mailbox.AgentCard{Name: "Coder"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range *pgPushFailovers {
+		leader := waitLeader(fmt.Sprintf("failover %d", i))
+		ctx, cancel := context.WithCancel(t.Context())
+		wait := l.load(ctx, "http://"+leader.addr+"/agents/"+pushAgent+"/", clientOf(leader), hc, hook)
+		before := l.acks.Load()
+		leader.killDuringLoad(t, rng, fmt.Sprintf("failover %d", i), &l.killed, cancel, wait)
+		if l.acks.Load() == before {
+			t.Errorf("failover %d: nothing was acknowledged in the load before the kill; the leader's log:\n%s", i, leader.out)
+		}
+		if t.Failed() {
+			t.Fatalf("failover %d failed (seed %d)", i, seed)
+		}
+		for j, p := range procs {
+			if p == leader {
+				procs = append(procs[:j], procs[j+1:]...)
+				break
+			}
+		}
+		procs = append(procs, startProc(t, t.TempDir(), flags...))
+	}
+	leader := waitLeader("after the last failover")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	l.verify(ctx, clientOf(leader))
+	if t.Failed() {
+		t.Fatalf("at the end (seed %d); the leader's log:\n%s", seed, leader.out)
+	}
+	t.Logf("%d failovers: %d sends and %d results acknowledged, %d notifications received, %d of them again (same id)", *pgPushFailovers, len(l.sent), len(l.posted), l.received, l.dupes)
+	for _, p := range procs {
+		p.stop(t)
+	}
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/daemontest"
+	pushnotify "github.com/mailroom/mailroom/daemon/notify"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// push list shows a dead letter with its error; push retry delivers it
+// once the receiver is back; push drop needs a reason and is audited.
+func TestPushVerbs(t *testing.T) {
+	var up atomic.Bool
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+		}
+	}))
+	defer rcv.Close()
+	d := daemontest.Start(t, daemontest.Options{
+		Config: func(c *config.Config) { c.PushMaxAttempts = 2 },
+		Daemon: []daemon.Option{daemon.WithNotifier(func(o *pushnotify.Options) { o.RetryMin, o.RetryMax = time.Millisecond, 2*time.Millisecond })},
+	})
+	addr := d.Addr()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c, err := client.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RegisterAgent(ctx, "coder@local", mailbox.AgentCard{Name: "Coder"}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"m-1","parts":[{"kind":"text","text":"hi"}]},` +
+		`"configuration":{"blocking":false,"pushNotificationConfig":{"url":"` + rcv.URL + `/hook","token":"t"}}}}`
+	resp, err := http.Post(d.URL()+"/agents/coder@local/", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	dead := waitDeliveries(t, ctx, c, func(l mailbox.PushListing) bool {
+		return len(l.Notifications) == 1 && l.Notifications[0].State == mailbox.DeliveryDead
+	})
+	id := dead.Notifications[0].ID
+
+	out := mustCLI(t, addr, "push", "list", "--failed")
+	wantContains(t, "push list --failed", out, id, "dead", "push_config_set", rcv.URL+"/hook", "503 Service Unavailable")
+	wantUsage(t, addr, []string{"push", "drop", id}, "--reason")
+	wantUsage(t, addr, []string{"push", "drop", id, "--reason", "  "}, "--reason")
+
+	up.Store(true)
+	out = mustCLI(t, addr, "push", "retry", id, "--reason", "the receiver is back")
+	wantContains(t, "push retry", out, id, "back in line")
+	waitDeliveries(t, ctx, c, func(l mailbox.PushListing) bool { return len(l.Notifications) == 0 })
+	wantContains(t, "push list", mustCLI(t, addr, "push", "list"), "the outbox is empty")
+	o := cli(t, addr, "push", "retry", id)
+	if o.code != 1 || !strings.Contains(o.stderr, "not in the outbox") {
+		t.Errorf("retry of a delivered notification: exit %d, %q; want 1 saying it is not in the outbox", o.code, o.stderr)
+	}
+
+	// A second one, dropped.
+	up.Store(false)
+	lease := leaseTask(t, addr, "coder@local")
+	failing := waitDeliveries(t, ctx, c, func(l mailbox.PushListing) bool {
+		return len(l.Notifications) == 1 && l.Notifications[0].State == mailbox.DeliveryDead
+	})
+	drop := failing.Notifications[0].ID
+	out = mustCLI(t, addr, "push", "drop", drop, "--reason", "the receiver was retired")
+	wantContains(t, "push drop", out, drop, "dropped")
+	wantContains(t, "audit", mustCLI(t, addr, "audit"), "push_dropped", "the receiver was retired", "push_retried", lease.Task.ID)
+}
+
+func waitDeliveries(t *testing.T, ctx context.Context, c *client.Client, ok func(mailbox.PushListing) bool) mailbox.PushListing {
+	t.Helper()
+	for {
+		l, err := c.Deliveries(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(l) {
+			return l
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the outbox never came to the state wanted: %+v", l)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// agent register --webhook gives a native sender a webhook: a result
+// waiting for it is posted there with the token; a webhook the daemon
+// refuses names the flag.
+func TestAgentRegisterWebhook(t *testing.T) {
+	got := make(chan string, 4)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get(pushnotify.HeaderToken)
+	}))
+	defer rcv.Close()
+	addr := startDaemon(t)
+	wantUsage(t, addr, []string{"agent", "register", "planner@local", "--name", "Planner", "--webhook", "ftp://127.0.0.1/x"}, "--webhook", `scheme "ftp"`)
+	wantUsage(t, addr, []string{"agent", "register", "planner@local", "--name", "Planner", "--webhook", "https://hooks.example.com/x"}, "--webhook", "push_allow_hosts")
+	wantUsage(t, addr, []string{"agent", "register", "planner@local", "--name", "Planner", "--webhook-token", "t"}, "--webhook-token", "--webhook URL")
+	mustCLI(t, addr, "agent", "register", "planner@local", "--name", "Planner", "--webhook", rcv.URL+"/results", "--webhook-token", "tok-cli")
+	id := sendTask(t, addr, "planner@local", "coder@local", "work")
+	l := leaseTask(t, addr, "coder@local")
+	mustCLI(t, addr, "result", "post", id, "--status", "ok", "--text", "done", "--lease-id", l.Lease.LeaseID)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a watchdog
+	defer cancel()
+	select {
+	case token := <-got:
+		if token != "tok-cli" {
+			t.Errorf("the webhook was called with token %q, want tok-cli", token)
+		}
+	case <-ctx.Done():
+		t.Fatal("the webhook was never called")
+	}
+}

@@ -1,0 +1,91 @@
+package mailbox
+
+// The operator's view of the outbox (GET /a2a/push): each notification as
+// the log has it, with what the notifier knows of its delivery (memory).
+
+// States of a notification in the operator's view.
+const (
+	DeliveryPending = "pending" // waiting for its turn or its first try
+	DeliveryFailing = "failing" // tried and failed; tried again at NextTryMs
+	DeliveryDead    = "dead"    // its retries ran out: retry or drop it
+)
+
+// PushAttempt is what the notifier knows of a notification it is
+// delivering: attempts so far, the last error, the next try.
+type PushAttempt struct {
+	Attempts  int    `json:"attempts"`
+	LastError string `json:"last_error,omitempty"`
+	NextTryMs int64  `json:"next_try_ms,omitempty"`
+}
+
+// NotificationStatus is one notification in the operator's view.
+type NotificationStatus struct {
+	Notification
+	State string `json:"state"`
+	// URL is the config's webhook ("" when the task was forgotten).
+	URL       string `json:"url,omitempty"`
+	NextTryMs int64  `json:"next_try_ms,omitempty"`
+}
+
+// PushListing is GET /a2a/push's answer.
+type PushListing struct {
+	Kind string `json:"kind"`
+	// Delivering says whether this instance's notifier delivers (false on
+	// an instance that does not lead: attempts are known where it does).
+	Delivering    bool                 `json:"delivering"`
+	Notifications []NotificationStatus `json:"notifications"`
+}
+
+// PushRetried is POST /a2a/push/{id}/retry's answer; PushDropped is
+// POST /a2a/push/{id}/drop's.
+type PushRetried struct {
+	Kind         string       `json:"kind"`
+	Notification Notification `json:"notification"`
+}
+
+type PushDropped struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+}
+
+// PushDropRequest is POST /a2a/push/{id}/drop's body (and retry's, whose
+// reason may be empty).
+type PushDropRequest struct {
+	Reason string `json:"reason"`
+}
+
+// Kinds of the outbox's answers.
+const (
+	KindPushList    = "a2a_push_list"
+	KindPushRetried = "a2a_push_retried"
+	KindPushDropped = "a2a_push_dropped"
+)
+
+// PushListingOf makes the operator's view of the outbox from the state's
+// notifications and the notifier's attempts (nil when it does not lead).
+func (s *State) PushListingOf(attempts map[string]PushAttempt, failedOnly bool) []NotificationStatus {
+	out := []NotificationStatus{}
+	for _, n := range s.Outbox() {
+		st := NotificationStatus{Notification: n, State: DeliveryPending}
+		if n.Agent != "" {
+			if r, ok := s.registry[n.Agent]; ok && r.Card.Webhook != nil {
+				st.URL = r.Card.Webhook.URL
+			}
+		} else if t, ok := s.tasks[n.TaskID]; ok {
+			if c, ok := t.pushConfig(n.ConfigID); ok {
+				st.URL = c.URL
+			}
+		}
+		switch a, ok := attempts[n.ID]; {
+		case n.Dead:
+			st.State = DeliveryDead
+		case ok && a.Attempts > 0:
+			st.State, st.Attempts, st.LastError, st.NextTryMs = DeliveryFailing, a.Attempts, a.LastError, a.NextTryMs
+		}
+		if failedOnly && st.State == DeliveryPending {
+			continue
+		}
+		out = append(out, st)
+	}
+	return out
+}
