@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailroom/mailroom/internal/editdist"
 	"github.com/mailroom/mailroom/internal/webhook"
 
 	"github.com/mailroom/mailroom/daemon/store/pgstore"
@@ -163,34 +164,14 @@ func closestEnv(name string) string {
 		if fileOnly(k) {
 			continue
 		}
-		if d := editDistance(name, envName(k)); bestD < 0 || d < bestD {
+		if d := editdist.Distance(name, envName(k)); bestD < 0 || d < bestD {
 			best, bestD = envName(k), d
 		}
 	}
-	if d := editDistance(name, "MAILROOM_TOKEN"); d < bestD {
+	if d := editdist.Distance(name, "MAILROOM_TOKEN"); d < bestD {
 		best = "MAILROOM_TOKEN"
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // ApplyFlags sets in cfg every key given on cmdline, whose key flags

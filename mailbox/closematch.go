@@ -3,6 +3,8 @@ package mailbox
 import (
 	"sort"
 	"strings"
+
+	"github.com/mailroom/mailroom/internal/editdist"
 )
 
 // CloseMatches returns up to n of known that name is close to (a typo of
@@ -19,7 +21,7 @@ func CloseMatches(name string, known []string, n int) []string {
 		if k == name {
 			continue
 		}
-		d := editDistance(name, k)
+		d := editdist.Distance(name, k)
 		kl, kd, _ := strings.Cut(k, "@")
 		switch {
 		case d <= max(2, len(name)/4):
@@ -49,26 +51,4 @@ func commonPrefix(a, b string) int {
 		n++
 	}
 	return n
-}
-
-// editDistance is the Levenshtein distance between a and b, by byte
-// (agent ids are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
