@@ -5,206 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	a2apkg "github.com/a2aproject/a2a-go/a2a"
-	"github.com/a2aproject/a2a-go/a2asrv"
-	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
-
 	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/internal/remotetest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
 // The outbound client against a real a2a-go v0.3.3 server (JSON-RPC v0.3)
-// whose executor behaves by the first word of the message it gets.
+// whose executor acts on the first word of the message it gets
+// (remotetest.GoExecutor).
 
-// goExecutor is the remote agent: "fail", "reject", "ask" (then completes
-// on the answer), "auth", "stream", "slow" (until released), "hang"
-// (until canceled); anything else is echoed back as the artifact.
-type goExecutor struct {
-	mu      sync.Mutex
-	seen    []*a2apkg.Message
-	release chan struct{}
-	tick    chan struct{}
-}
-
-func newGoExecutor() *goExecutor {
-	return &goExecutor{release: make(chan struct{}), tick: make(chan struct{})}
-}
-
-func (e *goExecutor) messages() []*a2apkg.Message {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]*a2apkg.Message(nil), e.seen...)
-}
-
-func firstText(m *a2apkg.Message) string {
-	for _, p := range m.Parts {
-		if t, ok := p.(a2apkg.TextPart); ok {
-			return t.Text
-		}
-	}
-	return ""
-}
-
-func (e *goExecutor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
-	e.mu.Lock()
-	e.seen = append(e.seen, rc.Message)
-	e.mu.Unlock()
-	write := func(ev a2apkg.Event) error { return q.Write(ctx, ev) }
-	status := func(st a2apkg.TaskState, text string, final bool) error {
-		var m *a2apkg.Message
-		if text != "" {
-			m = a2apkg.NewMessageForTask(a2apkg.MessageRoleAgent, rc, a2apkg.TextPart{Text: text})
-		}
-		ev := a2apkg.NewStatusUpdateEvent(rc, st, m)
-		ev.Final = final
-		return write(ev)
-	}
-	if rc.StoredTask == nil && !strings.HasPrefix(firstText(rc.Message), "say") {
-		if err := status(a2apkg.TaskStateSubmitted, "", false); err != nil {
-			return err
-		}
-	}
-	text := firstText(rc.Message)
-	if rc.StoredTask != nil {
-		// The answer to the question asked.
-		if err := write(a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: "using " + text})); err != nil {
-			return err
-		}
-		return status(a2apkg.TaskStateCompleted, "", true)
-	}
-	switch strings.Fields(text + " x")[0] {
-	case "fail":
-		return status(a2apkg.TaskStateFailed, "the disk is full", true)
-	case "reject":
-		return status(a2apkg.TaskStateRejected, "not my kind of work", true)
-	case "ask":
-		return status(a2apkg.TaskStateInputRequired, "which database?", true)
-	case "say":
-		// No task at all: the answer is a message.
-		return write(a2apkg.NewMessage(a2apkg.MessageRoleAgent, a2apkg.TextPart{Text: "hello yourself"}))
-	case "auth":
-		return status(a2apkg.TaskStateAuthRequired, "sign in at https://example.test/login", true)
-	case "stream":
-		if err := status(a2apkg.TaskStateWorking, "", false); err != nil {
-			return err
-		}
-		first := a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: "one"})
-		if err := write(first); err != nil {
-			return err
-		}
-		for _, chunk := range []string{"two", "three"} {
-			ev := a2apkg.NewArtifactUpdateEvent(rc, first.Artifact.ID, a2apkg.TextPart{Text: chunk})
-			ev.Append = true
-			if err := write(ev); err != nil {
-				return err
-			}
-		}
-		return status(a2apkg.TaskStateCompleted, "", true)
-	case "slow":
-		if err := status(a2apkg.TaskStateWorking, "", false); err != nil {
-			return err
-		}
-		select {
-		case <-e.release:
-		case <-ctx.Done():
-			return nil
-		}
-		if err := write(a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: "slowly done"})); err != nil {
-			return err
-		}
-		return status(a2apkg.TaskStateCompleted, "", true)
-	case "tick":
-		// A status update per tick until released: a resubscriber gets
-		// its first event (and, from a2a-go, its headers) from a tick.
-		for {
-			if err := status(a2apkg.TaskStateWorking, "", false); err != nil {
-				return err
-			}
-			select {
-			case <-e.tick:
-				continue
-			case <-e.release:
-			case <-ctx.Done():
-				return nil
-			}
-			break
-		}
-		if err := write(a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: "ticked"})); err != nil {
-			return err
-		}
-		return status(a2apkg.TaskStateCompleted, "", true)
-	case "hang":
-		if err := status(a2apkg.TaskStateWorking, "", false); err != nil {
-			return err
-		}
-		<-ctx.Done()
-		return nil
-	}
-	if err := write(a2apkg.NewArtifactEvent(rc, rc.Message.Parts...)); err != nil {
-		return err
-	}
-	return status(a2apkg.TaskStateCompleted, "", true)
-}
-
-func (e *goExecutor) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
-	ev := a2apkg.NewStatusUpdateEvent(rc, a2apkg.TaskStateCanceled, nil)
-	ev.Final = true
-	return q.Write(ctx, ev)
-}
-
-// goRemote is an a2a-go server on 127.0.0.1:0 that can be "restarted"
-// (a new handler with an empty in-memory task store on the same
-// listener), recording the credentials each request came with.
-type goRemote struct {
-	srv     *httptest.Server
-	exec    *goExecutor
-	handler atomic.Pointer[http.Handler]
-	mu      sync.Mutex
-	auths   []string
-}
+type goRemote = remotetest.GoRemote
 
 func startGoRemote(t *testing.T, streaming bool) *goRemote {
 	t.Helper()
-	g := &goRemote{}
-	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.mu.Lock()
-		g.auths = append(g.auths, r.Header.Get("Authorization")+"|"+r.Header.Get("X-Api-Key"))
-		g.mu.Unlock()
-		(*g.handler.Load()).ServeHTTP(w, r)
-	}))
-	t.Cleanup(g.srv.Close)
-	g.restart(streaming)
-	return g
-}
-
-// restart replaces the server with a fresh one: every task it had is
-// forgotten, as an in-memory task store forgets on a restart.
-func (g *goRemote) restart(streaming bool) {
-	g.exec = newGoExecutor()
-	card := &a2apkg.AgentCard{Name: "Go Coder", Description: "an a2a-go agent", Version: "0.3.3",
-		URL: g.srv.URL + "/invoke", PreferredTransport: a2apkg.TransportProtocolJSONRPC, ProtocolVersion: "0.3.0",
-		Capabilities:      a2apkg.AgentCapabilities{Streaming: streaming},
-		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
-		Skills: []a2apkg.AgentSkill{{ID: "code", Name: "Code", Description: "writes Go", Tags: []string{"go"}, Examples: []string{"fix the bug"}}}}
-	mux := http.NewServeMux()
-	mux.Handle("/invoke", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(g.exec)))
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
-	var h http.Handler = mux
-	g.handler.Store(&h)
-}
-
-func (g *goRemote) credentials() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append([]string(nil), g.auths...)
+	return remotetest.StartGoRemote(t, "Go Coder", streaming)
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -319,8 +138,8 @@ func contentText(r mailbox.Result) string {
 func TestRemoteGoSendCompletesAndFails(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, true)
-	r, card := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, a2a.RemoteAuth{})
-	if card.Binding != a2a.BindingJSONRPC03 || card.Endpoint != g.srv.URL+"/invoke" || card.Name != "Go Coder" || !card.Streaming ||
+	r, card := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, a2a.RemoteAuth{})
+	if card.Binding != a2a.BindingJSONRPC03 || card.Endpoint != g.Srv.URL+"/invoke" || card.Name != "Go Coder" || !card.Streaming ||
 		len(card.Skills) != 1 || card.Skills[0].Examples[0] != "fix the bug" || card.Skills[0].Tags[0] != "go" {
 		t.Fatalf("card %+v", card)
 	}
@@ -335,7 +154,7 @@ func TestRemoteGoSendCompletesAndFails(t *testing.T) {
 	if sent.State != a2a.RemoteCompleted || sent.ID == "" || sent.ContextID == "" {
 		t.Fatalf("blocking send answered %+v, want a completed task with ids", sent)
 	}
-	seen := g.exec.messages()
+	seen := g.Executor().Messages()
 	if len(seen) != 1 || seen[0].ID != task.ID {
 		t.Fatalf("the remote got %+v, want one message with id %s", seen, task.ID)
 	}
@@ -372,7 +191,7 @@ func TestRemoteGoSendCompletesAndFails(t *testing.T) {
 func TestRemoteGoAsksThenCompletesOnTheAnswer(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, a2a.RemoteAuth{})
+	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, a2a.RemoteAuth{})
 	task := nativeTask("ask me", "")
 	got, err := r.Send(ctx, outbound(t, task, nil), true)
 	if err != nil {
@@ -404,7 +223,7 @@ func TestRemoteGoAsksThenCompletesOnTheAnswer(t *testing.T) {
 	if done.ID != got.ID || res.Status != mailbox.StatusOK || contentText(res) != "using staging" {
 		t.Fatalf("continuation answered %+v (%+v), want task %s completed using the answer", done, res, got.ID)
 	}
-	seen := g.exec.messages()
+	seen := g.Executor().Messages()
 	if last := seen[len(seen)-1]; string(last.TaskID) != got.ID || last.ContextID != got.ContextID || last.ID != cont.MessageID {
 		t.Fatalf("the remote got the continuation %+v", last)
 	}
@@ -418,7 +237,7 @@ func TestRemoteGoAsksThenCompletesOnTheAnswer(t *testing.T) {
 func TestRemoteGoStreams(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, a2a.RemoteAuth{})
+	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, a2a.RemoteAuth{})
 	s, err := r.Stream(ctx, outbound(t, nativeTask("stream please", ""), nil))
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
@@ -441,7 +260,7 @@ func TestRemoteGoStreams(t *testing.T) {
 func TestRemoteGoSlowPolledAndCanceled(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, a2a.RemoteAuth{})
+	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, a2a.RemoteAuth{})
 
 	sent, err := r.Send(ctx, outbound(t, nativeTask("slow work", ""), nil), false)
 	if err != nil {
@@ -457,7 +276,7 @@ func TestRemoteGoSlowPolledAndCanceled(t *testing.T) {
 	if _, final := got.Outcome(); final {
 		t.Fatalf("the outcome of %s task is final", got.State)
 	}
-	close(g.exec.release)
+	close(g.Executor().Release)
 	done := poll(t, ctx, r, sent.ID)
 	if res := outcome(t, done); res.Status != mailbox.StatusOK || contentText(res) != "slowly done" {
 		t.Fatalf("slow task ended %+v", done)
@@ -479,7 +298,7 @@ func TestRemoteGoSlowPolledAndCanceled(t *testing.T) {
 func TestRemoteGoResubscribe(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, a2a.RemoteAuth{})
+	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, a2a.RemoteAuth{})
 	sent, err := r.Send(ctx, outbound(t, nativeTask("tick tock", ""), nil), false)
 	if err != nil {
 		t.Fatal(err)
@@ -499,7 +318,7 @@ func TestRemoteGoResubscribe(t *testing.T) {
 wait:
 	for {
 		select {
-		case g.exec.tick <- struct{}{}:
+		case g.Executor().Tick <- struct{}{}:
 		case o = <-done:
 			break wait
 		}
@@ -507,7 +326,7 @@ wait:
 	if o.err != nil {
 		t.Fatalf("Resubscribe: %v", o.err)
 	}
-	close(g.exec.release)
+	close(g.Executor().Release)
 	ups := collect(t, o.s)
 	last := ups[len(ups)-1]
 	if !last.Final || last.Task.State != a2a.RemoteCompleted || last.Task.ID != sent.ID {
@@ -518,12 +337,12 @@ wait:
 func TestRemoteGoLostTaskAfterRestart(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, a2a.RemoteAuth{})
+	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, a2a.RemoteAuth{})
 	sent, err := r.Send(ctx, outbound(t, nativeTask("hang around", ""), nil), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.restart(true)
+	g.Restart(true)
 	_, err = r.Get(ctx, sent.ID)
 	if !errors.Is(err, a2a.ErrRemoteTaskNotFound) || a2a.RemoteRetryable(err) {
 		t.Fatalf("Get after the remote restarted: %v; want ErrRemoteTaskNotFound, not retryable", err)
@@ -540,11 +359,11 @@ func TestRemoteGoCredentialsReachTheServer(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, false)
 	auth := a2a.RemoteAuth{Bearer: "s3cret-bearer-token", Header: "X-Api-Key", Value: "k3y-value-123"}
-	r, card := resolve(t, ctx, a2a.RemoteSpec{URL: g.srv.URL}, auth)
+	r, card := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, auth)
 	if _, err := r.Send(ctx, outbound(t, nativeTask("echo", ""), nil), true); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range g.credentials() {
+	for _, c := range g.Credentials() {
 		if c != "Bearer s3cret-bearer-token|k3y-value-123" {
 			t.Fatalf("a request came with %q, want the bearer and the header", c)
 		}

@@ -17,11 +17,11 @@ const secret = "s3cret-bearer-4f1d9a77"
 func TestNativeSenderGetsTheRemoteResult(t *testing.T) {
 	w := start(t, config.RemoteCredential{Agent: "coder@remote", Bearer: secret})
 	g := startGoRemote(t, "Go Coder", false)
-	w.register("coder@remote", g.srv.URL, 2)
+	w.register("coder@remote", g.Srv.URL, 2)
 	w.waitRemote("coder@remote", "healthy", func(st *mailbox.RemoteStatus) bool { return st.State == mailbox.RemoteHealthy })
 	waitFor(t, "the remote's card in the registry", func() bool {
 		c := w.info("coder@remote").Card
-		return c != nil && c.Name == "Go Coder" && c.HasSkill("code") && c.Remote != nil && c.Remote.URL == g.srv.URL
+		return c != nil && c.Name == "Go Coder" && c.HasSkill("code") && c.Remote != nil && c.Remote.URL == g.Srv.URL
 	}, func() string { b, _ := json.Marshal(w.info("coder@remote").Card); return string(b) })
 
 	id := w.send("planner@local", "coder@remote", "hello there", false)
@@ -33,10 +33,10 @@ func TestNativeSenderGetsTheRemoteResult(t *testing.T) {
 	if rec.Remote == nil || rec.Remote.TaskID == "" || rec.Remote.Binding != mailbox.BindingJSONRPC03 || rec.Remote.Agent != "coder@remote" {
 		t.Fatalf("task's remote %+v, want the remote's task recorded as accepted over jsonrpc-0.3", rec.Remote)
 	}
-	if n := g.executor().sent(id); n != 1 {
+	if n := g.Executor().Sent(id); n != 1 {
 		t.Fatalf("the remote got the message %d times, want once with the task id as messageId", n)
 	}
-	for _, a := range g.credentials() {
+	for _, a := range g.Credentials() {
 		if a != "Bearer "+secret+"|" {
 			t.Fatalf("a request reached the remote with credentials %q, want the configured bearer", a)
 		}
@@ -61,7 +61,7 @@ func TestNativeSenderGetsTheRemoteResult(t *testing.T) {
 func TestRemoteOutcomes(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Coder", false)
-	w.register("coder@remote", g.srv.URL, 4)
+	w.register("coder@remote", g.Srv.URL, 4)
 	for _, c := range []struct{ intent, status, says string }{
 		{"fail now", mailbox.StatusError, "the disk is full"},
 		{"reject this", mailbox.StatusRejected, "not my kind of work"},
@@ -78,7 +78,7 @@ func TestRemoteOutcomes(t *testing.T) {
 func TestRemoteAsksAndTheSenderAnswers(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Coder", false)
-	w.register("coder@remote", g.srv.URL, 1)
+	w.register("coder@remote", g.Srv.URL, 1)
 	id := w.send("planner@local", "coder@remote", "ask me", false)
 	q := w.result("planner@local", id)
 	if q.Status != mailbox.StatusInputRequired || text(q) != "which database?" {
@@ -101,7 +101,7 @@ func TestRemoteAsksAndTheSenderAnswers(t *testing.T) {
 func TestSlowRemoteIsPolled(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Coder", false)
-	w.register("coder@remote", g.srv.URL, 1)
+	w.register("coder@remote", g.Srv.URL, 1)
 	id := w.send("planner@local", "coder@remote", "slow work", false)
 	dl := w.waitDelivery("coder@remote", id, "polled", func(d mailbox.DeliveryStatus) bool {
 		return d.State == mailbox.DeliveryPolling && d.RemoteTaskID != ""
@@ -109,7 +109,7 @@ func TestSlowRemoteIsPolled(t *testing.T) {
 	if rec := w.record(id); rec.State != mailbox.TaskInFlight || rec.Remote == nil || rec.Remote.TaskID != dl.RemoteTaskID {
 		t.Fatalf("task %s remote %+v, want in flight, accepted as %s", rec.State, rec.Remote, dl.RemoteTaskID)
 	}
-	close(g.executor().release)
+	close(g.Executor().Release)
 	if res := w.result("planner@local", id); res.Status != mailbox.StatusOK || text(res) != "slowly done" {
 		t.Fatalf("result %+v", res)
 	}
@@ -119,7 +119,7 @@ func TestSlowRemoteIsPolled(t *testing.T) {
 func TestStreamingRemote(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Streamer", true)
-	w.register("streamer@remote", g.srv.URL, 1)
+	w.register("streamer@remote", g.Srv.URL, 1)
 	id := w.send("planner@local", "streamer@remote", "stream it", false)
 	if res := w.result("planner@local", id); res.Status != mailbox.StatusOK || text(res) != "one two three" {
 		t.Fatalf("result %+v, want the streamed artifact", res)
@@ -131,7 +131,7 @@ func TestStreamingRemote(t *testing.T) {
 func TestStreamingRemoteAsks(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Streamer", true)
-	w.register("streamer@remote", g.srv.URL, 1)
+	w.register("streamer@remote", g.Srv.URL, 1)
 	id := w.send("planner@local", "streamer@remote", "ask me", false)
 	if q := w.result("planner@local", id); q.Status != mailbox.StatusInputRequired || text(q) != "which database?" {
 		t.Fatalf("result %+v, want the remote's question", q)
@@ -150,12 +150,12 @@ func TestStreamingRemoteAsks(t *testing.T) {
 func TestRemoteLostTheTaskItAsked(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Coder", false)
-	w.register("coder@remote", g.srv.URL, 1)
+	w.register("coder@remote", g.Srv.URL, 1)
 	id := w.send("planner@local", "coder@remote", "ask me", false)
 	if q := w.result("planner@local", id); q.Status != mailbox.StatusInputRequired {
 		t.Fatalf("result %+v, want the question", q)
 	}
-	g.restart(false)
+	g.Restart(false)
 	if _, err := w.c.Reply(w.ctx, mailbox.Reply{TaskID: id, Sender: "planner@local", Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "postgres"}}}); err != nil {
 		t.Fatal(err)
 	}

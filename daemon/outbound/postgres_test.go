@@ -37,7 +37,7 @@ func TestOnlyTheLeaderDeliversAndATakeoverFollows(t *testing.T) {
 	}
 	a := instance()
 	g := startGoRemote(t, "Go Coder", false)
-	a.register("coder@remote", g.srv.URL, 1)
+	a.register("coder@remote", g.Srv.URL, 1)
 	a.waitRemote("coder@remote", "healthy on the leader", func(st *mailbox.RemoteStatus) bool { return st.State == mailbox.RemoteHealthy })
 	b := instance()
 	b.waitRemote("coder@remote", "standby on the follower", func(st *mailbox.RemoteStatus) bool { return st.State == mailbox.RemoteStandby })
@@ -46,11 +46,11 @@ func TestOnlyTheLeaderDeliversAndATakeoverFollows(t *testing.T) {
 	a.waitDelivery("coder@remote", id, "accepted", func(d mailbox.DeliveryStatus) bool { return d.RemoteTaskID != "" })
 	a.d.Stop()
 	b.waitDelivery("coder@remote", id, "followed by the new leader", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryPolling })
-	close(g.executor().release)
+	close(g.Executor().Release)
 	if res := b.result("planner@local", id); res.Status != mailbox.StatusOK || text(res) != "slowly done" {
 		t.Fatalf("result %+v", res)
 	}
-	if n := g.executor().sent(id); n != 1 {
+	if n := g.Executor().Sent(id); n != 1 {
 		t.Fatalf("the remote got the task %d times, want once", n)
 	}
 }

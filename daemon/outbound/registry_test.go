@@ -19,10 +19,10 @@ func TestReRegistrationMovesTheRemote(t *testing.T) {
 	w := start(t)
 	g1 := startGoRemote(t, "First", false)
 	g2 := startGoRemote(t, "Second", false)
-	w.register("coder@remote", g1.srv.URL, 1)
-	w.waitRemote("coder@remote", "at the first", func(st *mailbox.RemoteStatus) bool { return strings.HasPrefix(st.Endpoint, g1.srv.URL) })
-	w.register("coder@remote", g2.srv.URL, 1)
-	w.waitRemote("coder@remote", "at the second", func(st *mailbox.RemoteStatus) bool { return strings.HasPrefix(st.Endpoint, g2.srv.URL) })
+	w.register("coder@remote", g1.Srv.URL, 1)
+	w.waitRemote("coder@remote", "at the first", func(st *mailbox.RemoteStatus) bool { return strings.HasPrefix(st.Endpoint, g1.Srv.URL) })
+	w.register("coder@remote", g2.Srv.URL, 1)
+	w.waitRemote("coder@remote", "at the second", func(st *mailbox.RemoteStatus) bool { return strings.HasPrefix(st.Endpoint, g2.Srv.URL) })
 	waitFor(t, "the second remote's card", func() bool {
 		c := w.info("coder@remote").Card
 		return c != nil && c.Name == "Second"
@@ -31,8 +31,8 @@ func TestReRegistrationMovesTheRemote(t *testing.T) {
 	if res := w.result("planner@local", id); res.Status != mailbox.StatusOK {
 		t.Fatalf("result %+v", res)
 	}
-	if g2.executor().sent(id) != 1 || g1.executor().sent(id) != 0 {
-		t.Fatalf("the task reached the first remote %d times and the second %d, want only the second, once", g1.executor().sent(id), g2.executor().sent(id))
+	if g2.Executor().Sent(id) != 1 || g1.Executor().Sent(id) != 0 {
+		t.Fatalf("the task reached the first remote %d times and the second %d, want only the second, once", g1.Executor().Sent(id), g2.Executor().Sent(id))
 	}
 }
 
@@ -75,7 +75,7 @@ func TestCredentialsNeverShownInErrors(t *testing.T) {
 func TestDeregisteredRemoteIsNoLongerDelivered(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Coder", false)
-	w.register("coder@remote", g.srv.URL, 1)
+	w.register("coder@remote", g.Srv.URL, 1)
 	w.waitRemote("coder@remote", "healthy", func(st *mailbox.RemoteStatus) bool { return st.State == mailbox.RemoteHealthy })
 	if _, err := w.c.RegisterAgent(w.ctx, "coder@remote", mailbox.AgentCard{Name: "Coder", Description: "polls now"}); err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestDeregisteredRemoteIsNoLongerDelivered(t *testing.T) {
 func TestCardIsResolvedAgain(t *testing.T) {
 	w := startWith(t, func(o *outbound.Options) { o.ResolveInterval = 20 * time.Millisecond })
 	g := startGoRemote(t, "Before", false)
-	w.register("coder@remote", g.srv.URL, 1)
+	w.register("coder@remote", g.Srv.URL, 1)
 	name := func() string {
 		if c := w.info("coder@remote").Card; c != nil {
 			return c.Name
@@ -103,10 +103,10 @@ func TestCardIsResolvedAgain(t *testing.T) {
 		return ""
 	}
 	waitFor(t, "the remote's first name", func() bool { return name() == "Before" }, name)
-	g.name = "After"
-	g.restart(false)
+	g.Name = "After"
+	g.Restart(false)
 	waitFor(t, "the remote's new name", func() bool { return name() == "After" }, name)
-	if c := w.info("coder@remote").Card; c.Remote == nil || c.Remote.URL != g.srv.URL {
+	if c := w.info("coder@remote").Card; c.Remote == nil || c.Remote.URL != g.Srv.URL {
 		t.Fatalf("card %+v, want its remote kept", c)
 	}
 }

@@ -55,7 +55,7 @@ func (w *world) edgePoll(e *a2a.Remote, id string, done func(a2a.RemoteTask) boo
 func TestA2ASenderGetsTheRemoteResult(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Coder", false)
-	w.register("coder@remote", g.srv.URL, 2)
+	w.register("coder@remote", g.Srv.URL, 2)
 	e := w.edge("coder@remote")
 	sent := w.edgeSend(e, "hello from A2A")
 	got := w.edgePoll(e, sent.ID, a2a.RemoteTask.Terminal)
@@ -69,14 +69,14 @@ func TestA2ASenderGetsTheRemoteResult(t *testing.T) {
 func TestCancelReachesTheRemote(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Coder", false)
-	w.register("coder@remote", g.srv.URL, 2)
+	w.register("coder@remote", g.Srv.URL, 2)
 	e := w.edge("coder@remote")
 	sent := w.edgeSend(e, "hang on")
 	dl := w.waitDelivery("coder@remote", sent.ID, "accepted", func(d mailbox.DeliveryStatus) bool { return d.RemoteTaskID != "" })
 	if _, err := e.Cancel(w.ctx, sent.ID); err != nil {
 		t.Fatalf("canceling through the edge: %v", err)
 	}
-	waitFor(t, "the remote's executor canceled", func() bool { return g.executor().wasCanceled(dl.RemoteTaskID) }, func() string { return w.logs.String() })
+	waitFor(t, "the remote's executor canceled", func() bool { return g.Executor().WasCanceled(dl.RemoteTaskID) }, func() string { return w.logs.String() })
 	w.waitRemote("coder@remote", "the delivery gone", func(st *mailbox.RemoteStatus) bool { return delivery(st, sent.ID) == nil && st.InFlight == 0 })
 	if got, _ := e.Get(w.ctx, sent.ID); got.State != a2a.RemoteCanceled {
 		t.Fatalf("the edge's task is %s, want canceled", got.State)
@@ -88,10 +88,10 @@ func TestCancelReachesTheRemote(t *testing.T) {
 func TestRemoteThatLostATaskIsRepairedByTheOperator(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Coder", false)
-	w.register("coder@remote", g.srv.URL, 1)
+	w.register("coder@remote", g.Srv.URL, 1)
 	id := w.send("planner@local", "coder@remote", "hang on", false)
 	w.waitDelivery("coder@remote", id, "followed", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryPolling })
-	g.restart(false)
+	g.Restart(false)
 	dl := w.waitDelivery("coder@remote", id, "lost", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryLost })
 	if !strings.Contains(dl.LastError, "lost") {
 		t.Errorf("delivery %+v, want it to say the remote lost the task", dl)
@@ -138,9 +138,9 @@ func (w *world) requeueTo(id, leaseID, agent, text string) {
 func TestCircuitOpensAndCloses(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Coder", false)
-	w.register("coder@remote", g.srv.URL, 2)
+	w.register("coder@remote", g.Srv.URL, 2)
 	w.waitRemote("coder@remote", "healthy", func(st *mailbox.RemoteStatus) bool { return st.State == mailbox.RemoteHealthy })
-	g.down.Store(true)
+	g.Down.Store(true)
 	a := w.send("planner@local", "coder@remote", "first", false)
 	st := w.waitRemote("coder@remote", "circuit open", func(st *mailbox.RemoteStatus) bool { return st.State == mailbox.RemoteCircuitOpen })
 	if !strings.Contains(st.LastError, "503") || st.NextProbeMs == 0 {
@@ -153,7 +153,7 @@ func TestCircuitOpensAndCloses(t *testing.T) {
 	if e := w.entry(b); e == nil || e.State != mailbox.TaskQueued {
 		t.Fatalf("task sent while the circuit is open: %+v, want it queued", e)
 	}
-	g.down.Store(false)
+	g.Down.Store(false)
 	for _, id := range []string{a, b} {
 		if res := w.result("planner@local", id); res.Status != mailbox.StatusOK {
 			t.Fatalf("result %+v", res)
@@ -173,16 +173,16 @@ func TestCircuitOpensAndCloses(t *testing.T) {
 func TestRestartFollowsAnAcceptedTask(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Coder", false)
-	w.register("coder@remote", g.srv.URL, 1)
+	w.register("coder@remote", g.Srv.URL, 1)
 	id := w.send("planner@local", "coder@remote", "slow work", false)
 	w.waitDelivery("coder@remote", id, "accepted", func(d mailbox.DeliveryStatus) bool { return d.RemoteTaskID != "" })
 	w.d.Restart()
 	w.waitDelivery("coder@remote", id, "followed after the restart", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryPolling })
-	close(g.executor().release)
+	close(g.Executor().Release)
 	if res := w.result("planner@local", id); res.Status != mailbox.StatusOK || text(res) != "slowly done" {
 		t.Fatalf("result %+v", res)
 	}
-	if n := g.executor().sent(id); n != 1 {
+	if n := g.Executor().Sent(id); n != 1 {
 		t.Fatalf("the remote got the task %d times, want once", n)
 	}
 }
@@ -193,9 +193,9 @@ func TestRestartFollowsAnAcceptedTask(t *testing.T) {
 func TestRestartWithUnansweredSends(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Coder", false)
-	w.register("coder@remote", g.srv.URL, 2)
+	w.register("coder@remote", g.Srv.URL, 2)
 	w.waitRemote("coder@remote", "healthy", func(st *mailbox.RemoteStatus) bool { return st.State == mailbox.RemoteHealthy })
-	g.down.Store(true)
+	g.Down.Store(true)
 	once := w.send("planner@local", "coder@remote", "charge the card", false)
 	twice := w.send("planner@local", "coder@remote", "read the file", true)
 	for _, id := range []string{once, twice} {
@@ -206,7 +206,7 @@ func TestRestartWithUnansweredSends(t *testing.T) {
 	// recovery made of them.
 	w.waitDelivery("coder@remote", once, "unknown while the remote is down", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryUnknown })
 	w.waitDelivery("coder@remote", twice, "waiting for the remote", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliverySending })
-	g.down.Store(false)
+	g.Down.Store(false)
 	if res := w.result("planner@local", twice); res.Status != mailbox.StatusOK || !strings.Contains(text(res), "read the file") {
 		t.Fatalf("the idempotent task's result %+v", res)
 	}
@@ -214,7 +214,7 @@ func TestRestartWithUnansweredSends(t *testing.T) {
 	if e := w.entry(once); e == nil || e.State != mailbox.TaskInFlight || e.LeaseID != dl.LeaseID {
 		t.Fatalf("queue entry %+v, want its lease left for the operator", e)
 	}
-	if n := g.executor().sent(once); n != 0 {
+	if n := g.Executor().Sent(once); n != 0 {
 		t.Fatalf("the non-idempotent task reached the remote %d times after the restart, want never", n)
 	}
 	if _, err := w.c.Repair(w.ctx, mailbox.RepairRequest{TaskID: once, Reason: "the card was not charged",
@@ -232,7 +232,7 @@ func TestRestartWithUnansweredSends(t *testing.T) {
 func TestOperatorRepairsCancelTheRemoteTask(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Coder", false)
-	w.register("coder@remote", g.srv.URL, 2)
+	w.register("coder@remote", g.Srv.URL, 2)
 	moved := w.send("planner@local", "coder@remote", "hang on", false)
 	forced := w.send("planner@local", "coder@remote", "hang on too", false)
 	m := w.waitDelivery("coder@remote", moved, "accepted", func(d mailbox.DeliveryStatus) bool { return d.RemoteTaskID != "" })
@@ -247,7 +247,7 @@ func TestOperatorRepairsCancelTheRemoteTask(t *testing.T) {
 		t.Fatalf("force error: %v", err)
 	}
 	for _, id := range []string{m.RemoteTaskID, f.RemoteTaskID} {
-		waitFor(t, "the remote task "+id+" canceled", func() bool { return g.executor().wasCanceled(id) }, func() string { return w.logs.String() })
+		waitFor(t, "the remote task "+id+" canceled", func() bool { return g.Executor().WasCanceled(id) }, func() string { return w.logs.String() })
 	}
 	w.waitRemote("coder@remote", "both deliveries gone", func(st *mailbox.RemoteStatus) bool { return len(st.Deliveries) == 0 && st.InFlight == 0 })
 	if res := w.result("planner@local", forced); res.Status != mailbox.StatusError || res.ErrorMessage != "not needed any more" {

@@ -1,6 +1,7 @@
 // Package remotetest starts remote A2A agents for tests: the servers of
 // the official JavaScript SDK in interop/node (remote/server.mjs), run by
-// node, that the outbound client's tests and the dispatcher's call.
+// node, and an a2a-go server (goremote.go), that the outbound client's
+// tests and the dispatcher's call. Only tests import it.
 package remotetest
 
 import (

@@ -1,0 +1,259 @@
+package remotetest
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	a2apkg "github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+)
+
+// GoExecutor is a remote agent's executor on a2a-go v0.3.3, acting on the
+// first word of the message it gets: "fail", "reject", "ask" (then
+// completes on the answer, "using ..."), "auth", "say" (answers with a
+// message, no task), "stream" (an artifact in chunks), "slow" (until
+// Release is closed), "tick" (a working update per send on Tick, until
+// Release), "hang" (until canceled); anything else is echoed back as the
+// artifact. It records the messages it got and the tasks canceled.
+type GoExecutor struct {
+	// Release ends the slow and ticking work; Tick sends one more working
+	// update of the ticking work.
+	Release chan struct{}
+	Tick    chan struct{}
+	// chunks are the stream's artifact chunks, first to last.
+	chunks []string
+
+	mu       sync.Mutex
+	seen     []*a2apkg.Message
+	canceled []string
+}
+
+// Messages are the messages the executor got, in order.
+func (e *GoExecutor) Messages() []*a2apkg.Message {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.seen)
+}
+
+// Sent counts the messages received with id messageID.
+func (e *GoExecutor) Sent(messageID string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, m := range e.seen {
+		if m.ID == messageID {
+			n++
+		}
+	}
+	return n
+}
+
+// WasCanceled reports whether the remote task taskID was canceled.
+func (e *GoExecutor) WasCanceled(taskID string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Contains(e.canceled, taskID)
+}
+
+func firstText(m *a2apkg.Message) string {
+	for _, p := range m.Parts {
+		if t, ok := p.(a2apkg.TextPart); ok {
+			return t.Text
+		}
+	}
+	return ""
+}
+
+func (e *GoExecutor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	e.mu.Lock()
+	e.seen = append(e.seen, rc.Message)
+	e.mu.Unlock()
+	write := func(ev a2apkg.Event) error { return q.Write(ctx, ev) }
+	status := func(st a2apkg.TaskState, text string, final bool) error {
+		var m *a2apkg.Message
+		if text != "" {
+			m = a2apkg.NewMessageForTask(a2apkg.MessageRoleAgent, rc, a2apkg.TextPart{Text: text})
+		}
+		ev := a2apkg.NewStatusUpdateEvent(rc, st, m)
+		ev.Final = final
+		return write(ev)
+	}
+	text := firstText(rc.Message)
+	if rc.StoredTask == nil && !strings.HasPrefix(text, "say") {
+		if err := status(a2apkg.TaskStateSubmitted, "", false); err != nil {
+			return err
+		}
+	}
+	if rc.StoredTask != nil {
+		// The answer to the question asked.
+		if err := write(a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: "using " + text})); err != nil {
+			return err
+		}
+		return status(a2apkg.TaskStateCompleted, "", true)
+	}
+	working := func() error { return status(a2apkg.TaskStateWorking, "", false) }
+	done := func(artifact string) error {
+		if err := write(a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: artifact})); err != nil {
+			return err
+		}
+		return status(a2apkg.TaskStateCompleted, "", true)
+	}
+	switch strings.Fields(text + " x")[0] {
+	case "fail":
+		return status(a2apkg.TaskStateFailed, "the disk is full", true)
+	case "reject":
+		return status(a2apkg.TaskStateRejected, "not my kind of work", true)
+	case "ask":
+		return status(a2apkg.TaskStateInputRequired, "which database?", true)
+	case "say":
+		// No task at all: the answer is a message.
+		return write(a2apkg.NewMessage(a2apkg.MessageRoleAgent, a2apkg.TextPart{Text: "hello yourself"}))
+	case "auth":
+		return status(a2apkg.TaskStateAuthRequired, "sign in at https://example.test/login", true)
+	case "stream":
+		if err := working(); err != nil {
+			return err
+		}
+		first := a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: e.chunks[0]})
+		if err := write(first); err != nil {
+			return err
+		}
+		for _, chunk := range e.chunks[1:] {
+			ev := a2apkg.NewArtifactUpdateEvent(rc, first.Artifact.ID, a2apkg.TextPart{Text: chunk})
+			ev.Append = true
+			if err := write(ev); err != nil {
+				return err
+			}
+		}
+		return status(a2apkg.TaskStateCompleted, "", true)
+	case "slow":
+		if err := working(); err != nil {
+			return err
+		}
+		select {
+		case <-e.Release:
+		case <-ctx.Done():
+			return nil
+		}
+		return done("slowly done")
+	case "tick":
+		// A status update per tick until released: a resubscriber gets
+		// its first event (and, from a2a-go, its headers) from a tick.
+		for {
+			if err := working(); err != nil {
+				return err
+			}
+			select {
+			case <-e.Tick:
+				continue
+			case <-e.Release:
+			case <-ctx.Done():
+				return nil
+			}
+			break
+		}
+		return done("ticked")
+	case "hang":
+		if err := working(); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
+	}
+	if err := write(a2apkg.NewArtifactEvent(rc, rc.Message.Parts...)); err != nil {
+		return err
+	}
+	return status(a2apkg.TaskStateCompleted, "", true)
+}
+
+func (e *GoExecutor) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	e.mu.Lock()
+	e.canceled = append(e.canceled, string(rc.TaskID))
+	e.mu.Unlock()
+	ev := a2apkg.NewStatusUpdateEvent(rc, a2apkg.TaskStateCanceled, nil)
+	ev.Final = true
+	return q.Write(ctx, ev)
+}
+
+// GoRemote is an a2a-go v0.3.3 server (JSON-RPC v0.3) on 127.0.0.1:0 with
+// a GoExecutor, that can be restarted (a fresh handler with an empty
+// in-memory task store on the same listener, as a killed and restarted
+// agent), taken down (Down: every request answered 503, as a remote that
+// is failing) and brought back, recording the credentials each request
+// came with.
+type GoRemote struct {
+	Srv  *httptest.Server
+	Down atomic.Bool
+	// Name is the card's name, as of the last Restart.
+	Name    string
+	chunks  []string
+	handler atomic.Pointer[http.Handler]
+
+	mu    sync.Mutex
+	exec  *GoExecutor
+	auths []string
+}
+
+// StartGoRemote starts a remote whose card is named name; chunks are its
+// streamed artifact's chunks ("one", "two", "three" when none are given).
+func StartGoRemote(t testing.TB, name string, streaming bool, chunks ...string) *GoRemote {
+	t.Helper()
+	if len(chunks) == 0 {
+		chunks = []string{"one", "two", "three"}
+	}
+	g := &GoRemote{Name: name, chunks: chunks}
+	g.Srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.auths = append(g.auths, r.Header.Get("Authorization")+"|"+r.Header.Get("X-Api-Key"))
+		g.mu.Unlock()
+		if g.Down.Load() {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		(*g.handler.Load()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(g.Srv.Close)
+	g.Restart(streaming)
+	return g
+}
+
+// Executor is the executor of the server as it runs now.
+func (g *GoRemote) Executor() *GoExecutor {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.exec
+}
+
+// Credentials are the Authorization and X-Api-Key headers ("auth|key")
+// each request came with.
+func (g *GoRemote) Credentials() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.auths)
+}
+
+// Restart replaces the server with a fresh one: every task it had is
+// forgotten, as an in-memory task store forgets on a restart.
+func (g *GoRemote) Restart(streaming bool) {
+	exec := &GoExecutor{Release: make(chan struct{}), Tick: make(chan struct{}), chunks: g.chunks}
+	card := &a2apkg.AgentCard{Name: g.Name, Description: "an a2a-go agent", Version: "0.3.3",
+		URL: g.Srv.URL + "/invoke", PreferredTransport: a2apkg.TransportProtocolJSONRPC, ProtocolVersion: "0.3.0",
+		Capabilities:      a2apkg.AgentCapabilities{Streaming: streaming},
+		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
+		Skills: []a2apkg.AgentSkill{{ID: "code", Name: "Code", Description: "writes Go", Tags: []string{"go"}, Examples: []string{"fix the bug"}}}}
+	mux := http.NewServeMux()
+	mux.Handle("/invoke", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(exec)))
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
+	var h http.Handler = mux
+	g.mu.Lock()
+	g.exec = exec
+	g.mu.Unlock()
+	g.handler.Store(&h)
+}
