@@ -6,6 +6,7 @@ package remotetest
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // NodeRemote starts the server for sdk ("v03": @a2a-js/sdk 0.3.14,
@@ -23,23 +25,7 @@ import (
 // both.
 func NodeRemote(t testing.TB, sdk string) string {
 	t.Helper()
-	dir := nodeDir(t)
-	unavailable := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format+" (on CI this fails)", args...)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		unavailable("node is not installed: install Node.js 20 or later to run the @a2a-js/sdk remote tests")
-	}
-	for _, pkg := range []string{"a2a-v03", "a2a-v1", "express"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
-			unavailable("%s has no node_modules/%s: run npm ci there", dir, pkg)
-		}
-	}
+	node, dir := Node(t, "the @a2a-js/sdk remote tests", "a2a-v03", "a2a-v1", "express")
 	cmd := exec.Command(node, filepath.Join("remote", "server.mjs"), sdk)
 	cmd.Dir = dir
 	stdin, err := cmd.StdinPipe()
@@ -80,6 +66,66 @@ func Control(t testing.TB, base, what string) {
 		t.Fatalf("control %s: %v", what, err)
 	}
 	_ = resp.Body.Close()
+}
+
+// Node returns the node binary and interop/node's directory, its packages
+// pkgs installed (npm ci there when one is missing), for what. Without
+// node or npm the test skips, except on CI (CI=true), where it fails:
+// .ci/run installs both.
+func Node(t testing.TB, what string, pkgs ...string) (node, dir string) {
+	t.Helper()
+	dir = nodeDir(t)
+	unavailable := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format+" (on CI this fails)", args...)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		unavailable("node is not installed: install Node.js 20 or later to run %s", what)
+	}
+	for _, pkg := range pkgs {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err == nil {
+			continue
+		}
+		npm, err := exec.LookPath("npm")
+		if err != nil {
+			unavailable("npm is not installed, and %s has no node_modules/%s: install npm, or run npm ci there", dir, pkg)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			unavailable("npm ci in %s: %v\n%s", dir, err, out)
+		}
+		break
+	}
+	return node, dir
+}
+
+// NodeTests runs interop/node's sub/*.test.mjs under node's test runner
+// with env added to this process's environment, and fails the test with
+// node's output if any fails.
+func NodeTests(t testing.TB, node, dir, sub string, env ...string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, sub, "*.test.mjs"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test files in %s/%s (%v)", dir, sub, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{"--test", "--test-reporter=spec"}, files...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test %s in %s: %v\n%s", sub, dir, err, out)
+	}
+	t.Logf("node --test %s:\n%s", sub, out)
 }
 
 // nodeDir is interop/node in this module, wherever the test runs from.
