@@ -406,11 +406,7 @@ func (l *convLedger) verify(c *client.Client, addr, when string) {
 // two states. Compaction thresholds are tiny so that kills land
 // mid-compaction and restarts load snapshots holding waiting tasks.
 func TestFaultKill9Conversations(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -fault.seed %d)", seed, seed)
+	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
 	dir := t.TempDir()
 	l := newConvLedger(t)

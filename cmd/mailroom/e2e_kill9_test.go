@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -190,11 +189,7 @@ func (w *workload) operator(ctx context.Context, rng *rand.Rand) {
 // acknowledged survived and nothing was leased twice without a requeue.
 // Compaction thresholds are tiny so that kills also land mid-compaction.
 func TestFaultKill9UnderLoad(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -fault.seed %d)", seed, seed)
+	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
 	dir := t.TempDir()
 	l := newLedger(t)

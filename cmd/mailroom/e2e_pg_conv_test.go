@@ -28,11 +28,7 @@ func TestPostgresKill9Conversations(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
 	pg := []string{"--store", "postgres", "--postgres-url", url, "--postgres-schema", schema, "--postgres-campaign-interval", "50ms"}
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -fault.seed %d)", seed, seed)
+	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>2))
 	l := newConvLedger(t)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2*convPairs + 2}}
@@ -42,18 +38,7 @@ func TestPostgresKill9Conversations(t *testing.T) {
 	for range 3 {
 		procs = append(procs, startProc(t, t.TempDir(), pg...))
 	}
-	waitLeader := func(what string) *proc {
-		deadline := time.Now().Add(60 * time.Second) // a watchdog, not synchronisation
-		for {
-			if p := leaderOf(procs); p != nil {
-				return p
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no instance leads after 60s", what)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
+	waitLeader := func(what string) *proc { return waitLeaderOf(t, procs, what) }
 	check := func(when string) *proc {
 		t.Helper()
 		leader := waitLeader(when)

@@ -26,11 +26,7 @@ var pgPushFailovers = flag.Int("pg.push-failovers", 3, "kill -9 failovers of Tes
 func TestPostgresKill9PushNotifications(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -fault.seed %d)", seed, seed)
+	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>4))
 	l := newPushLedger(t)
 	rcv := l.receiver(seed)
@@ -45,18 +41,7 @@ func TestPostgresKill9PushNotifications(t *testing.T) {
 	for range 3 {
 		procs = append(procs, startProc(t, t.TempDir(), flags...))
 	}
-	waitLeader := func(what string) *proc {
-		deadline := time.Now().Add(60 * time.Second) // a watchdog, not synchronisation
-		for {
-			if p := leaderOf(procs); p != nil {
-				return p
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no instance leads after 60s", what)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
+	waitLeader := func(what string) *proc { return waitLeaderOf(t, procs, what) }
 	clientOf := func(p *proc) *client.Client {
 		c, err := client.New(p.addr, client.WithHTTPClient(hc))
 		if err != nil {

@@ -30,11 +30,7 @@ var pgRemoteFailovers = flag.Int("pg.remote-failovers", 3, "kill -9 failovers of
 func TestPostgresKill9RemoteDelivery(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -fault.seed %d)", seed, seed)
+	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>4))
 	remote := startE2ERemote(t, seed)
 	flags := append(remoteConfig(t), "--store", "postgres", "--postgres-url", url, "--postgres-schema", schema, "--postgres-campaign-interval", "50ms")
@@ -46,18 +42,7 @@ func TestPostgresKill9RemoteDelivery(t *testing.T) {
 	for range 3 {
 		procs = append(procs, startProc(t, t.TempDir(), flags...))
 	}
-	waitLeader := func(what string) *proc {
-		deadline := time.Now().Add(60 * time.Second) // a watchdog, not synchronisation
-		for {
-			if p := leaderOf(procs); p != nil {
-				return p
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no instance leads after 60s", what)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
+	waitLeader := func(what string) *proc { return waitLeaderOf(t, procs, what) }
 	clientOf := func(p *proc) *client.Client {
 		c, err := client.New(p.addr, client.WithHTTPClient(hc))
 		if err != nil {

@@ -29,6 +29,22 @@ var pgFailovers = flag.Int("pg.failovers", 20, "kill -9 failovers of TestPostgre
 
 // leaderOf asks each instance's /healthz which one leads; "" while none
 // says so.
+// waitLeaderOf waits until one of procs leads, and returns it; 60 s
+// without one fails the test.
+func waitLeaderOf(t *testing.T, procs []*proc, what string) *proc {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second) // a watchdog, not synchronisation
+	for {
+		if p := leaderOf(procs); p != nil {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no instance leads after 60s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 func leaderOf(procs []*proc) *proc {
 	for _, p := range procs {
 		h, err := healthOf(p.addr)
@@ -121,18 +137,7 @@ func TestPostgresFailoverKill9UnderLoad(t *testing.T) {
 		}()
 	}
 
-	waitLeader := func(what string) *proc {
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			if l := leaderOf(live()); l != nil {
-				return l
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no instance leads after 60s", what)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
+	waitLeader := func(what string) *proc { return waitLeaderOf(t, live(), what) }
 	var gaps []time.Duration
 	for i := range *pgFailovers {
 		leader := waitLeader(fmt.Sprintf("failover %d", i))

@@ -18,7 +18,7 @@ import (
 
 var (
 	iterations    = flag.Int("fault.iterations", 3, "kill -9 iterations of TestFaultKill9UnderLoad (.ci/run runs 20)")
-	seedFlag      = flag.Uint64("fault.seed", 0, "random seed of TestFaultKill9UnderLoad, TestFaultKill9Conversations and TestFaultKill9RemoteDelivery and their PostgreSQL twins (0: from the clock; the seed used is logged)")
+	seedFlag      = flag.Uint64("fault.seed", 0, "random seed of the kill -9 suites (TestFaultKill9* and their PostgreSQL twins, TestPostgresKill9*) (0: from the clock; the seed used is logged)")
 	diskFullMode  = flag.String("fault.diskfull", "auto", "how TestFaultDiskFull fills the disk: tmpfs, rlimit, or auto (tmpfs when mount is permitted)")
 	restartEvents = flag.Int("fault.restart-events", 0, "TestRestartMillionEvents: build a log of this many events and time the restart (0: skip)")
 )
@@ -166,4 +166,16 @@ func (p *proc) killDuringLoad(t *testing.T, rng *rand.Rand, what string, killed 
 	stop()
 	wait()
 	killed.Store(false)
+}
+
+// faultSeed is the run's random seed: -fault.seed, or one from the clock;
+// it is logged with how to run the same again.
+func faultSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -fault.seed %d)", seed, seed)
+	return seed
 }

@@ -265,11 +265,7 @@ func seqOf(id string) uint64 {
 // notifications were first received in order, and every notification
 // received twice was the same one under the same id.
 func TestFaultKill9PushNotifications(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -fault.seed %d)", seed, seed)
+	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>3))
 	dir := t.TempDir()
 	l := newPushLedger(t)

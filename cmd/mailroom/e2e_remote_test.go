@@ -442,11 +442,7 @@ func (l *remoteLedger) summary() string {
 // sent again, any other left unknown for the operator. At the end the
 // operator force-errors the unknown ones and every task ends.
 func TestFaultKill9RemoteDelivery(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -fault.seed %d)", seed, seed)
+	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>3))
 	dir := t.TempDir()
 	remote := startE2ERemote(t, seed)
