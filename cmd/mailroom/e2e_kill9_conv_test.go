@@ -37,8 +37,7 @@ func answerText(question string) string    { return "a: " + question }
 // convLedger is what the conversation suite's clients were told
 // (acknowledged: a 2xx answer) and what they tried, across every kill.
 type convLedger struct {
-	t  *testing.T
-	mu sync.Mutex
+	ledgerBase
 
 	tried      map[string]bool      // task ids a send was attempted for
 	sent       map[string]bool      // acknowledged sends
@@ -53,30 +52,17 @@ type convLedger struct {
 
 	acks, replies, questions, duplicates, conflicts, retried atomic.Int64
 	waitingSeen                                              int // tasks waiting when a verify ran, summed
-	killed                                                   atomic.Bool
 }
 
 func newConvLedger(t *testing.T) *convLedger {
-	return &convLedger{t: t, tried: map[string]bool{}, sent: map[string]bool{}, askTried: map[string]bool{}, asked: map[string][]string{},
+	return &convLedger{ledgerBase: ledgerBase{t: t}, tried: map[string]bool{}, sent: map[string]bool{}, askTried: map[string]bool{}, asked: map[string][]string{},
 		replyTried: map[string]bool{}, replied: map[string][]string{}, turnsAcked: map[string]int{}, finTried: map[string]bool{}, finished: map[string]bool{},
 		unanswered: map[string][2]string{}}
-}
-
-func (l *convLedger) do(f func()) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	f()
 }
 
 // failed takes a request that got no answer: the client stops, as every
 // later request would fail too. That is expected when the run ends or the
 // daemon is being killed; any other failure fails the test.
-func (l *convLedger) failed(ctx context.Context, what string, err error) {
-	if ctx.Err() == nil && !l.killed.Load() {
-		l.t.Errorf("%s before the kill: %v", what, err)
-	}
-}
-
 // convLoad is one pair's sender and worker.
 type convLoad struct {
 	c                 *client.Client

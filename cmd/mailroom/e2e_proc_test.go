@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"math/rand/v2"
 	"os"
@@ -178,4 +179,28 @@ func faultSeed(t *testing.T) uint64 {
 	}
 	t.Logf("seed %d (rerun with -fault.seed %d)", seed, seed)
 	return seed
+}
+
+// ledgerBase is what every kill -9 suite's ledger shares: the test, the
+// lock its records are kept under, and whether a kill is under way (a
+// request that fails then is the kill's doing, not the daemon's).
+type ledgerBase struct {
+	t      *testing.T
+	mu     sync.Mutex
+	killed atomic.Bool
+}
+
+// do runs f with the ledger locked.
+func (l *ledgerBase) do(f func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f()
+}
+
+// failed reports a request of the load that failed, unless the load was
+// being stopped or a kill was under way.
+func (l *ledgerBase) failed(ctx context.Context, what string, err error) {
+	if ctx.Err() == nil && !l.killed.Load() {
+		l.t.Errorf("%s before the kill: %v", what, err)
+	}
 }

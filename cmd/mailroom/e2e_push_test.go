@@ -31,8 +31,7 @@ const (
 // pushLedger is what the push suite's callers were told and what its
 // receiver got, across every kill.
 type pushLedger struct {
-	t  *testing.T
-	mu sync.Mutex
+	ledgerBase
 
 	sent   map[string]bool // tasks whose send with a config was acknowledged
 	posted map[string]bool // tasks whose result was acknowledged
@@ -43,24 +42,11 @@ type pushLedger struct {
 	received int
 	dupes    int
 
-	acks   atomic.Int64
-	killed atomic.Bool
+	acks atomic.Int64
 }
 
 func newPushLedger(t *testing.T) *pushLedger {
-	return &pushLedger{t: t, sent: map[string]bool{}, posted: map[string]bool{}, byID: map[string]string{}, firsts: map[string][]string{}}
-}
-
-func (l *pushLedger) do(f func()) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	f()
-}
-
-func (l *pushLedger) failed(ctx context.Context, what string, err error) {
-	if ctx.Err() == nil && !l.killed.Load() {
-		l.t.Errorf("%s before the kill: %v", what, err)
-	}
+	return &pushLedger{ledgerBase: ledgerBase{t: t}, sent: map[string]bool{}, posted: map[string]bool{}, byID: map[string]string{}, firsts: map[string][]string{}}
 }
 
 // receiver is the webhook: it answers 2xx after a short random delay (so

@@ -35,8 +35,7 @@ const (
 // remoteLedger is what the remote suites' senders were told across every
 // kill, and what the operator did.
 type remoteLedger struct {
-	t  *testing.T
-	mu sync.Mutex
+	ledgerBase
 
 	tried      map[string]bool // task ids a send was attempted for
 	sent       map[string]bool // acknowledged sends
@@ -47,7 +46,6 @@ type remoteLedger struct {
 	outstanding map[string]int
 
 	acks                                    atomic.Int64
-	killed                                  atomic.Bool
 	unknownSeen, followedSeen, resentSeen   int // what recovery made of the leases a kill left, summed
 	unknownReceived                         int // unknown deliveries the remote had received
 	checks                                  int
@@ -56,20 +54,8 @@ type remoteLedger struct {
 }
 
 func newRemoteLedger(t *testing.T) *remoteLedger {
-	return &remoteLedger{t: t, tried: map[string]bool{}, sent: map[string]bool{}, idempotent: map[string]bool{},
+	return &remoteLedger{ledgerBase: ledgerBase{t: t}, tried: map[string]bool{}, sent: map[string]bool{}, idempotent: map[string]bool{},
 		drained: map[string]mailbox.PendingResult{}, forced: map[string]bool{}, outstanding: map[string]int{}, lastUnknown: map[string]string{}}
-}
-
-func (l *remoteLedger) do(f func()) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	f()
-}
-
-func (l *remoteLedger) failed(ctx context.Context, what string, err error) {
-	if ctx.Err() == nil && !l.killed.Load() {
-		l.t.Errorf("%s before the kill: %v", what, err)
-	}
 }
 
 // remoteSender sends native tasks to the remote agent, half of them
