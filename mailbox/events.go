@@ -122,6 +122,12 @@ type Event struct {
 	Encoded []byte `json:"-"`
 }
 
+// Concerns reports whether ev is about task id: it carries it as its
+// task_id or as its task.
+func (ev Event) Concerns(id string) bool {
+	return ev.TaskID == id || (ev.Task != nil && ev.Task.ID == id)
+}
+
 // Task lifecycle states: the state keeps these five and TaskCanceled, and a
 // queue entry is TaskQueued, TaskInFlight or TaskWaiting.
 const (

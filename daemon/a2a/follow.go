@@ -182,10 +182,7 @@ func (e *Edge) interrupt(ctx context.Context, tv taskView, emit func(streamEvent
 // concerns reports whether ev changes task id (the outbox's events name
 // the task but change nothing a caller sees of it).
 func concerns(ev mailbox.Event, id string) bool {
-	if mailbox.IsPushEvent(ev.Type) {
-		return false
-	}
-	return ev.TaskID == id || (ev.Task != nil && ev.Task.ID == id)
+	return !mailbox.IsPushEvent(ev.Type) && ev.Concerns(id)
 }
 
 // advance applies one event of the task to its record, as far as the view

@@ -218,9 +218,10 @@ func (e *Engine) SubscribeTask(ctx context.Context, after *uint64, buffer int, i
 	return e.subscribe(ctx, after, buffer, false, id)
 }
 
-// concerns reports whether ev is about task id.
+// concerns reports whether a follower of task id gets ev: an event about
+// it, or a snapshot.
 func concerns(ev mailbox.Event, id string) bool {
-	return ev.Type == mailbox.EventSnapshot || ev.TaskID == id || (ev.Task != nil && ev.Task.ID == id)
+	return ev.Type == mailbox.EventSnapshot || ev.Concerns(id)
 }
 
 // SubscribeInternal is Subscribe for the daemon's own components (the
