@@ -11,15 +11,15 @@ type AuditRecord struct {
 	TaskID        string `json:"task_id"`
 	LeaseID       string `json:"lease_id"`
 	LeasedTo      string `json:"leased_to,omitempty"`
-	Action        string `json:"action"` // requeued | forced_error | canceled | push_retried | push_dropped
+	Action        string `json:"action"` // requeued | forced_error | moved | canceled | push_retried | push_dropped
 	DuplicateRisk string `json:"duplicate_risk,omitempty"`
 	Reason        string `json:"reason"`
 	Principal     string `json:"principal,omitempty"`
 	// Auto marks a requeue made by the retry-stale scan.
 	Auto    bool `json:"auto,omitempty"`
 	Attempt int  `json:"attempt"`
-	// FromRecipient and ToRecipient record a requeue that handed the task
-	// to another recipient.
+	// FromRecipient and ToRecipient record a requeue or move that handed
+	// the task to another recipient.
 	FromRecipient string `json:"from_recipient,omitempty"`
 	ToRecipient   string `json:"to_recipient,omitempty"`
 	// Notification is the outbox entry an operator retried or dropped
@@ -61,8 +61,10 @@ func (s *State) recordAudit(ev Event, movedFrom string) {
 	switch ev.Type {
 	case EventTaskForceErrored:
 		a.Action = OutcomeForcedError
-	case EventTaskCanceled:
+	case EventTaskCanceled, EventTaskWithdrawn:
 		a.Action = OutcomeCanceled
+	case EventTaskMoved:
+		a.Action = OutcomeMoved
 	default:
 		a.Action = OutcomeRequeued
 	}

@@ -258,6 +258,9 @@ func (s *State) applyDrain(ev Event) error {
 // returns the event that carries it out.
 func (s *State) DecideRepair(req RepairRequest, principal string, nowMs int64) (Event, error) {
 	c := req.Command
+	if c.Action == ActionMove || c.Action == ActionCancel {
+		return s.decideQueuedRepair(req, principal, nowMs)
+	}
 	doing := map[string]string{ActionRequeue: "requeue", ActionForceError: "force an error on"}[c.Action]
 	if t, ok := s.tasks[req.TaskID]; ok && t.State == TaskWaiting {
 		return s.decideRepairWaiting(t, req, principal, nowMs)
@@ -362,8 +365,13 @@ func (s *State) RepairOutcomeOf(ev Event) RepairOutcome {
 	switch ev.Type {
 	case EventTaskRequeued:
 		out.Action, out.State, out.Recipient = OutcomeRequeued, TaskQueued, ev.Recipient
-	case EventTaskForceErrored:
+	case EventTaskMoved:
+		out.Action, out.State, out.Recipient = OutcomeMoved, TaskQueued, ev.Recipient
+	case EventTaskForceErrored, EventTaskWithdrawn:
 		out.Action, out.State = OutcomeForcedError, TaskResultPending
+		if ev.Type == EventTaskWithdrawn {
+			out.Action = OutcomeCanceled
+		}
 		if r, ok := s.results[ev.TaskID]; ok {
 			pr := r.PendingResult
 			out.Result = &pr

@@ -209,19 +209,29 @@ type Lease struct {
 const (
 	ActionRequeue    = "requeue"
 	ActionForceError = "force_error"
+	// ActionMove and ActionCancel repair a queued task (one no worker
+	// holds): move hands it to another recipient, cancel ends it with an
+	// error result for its sender. Their guard is command.queued_for.
+	ActionMove   = "move"
+	ActionCancel = "cancel"
 
 	RiskIdempotent       = "idempotent"
 	RiskOperatorAccepted = "operator_accepted"
 
 	OutcomeRequeued    = "requeued"
 	OutcomeForcedError = "forced_error"
+	// OutcomeMoved is a queued task handed to another recipient.
+	OutcomeMoved = "moved"
 	// OutcomeCanceled is the audit action of an A2A cancel.
 	OutcomeCanceled = "canceled"
 )
 
-// RepairCommand is either
-// {"action":"requeue","lease_id"?,"duplicate_risk","recipient"?} or
-// {"action":"force_error","lease_id"?,"message"}.
+// RepairCommand is one of
+// {"action":"requeue","lease_id"?,"duplicate_risk","recipient"?,"new_agent"?},
+// {"action":"force_error","lease_id"?,"message"} for a lease (or a task
+// waiting on its sender), or, for a queued task,
+// {"action":"move","queued_for"?,"recipient","new_agent"?} and
+// {"action":"cancel","queued_for"?,"message"?}.
 type RepairCommand struct {
 	Action        string `json:"action"`
 	LeaseID       string `json:"lease_id,omitempty" empty:"expected the lease id you inspected; omit the field to repair without a guard"`
@@ -236,9 +246,14 @@ type RepairCommand struct {
 	// it such a move is refused, naming the known agents it is close to,
 	// so that a typo cannot send work where nobody reads it.
 	NewAgent bool `json:"new_agent,omitempty"`
+	// QueuedFor guards a move or cancel: the recipient the operator saw
+	// the task queued for. The repair is refused when the task is no
+	// longer queued, or is queued for another recipient.
+	QueuedFor string `json:"queued_for,omitempty" empty:"expected the agent the task was queued for when you looked; omit the field to repair without a guard"`
 }
 
-// RepairRequest is an operator's hand repair of one in-flight lease.
+// RepairRequest is an operator's hand repair of one task: an in-flight
+// lease, a task waiting on its sender, or a queued task.
 type RepairRequest struct {
 	TaskID  string        `json:"task_id"`
 	Reason  string        `json:"reason"`

@@ -75,7 +75,11 @@ type ErrorDetails struct {
 	ActualLeaseID   string `json:"actual_lease_id,omitempty"`
 	LeasedTo        string `json:"leased_to,omitempty"`
 	LeasedAtMs      int64  `json:"leased_at_ms,omitempty"`
-	Attempt         int    `json:"attempt,omitempty"`
+	// Queued-task guard conflicts (command.queued_for): the recipient the
+	// caller saw and the one the task is queued for now.
+	ExpectedRecipient string `json:"expected_recipient,omitempty"`
+	ActualRecipient   string `json:"actual_recipient,omitempty"`
+	Attempt           int    `json:"attempt,omitempty"`
 	// TaskState is the task's current state when a request did not fit it.
 	TaskState string `json:"task_state,omitempty"`
 	// Capability is the capability a forbidden request lacked.

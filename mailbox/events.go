@@ -33,6 +33,14 @@ const (
 	// turn is added to the task's turns and the task is queued again for
 	// its recipient, in its old place (see conversation.go).
 	EventTaskReplied = "task_replied"
+	// EventTaskMoved hands a queued task (never leased since it was last
+	// queued) to another recipient on an operator's word: it keeps its
+	// place as the one that has waited longest (queued.go).
+	EventTaskMoved = "task_moved"
+	// EventTaskWithdrawn ends a queued task on an operator's word: it
+	// leaves the queue and its sender gets an error result naming the
+	// reason (queued.go). Audited as canceled.
+	EventTaskWithdrawn = "task_withdrawn"
 
 	// The outbox of push notifications (push.go).
 
@@ -81,7 +89,8 @@ type Event struct {
 	LeasedTo string `json:"leased_to,omitempty"`
 	// Attempt is the task's attempt counter after the event.
 	Attempt int `json:"attempt,omitempty"`
-	// result_posted and task_force_errored: the result queued for the sender.
+	// result_posted, task_force_errored and task_withdrawn: the result
+	// queued for the sender.
 	Result *Result `json:"result,omitempty"`
 	// Repairs: who, why, and with which duplicate-work posture.
 	Principal     string `json:"principal,omitempty"`
@@ -90,7 +99,8 @@ type Event struct {
 	// Auto marks a requeue made by the retry-stale scan.
 	Auto bool `json:"auto,omitempty"`
 	// task_requeued: the task's new recipient, when the requeue handed it
-	// to another one (absent: it stays with its recipient).
+	// to another one (absent: it stays with its recipient); task_moved:
+	// the task's new recipient.
 	Recipient string `json:"recipient,omitempty"`
 	// task_replied: the sender's turn (its seq and time are the event's).
 	Turn *Turn `json:"turn,omitempty"`

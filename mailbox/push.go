@@ -382,7 +382,7 @@ func sortNotifications(ns []Notification) {
 func notifies(typ string) bool {
 	switch typ {
 	case EventTaskLeased, EventResultPosted, EventTaskForceErrored, EventTaskRequeued,
-		EventTaskReplied, EventTaskCanceled:
+		EventTaskReplied, EventTaskCanceled, EventTaskWithdrawn:
 		return true
 	}
 	return false
@@ -411,7 +411,7 @@ func (s *State) queueNotifications(ev Event) {
 		}
 	}
 	switch ev.Type {
-	case EventResultPosted, EventTaskForceErrored, EventResultReplayed:
+	case EventResultPosted, EventTaskForceErrored, EventResultReplayed, EventTaskWithdrawn:
 		if r, ok := s.registry[t.Task.Sender]; ok && r.Card.Webhook != nil {
 			s.addNotification(ev, id, n+1, "", t.Task.Sender)
 		}

@@ -140,6 +140,10 @@ func (s *State) apply(ev Event) error {
 		return s.applyDrain(ev)
 	case EventTaskRequeued:
 		return s.applyRequeue(ev)
+	case EventTaskMoved:
+		return s.applyMove(ev)
+	case EventTaskWithdrawn:
+		return s.applyWithdraw(ev)
 	case EventLimitsSet:
 		return s.applyLimits(ev)
 	case EventTaskCanceled:

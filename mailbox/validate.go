@@ -326,6 +326,18 @@ func NormalizeRepair(req RepairRequest) (RepairRequest, error) {
 			return req, err
 		}
 	}
+	if c.QueuedFor != "" {
+		if err := ValidateAgentID("command.queued_for", c.QueuedFor); err != nil {
+			return req, err
+		}
+	}
+	switch c.Action {
+	case ActionMove, ActionCancel:
+		return req, normalizeQueuedRepair(c)
+	}
+	if c.QueuedFor != "" {
+		return req, Invalidf("command.queued_for", "command.queued_for: not allowed with action %s (it guards a move or cancel of a queued task; a lease is guarded by command.lease_id)", quote(c.Action))
+	}
 	switch c.Action {
 	case ActionRequeue:
 		switch c.DuplicateRisk {
@@ -355,9 +367,36 @@ func NormalizeRepair(req RepairRequest) (RepairRequest, error) {
 			return req, Invalidf("command.recipient", "command.recipient: not allowed with action \"force_error\" (only a requeue hands a task to another recipient)")
 		}
 	default:
-		return req, Invalidf("command.action", "command.action: got %s, expected \"requeue\" or \"force_error\"", quote(c.Action))
+		return req, Invalidf("command.action", "command.action: got %s, expected \"requeue\" or \"force_error\" (for a lease), or \"move\" or \"cancel\" (for a queued task)", quote(c.Action))
 	}
 	return req, nil
+}
+
+// normalizeQueuedRepair checks a move's or cancel's command: a queued task
+// has no lease and no work started, so no lease guard and no posture.
+func normalizeQueuedRepair(c *RepairCommand) error {
+	if c.LeaseID != "" {
+		return Invalidf("command.lease_id", "command.lease_id: not allowed with action %s (a queued task has no lease; guard it with command.queued_for, the agent you saw it queued for)", quote(c.Action))
+	}
+	if c.DuplicateRisk != "" {
+		return Invalidf("command.duplicate_risk", "command.duplicate_risk: not allowed with action %s (no worker holds a queued task, so nothing can run twice)", quote(c.Action))
+	}
+	if c.Action == ActionCancel {
+		if c.Recipient != "" || c.NewAgent {
+			return Invalidf("command.recipient", "command.recipient: not allowed with action \"cancel\" (a move hands a queued task to another recipient)")
+		}
+		if c.Message != "" {
+			return nonBlank("command.message", c.Message, "the error message for the sender, or no field for one naming the reason")
+		}
+		return nil
+	}
+	if c.Message != "" {
+		return Invalidf("command.message", "command.message: not allowed with action \"move\" (only force_error and cancel post a message)")
+	}
+	if c.Recipient == "" {
+		return Invalidf("command.recipient", "command.recipient: missing, expected the agent id of the task's new recipient (a move hands a queued task to another agent)")
+	}
+	return ValidateAgentID("command.recipient", c.Recipient)
 }
 
 // ValidateLimit checks a list limit: 0 means the default.

@@ -207,11 +207,14 @@ func advance(rec mailbox.TaskRecord, ev mailbox.Event) mailbox.TaskRecord {
 		turn := *ev.Turn
 		turn.Seq, turn.AtMs = ev.Seq, ev.AtMs
 		rec.Task.Turns = append(slices.Clip(rec.Task.Turns), turn)
-	case ev.Type == mailbox.EventResultPosted || ev.Type == mailbox.EventTaskForceErrored:
+	case ev.Type == mailbox.EventResultPosted || ev.Type == mailbox.EventTaskForceErrored || ev.Type == mailbox.EventTaskWithdrawn:
 		if ev.Result != nil {
 			r := *ev.Result
 			rec.Result = &r
 		}
+	}
+	if (ev.Type == mailbox.EventTaskMoved || ev.Type == mailbox.EventTaskRequeued) && ev.Recipient != "" {
+		rec.Task.Recipient = ev.Recipient
 	}
 	rec.State = stateAfter(h, rec.State)
 	rec.History = append(append([]mailbox.HistoryEntry(nil), rec.History...), h)
@@ -222,7 +225,7 @@ func advance(rec mailbox.TaskRecord, ev mailbox.Event) mailbox.TaskRecord {
 // state.
 func stateAfter(h mailbox.HistoryEntry, state string) string {
 	switch h.Type {
-	case mailbox.EventTaskSent, mailbox.EventTaskRequeued, mailbox.EventTaskReplied:
+	case mailbox.EventTaskSent, mailbox.EventTaskRequeued, mailbox.EventTaskReplied, mailbox.EventTaskMoved:
 		return mailbox.TaskQueued
 	case mailbox.EventTaskLeased:
 		return mailbox.TaskInFlight
@@ -231,7 +234,7 @@ func stateAfter(h mailbox.HistoryEntry, state string) string {
 			return mailbox.TaskWaiting
 		}
 		return mailbox.TaskResultPending
-	case mailbox.EventTaskForceErrored, mailbox.EventResultReplayed:
+	case mailbox.EventTaskForceErrored, mailbox.EventResultReplayed, mailbox.EventTaskWithdrawn:
 		return mailbox.TaskResultPending
 	case mailbox.EventResultDrained:
 		if state == mailbox.TaskWaiting {

@@ -50,8 +50,13 @@ func view(rec mailbox.TaskRecord, origin *message) taskView {
 		// Queued again by a requeue (say who and why), or by its
 		// sender's answer (the answer is the newest message of the
 		// history: no status message).
-		if h, ok := lastOf(rec, mailbox.EventTaskRequeued, mailbox.EventTaskReplied); ok && h.Type == mailbox.EventTaskRequeued {
-			tv.statusMessage = agentText(rec, "requeued by "+who(h.Principal)+": "+h.Reason)
+		if h, ok := lastOf(rec, mailbox.EventTaskRequeued, mailbox.EventTaskReplied, mailbox.EventTaskMoved); ok {
+			switch h.Type {
+			case mailbox.EventTaskRequeued:
+				tv.statusMessage = agentText(rec, "requeued by "+who(h.Principal)+": "+h.Reason)
+			case mailbox.EventTaskMoved:
+				tv.statusMessage = agentText(rec, "moved to "+h.Recipient+" by "+who(h.Principal)+": "+h.Reason)
+			}
 		}
 	case mailbox.TaskInFlight:
 		tv.state = stateWorking

@@ -53,10 +53,12 @@ func (id Identity) CheckRespond(sender string) error {
 	return nil
 }
 
-// CheckRepair allows a requeue or force_error.
+// CheckRepair allows a repair: a requeue, or a move of a queued task, with
+// a2a.requeue; a force_error, or a cancel of a queued task (both give its
+// sender an error result), with a2a.force_error.
 func (id Identity) CheckRepair(action string) error {
 	c := CapRequeue
-	if action == mailbox.ActionForceError {
+	if action == mailbox.ActionForceError || action == mailbox.ActionCancel {
 		c = CapForceError
 	}
 	if !id.Can(c) {

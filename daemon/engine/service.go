@@ -198,7 +198,8 @@ func (e *Engine) DrainN(ctx context.Context, sender string, n int, wait time.Dur
 	return got, e.poll(ctx, waitKey{waitDrain, sender}, wait, try)
 }
 
-// Repair requeues or force-errors an in-flight lease on an operator's word.
+// Repair requeues or force-errors an in-flight lease, or moves or cancels a
+// queued task, on an operator's word.
 func (e *Engine) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox.RepairOutcome, error) {
 	req, err := mailbox.NormalizeRepair(req)
 	if err != nil {
@@ -222,6 +223,10 @@ func (e *Engine) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox
 		return mailbox.RepairOutcome{}, err
 	}
 	switch {
+	case out.Action == mailbox.OutcomeMoved:
+		e.log.Info("queued task moved", "task_id", req.TaskID, "principal", principal, "reason", req.Reason, "from", req.Command.QueuedFor, "recipient", out.Recipient)
+	case out.Action == mailbox.OutcomeCanceled:
+		e.log.Info("queued task canceled", "task_id", req.TaskID, "principal", principal, "reason", req.Reason)
 	case out.Action == mailbox.OutcomeRequeued && out.Recipient != "":
 		e.log.Info("lease requeued to another recipient", "task_id", req.TaskID, "principal", principal, "reason", req.Reason, "duplicate_risk", req.Command.DuplicateRisk, "recipient", out.Recipient)
 	case out.Action == mailbox.OutcomeRequeued:

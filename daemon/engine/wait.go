@@ -119,19 +119,19 @@ func wakeUp(wt *waiter) {
 }
 
 // wakeFor wakes the waiters an event just decided may serve: a task queued
-// (sent, or requeued) for its recipient, a result queued for its sender.
+// (sent, requeued, or moved) for its recipient, a result queued for its sender.
 // It runs under the engine's lock, with s the decided state after ev.
 func (e *Engine) wakeFor(s *mailbox.State, ev mailbox.Event) {
 	switch ev.Type {
 	case mailbox.EventTaskSent:
 		e.waiting.wake(waitLease, ev.Task.Recipient)
-	case mailbox.EventTaskRequeued, mailbox.EventTaskReplied:
+	case mailbox.EventTaskRequeued, mailbox.EventTaskReplied, mailbox.EventTaskMoved:
 		if _, recipient, ok := s.Parties(ev.TaskID); ok {
 			e.waiting.wake(waitLease, recipient)
 		}
 	case mailbox.EventResultReplayed:
 		e.waiting.wake(waitDrain, ev.Task.Sender)
-	case mailbox.EventResultPosted, mailbox.EventTaskForceErrored:
+	case mailbox.EventResultPosted, mailbox.EventTaskForceErrored, mailbox.EventTaskWithdrawn:
 		if sender, _, ok := s.Parties(ev.TaskID); ok {
 			e.waiting.wake(waitDrain, sender)
 		}

@@ -14,8 +14,8 @@
 // limits, the agent registry and an A2A task with its kept result, then one
 // segment whose events cover every event type the log holds, ending with a
 // batch of tasks, one of results, tasks sent through Covenant's dialect,
-// conversations, remote agents, push notifications and a native sender's
-// webhook.
+// conversations, remote agents, push notifications, a native sender's
+// webhook, and a dead agent's queued tasks moved and canceled.
 package main
 
 import (
@@ -396,10 +396,18 @@ func (g *scenario) run() {
 	g.send(mailbox.Task{ID: taskID(28), Sender: dispatcher, Recipient: triage, IntentText: "triage the alert"})                   // 117
 	l28 := g.lease(triage, 28)                                                                                                    // 118
 	g.post(mailbox.Result{TaskID: taskID(28), Status: mailbox.StatusOK, LeaseID: l28, Content: []mailbox.Content{text("noise")}}) // 119: a notification for the webhook
+	// A dead agent's queued backlog: one task moved to a live agent, one
+	// canceled (its sender's error result waiting, told to its webhook).
+	g.send(mailbox.Task{ID: taskID(29), Sender: dispatcher, Recipient: gone, IntentText: "page the owner"})  // 120
+	g.send(mailbox.Task{ID: taskID(30), Sender: dispatcher, Recipient: gone, IntentText: "close the alert"}) // 121
+	g.repair(mailbox.RepairRequest{TaskID: taskID(29), Reason: "pager@local is gone",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionMove, QueuedFor: gone, Recipient: triage}}) // 122 task_moved
+	g.repair(mailbox.RepairRequest{TaskID: taskID(30), Reason: "pager@local is gone",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionCancel, QueuedFor: gone}}) // 123 task_withdrawn
 	g.close()
 }
 
-const remote, triage, dispatcher = "remote@local", "triage@local", "dispatcher@local"
+const remote, triage, dispatcher, gone = "remote@local", "triage@local", "dispatcher@local", "pager@local"
 
 // outbox returns the id of the i-th notification of the outbox.
 func (g *scenario) outbox(i int) string {
