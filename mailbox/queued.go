@@ -78,7 +78,7 @@ func (s *State) queuedTask(taskID, queuedFor, doing string) (*taskRec, error) {
 	}
 	if queuedFor != "" && queuedFor != t.Task.Recipient {
 		return nil, &Error{Code: CodeConflict,
-			Message: "command.queued_for: cannot " + doing + " task " + taskID + " as queued for " + queuedFor + ": it is queued for " + t.Task.Recipient + " now (it was moved since)",
+			Message: "command.queued_for: cannot " + doing + " task " + taskID + " as queued for " + queuedFor + ": it is queued for " + t.Task.Recipient + " now",
 			Details: &ErrorDetails{Field: "command.queued_for", ExpectedRecipient: queuedFor, ActualRecipient: t.Task.Recipient, TaskState: t.State, Attempt: t.Attempt}}
 	}
 	return t, nil
