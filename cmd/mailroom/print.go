@@ -61,6 +61,9 @@ func conflictDetails(err error) string {
 	case d.ExpectedLeaseID != "":
 		b.WriteString("  current lease:  none\n")
 	}
+	if d.ExpectedRecipient != "" {
+		fmt.Fprintf(&b, "  expected queued for: %s\n  queued for now:      %s\n", d.ExpectedRecipient, d.ActualRecipient)
+	}
 	if d.TaskState != "" {
 		fmt.Fprintf(&b, "  task state:     %s\n", d.TaskState)
 	}

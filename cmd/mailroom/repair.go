@@ -160,6 +160,14 @@ func printOutcome(w io.Writer, out mailbox.RepairOutcome) {
 			to = " for " + out.Recipient
 		}
 		fmt.Fprintf(w, "requeued task %s: %s again%s after %d attempt(s); the next lease is attempt %d\n", out.TaskID, out.State, to, out.Attempt, out.Attempt+1)
+	case mailbox.OutcomeMoved:
+		fmt.Fprintf(w, "moved task %s: %s for %s, in its old place\n", out.TaskID, out.State, out.Recipient)
+	case mailbox.OutcomeCanceled:
+		fmt.Fprintf(w, "canceled task %s: %s", out.TaskID, out.State)
+		if out.Result != nil {
+			fmt.Fprintf(w, " for %s (%q)", out.Result.Sender, out.Result.ErrorMessage)
+		}
+		fmt.Fprintln(w)
 	case mailbox.OutcomeForcedError:
 		fmt.Fprintf(w, "forced an error on task %s after %d attempt(s): %s", out.TaskID, out.Attempt, out.State)
 		if out.Result != nil {

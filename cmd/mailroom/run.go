@@ -51,6 +51,8 @@ func commands() []command {
 		{"status", statusSummary, runStatus},
 		{"requeue", requeueSummary, runRequeue},
 		{"force-error", forceErrorSummary, runForceError},
+		{"move", moveSummary, runMove},
+		{"cancel", cancelSummary, runCancel},
 		{"compact", compactSummary, runCompact},
 		{"log", logSummary, runLog},
 		{"bench", benchSummary, runBench},
