@@ -90,7 +90,7 @@ func TestRepairKeysFollowTheTokensCapabilities(t *testing.T) {
 			}
 			r.scr.press(char('?'))
 			f = r.scr.waitForText(t, "Help (Esc to go back)")
-			if f.contains("requeue the marked leases") != tt.requeue || f.contains("force an error result") != tt.force {
+			if f.contains("requeue the marked leases") != tt.requeue || f.contains("force an error on the marked") != tt.force {
 				t.Errorf("help lists requeue %v, force error %v; want %v, %v", f.contains("requeue the marked"), f.contains("force an error"), tt.requeue, tt.force)
 			}
 			r.scr.press(key(tcell.KeyEscape))

@@ -81,6 +81,10 @@ const (
 	actRequeue
 	actRequeueWaiting
 	actForceError
+	// actMoveQueued and actCancelQueued repair queued tasks (Queue pane):
+	// hand them to another recipient, or end them with an error result.
+	actMoveQueued
+	actCancelQueued
 	actPushRetry
 	actPushDrop
 	actZoom
@@ -166,16 +170,20 @@ func defaultRegistry() registry {
 		{id: actBack, keys: []keySpec{{key: tcell.KeyEscape}}, label: "Esc", desc: "clear the filter, the agent shown, stale-only and marks; leave the detail view, help page or a dialog", panes: inAll},
 		{id: actSort, keys: sortKeys(), short: "sort", hint: 30, label: "Shift-letter", desc: "sort by the column with that letter (below); again to reverse", panes: inTasks | inAgents},
 		{id: actStaleOnly, keys: []keySpec{runeKey('!')}, short: "stale only", hint: 55, label: "!", desc: "show only stale leases; on Waiting, the questions unanswered for as long", panes: inLeases | inWaiting},
-		{id: actMark, keys: []keySpec{runeKey(' ')}, short: "mark", hint: 75, label: "Space", desc: "mark or unmark the selected lease for a repair of many", panes: inLeases},
-		{id: actMarkRange, keys: []keySpec{{key: tcell.KeyCtrlSpace}, ctrlRune(' ')}, label: "Ctrl-Space", desc: "mark the leases from the last one marked to the selected one", panes: inLeases},
-		{id: actMarkAll, keys: []keySpec{runeKey('*')}, label: "*", desc: "mark every lease the pane shows (again: unmark them)", panes: inLeases},
-		{id: actClearMarks, keys: []keySpec{{key: tcell.KeyCtrlBackslash}}, label: "Ctrl-\\", desc: "clear every mark", panes: inLeases},
-		{id: actRequeue, keys: []keySpec{runeKey('R')}, short: "requeue", hint: 90, label: "R", desc: "requeue the marked leases, or the selected one; on Agents every lease the agent holds",
+		{id: actMark, keys: []keySpec{runeKey(' ')}, short: "mark", hint: 75, label: "Space", desc: "mark or unmark the selected row for a repair of many", panes: inLeases | inQueue},
+		{id: actMarkRange, keys: []keySpec{{key: tcell.KeyCtrlSpace}, ctrlRune(' ')}, label: "Ctrl-Space", desc: "mark the rows from the last one marked to the selected one", panes: inLeases | inQueue},
+		{id: actMarkAll, keys: []keySpec{runeKey('*')}, label: "*", desc: "mark every row the pane shows (again: unmark them)", panes: inLeases | inQueue},
+		{id: actClearMarks, keys: []keySpec{{key: tcell.KeyCtrlBackslash}}, label: "Ctrl-\\", desc: "clear every mark", panes: inLeases | inQueue},
+		{id: actRequeue, keys: []keySpec{runeKey('R')}, short: "requeue", hint: 90, label: "R", desc: "requeue the marked leases or the selected one; on Agents the agent's backlog",
 			dangerous: true, needs: []string{capAdmin, capRequeue}, panes: inLeases | inAgents},
+		{id: actMoveQueued, keys: []keySpec{runeKey('R')}, short: "move", hint: 90, label: "R", desc: "move the marked queued tasks (or the selected one) to another recipient",
+			dangerous: true, needs: []string{capAdmin, capRequeue}, panes: inQueue},
+		{id: actCancelQueued, keys: []keySpec{runeKey('E')}, short: "cancel", hint: 85, label: "E", desc: "cancel the marked queued tasks (or the selected one): each sender gets an error",
+			dangerous: true, needs: []string{capAdmin, capForceError}, panes: inQueue},
 		// Not offered on the Waiting pane (no hint), but an operator used to
 		// R on a stuck task is told why nothing happens, and what would.
 		{id: actRequeueWaiting, keys: []keySpec{runeKey('R')}, label: "R", desc: "says why R does nothing to a waiting task: only its sender's reply (or E) ends the wait", panes: inWaiting},
-		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", hint: 85, label: "E", desc: "force an error result on the marked leases or the selected one; on Agents the agent's; on Waiting the selected task's",
+		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", hint: 85, label: "E", desc: "force an error on the marked leases or the selected one; on Agents the agent's; on Waiting the task's",
 			dangerous: true, needs: []string{capAdmin, capForceError}, panes: inLeases | inAgents | inWaiting},
 		{id: actPushRetry, keys: []keySpec{runeKey('R')}, short: "retry", hint: 90, label: "R", desc: "retry the selected dead-lettered notification now (audited)",
 			dangerous: true, needs: []string{capAdmin}, panes: inDeliveries},

@@ -21,7 +21,9 @@ func TestRegistryLookup(t *testing.T) {
 	}{
 		{full, char('R'), paneLeases, actRequeue, true},
 		{full, char('E'), paneLeases, actForceError, true},
-		{full, char('R'), paneQueue, 0, false}, // repairs only where leases are
+		{full, char('R'), paneQueue, actMoveQueued, true}, // a queued task is moved, not requeued
+		{full, char('E'), paneQueue, actCancelQueued, true},
+		{ro, char('R'), paneQueue, 0, false},
 		{ro, char('R'), paneLeases, 0, false},
 		{ro, char('E'), paneLeases, 0, false},
 		{ro, char('q'), paneLeases, actQuit, true},
@@ -70,8 +72,11 @@ func TestReadOnlyHidesRepairsFromHintsAndHelp(t *testing.T) {
 	if h := full.hintText(paneLeases, 1000); !strings.Contains(h, "<R>") || !strings.Contains(h, "<E>") {
 		t.Errorf("leases hints %q lack the repair keys", h)
 	}
-	if h := full.hintText(paneQueue, 1000); strings.Contains(h, "<R>") {
-		t.Errorf("queue hints %q offer a lease repair", h)
+	if h := full.hintText(paneQueue, 1000); strings.Contains(h, "requeue") || strings.Contains(h, "force error") || !strings.Contains(h, "<R>[-] move") || !strings.Contains(h, "<E>[-] cancel") {
+		t.Errorf("queue hints %q offer a lease repair, or not the queued task's", h)
+	}
+	if h := ro.hintText(paneQueue, 1000); strings.Contains(h, "<R>") || strings.Contains(h, "<E>") {
+		t.Errorf("read-only queue hints %q offer repairs", h)
 	}
 	if h := ro.hintText(paneLeases, 1000); strings.Contains(h, "<R>") || strings.Contains(h, "<E>") {
 		t.Errorf("read-only hints %q offer repairs", h)

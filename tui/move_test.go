@@ -67,7 +67,11 @@ func TestMoveToAnUnknownAgentIsConfirmed(t *testing.T) {
 	if b, c := inDialog(f, "worker-b@local"), inDialog(f, "worker-c@local"); b > c {
 		t.Fatalf("the completions list worker-c@local above worker-b@local (heard from last):\n%s", f)
 	}
-	r.scr.press(key(tcell.KeyTab), key(tcell.KeyTab), key(tcell.KeyEnter), key(tcell.KeyEnter))
+	// Tab takes the completion and goes on to the reason, as a shell's
+	// Tab: Enter to the button, Enter to requeue.
+	r.scr.press(key(tcell.KeyTab))
+	r.scr.waitForText(t, "to             worker-b@local")
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
 	r.scr.waitForText(t, "requeued "+short(first)+" to worker-b@local")
 	if e, _ := api.entry(first); e.State != mailbox.TaskQueued || e.Task.Recipient != "worker-b@local" {
 		t.Fatalf("the task is %s for %s; want queued for worker-b@local, the completion taken", e.State, e.Task.Recipient)

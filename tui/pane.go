@@ -7,6 +7,8 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
+
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // Colors the panes use; one place so they stay consistent.
@@ -50,7 +52,8 @@ type paneContent struct {
 	agentCap int
 	// width is the pane's inner width, for the columns capped by it.
 	width int
-	// marks are the marked leases (Leases pane): task id -> lease id.
+	// marks are the marked rows (Leases and Queue panes): task id -> the
+	// lease id (Leases) or recipient (Queue) seen when it was marked.
 	marks map[string]string
 	// lastMark is the task of the lease Space or Ctrl-Space marked last:
 	// where Ctrl-Space's range starts.
@@ -155,7 +158,7 @@ func newPane(p paneID, clock func() time.Time, staleAfter time.Duration) *pane {
 	pn := &pane{Table: tview.NewTable(), content: &paneContent{pane: p}, clock: clock, staleAfter: staleAfter, live: true}
 	pn.params.sort = naturalSort(p)
 	pn.content.sort = pn.params.sort
-	if p == paneLeases {
+	if p == paneLeases || p == paneQueue {
 		pn.content.marks = map[string]string{}
 	}
 	pn.Table.SetContent(pn.content).SetFixed(1, 0).SetSelectable(true, false).SetBorder(true)
@@ -328,45 +331,73 @@ func (p *pane) title(first, last, width int) string {
 	return " " + fitSegments(segs, max(0, width-2), "  ", "  ") + " "
 }
 
-// Marks (Leases pane).
+// Marks (Leases and Queue panes). A mark remembers what the operator saw
+// of the row, the guard its repair is sent with: the lease on the Leases
+// pane, the recipient on the Queue pane. A row whose guard changed is no
+// longer marked.
 
-// markedLease reports whether lease row i is marked.
-func (p *pane) markedLease(i int) bool {
-	e := &p.content.rows.leases[i]
-	return p.content.marks[e.Task.ID] == e.LeaseID
+// markRows are the rows the pane's marks index: its leases, or its
+// queued tasks.
+func (p *pane) markRows() []mailbox.QueueEntry {
+	if p.id() == paneQueue {
+		return p.content.rows.queued
+	}
+	return p.content.rows.leases
 }
 
-// toggleMark marks or unmarks the selected lease.
+// markGuard is what a mark of e remembers.
+func (c *paneContent) markGuard(e *mailbox.QueueEntry) string {
+	if c.pane == paneQueue {
+		return e.Task.Recipient
+	}
+	return e.LeaseID
+}
+
+// isMarked reports whether e is marked, as it is now.
+func (c *paneContent) isMarked(e *mailbox.QueueEntry) bool {
+	g, ok := c.marks[e.Task.ID]
+	return ok && g == c.markGuard(e) && g != ""
+}
+
+// markedRow reports whether row i is marked.
+func (p *pane) markedRow(i int) bool {
+	return p.content.isMarked(&p.markRows()[i])
+}
+
+func (p *pane) mark(e *mailbox.QueueEntry) { p.content.marks[e.Task.ID] = p.content.markGuard(e) }
+
+// toggleMark marks or unmarks the selected row.
 func (p *pane) toggleMark() bool {
 	i, ok := p.selected()
 	if !ok {
 		return false
 	}
-	e := &p.content.rows.leases[i]
-	if p.markedLease(i) {
+	e := &p.markRows()[i]
+	if p.markedRow(i) {
 		delete(p.content.marks, e.Task.ID)
 	} else {
-		p.content.marks[e.Task.ID] = e.LeaseID
+		p.mark(e)
 		p.content.lastMark = e.Task.ID
 	}
 	p.content.gen++
 	return true
 }
 
-// markRange marks the leases from the last one marked to the selected
-// one, both included, in the pane's order (k9s's Ctrl-Space); with no
-// mark still standing, the selected lease alone.
+// markRange marks the rows from the last one marked to the selected one,
+// both included, in the pane's order (k9s's Ctrl-Space); with no mark
+// still standing, the selected row alone.
 func (p *pane) markRange() bool {
 	i, ok := p.selected()
 	if !ok {
 		return false
 	}
+	es := p.markRows()
 	sel, from := -1, -1
 	for pos, j := range p.content.idx {
 		if int(j) == i {
 			sel = pos
 		}
-		if p.content.rows.leases[j].Task.ID == p.content.lastMark && p.markedLease(int(j)) {
+		if es[j].Task.ID == p.content.lastMark && p.markedRow(int(j)) {
 			from = pos
 		}
 	}
@@ -377,30 +408,30 @@ func (p *pane) markRange() bool {
 		from = sel
 	}
 	for _, j := range p.content.idx[min(from, sel) : max(from, sel)+1] {
-		e := &p.content.rows.leases[j]
-		p.content.marks[e.Task.ID] = e.LeaseID
+		p.mark(&es[j])
 	}
-	p.content.lastMark = p.content.rows.leases[i].Task.ID
+	p.content.lastMark = es[i].Task.ID
 	p.content.gen++
 	return true
 }
 
-// markAll marks every lease the pane shows, or, when they all are marked
+// markAll marks every row the pane shows, or, when they all are marked
 // already, unmarks them.
 func (p *pane) markAll() {
 	all := true
 	for _, j := range p.content.idx {
-		if !p.markedLease(int(j)) {
+		if !p.markedRow(int(j)) {
 			all = false
 			break
 		}
 	}
+	es := p.markRows()
 	for _, j := range p.content.idx {
-		e := &p.content.rows.leases[j]
+		e := &es[j]
 		if all {
 			delete(p.content.marks, e.Task.ID)
 		} else {
-			p.content.marks[e.Task.ID] = e.LeaseID
+			p.mark(e)
 		}
 	}
 	p.content.gen++
@@ -411,30 +442,31 @@ func (p *pane) clearMarks() {
 	p.content.gen++
 }
 
-// marked returns the marked leases in the pane's order.
+// marked returns the marked rows in the pane's order.
 func (p *pane) marked() []int {
 	if len(p.content.marks) == 0 {
 		return nil
 	}
 	var out []int
 	for _, j := range p.content.idx {
-		if p.markedLease(int(j)) {
+		if p.markedRow(int(j)) {
 			out = append(out, int(j))
 		}
 	}
 	return out
 }
 
-// pruneMarks drops the marks of leases the pane no longer shows: ended,
-// replaced by another lease, or hidden by the filter.
+// pruneMarks drops the marks of rows the pane no longer shows as they
+// were marked: leased, ended, moved, or hidden by the filter.
 func (p *pane) pruneMarks() {
 	if len(p.content.marks) == 0 {
 		return
 	}
 	shown := make(map[string]bool, len(p.content.marks))
+	es := p.markRows()
 	for _, j := range p.content.idx {
-		if p.markedLease(int(j)) {
-			shown[p.content.rows.leases[j].Task.ID] = true
+		if p.markedRow(int(j)) {
+			shown[es[j].Task.ID] = true
 		}
 	}
 	for id := range p.content.marks {

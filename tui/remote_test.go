@@ -271,7 +271,9 @@ func TestRemoteLeaseDetailAndRequeue(t *testing.T) {
 
 	// The help page says what the marks mean.
 	r.scr.press(key(tcell.KeyEscape), char('?'))
-	f = r.scr.waitForText(t, "Help (Esc to go back)")
+	r.scr.waitForText(t, "Help (Esc to go back)")
+	r.scr.press(char('G')) // its end: the notes follow the keys
+	f = r.scr.waitForText(t, "Sorts: ")
 	for _, want := range []string{"Remote agents (A2A servers the daemon delivers to) never call", `"! "remote circuit open, red`, "REMOTE column", `"! "lost (the remote forgot it)`} {
 		if !f.contains(want) {
 			t.Errorf("the help page lacks %q:\n%s", want, f)

@@ -47,7 +47,7 @@ func (leasesRenderer) render(c *paneContent, w *rowWriter, i int) {
 		color = colorAging
 	}
 	id := mailbox.ShortID(e.Task.ID)
-	marked := c.marks[e.Task.ID] == e.LeaseID && e.LeaseID != ""
+	marked := c.isMarked(e)
 	if marked {
 		id = markMarker + id
 	}

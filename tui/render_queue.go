@@ -3,6 +3,8 @@ package tui
 import (
 	"strconv"
 
+	"github.com/gdamore/tcell/v2"
+
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -18,13 +20,22 @@ var queueColumns = []column{
 	{heading: "SENDER", sortKey: 'S', sortName: "sender", agent: true},
 }
 
-// queueRenderer draws a queued task; a deadline already past is red.
+// queueRenderer draws a queued task; a deadline already past is red, a
+// marked task bold with the mark before its id.
 type queueRenderer struct{}
 
 func (queueRenderer) render(c *paneContent, w *rowWriter, i int) {
 	e := &c.rows.queued[i]
 	now := c.st.nowMs
-	w.cell(mailbox.ShortID(e.Task.ID))
+	id := mailbox.ShortID(e.Task.ID)
+	marked := c.isMarked(e)
+	if marked {
+		id = markMarker + id
+	}
+	task := w.cell(id)
+	if marked {
+		task.MaxWidth = idWidth + len([]rune(markMarker))
+	}
 	w.cell(formatAge(msAge(now, e.QueuedAtMs)))
 	w.cell(strconv.Itoa(e.Attempt))
 	w.cell(e.Task.Recipient)
@@ -35,6 +46,12 @@ func (queueRenderer) render(c *paneContent, w *rowWriter, i int) {
 	}
 	w.cell(intentCell(&e.Task))
 	w.cell(e.Task.Sender)
+	if marked {
+		row := w.row()
+		for k := range row {
+			row[k].Attributes = tcell.AttrBold
+		}
+	}
 }
 
 // a2aMarker starts the text of a task (or result) that came through the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gdamore/tcell/v2"
@@ -22,6 +23,9 @@ import (
 // waitingOn is the sender, and the lease is the one that asked (the
 // daemon's guard), held by the worker that asked, leasedAtMs when it
 // asked.
+//
+// A queued task has no lease either: queuedFor is the recipient the
+// operator saw it queued for (the daemon's guard, command.queued_for).
 type repairTarget struct {
 	taskID, intent, kind string
 	leasedTo, leaseID    string
@@ -30,25 +34,35 @@ type repairTarget struct {
 	idempotent           bool
 	waitingOn            string
 	question             mailbox.Turn
+	queuedFor, sender    string
+	queuedAtMs           int64
 }
 
 func targetOf(e *mailbox.QueueEntry) repairTarget {
 	t := repairTarget{taskID: e.Task.ID, intent: e.Task.IntentText, kind: e.Task.Kind(), leasedTo: e.LeasedTo,
-		leaseID: e.LeaseID, attempt: e.Attempt, leasedAtMs: e.LeasedAtMs, idempotent: e.Task.Idempotent()}
-	if e.State == mailbox.TaskWaiting {
+		leaseID: e.LeaseID, attempt: e.Attempt, leasedAtMs: e.LeasedAtMs, idempotent: e.Task.Idempotent(), sender: e.Task.Sender}
+	switch e.State {
+	case mailbox.TaskWaiting:
 		t.question = questionOf(&e.Task)
 		t.waitingOn, t.leasedTo, t.leaseID, t.leasedAtMs = e.Task.Sender, askedBy(e), t.question.LeaseID, e.WaitingSinceMs
+	case mailbox.TaskQueued:
+		t.queuedFor, t.queuedAtMs = e.Task.Recipient, e.QueuedAtMs
 	}
 	return t
 }
+
+// queued reports whether the target is a queued task (moved or canceled,
+// never requeued or force-errored).
+func (t repairTarget) queued() bool { return t.queuedFor != "" }
 
 // repairDialog is an open requeue or force-error dialog, on one lease or on
 // the marked ones.
 type repairDialog struct {
 	action  actionID
 	targets []repairTarget
-	// agent is set when the dialog covers every lease an agent holds (R on
-	// the Agents pane).
+	// agent is set when the dialog covers an agent's backlog (R or E on
+	// the Agents pane): every lease it holds, and the tasks queued for it
+	// when queuedToo is ticked.
 	agent string
 	to    string // the recipient a requeue handed the tasks to, once sent
 	// newAgent is the unknown recipient the operator was warned of: a
@@ -57,6 +71,9 @@ type repairDialog struct {
 	newAgent string
 	box      *tview.Flex
 	form     *tview.Form
+	// queuedToo is the Agents dialog's box "queued tasks too", when the
+	// agent has tasks queued: unticked, its queued tasks are left alone.
+	queuedToo *tview.Checkbox
 	info     *tview.TextView
 	message  *tview.TextView
 	confirm  string // the confirm button's label
@@ -68,9 +85,10 @@ type repairDialog struct {
 	checked uint64
 	// repaired and conflicts carry over when a failure keeps the dialog
 	// open and the operator sends the rest again.
-	repaired  int
-	conflicts []repairConflict
-	lastOut   mailbox.RepairOutcome
+	repaired       int
+	repairedQueued int
+	conflicts      []repairConflict
+	lastOut        mailbox.RepairOutcome
 }
 
 // repairConflict is a lease that had changed when its repair arrived.
@@ -87,25 +105,43 @@ const (
 )
 
 // openRepair opens the requeue or force-error dialog for the marked leases,
-// or the selected one when none is marked; on the Agents pane, for every
-// lease the selected agent holds; on the Waiting pane (force error only),
-// for the selected task's question.
+// or the selected one when none is marked; on the Agents pane, for the
+// selected agent's backlog: every lease it holds and every task queued for
+// it; on the Waiting pane (force error only), for the selected task's
+// question; on the Queue pane, the move or cancel dialog for the marked
+// queued tasks, or the selected one.
 func (c *Console) openRepair(act actionID) {
 	if c.rows == nil {
 		c.flash(false, "nothing to repair yet: the console has not received the mailbox")
 		return
 	}
-	var idx []int
+	var targets []repairTarget
 	var agent string
-	es := c.rows.leases
-	if c.focus == paneWaiting {
+	pick := func(p paneID, es []mailbox.QueueEntry, none string) bool {
+		pn := c.panes[p]
+		idx := pn.marked()
+		if len(idx) == 0 {
+			i, ok := pn.selected()
+			if !ok {
+				c.flash(false, none)
+				return false
+			}
+			idx = []int{i}
+		}
+		for _, i := range idx {
+			targets = append(targets, targetOf(&es[i]))
+		}
+		return true
+	}
+	switch {
+	case c.focus == paneWaiting:
 		i, ok := c.panes[paneWaiting].selected()
 		if !ok {
 			c.flash(false, "no waiting task selected")
 			return
 		}
-		es, idx = c.rows.waiting, []int{i}
-	} else if c.focus == paneAgents {
+		targets = append(targets, targetOf(&c.rows.waiting[i]))
+	case c.focus == paneAgents:
 		i, ok := c.panes[paneAgents].selected()
 		if !ok {
 			c.flash(false, "no agent selected")
@@ -114,57 +150,110 @@ func (c *Console) openRepair(act actionID) {
 		agent = c.rows.agents[i].Agent
 		for j := range c.rows.leases {
 			if c.rows.leases[j].LeasedTo == agent {
-				idx = append(idx, j)
+				targets = append(targets, targetOf(&c.rows.leases[j]))
 			}
 		}
-		if len(idx) == 0 {
-			c.flash(false, agent+" holds no lease")
+		for j := range c.rows.queued {
+			if c.rows.queued[j].Task.Recipient == agent {
+				targets = append(targets, targetOf(&c.rows.queued[j]))
+			}
+		}
+		if len(targets) == 0 {
+			c.flash(false, agent+" holds no lease and has no task queued")
 			return
 		}
-	} else {
-		lp := c.panes[paneLeases]
-		idx = lp.marked()
-		if len(idx) == 0 {
-			i, ok := lp.selected()
-			if !ok {
-				c.flash(false, "no lease selected")
-				return
-			}
-			idx = []int{i}
+	case c.focus == paneQueue:
+		if !pick(paneQueue, c.rows.queued, "no queued task selected") {
+			return
+		}
+	default:
+		if !pick(paneLeases, c.rows.leases, "no lease selected") {
+			return
 		}
 	}
-	d := &repairDialog{action: act, agent: agent, form: tview.NewForm(), changed: map[string]string{},
+	d := &repairDialog{action: act, agent: agent, targets: targets, form: tview.NewForm(), changed: map[string]string{},
 		info:    tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true),
 		message: tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true)}
-	for _, i := range idx {
-		d.targets = append(d.targets, targetOf(&es[i]))
-	}
 	d.checked = c.rows.version
 	c.dialog = d
+	leases, queued := d.counts()
 
 	d.form.SetBorderPadding(0, 0, 1, 1)
-	if act == actRequeue {
-		// idempotent is offered only when every task declared it; otherwise
-		// the operator has to accept that the work may run twice.
-		var risks []string
-		if !slices.ContainsFunc(d.targets, func(t repairTarget) bool { return !t.idempotent }) {
-			risks = append(risks, mailbox.RiskIdempotent)
+	if agent != "" && queued > 0 && leases > 0 {
+		// Moving the queued tasks with the leases is what a dead agent's
+		// backlog needs; canceling them is not undone, so E asks for it.
+		label := fmt.Sprintf("%d queued too", queued)
+		d.form.AddCheckbox(label, act == actRequeue, nil)
+		d.queuedToo = d.form.GetFormItemByLabel(label).(*tview.Checkbox)
+	}
+	switch act {
+	case actRequeue, actMoveQueued:
+		if leases > 0 {
+			// idempotent is offered only when every task declared it;
+			// otherwise the operator has to accept that the work may run
+			// twice.
+			var risks []string
+			if !slices.ContainsFunc(d.targets, func(t repairTarget) bool { return !t.queued() && !t.idempotent }) {
+				risks = append(risks, mailbox.RiskIdempotent)
+			}
+			risks = append(risks, mailbox.RiskOperatorAccepted)
+			d.form.AddDropDown("duplicate risk", risks, 0, nil)
 		}
-		risks = append(risks, mailbox.RiskOperatorAccepted)
-		d.form.AddDropDown("duplicate risk", risks, 0, nil)
 		// Before the reason, so reason Enter Enter still repairs; Shift-Tab
 		// from the reason reaches it.
+		placeholder := "(optional) another recipient; empty: the same"
+		if leases == 0 {
+			placeholder = "the new recipient (required)"
+		}
 		d.form.AddInputField(toLabel, "", fieldWidth, nil, nil)
-		d.form.GetFormItemByLabel(toLabel).(*tview.InputField).SetPlaceholder("(optional) another recipient; empty: the same").
-			SetAutocompleteFunc(c.agentCompletions)
+		to := d.form.GetFormItemByLabel(toLabel).(*tview.InputField)
+		to.SetPlaceholder(placeholder).SetAutocompleteFunc(c.agentCompletions).
+			SetAutocompletedFunc(func(text string, _, source int) bool {
+				to.SetText(text)
+				if source == tview.AutocompletedNavigate {
+					return false // the list stays open
+				}
+				if source == tview.AutocompletedTab {
+					// As a shell's Tab: the completion taken, on to the
+					// reason, so that the agent's first letters and Tab
+					// name it. (Blur, which this calls, takes no lock the
+					// field holds here.)
+					d.form.SetFocus(d.form.GetFormItemIndex("reason"))
+					c.app.SetFocus(d.form)
+				}
+				return true
+			})
 		d.form.AddInputField("reason", c.lastReason, fieldWidth, nil, nil)
-	} else {
+	default:
 		d.form.AddInputField("reason", c.lastReason, fieldWidth, nil, nil)
-		d.form.AddInputField("message", c.lastMessage, fieldWidth, nil, nil)
+		msg := c.lastMessage
+		if leases == 0 {
+			msg = ""
+		}
+		d.form.AddInputField("message", msg, fieldWidth, nil, nil)
+		if leases == 0 {
+			d.form.GetFormItemByLabel("message").(*tview.InputField).SetPlaceholder("(optional) the sender's error; empty: one naming the reason")
+		}
 	}
 	d.confirm = d.confirmLabel()
 	d.form.AddButton(d.confirm, func() { c.submitRepair(d) })
-	d.form.AddButton("Cancel", c.closeDialog)
+	if d.queuedToo != nil {
+		// Ticked or not, the title and the button say what is repaired.
+		d.queuedToo.SetChangedFunc(func(bool) {
+			if i := d.form.GetButtonIndex(d.confirm); i >= 0 {
+				d.confirm = d.confirmLabel()
+				d.form.GetButton(i).SetLabel(d.confirm)
+			}
+			if d.box != nil {
+				d.box.SetTitle(d.title())
+			}
+		})
+	}
+	closeLabel := "Cancel"
+	if act == actCancelQueued || act == actForceError && leases == 0 {
+		closeLabel = "Close" // "Cancel" is what the confirm button does
+	}
+	d.form.AddButton(closeLabel, c.closeDialog)
 	d.form.SetCancelFunc(func() {
 		// tview's drop-down reports Esc on its open list as the end of
 		// the form, then closes the list: the operator meant only the
@@ -175,8 +264,13 @@ func (c *Console) openRepair(act actionID) {
 		c.closeDialog()
 	})
 	// Typing the reason is the deliberate act, so the reason has the focus;
-	// Enter moves on, and Enter on the confirm button repairs.
-	d.form.SetFocus(d.form.GetFormItemIndex("reason"))
+	// Enter moves on, and Enter on the confirm button repairs. A move of
+	// queued tasks only has no default recipient: "to" comes first.
+	focus := "reason"
+	if act == actMoveQueued {
+		focus = toLabel
+	}
+	d.form.SetFocus(d.form.GetFormItemIndex(focus))
 	c.renderDialogInfo(d)
 
 	formRows := 2*d.form.GetFormItemCount() + 1
@@ -198,6 +292,25 @@ func (c *Console) openRepair(act actionID) {
 		return w, h
 	}}, true, true)
 	c.app.SetFocus(d.form)
+}
+
+// counts is how many of the dialog's targets are leases (or questions)
+// and how many queued tasks.
+func (d *repairDialog) counts() (leases, queued int) {
+	for _, t := range d.targets {
+		if t.queued() {
+			queued++
+		} else {
+			leases++
+		}
+	}
+	return leases, queued
+}
+
+// includesQueued reports whether the dialog repairs its queued targets:
+// always, but on an Agents dialog whose "queued too" box is unticked.
+func (d *repairDialog) includesQueued() bool {
+	return d.queuedToo == nil || d.queuedToo.IsChecked()
 }
 
 // toLabel labels the requeue dialog's optional new recipient.
@@ -254,43 +367,93 @@ func (c *Console) agentIDs() []string {
 	return ids
 }
 
-// title and confirmLabel say what the dialog does to how many leases.
-// done says what the dialog's repair did, "requeued" or "forced an error
-// on", and " to AGENT" when it moved the tasks ("" otherwise).
-func (d *repairDialog) done() (verb, to string) {
-	verb = "requeued"
-	if d.action == actForceError {
-		verb = "forced an error on"
+// done says what the dialog's repair did to leases, "requeued" or "forced
+// an error on", and to queued tasks, "moved" or "canceled", and " to
+// AGENT" when it handed the tasks on ("" otherwise).
+func (d *repairDialog) done() (leaseVerb, queuedVerb, to string) {
+	leaseVerb, queuedVerb = "requeued", "moved"
+	if d.action == actForceError || d.action == actCancelQueued {
+		leaseVerb, queuedVerb = "forced an error on", "canceled"
 	}
 	if d.to != "" {
 		to = " to " + d.to
 	}
-	return verb, to
+	return leaseVerb, queuedVerb, to
 }
 
+// title and confirmLabel say what the dialog does to how many leases and
+// queued tasks.
 func (d *repairDialog) title() string {
+	leases, queued := d.counts()
+	if !d.includesQueued() {
+		queued = 0
+	}
+	switch d.action {
+	case actMoveQueued, actCancelQueued:
+		what := " Move "
+		if d.action == actCancelQueued {
+			what = " Cancel "
+		}
+		if queued == 1 {
+			return what + "queued task "
+		}
+		return fmt.Sprintf("%s%d queued tasks ", what, queued)
+	}
 	what := " Requeue "
 	if d.action == actForceError {
 		what = " Force an error result "
 	}
-	if len(d.targets) == 1 {
-		if d.action == actRequeue {
-			return what + "task "
-		}
+	switch {
+	case leases == 0 && d.action == actForceError:
+		return fmt.Sprintf(" Cancel %s ", plural(queued, "queued task"))
+	case leases == 0:
+		return fmt.Sprintf(" Move %s ", plural(queued, "queued task"))
+	case queued > 0 && d.action == actForceError:
+		return fmt.Sprintf("%son %s, cancel %s ", what, plural(leases, "lease"), plural(queued, "queued task"))
+	case queued > 0:
+		return fmt.Sprintf("%s%s, move %s ", what, plural(leases, "lease"), plural(queued, "queued task"))
+	case leases == 1 && d.action == actRequeue:
+		return what + "task "
+	case leases == 1:
 		return what
 	}
-	return fmt.Sprintf("%son %d leases ", what, len(d.targets))
+	return fmt.Sprintf("%son %d leases ", what, leases)
+}
+
+// plural is "1 lease", "2 leases".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 func (d *repairDialog) confirmLabel() string {
-	noun := "Requeue"
-	if d.action == actForceError {
+	leases, queued := d.counts()
+	if !d.includesQueued() {
+		queued = 0
+	}
+	var noun string
+	switch {
+	case d.action == actMoveQueued || d.action == actRequeue && leases == 0:
+		noun = "Move"
+	case d.action == actCancelQueued || d.action == actForceError && leases == 0:
+		noun = "Cancel task"
+		if leases+queued > 1 {
+			noun = "Cancel tasks"
+		}
+	case d.action == actForceError:
 		noun = "Force error"
+	default:
+		noun = "Requeue"
 	}
-	if len(d.targets) == 1 {
-		return noun
+	if n := leases + queued; n > 1 {
+		if noun == "Cancel tasks" {
+			return fmt.Sprintf("Cancel %d tasks", n)
+		}
+		return fmt.Sprintf("%s %d", noun, n)
 	}
-	return fmt.Sprintf("%s %d", noun, len(d.targets))
+	return noun
 }
 
 // renderDialogInfo describes the inspected leases at the top of a dialog:
@@ -304,49 +467,132 @@ func (c *Console) renderDialogInfo(d *repairDialog) {
 		switch {
 		case len(d.targets) == 1 && d.targets[0].waitingOn != "":
 			b.WriteString("[red::b]The question changed while this dialog was open: nothing to repair.")
+		case len(d.targets) == 1 && d.targets[0].queued():
+			b.WriteString("[red::b]The task changed while this dialog was open: nothing to repair.")
 		case len(d.targets) == 1:
 			b.WriteString("[red::b]The lease changed while this dialog was open: nothing to repair.")
 		default:
 			// The rest are still the operator's to repair: each repair is
-			// guarded by its own lease, so the changed ones are refused
-			// by the daemon and listed, as the CLI's bulk repair does.
+			// guarded by its own lease (or recipient), so the changed ones
+			// are refused by the daemon and listed, as the CLI's bulk
+			// repair does.
 			colour = "yellow"
-			fmt.Fprintf(&b, "[yellow::b]%d of these %d leases changed while this dialog was open: they will be left alone and listed; the other %d are repaired.",
-				len(d.changed), len(d.targets), len(d.targets)-len(d.changed))
+			what := "leases"
+			if _, queued := d.counts(); queued > 0 {
+				what = "tasks"
+			}
+			fmt.Fprintf(&b, "[yellow::b]%d of these %d %s changed while this dialog was open: they will be left alone and listed; the other %d are repaired.",
+				len(d.changed), len(d.targets), what, len(d.targets)-len(d.changed))
 		}
 		b.WriteString("[-::-]\n")
 		for _, t := range d.targets {
-			if what, ok := d.changed[t.taskID]; ok {
+			what, ok := d.changed[t.taskID]
+			switch {
+			case !ok:
+			case t.queued():
+				fmt.Fprintf(&b, "[%s]task %s: you saw it queued for %s\n  now: %s[-]\n", colour, mailbox.ShortID(t.taskID), escapeTags(t.queuedFor), escapeTags(what))
+			default:
 				fmt.Fprintf(&b, "[%s]task %s: you inspected lease %s (attempt %d, %s)\n  now: %s[-]\n", colour, mailbox.ShortID(t.taskID),
 					mailbox.ShortID(t.leaseID), t.attempt, escapeTags(t.leasedTo), escapeTags(what))
 			}
 		}
 	}
-	if d.agent != "" {
-		fmt.Fprintf(&b, "[::b]every lease held by %s[::-] (%d)\n", escapeTags(d.agent), len(d.targets))
+	var leaseTs, queuedTs []repairTarget
+	for _, t := range d.targets {
+		if t.queued() {
+			queuedTs = append(queuedTs, t)
+		} else {
+			leaseTs = append(leaseTs, t)
+		}
 	}
-	if len(d.targets) == 1 && d.targets[0].waitingOn != "" {
-		t := d.targets[0]
-		fmt.Fprintf(&b, "[::b]task[::-]       %s  %s\n", t.taskID, escapeTags(orDash(t.kind)))
-		fmt.Fprintf(&b, "[::b]intent[::-]     %s\n", escapeTags(truncate(oneLine(t.intent), 200)))
-		fmt.Fprintf(&b, "[::b]question[::-]   %s: %s\n", escapeTags(t.question.Status), escapeTags(truncate(visible(oneLine(contentText(t.question.Content))), 200)))
-		fmt.Fprintf(&b, "[::b]waiting on[::-] %s for %s   [::b]asked by[::-] %s   [::b]attempt[::-] %d\n", escapeTags(t.waitingOn), formatAge(msAge(now, t.leasedAtMs)), escapeTags(t.leasedTo), t.attempt)
-		fmt.Fprintf(&b, "[::b]asked under[::-] lease %s\n[gray]The error applies only while the task still waits on this question; its sender receives the error instead of answering.[-]\n", t.leaseID)
-	} else if len(d.targets) == 1 {
-		t := d.targets[0]
-		fmt.Fprintf(&b, "[::b]task[::-]      %s  %s\n", t.taskID, escapeTags(orDash(t.kind)))
+	if d.agent != "" {
+		queuedWhat := "moved with the leases, to the agent named in \"to\""
+		if d.action == actForceError {
+			queuedWhat = "canceled, each sender getting an error result naming the reason"
+		}
+		switch {
+		case len(leaseTs) > 0 && len(queuedTs) > 0:
+			fmt.Fprintf(&b, "[::b]every lease held by %s[::-] (%d) [::b]and the tasks queued for it[::-] (%d): ticked, they are %s\n",
+				escapeTags(d.agent), len(leaseTs), len(queuedTs), queuedWhat)
+		case len(leaseTs) > 0:
+			fmt.Fprintf(&b, "[::b]every lease held by %s[::-] (%d)\n", escapeTags(d.agent), len(leaseTs))
+		default:
+			fmt.Fprintf(&b, "[::b]every task queued for %s[::-] (%d); it holds no lease\n", escapeTags(d.agent), len(queuedTs))
+		}
+	}
+	c.renderLeaseTargets(&b, d, leaseTs, now)
+	c.renderQueuedTargets(&b, d, queuedTs, now)
+	switch st := c.status; {
+	case st.paused:
+		fmt.Fprintf(&b, "[yellow]Paused, %s events held: the panes may be out of date, and a lease may have changed unseen.[-]\n", commas(st.held))
+	case st.connSeen && (!st.conn.Live || st.gap != nil):
+		b.WriteString("[yellow]Not connected to the daemon: the panes may be out of date, and the repair may not get through.[-]\n")
+	}
+	d.info.SetText(strings.TrimRight(b.String(), "\n"))
+}
+
+// renderQueuedTargets describes the queued tasks of a dialog.
+func (c *Console) renderQueuedTargets(b *strings.Builder, d *repairDialog, ts []repairTarget, now int64) {
+	switch len(ts) {
+	case 0:
+		return
+	case 1:
+		t := ts[0]
+		fmt.Fprintf(b, "[::b]task[::-]       %s  %s\n", t.taskID, escapeTags(orDash(t.kind)))
+		fmt.Fprintf(b, "[::b]intent[::-]     %s\n", escapeTags(truncate(oneLine(t.intent), 200)))
+		fmt.Fprintf(b, "[::b]queued for[::-] %s for %s   [::b]sender[::-] %s   [::b]attempt[::-] %d\n", escapeTags(t.queuedFor), formatAge(msAge(now, t.queuedAtMs)), escapeTags(t.sender), t.attempt)
+	default:
+		recipients := map[string]int{}
+		var names []string
+		oldest := ts[0].queuedAtMs
+		for _, t := range ts {
+			if recipients[t.queuedFor] == 0 {
+				names = append(names, t.queuedFor)
+			}
+			recipients[t.queuedFor]++
+			oldest = min(oldest, t.queuedAtMs)
+		}
+		slices.SortStableFunc(names, func(a, b string) int { return recipients[b] - recipients[a] })
+		var rs []string
+		for _, n := range names {
+			rs = append(rs, fmt.Sprintf("%s (%d)", escapeTags(n), recipients[n]))
+		}
+		fmt.Fprintf(b, "[::b]%d queued tasks[::-], the oldest queued %s\n", len(ts), formatAge(msAge(now, oldest)))
+		fmt.Fprintf(b, "[::b]queued for[::-] %s\n", strings.Join(rs, ", "))
+	}
+	if d.action == actCancelQueued || d.action == actForceError {
+		b.WriteString("[gray]Canceled, a task leaves its queue and its sender gets an error result naming the reason.[-]\n")
+	}
+	b.WriteString("[gray]Each applies only while its task is still queued for the agent you saw; the others are left as they are and listed.[-]\n")
+}
+
+// renderLeaseTargets describes the leases (or the question) of a dialog.
+func (c *Console) renderLeaseTargets(b *strings.Builder, d *repairDialog, ts []repairTarget, now int64) {
+	if len(ts) == 0 {
+		return
+	}
+	if len(ts) == 1 && ts[0].waitingOn != "" {
+		t := ts[0]
+		fmt.Fprintf(b, "[::b]task[::-]       %s  %s\n", t.taskID, escapeTags(orDash(t.kind)))
+		fmt.Fprintf(b, "[::b]intent[::-]     %s\n", escapeTags(truncate(oneLine(t.intent), 200)))
+		fmt.Fprintf(b, "[::b]question[::-]   %s: %s\n", escapeTags(t.question.Status), escapeTags(truncate(visible(oneLine(contentText(t.question.Content))), 200)))
+		fmt.Fprintf(b, "[::b]waiting on[::-] %s for %s   [::b]asked by[::-] %s   [::b]attempt[::-] %d\n", escapeTags(t.waitingOn), formatAge(msAge(now, t.leasedAtMs)), escapeTags(t.leasedTo), t.attempt)
+		fmt.Fprintf(b, "[::b]asked under[::-] lease %s\n[gray]The error applies only while the task still waits on this question; its sender receives the error instead of answering.[-]\n", t.leaseID)
+	} else if len(ts) == 1 {
+		t := ts[0]
+		fmt.Fprintf(b, "[::b]task[::-]      %s  %s\n", t.taskID, escapeTags(orDash(t.kind)))
 		// Three lines of it at most: the fields below must keep their room.
-		fmt.Fprintf(&b, "[::b]intent[::-]    %s\n", escapeTags(truncate(oneLine(t.intent), 200)))
-		fmt.Fprintf(&b, "[::b]leased to[::-] %s   [::b]attempt[::-] %d   [::b]lease age[::-] %s\n", escapeTags(t.leasedTo), t.attempt, formatAge(msAge(now, t.leasedAtMs)))
-		fmt.Fprintf(&b, "[::b]lease[::-]     %s\n[gray]The repair applies only while this lease is still the current one.[-]\n", t.leaseID)
+		fmt.Fprintf(b, "[::b]intent[::-]    %s\n", escapeTags(truncate(oneLine(t.intent), 200)))
+		fmt.Fprintf(b, "[::b]leased to[::-] %s   [::b]attempt[::-] %d   [::b]lease age[::-] %s\n", escapeTags(t.leasedTo), t.attempt, formatAge(msAge(now, t.leasedAtMs)))
+		fmt.Fprintf(b, "[::b]lease[::-]     %s\n[gray]The repair applies only while this lease is still the current one.[-]\n", t.leaseID)
 		if !t.idempotent && d.action == actRequeue {
 			b.WriteString("[yellow]unsafe task: requeueing it may run the work twice[-]\n")
 		}
 	} else {
 		holders := map[string]int{}
 		var names []string
-		oldest, unsafe := d.targets[0].leasedAtMs, 0
-		for _, t := range d.targets {
+		oldest, unsafe := ts[0].leasedAtMs, 0
+		for _, t := range ts {
 			if holders[t.leasedTo] == 0 {
 				names = append(names, t.leasedTo)
 			}
@@ -361,20 +607,13 @@ func (c *Console) renderDialogInfo(d *repairDialog) {
 		for _, n := range names {
 			hs = append(hs, fmt.Sprintf("%s (%d)", escapeTags(n), holders[n]))
 		}
-		fmt.Fprintf(&b, "[::b]%d leases[::-], the oldest held %s\n", len(d.targets), formatAge(msAge(now, oldest)))
-		fmt.Fprintf(&b, "[::b]holders[::-] %s\n", strings.Join(hs, ", "))
+		fmt.Fprintf(b, "[::b]%d leases[::-], the oldest held %s\n", len(ts), formatAge(msAge(now, oldest)))
+		fmt.Fprintf(b, "[::b]holders[::-] %s\n", strings.Join(hs, ", "))
 		b.WriteString("[gray]Each repair applies only while its lease is still the one you marked; the others are left as they are and listed.[-]\n")
 		if unsafe > 0 && d.action == actRequeue {
-			fmt.Fprintf(&b, "[yellow]%d of %d tasks are unsafe: requeueing them may run their work twice[-]\n", unsafe, len(d.targets))
+			fmt.Fprintf(b, "[yellow]%d of %d tasks are unsafe: requeueing them may run their work twice[-]\n", unsafe, len(ts))
 		}
 	}
-	switch st := c.status; {
-	case st.paused:
-		fmt.Fprintf(&b, "[yellow]Paused, %s events held: the panes may be out of date, and a lease may have changed unseen.[-]\n", commas(st.held))
-	case st.connSeen && (!st.conn.Live || st.gap != nil):
-		b.WriteString("[yellow]Not connected to the daemon: the panes may be out of date, and the repair may not get through.[-]\n")
-	}
-	d.info.SetText(strings.TrimRight(b.String(), "\n"))
 }
 
 // refreshDialog checks the open dialog's leases against rows that just
@@ -401,8 +640,31 @@ func (c *Console) refreshDialog() {
 				}
 			}
 		}
+		for _, es := range [][]mailbox.QueueEntry{c.rows.queued} {
+			for i := range es {
+				if e := &es[i]; current[e.Task.ID] == nil {
+					if _, ok := current[e.Task.ID]; ok {
+						current[e.Task.ID] = e
+					}
+				}
+			}
+		}
 		for _, t := range d.targets {
 			e := current[t.taskID]
+			if t.queued() {
+				switch {
+				case e != nil && e.State == mailbox.TaskQueued && e.Task.Recipient == t.queuedFor:
+				case e != nil && e.State == mailbox.TaskQueued:
+					d.changed[t.taskID] = "queued for " + e.Task.Recipient
+				case e != nil && e.State == mailbox.TaskInFlight:
+					d.changed[t.taskID] = fmt.Sprintf("leased by %s since %s (lease %s, attempt %d)", e.LeasedTo, formatClock(e.LeasedAtMs), mailbox.ShortID(e.LeaseID), e.Attempt)
+				case e != nil:
+					d.changed[t.taskID] = "waiting on its sender's answer"
+				default:
+					d.changed[t.taskID] = "no longer queued (finished or canceled)"
+				}
+				continue
+			}
 			switch {
 			case e != nil && e.State == mailbox.TaskWaiting:
 				q := questionOf(&e.Task)
@@ -413,8 +675,10 @@ func (c *Console) refreshDialog() {
 				default:
 					d.changed[t.taskID] = fmt.Sprintf("no lease: its worker asked %s a question (%s), and it waits on the answer", e.Task.Sender, q.Status)
 				}
-			case e != nil && e.LeaseID == t.leaseID:
-			case e != nil:
+			case e != nil && e.State == mailbox.TaskInFlight && e.LeaseID == t.leaseID:
+			case e != nil && e.State == mailbox.TaskQueued && t.waitingOn == "":
+				d.changed[t.taskID] = "no lease: queued for " + e.Task.Recipient + " (requeued)"
+			case e != nil && e.State == mailbox.TaskInFlight:
 				d.changed[t.taskID] = fmt.Sprintf("lease %s, held by %s since %s (attempt %d)", mailbox.ShortID(e.LeaseID), e.LeasedTo, formatClock(e.LeasedAtMs), e.Attempt)
 			case t.waitingOn != "":
 				d.changed[t.taskID] = "no longer waiting (answered and queued, finished or canceled)"
@@ -441,8 +705,8 @@ func (c *Console) closeDialog() {
 }
 
 // submitRepair checks the dialog's fields and sends one guarded request per
-// lease off the UI goroutine; the outcome comes back through
-// QueueUpdateDraw.
+// lease or queued task off the UI goroutine; the outcome comes back
+// through QueueUpdateDraw.
 func (c *Console) submitRepair(d *repairDialog) {
 	if d.busy || len(d.changed) > 0 && len(d.targets) == 1 {
 		return
@@ -451,19 +715,30 @@ func (c *Console) submitRepair(d *repairDialog) {
 		return strings.TrimSpace(d.form.GetFormItemByLabel(label).(*tview.InputField).GetText())
 	}
 	refuse := func(label, msg string) {
-		d.message.SetText("[red]" + msg + "[-]")
+		d.message.SetText("[red]" + escapeTags(msg) + "[-]")
 		d.form.SetFocus(d.form.GetFormItemIndex(label))
 		c.app.SetFocus(d.form)
+	}
+	leases, queued := d.counts()
+	if !d.includesQueued() {
+		queued = 0
 	}
 	reason := field("reason")
 	if reason == "" {
 		refuse("reason", "a reason is required: say why, it goes into the audit history")
 		return
 	}
-	var command mailbox.RepairCommand
-	if d.action == actRequeue {
-		_, risk := d.form.GetFormItemByLabel("duplicate risk").(*tview.DropDown).GetCurrentOption()
+	var leaseCmd, queuedCmd mailbox.RepairCommand
+	if d.action == actRequeue || d.action == actMoveQueued {
 		to := field(toLabel)
+		if to == "" && queued > 0 {
+			msg := "\"to\" is required: name the agent the queued tasks go to"
+			if d.queuedToo != nil {
+				msg += fmt.Sprintf(", or untick \"%s\" to requeue only the leases", d.queuedToo.GetLabel())
+			}
+			refuse(toLabel, msg)
+			return
+		}
 		if to != "" && !c.knowsAgent(to) && d.newAgent != to {
 			// A move to an agent nobody has heard of: a typo would send
 			// the work where nobody reads it. Say so, offer the close
@@ -477,32 +752,53 @@ func (c *Console) submitRepair(d *repairDialog) {
 			d.message.SetText("[yellow]" + escapeTags(msg) + "[-]")
 			return
 		}
-		command = mailbox.RepairCommand{Action: mailbox.ActionRequeue, DuplicateRisk: risk, Recipient: to, NewAgent: to != "" && d.newAgent == to}
-		d.to = command.Recipient
+		newAgent := to != "" && d.newAgent == to
+		if leases > 0 {
+			_, risk := d.form.GetFormItemByLabel("duplicate risk").(*tview.DropDown).GetCurrentOption()
+			leaseCmd = mailbox.RepairCommand{Action: mailbox.ActionRequeue, DuplicateRisk: risk, Recipient: to, NewAgent: newAgent}
+		}
+		queuedCmd = mailbox.RepairCommand{Action: mailbox.ActionMove, Recipient: to, NewAgent: newAgent}
+		d.to = to
 	} else {
 		msg := field("message")
-		if msg == "" {
+		if msg == "" && leases > 0 {
 			refuse("message", "a message is required: it is the error the sender receives")
 			return
 		}
-		command = mailbox.RepairCommand{Action: mailbox.ActionForceError, Message: msg}
-		c.lastMessage = msg
+		leaseCmd = mailbox.RepairCommand{Action: mailbox.ActionForceError, Message: msg}
+		queuedCmd = mailbox.RepairCommand{Action: mailbox.ActionCancel, Message: msg}
+		if leases > 0 {
+			c.lastMessage = msg
+		}
 	}
 	c.lastReason = reason
 	d.busy = true
 	d.message.SetText("[yellow]sending…[-]")
-	targets := slices.Clone(d.targets)
+	var targets []repairTarget
+	for _, t := range d.targets {
+		if !t.queued() || queued > 0 {
+			targets = append(targets, t)
+		}
+	}
 	ctx := c.runCtx
 	c.bg.spawn(func() {
 		var res repairResults
 		for i, t := range targets {
-			req := mailbox.RepairRequest{TaskID: t.taskID, Reason: reason, Command: command}
-			req.Command.LeaseID = t.leaseID
+			req := mailbox.RepairRequest{TaskID: t.taskID, Reason: reason, Command: leaseCmd}
+			if t.queued() {
+				req.Command = queuedCmd
+				req.Command.QueuedFor = t.queuedFor
+			} else {
+				req.Command.LeaseID = t.leaseID
+			}
 			rctx, cancel := context.WithTimeout(ctx, repairTimeout)
 			out, err := c.backend.Repair(rctx, req)
 			cancel()
 			var appErr *mailbox.Error
 			switch {
+			case err == nil && t.queued():
+				res.repairedQueued++
+				res.last = out
 			case err == nil:
 				res.repaired++
 				res.last = out
@@ -522,10 +818,10 @@ func (c *Console) submitRepair(d *repairDialog) {
 
 // repairResults is what one press of the confirm button achieved.
 type repairResults struct {
-	repaired  int
-	last      mailbox.RepairOutcome
-	conflicts []repairConflict
-	// err stopped the run at failed; rest are the leases not repaired.
+	repaired, repairedQueued int
+	last                     mailbox.RepairOutcome
+	conflicts                []repairConflict
+	// err stopped the run at failed; rest are the targets not repaired.
 	failed repairTarget
 	err    error
 	rest   []repairTarget
@@ -534,15 +830,15 @@ type repairResults struct {
 // repairDone reports a repair's outcome; it runs on the UI goroutine. A
 // failure keeps the dialog open with everything typed and the error in
 // full; otherwise the dialog closes and the outcome is a flash, or a page
-// listing every lease that had changed.
+// listing every lease or task that had changed.
 func (c *Console) repairDone(d *repairDialog, res repairResults) {
 	d.busy = false
 	d.repaired += res.repaired
-	if res.repaired > 0 {
+	d.repairedQueued += res.repairedQueued
+	if res.repaired+res.repairedQueued > 0 {
 		d.lastOut = res.last
 	}
 	d.conflicts = append(d.conflicts, res.conflicts...)
-	verb, to := d.done()
 	if res.err != nil {
 		what := "repair of " + mailbox.ShortID(res.failed.taskID)
 		var appErr *mailbox.Error
@@ -552,8 +848,8 @@ func (c *Console) repairDone(d *repairDialog, res repairResults) {
 			what += " failed: " + res.err.Error()
 		}
 		var progress string
-		if d.repaired > 0 || len(d.conflicts) > 0 {
-			progress = fmt.Sprintf("%s %d, %d had changed; ", verb, d.repaired, len(d.conflicts))
+		if d.repaired+d.repairedQueued > 0 || len(d.conflicts) > 0 {
+			progress = d.summary() + "; "
 		}
 		// What is left to send: the title and the button count only those.
 		d.targets = res.rest
@@ -573,33 +869,85 @@ func (c *Console) repairDone(d *repairDialog, res repairResults) {
 	if c.dialog == d {
 		c.closeDialog()
 	}
-	total := d.repaired + len(d.conflicts)
+	total := d.repaired + d.repairedQueued + len(d.conflicts)
+	_, _, to := d.done()
 	switch {
 	case len(d.conflicts) > 0:
 		c.showOutcome(d, total)
-	case total == 1 && d.action == actForceError:
+	case total == 1 && d.lastOut.Action == mailbox.OutcomeForcedError:
 		c.flash(true, "forced error on "+mailbox.ShortID(d.lastOut.TaskID))
+	case total == 1 && d.lastOut.Action == mailbox.OutcomeCanceled:
+		c.flash(true, "canceled "+mailbox.ShortID(d.lastOut.TaskID)+": its sender gets an error")
+	case total == 1 && d.lastOut.Action == mailbox.OutcomeMoved:
+		c.flash(true, "moved "+mailbox.ShortID(d.lastOut.TaskID)+to)
 	case total == 1:
 		c.flash(true, fmt.Sprintf("requeued %s%s (attempt %d)", mailbox.ShortID(d.lastOut.TaskID), to, d.lastOut.Attempt))
 	default:
-		c.flash(true, fmt.Sprintf("%s %d leases%s", verb, d.repaired, to))
+		c.flash(true, d.summary())
 	}
 }
 
-// showOutcome lists the leases whose repair was refused because they had
-// changed: the lease the operator inspected against the current one.
+// summary says what the dialog repaired so far: "requeued 2 leases and
+// moved 3 queued tasks to worker-c@local".
+func (d *repairDialog) summary() string {
+	leaseVerb, queuedVerb, to := d.done()
+	var parts []string
+	if d.repaired > 0 {
+		parts = append(parts, leaseVerb+" "+plural(d.repaired, "lease"))
+	}
+	if d.repairedQueued > 0 {
+		parts = append(parts, queuedVerb+" "+plural(d.repairedQueued, "queued task"))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, leaseVerb+" none")
+	}
+	out := strings.Join(parts, " and ") + to
+	if n := len(d.conflicts); n > 0 {
+		out += fmt.Sprintf(", %d had changed", n)
+	}
+	return out
+}
+
+// showOutcome lists the leases and queued tasks whose repair was refused
+// because they had changed: what the operator saw against what is now.
 func (c *Console) showOutcome(d *repairDialog, total int) {
 	var b strings.Builder
-	if total == 1 {
+	if total == 1 && d.conflicts[0].target.queued() {
+		b.WriteString("The task changed since you opened the dialog. Nothing was changed.\n\n")
+	} else if total == 1 {
 		b.WriteString("The lease changed since you opened the dialog. Nothing was changed.\n\n")
 	} else {
-		verb, to := d.done()
-		fmt.Fprintf(&b, "%s %d of %d leases%s. %d had changed since you marked them; nothing was done to them:\n\n", strings.ToUpper(verb[:1])+verb[1:], d.repaired, total, to, len(d.conflicts))
+		leaseVerb, queuedVerb, to := d.done()
+		var what string
+		switch leases, queued := d.counts(); {
+		case queued == 0 || !d.includesQueued():
+			what = fmt.Sprintf("%s %d of %d leases%s", leaseVerb, d.repaired, total, to)
+		case leases == 0:
+			what = fmt.Sprintf("%s %d of %d queued tasks%s", queuedVerb, d.repairedQueued, total, to)
+		default:
+			what = fmt.Sprintf("%s %s and %s %s%s, of %d", leaseVerb, plural(d.repaired, "lease"), queuedVerb, plural(d.repairedQueued, "queued task"), to, total)
+		}
+		fmt.Fprintf(&b, "%s. %d had changed since you marked them; nothing was done to them:\n\n", strings.ToUpper(what[:1])+what[1:], len(d.conflicts))
 	}
 	for _, cf := range d.conflicts {
 		t := cf.target
+		det := cf.err.Details
+		if t.queued() {
+			fmt.Fprintf(&b, "task %s: you saw it queued for %s.\n", mailbox.ShortID(t.taskID), t.queuedFor)
+			switch {
+			case det != nil && det.ActualRecipient != "":
+				fmt.Fprintf(&b, "  It is queued for %s now.\n", det.ActualRecipient)
+			case det != nil && det.ActualLeaseID != "":
+				fmt.Fprintf(&b, "  It was leased by %s since %s (lease %s, attempt %d).\n", det.LeasedTo, formatClock(det.LeasedAtMs), mailbox.ShortID(det.ActualLeaseID), det.Attempt)
+			case det != nil && det.TaskState != "":
+				fmt.Fprintf(&b, "  The task is now %s (attempt %d).\n", strings.ReplaceAll(det.TaskState, "_", " "), det.Attempt)
+			default:
+				b.WriteString("  " + cf.err.Message + "\n")
+			}
+			continue
+		}
 		fmt.Fprintf(&b, "task %s: you inspected lease %s (attempt %d, %s).\n", mailbox.ShortID(t.taskID), mailbox.ShortID(t.leaseID), t.attempt, t.leasedTo)
-		switch det := cf.err.Details; {
+		switch {
 		case det != nil && det.ActualLeaseID != "":
 			fmt.Fprintf(&b, "  The current lease is %s, held by %s since %s (attempt %d).\n", mailbox.ShortID(det.ActualLeaseID), det.LeasedTo, formatClock(det.LeasedAtMs), det.Attempt)
 		case det != nil && det.TaskState != "":
@@ -618,9 +966,16 @@ func (c *Console) showOutcome(d *repairDialog, total int) {
 	ok.SetCancelFunc(closePage)
 	ok.SetBorderPadding(0, 0, 1, 1)
 	box := tview.NewFlex().SetDirection(tview.FlexRow).AddItem(text, 0, 1, false).AddItem(ok, 1, 0, true)
+	what := "the lease"
+	if d.conflicts[0].target.queued() {
+		what = "the task"
+	}
 	title := " Lease changed: repair refused "
+	if total == 1 && what == "the task" {
+		title = " Task changed: repair refused "
+	}
 	if total > 1 {
-		title = fmt.Sprintf(" %d repaired, %d refused: the lease had changed ", d.repaired, len(d.conflicts))
+		title = fmt.Sprintf(" %d repaired, %d refused: %s had changed ", d.repaired+d.repairedQueued, len(d.conflicts), what)
 	}
 	box.SetBorder(true).SetTitle(title).SetBorderColor(tcell.ColorRed)
 	c.pages.AddPage(pageOutcome, &modal{Primitive: box, size: func(sw, sh int) (int, int) {
@@ -628,7 +983,7 @@ func (c *Console) showOutcome(d *repairDialog, total int) {
 		return w, min(sh, 3+wrappedRows(text.GetText(false), w-2)+1)
 	}}, true, true)
 	c.app.SetFocus(ok)
-	c.flash(false, fmt.Sprintf("%d of %d repairs refused: the lease had changed", len(d.conflicts), total))
+	c.flash(false, fmt.Sprintf("%d of %d repairs refused: %s had changed", len(d.conflicts), total, what))
 }
 
 // modal centers a primitive on the screen at the size it asks for, never

@@ -366,7 +366,7 @@ func TestRepairOfManyResumesAfterAFailure(t *testing.T) {
 	r.scr.typeText("workers restarted")
 	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
 	f := r.scr.waitForText(t, "Requeue on 2 leases")
-	for _, want := range []string{"requeued 1, 0 had changed; repair of " + short(ids[1]) + " failed:", "connection reset by peer", "Requeue 2", "workers restarted"} {
+	for _, want := range []string{"requeued 1 lease; repair of " + short(ids[1]) + " failed:", "connection reset by peer", "Requeue 2", "workers restarted"} {
 		if !f.contains(want) {
 			t.Errorf("after a failure the dialog lacks %q:\n%s", want, f)
 		}

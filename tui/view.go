@@ -47,17 +47,17 @@ func (c *Console) onKey(ev *tcell.EventKey) *tcell.EventKey {
 		p.show(c.rows)
 	case actMark:
 		if !p.toggleMark() {
-			c.flash(false, "no lease selected")
+			c.flash(false, "no row selected")
 		}
 	case actMarkRange:
 		if !p.markRange() {
-			c.flash(false, "no lease selected")
+			c.flash(false, "no row selected")
 		}
 	case actMarkAll:
 		p.markAll()
 	case actClearMarks:
 		p.clearMarks()
-	case actRequeue, actForceError:
+	case actRequeue, actForceError, actMoveQueued, actCancelQueued:
 		c.openRepair(a.id)
 	case actRequeueWaiting:
 		c.refuseRequeueWaiting()
@@ -218,7 +218,7 @@ func (c *Console) showHelp() {
 		"the header counts them, the Agents pane counts those waiting on each agent. Only the sender's reply, a forced error or a cancel ends the wait."
 	put(wait, 2)
 	if canRepair {
-		put("Repairs are guarded: each applies only while the lease you inspected is still the current one.", 2)
+		put("Repairs are guarded: each applies only while the lease you inspected is still current (a queued task: still queued for the agent you saw).", 2)
 		put("A requeue can hand the tasks to another recipient: the dialog's \"to\" field, Shift-Tab from the reason; it completes from the known agents, and a name nobody has heard of needs a second press.", 2)
 	} else {
 		why := "read-only"
