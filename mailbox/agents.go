@@ -139,9 +139,13 @@ func (s *State) countAgent(id string, d int) {
 	}
 }
 
-// moveTask hands a task that is not queued to another recipient; its
+// moveTask hands a task out of the queues (leased, or just dequeued) to
+// another recipient, remembering whom it was sent to; its
 // idempotency twin tracking follows it.
 func (s *State) moveTask(t *taskRec, recipient string) {
+	if t.SentTo == "" {
+		t.SentTo = t.Task.Recipient
+	}
 	s.untrackLive(t)
 	s.countAgent(t.Task.Recipient, -1)
 	t.Task.Recipient = recipient

@@ -198,6 +198,10 @@ type TaskRecord struct {
 	// Push holds the task's push configs: each change of the task puts a
 	// notification for each in the outbox (push.go).
 	Push []PushConfig `json:"push,omitempty"`
+	// SentTo is the recipient the task was sent to, once an operator has
+	// handed it to another (a requeue with a recipient, a move): its A2A
+	// caller still reads it at the URL of the agent it addressed.
+	SentTo string `json:"sent_to,omitempty"`
 }
 
 // Snapshot is the whole state at Seq: every task the state remembers in send

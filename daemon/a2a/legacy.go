@@ -314,7 +314,7 @@ func (e *Edge) legacyResolve(ctx context.Context, agent string, params map[strin
 			}
 			return rec, id, err
 		}
-		if rec.Task.A2A != nil && rec.Task.Recipient == agent {
+		if rec.Task.A2A != nil && (rec.Task.Recipient == agent || rec.SentTo == agent) {
 			return rec, id, nil
 		}
 	}

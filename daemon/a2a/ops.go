@@ -160,7 +160,9 @@ func (e *Edge) readWith(ctx context.Context, svc interface {
 		}
 		return rec, err
 	}
-	if rec.Task.Recipient != agent {
+	if rec.Task.Recipient != agent && rec.SentTo != agent {
+		// Neither the agent it is queued for nor, after an operator
+		// handed it on, the one its caller addressed.
 		return mailbox.TaskRecord{}, taskNotFound(id)
 	}
 	if rec.Task.A2A == nil {

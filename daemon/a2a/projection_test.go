@@ -230,3 +230,38 @@ func (it *interop) metric(name string) float64 {
 	}
 	return v
 }
+
+// An operator's repairs of a queued A2A task, as its caller reads them: a
+// move leaves it submitted, the status message naming the new recipient,
+// who and why; a cancel fails it with the error its sender gets.
+func TestProjectionOfQueuedRepairs(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	it.register("coder2@local")
+
+	moved := call03(t, base, "message/send", msg03("q1", `[{"kind":"text","text":"move me"}]`, ``))
+	if _, err := it.native.Repair(it.ctx, mailbox.RepairRequest{TaskID: moved.ID, Reason: "coder@local is gone",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionMove, QueuedFor: "coder@local", Recipient: "coder2@local"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := call03(t, base, "tasks/get", `{"id":"`+moved.ID+`"}`)
+	if got.Status.State != "submitted" || got.Status.Message == nil {
+		t.Fatalf("a moved task reads %+v", got)
+	}
+	if text := got.Status.Message.Parts[0]["text"].(string); !strings.Contains(text, "moved to coder2@local") || !strings.Contains(text, "coder@local is gone") {
+		t.Fatalf("a moved task's status message = %q, want the new recipient and the reason", text)
+	}
+	if task, _ := it.lease("coder2@local"); task.ID != moved.ID {
+		t.Fatalf("coder2@local leased %s, want the moved task %s", task.ID, moved.ID)
+	}
+
+	canceled := call03(t, base, "message/send", msg03("q2", `[{"kind":"text","text":"cancel me"}]`, ``))
+	if _, err := it.native.Repair(it.ctx, mailbox.RepairRequest{TaskID: canceled.ID, Reason: "nobody will do it",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionCancel, QueuedFor: "coder@local"}}); err != nil {
+		t.Fatal(err)
+	}
+	got = call03(t, base, "tasks/get", `{"id":"`+canceled.ID+`"}`)
+	if got.Status.State != "failed" || got.Status.Message == nil || !strings.Contains(got.Status.Message.Parts[0]["text"].(string), "nobody will do it") {
+		t.Fatalf("a canceled queued task reads %+v, want failed with the reason", got)
+	}
+}
