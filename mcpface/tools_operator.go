@@ -70,10 +70,28 @@ type ForceErrorInput struct {
 	Message string `json:"message" jsonschema:"the error message the task's sender gets as its result"`
 }
 
-// RepairOutput is requeue's and force_error's answer.
+// MoveQueuedInput is move_queued's arguments.
+type MoveQueuedInput struct {
+	TaskID    string `json:"task_id" jsonschema:"the queued task (no worker holds it)"`
+	QueuedFor string `json:"queued_for" jsonschema:"the agent you saw it queued for (queue_status shows it): refused if it was leased or moved since"`
+	To        string `json:"to" jsonschema:"the new recipient; it must be an agent the mailbox knows (list_agents), unless new_agent is true"`
+	Reason    string `json:"reason" jsonschema:"why, for the audit trail, such as 'coder@local is gone'"`
+	NewAgent  bool   `json:"new_agent,omitempty" jsonschema:"optional: true confirms that to is a new agent the mailbox has never heard of"`
+}
+
+// CancelQueuedInput is cancel_queued's arguments.
+type CancelQueuedInput struct {
+	TaskID    string `json:"task_id" jsonschema:"the queued task (no worker holds it)"`
+	QueuedFor string `json:"queued_for" jsonschema:"the agent you saw it queued for (queue_status shows it): refused if it was leased or moved since"`
+	Reason    string `json:"reason" jsonschema:"why, for the audit trail; the sender's error names it"`
+	Message   string `json:"message,omitempty" jsonschema:"optional: the error message the task's sender gets (default: one naming who canceled it, the recipient and the reason)"`
+}
+
+// RepairOutput is requeue's, force_error's, move_queued's and
+// cancel_queued's answer.
 type RepairOutput struct {
 	TaskID    string `json:"task_id"`
-	Action    string `json:"action" jsonschema:"requeued or forced_error"`
+	Action    string `json:"action" jsonschema:"requeued, forced_error, moved or canceled"`
 	State     string `json:"state" jsonschema:"the task's state now: queued or result_pending"`
 	Attempt   int    `json:"attempt" jsonschema:"the attempts so far"`
 	Recipient string `json:"recipient,omitempty" jsonschema:"the task's recipient now, after a requeue with to"`
@@ -81,7 +99,7 @@ type RepairOutput struct {
 
 var repairNames = map[string]string{"reason": "reason", "task_id": "task_id", "command.lease_id": "lease_id", "lease_id": "lease_id",
 	"command.duplicate_risk": "duplicate_risk", "duplicate_risk": "duplicate_risk", "command.message": "message", "message": "message",
-	"command.recipient": "to", "recipient": "to", "command.new_agent": "new_agent"}
+	"command.recipient": "to", "recipient": "to", "command.new_agent": "new_agent", "command.queued_for": "queued_for"}
 
 func (f *Face) addDiscoveryTools() {
 	mcp.AddTool(f.Server, &mcp.Tool{
@@ -121,6 +139,13 @@ func (f *Face) addOperatorTools() {
 				"The work may then run twice: say so with duplicate_risk. Guarded by the lease_id you inspected, so a lease that changed meanwhile is left alone; recorded in the audit trail with your reason. Needs a2a.repair.requeue.",
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
 		}, f.requeue)
+		mcp.AddTool(f.Server, &mcp.Tool{
+			Name:  "move_queued",
+			Title: "Move a queued task to another agent (operator)",
+			Description: "Hand a queued task, one no worker holds (an agent that is gone leaves its queue behind), to another agent: it keeps its place as the one that has waited longest. " +
+				"Guarded by queued_for, the agent you saw it queued for; recorded in the audit trail with your reason. Needs a2a.repair.requeue and the right to send to the new agent.",
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
+		}, f.moveQueued)
 	}
 	if f.mayRepair(capForceError) {
 		mcp.AddTool(f.Server, &mcp.Tool{
@@ -130,6 +155,13 @@ func (f *Face) addOperatorTools() {
 				"Guarded by the lease_id you inspected; recorded in the audit trail with your reason. Needs a2a.repair.force_error.",
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
 		}, f.forceError)
+		mcp.AddTool(f.Server, &mcp.Tool{
+			Name:  "cancel_queued",
+			Title: "Cancel a queued task (operator)",
+			Description: "End a queued task, one no worker holds, with an error result for its sender naming your reason: it leaves the queue. " +
+				"Guarded by queued_for, the agent you saw it queued for; recorded in the audit trail. Needs a2a.repair.force_error.",
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
+		}, f.cancelQueued)
 	}
 }
 
@@ -265,6 +297,37 @@ func (f *Face) forceError(ctx context.Context, _ *mcp.CallToolRequest, in ForceE
 	}
 	return f.repair(ctx, mailbox.RepairRequest{TaskID: in.TaskID, Reason: in.Reason,
 		Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: in.LeaseID, Message: in.Message}})
+}
+
+// queuedGuard checks what a repair of a queued task needs before the
+// daemon is asked: the recipient it is guarded by and a reason.
+func queuedGuard(queuedFor, reason string) error {
+	if queuedFor == "" {
+		return argError("queued_for", "missing; give the agent you saw the task queued for (queue_status shows it), so a task leased or moved meanwhile is left alone")
+	}
+	if reason == "" {
+		return argError("reason", "missing; say why, for the audit trail")
+	}
+	return nil
+}
+
+func (f *Face) moveQueued(ctx context.Context, _ *mcp.CallToolRequest, in MoveQueuedInput) (*mcp.CallToolResult, RepairOutput, error) {
+	if err := queuedGuard(in.QueuedFor, in.Reason); err != nil {
+		return nil, RepairOutput{}, err
+	}
+	if in.To == "" {
+		return nil, RepairOutput{}, argError("to", "missing; give the agent the task goes to (list_agents shows them)")
+	}
+	return f.repair(ctx, mailbox.RepairRequest{TaskID: in.TaskID, Reason: in.Reason,
+		Command: mailbox.RepairCommand{Action: mailbox.ActionMove, QueuedFor: in.QueuedFor, Recipient: in.To, NewAgent: in.NewAgent}})
+}
+
+func (f *Face) cancelQueued(ctx context.Context, _ *mcp.CallToolRequest, in CancelQueuedInput) (*mcp.CallToolResult, RepairOutput, error) {
+	if err := queuedGuard(in.QueuedFor, in.Reason); err != nil {
+		return nil, RepairOutput{}, err
+	}
+	return f.repair(ctx, mailbox.RepairRequest{TaskID: in.TaskID, Reason: in.Reason,
+		Command: mailbox.RepairCommand{Action: mailbox.ActionCancel, QueuedFor: in.QueuedFor, Message: in.Message}})
 }
 
 func (f *Face) repair(ctx context.Context, req mailbox.RepairRequest) (*mcp.CallToolResult, RepairOutput, error) {

@@ -66,7 +66,7 @@ func StartDaemon(t *testing.T, change func(*config.Config)) *Daemon {
 	caps := map[string][]string{
 		Planner: {"a2a.send.*", "a2a.drain", "a2a.read"},
 		Coder:   {"a2a.recv", "a2a.respond.*"},
-		Oncall:  {"a2a.read", "a2a.repair.requeue", "a2a.repair.force_error", "a2a.register"},
+		Oncall:  {"a2a.read", "a2a.repair.requeue", "a2a.repair.force_error", "a2a.register", "a2a.send." + Planner}, // the last: move_queued may hand work to the planner
 		Intern:  {"a2a.recv"},
 		Mailer:  {"a2a.send.*", "a2a.drain"},
 	}
@@ -389,6 +389,30 @@ func testGuardedRepair(t *testing.T, connect Connect, change func(*config.Config
 	if len(status.Tasks) != 1 || status.Tasks[0].TaskID != s.TaskID {
 		t.Fatalf("queue_status limit 1 = %+v, want the lease alone", status)
 	}
+	// A queued task is moved, guarded by the agent seen; another canceled,
+	// its sender getting the error.
+	var moved struct {
+		Action    string `json:"action"`
+		Recipient string `json:"recipient"`
+	}
+	wantIn(t, "a move guarded by another agent",
+		Refused(t, oncall, "move_queued", map[string]any{"task_id": other.TaskID, "queued_for": Planner, "to": Planner, "reason": "coder is gone"}), "conflict", "queued for "+Coder)
+	wantIn(t, "a move without queued_for", Refused(t, oncall, "move_queued", map[string]any{"task_id": other.TaskID, "to": Planner, "reason": "r"}), "queued_for")
+	Call(t, oncall, "move_queued", map[string]any{"task_id": other.TaskID, "queued_for": Coder, "to": Planner, "reason": "coder is gone"}, &moved)
+	if moved.Action != mailbox.OutcomeMoved || moved.Recipient != Planner {
+		t.Fatalf("move_queued = %+v, want moved to %s", moved, Planner)
+	}
+	var dropped sent
+	Call(t, planner, "send_task", map[string]any{"to": Coder, "intent": "never mind"}, &dropped)
+	Call(t, oncall, "cancel_queued", map[string]any{"task_id": dropped.TaskID, "queued_for": Coder, "reason": "coder is gone"}, &moved)
+	if moved.Action != mailbox.OutcomeCanceled {
+		t.Fatalf("cancel_queued = %+v, want canceled", moved)
+	}
+	var gone drained
+	Call(t, planner, "drain_results", map[string]any{}, &gone)
+	if len(gone.Results) != 1 || gone.Results[0].Status != "error" || !strings.Contains(gone.Results[0].ErrorMessage, "coder is gone") {
+		t.Fatalf("drain_results after cancel_queued = %+v, want the error naming the reason", gone)
+	}
 	Call(t, planner, "cancel_task", map[string]any{"task_id": other.TaskID}, nil)
 	Call(t, oncall, "stale_leases", map[string]any{"older_than_seconds": 0}, &stale)
 	if len(stale.Leases) != 1 || stale.Leases[0].LeaseID != first || stale.Leases[0].LeasedTo != Coder {
@@ -457,7 +481,7 @@ func testRefusals(t *testing.T, connect Connect, change func(*config.Config)) {
 		Refused(t, intern, "post_result", map[string]any{"task_id": "6f9619ff-8b86-4d11-b42d-00c04fc964ff", "lease_id": "x", "status": "done"}), "status", `"done"`, "ok, partial, error or rejected")
 	wantIn(t, "list_agents without a2a.read", Refused(t, intern, "list_agents", map[string]any{}), "forbidden", "a2a.read")
 
-	operator := []string{"force_error", "queue_status", "requeue", "stale_leases"}
+	operator := []string{"cancel_queued", "force_error", "move_queued", "queue_status", "requeue", "stale_leases"}
 	for _, s := range []*mcp.ClientSession{intern, planner} {
 		for _, name := range toolNames(t, s) {
 			if slices.Contains(operator, name) {
