@@ -80,7 +80,7 @@ func TestADeadAgentsWholeBacklogInSevenKeys(t *testing.T) {
 	press(key(tcell.KeyBacktab)) // reason -> to
 	r.scr.typeText("worker-c")
 	r.scr.waitForText(t, "worker-c@local") // the completion offered
-	press(key(tcell.KeyTab))                // taken, on to the reason
+	press(key(tcell.KeyTab))               // taken, on to the reason
 	r.scr.typeText("worker-a died")
 	press(key(tcell.KeyEnter))
 	press(key(tcell.KeyEnter))

@@ -74,10 +74,10 @@ type repairDialog struct {
 	// queuedToo is the Agents dialog's box "queued tasks too", when the
 	// agent has tasks queued: unticked, its queued tasks are left alone.
 	queuedToo *tview.Checkbox
-	info     *tview.TextView
-	message  *tview.TextView
-	confirm  string // the confirm button's label
-	busy     bool
+	info      *tview.TextView
+	message   *tview.TextView
+	confirm   string // the confirm button's label
+	busy      bool
 	// changed holds, by task id, what became of each inspected lease that
 	// is no longer current: the dialog says so and offers no confirm.
 	changed map[string]string
