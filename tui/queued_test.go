@@ -44,6 +44,23 @@ func newBacklogMailbox(t *testing.T) backlogMailbox {
 	return m
 }
 
+// completionShown reports whether "to" offers agent: the completion list
+// is drawn over the dialog, below the field.
+func completionShown(agent string) func(frame) bool {
+	return func(f frame) bool {
+		for _, l := range f.lines {
+			first, last := strings.Index(l, "║"), strings.LastIndex(l, "║")
+			if first < 0 || first == last {
+				continue
+			}
+			if in := l[first:last]; strings.Contains(in, agent) && !strings.Contains(in, "to ") && !strings.Contains(in, "queued for") {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 func (m backlogMailbox) ready(t *testing.T, w, h int) *running {
 	t.Helper()
 	r := runConsoleSized(t, m.api.c, Options{Addr: m.d.URL(), Now: m.clk.Now, StaleAfter: staleAfterForTests}, w, h)
@@ -79,7 +96,7 @@ func TestADeadAgentsWholeBacklogInSevenKeys(t *testing.T) {
 	}
 	press(key(tcell.KeyBacktab)) // reason -> to
 	r.scr.typeText("worker-c")
-	r.scr.waitForText(t, "worker-c@local") // the completion offered
+	r.scr.waitFor(t, "the completion offered", completionShown("worker-c@local"))
 	press(key(tcell.KeyTab))               // taken, on to the reason
 	r.scr.typeText("worker-a died")
 	press(key(tcell.KeyEnter))
@@ -238,6 +255,7 @@ func TestQueuedTaskMovedFromTheQueuePane(t *testing.T) {
 		}
 	}
 	r.scr.typeText("worker-b")
+	r.scr.waitFor(t, "the completion offered", completionShown("worker-b@local"))
 	r.scr.press(key(tcell.KeyTab))
 	r.scr.typeText("worker-a is gone")
 	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
