@@ -238,6 +238,9 @@ func (w *Workload) drain() (mailbox.Event, bool) {
 
 func (w *Workload) repair(tb testing.TB) (mailbox.Event, bool) {
 	tb.Helper()
+	if w.rng.IntN(4) == 0 {
+		return w.repairQueued(tb)
+	}
 	e, lease, ok := w.leased()
 	if !ok {
 		return mailbox.Event{}, false
@@ -255,6 +258,39 @@ func (w *Workload) repair(tb testing.TB) (mailbox.Event, bool) {
 	ev, err := w.State.DecideRepair(req, "operator@local", w.nowMs)
 	if err != nil {
 		tb.Fatalf("workload: repair: %v", err)
+	}
+	return ev, true
+}
+
+// repairQueued moves a queued task to another recipient or cancels it,
+// guarded by its recipient (or not).
+func (w *Workload) repairQueued(tb testing.TB) (mailbox.Event, bool) {
+	tb.Helper()
+	queued := w.State.QueuedTasks()
+	if len(queued) == 0 {
+		return mailbox.Event{}, false
+	}
+	e := pick(w, queued)
+	req := mailbox.RepairRequest{TaskID: e.Task.ID, Reason: "agent " + e.Task.Recipient + " is gone"}
+	guard := e.Task.Recipient
+	if w.rng.IntN(3) == 0 {
+		guard = ""
+	}
+	if w.rng.IntN(2) == 0 {
+		to := pick(w, recipients)
+		if to == e.Task.Recipient {
+			return mailbox.Event{}, false
+		}
+		req.Command = mailbox.RepairCommand{Action: mailbox.ActionMove, QueuedFor: guard, Recipient: to}
+	} else {
+		req.Command = mailbox.RepairCommand{Action: mailbox.ActionCancel, QueuedFor: guard}
+	}
+	ev, err := w.State.DecideRepair(req, "operator@local", w.nowMs)
+	if mailbox.ErrorCode(err) == mailbox.CodeConflict {
+		return mailbox.Event{}, false // an idempotent twin already queued there
+	}
+	if err != nil {
+		tb.Fatalf("workload: queued repair: %v", err)
 	}
 	return ev, true
 }
