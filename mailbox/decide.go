@@ -38,7 +38,7 @@ func (s *State) applySend(ev Event) error {
 	if err := s.admit(ev.Task.ID); err != nil {
 		return err
 	}
-	t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskQueued, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1}
+	t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskQueued, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1, lidx: -1}
 	t.addHistory(ev)
 	s.addTask(t)
 	s.enqueue(t)
@@ -55,7 +55,7 @@ func (s *State) applyReplayed(ev Event) error {
 	if err := s.admit(ev.Task.ID); err != nil {
 		return err
 	}
-	t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskResultPending, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1}
+	t := &taskRec{TaskRecord: TaskRecord{Task: *ev.Task, State: TaskResultPending, SentAtMs: ev.AtMs, QueuedAtMs: ev.AtMs, SendSeq: ev.Seq}, gidx: -1, ridx: -1, lidx: -1}
 	t.keepResult(*ev.Result)
 	s.addTask(t)
 	s.addResult(t, ev, PendingResult{Result: *ev.Result, Replayed: true})
@@ -97,7 +97,7 @@ func (s *State) applyLease(ev Event) error {
 	s.dequeue(t)
 	t.State, t.Attempt = TaskInFlight, ev.Attempt
 	t.LeaseID, t.LeasedTo, t.LeasedAtMs = ev.LeaseID, ev.LeasedTo, ev.AtMs
-	s.inFlight[t.Task.ID] = t
+	s.holdLease(t)
 	t.addHistory(ev)
 	return nil
 }

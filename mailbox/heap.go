@@ -86,3 +86,55 @@ func (h *indexedHeap[T]) down(i0 int) bool {
 	}
 	return i > i0
 }
+
+// Ascend calls yield with the heap's items smallest first, until yield
+// returns false or the items run out. It walks the heap from its root
+// with a small heap of its own (the frontier: the children of the items
+// yielded so far), so the first k items cost O(k log k) whatever the
+// heap's size. The heap must not change during the walk.
+func (h *indexedHeap[T]) Ascend(yield func(T) bool) {
+	if len(h.items) == 0 {
+		return
+	}
+	frontier := []int{0}
+	less := func(a, b int) bool { return h.less(h.items[frontier[a]], h.items[frontier[b]]) }
+	for len(frontier) > 0 {
+		top := frontier[0]
+		// Pop the frontier's smallest.
+		last := len(frontier) - 1
+		frontier[0] = frontier[last]
+		frontier = frontier[:last]
+		for i := 0; ; {
+			l, m := 2*i+1, i
+			if l < len(frontier) && less(l, m) {
+				m = l
+			}
+			if r := l + 1; r < len(frontier) && less(r, m) {
+				m = r
+			}
+			if m == i {
+				break
+			}
+			frontier[i], frontier[m] = frontier[m], frontier[i]
+			i = m
+		}
+		if !yield(h.items[top]) {
+			return
+		}
+		// Its children are next in line.
+		for _, c := range [2]int{2*top + 1, 2*top + 2} {
+			if c >= len(h.items) {
+				continue
+			}
+			frontier = append(frontier, c)
+			for j := len(frontier) - 1; j > 0; {
+				p := (j - 1) / 2
+				if !less(j, p) {
+					break
+				}
+				frontier[j], frontier[p] = frontier[p], frontier[j]
+				j = p
+			}
+		}
+	}
+}

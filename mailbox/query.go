@@ -142,15 +142,19 @@ func (s *State) PendingResults() []PendingResult {
 // oldest first, up to the limit. A lease-age filter keeps in-flight tasks
 // only; an agent filter keeps its tasks (sent to it or leased by it) and
 // its results (sent by it, or answering a task sent to it).
+//
+// It walks each part in order and stops at the limit: the queue and the
+// leases are heaps walked from the root (indexedHeap.Ascend), so a
+// listing with a limit costs what it lists, and the leases older than an
+// age stop at the first younger one, whatever the mailbox's size. Only an
+// agent filter's leases and results are found by a scan (of the leases and
+// the results, not of every task), then sorted.
 func (s *State) Query(f QueueFilter, nowMs int64) QueueView {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
 	keep := func(t *taskRec) bool {
-		if f.MinLeaseAgeMs != nil && (t.State != TaskInFlight || nowMs-t.LeasedAtMs < *f.MinLeaseAgeMs) {
-			return false
-		}
 		if f.DeadlineWithinMs != nil && (t.Task.DeadlineMs == nil || *t.Task.DeadlineMs > nowMs+*f.DeadlineWithinMs) {
 			return false
 		}
@@ -160,36 +164,96 @@ func (s *State) Query(f QueueFilter, nowMs int64) QueueView {
 		return true
 	}
 	view := QueueView{Tasks: []QueueEntry{}, Results: []PendingResult{}}
-	var parts [][]*taskRec
+	take := func(t *taskRec) bool {
+		if keep(t) {
+			view.Tasks = append(view.Tasks, t.entry())
+		}
+		return len(view.Tasks) < limit
+	}
+	more := true
 	if (f.State == "" || f.State == TaskQueued) && f.MinLeaseAgeMs == nil {
-		parts = append(parts, s.sortedQueued())
+		// A queued task has no holder: an agent's are the ones sent to it.
+		q := s.queued
+		if f.Agent != "" {
+			q = s.byRecipient[f.Agent]
+		}
+		if q != nil {
+			q.Ascend(func(t *taskRec) bool { more = take(t); return more })
+		}
 	}
-	if f.State == "" || f.State == TaskInFlight {
-		parts = append(parts, s.sortedInFlight())
+	if more && (f.State == "" || f.State == TaskInFlight) {
+		leased := func(t *taskRec) bool {
+			if f.MinLeaseAgeMs != nil && nowMs-t.LeasedAtMs < *f.MinLeaseAgeMs {
+				// Oldest first: every lease after this one is younger.
+				more = false
+				return false
+			}
+			more = take(t)
+			return more
+		}
+		if f.Agent != "" {
+			for _, t := range s.agentLeases(f.Agent) {
+				if !leased(t) {
+					break
+				}
+			}
+		} else {
+			s.leases.Ascend(leased)
+		}
+		if f.MinLeaseAgeMs != nil {
+			more = false // the age filter keeps leases only
+		}
 	}
-	if (f.State == "" || f.State == TaskWaiting) && f.MinLeaseAgeMs == nil {
-		parts = append(parts, s.sortedWaiting())
-	}
-	for _, part := range parts {
-		for _, t := range part {
-			if len(view.Tasks) >= limit {
+	if more && (f.State == "" || f.State == TaskWaiting) && f.MinLeaseAgeMs == nil {
+		for _, t := range s.sortedWaiting() {
+			if !take(t) {
 				break
 			}
-			if keep(t) {
-				view.Tasks = append(view.Tasks, t.entry())
+		}
+	}
+	add := func(r *resultRec) bool {
+		if len(view.Results) >= limit {
+			return false
+		}
+		view.Results = append(view.Results, r.PendingResult)
+		return true
+	}
+	if f.Agent == "" {
+		s.resultsAll.Ascend(add)
+	} else {
+		for _, r := range s.agentResults(f.Agent) {
+			if !add(r) {
+				break
 			}
 		}
 	}
-	for _, r := range s.sortedResults() {
-		if len(view.Results) >= limit {
-			break
-		}
-		if f.Agent != "" && r.Sender != f.Agent && r.Recipient != f.Agent {
-			continue
-		}
-		view.Results = append(view.Results, r.PendingResult)
-	}
 	return view
+}
+
+// agentLeases are the in-flight tasks sent to agent or leased by it,
+// oldest lease first.
+func (s *State) agentLeases(agent string) []*taskRec {
+	var recs []*taskRec
+	for _, t := range s.inFlight {
+		if t.Task.Recipient == agent || t.LeasedTo == agent {
+			recs = append(recs, t)
+		}
+	}
+	sort.Slice(recs, func(i, j int) bool { return leasedBefore(recs[i], recs[j]) })
+	return recs
+}
+
+// agentResults are the pending results sent by agent or answering a task
+// sent to it, oldest first.
+func (s *State) agentResults(agent string) []*resultRec {
+	var rs []*resultRec
+	for _, r := range s.results {
+		if r.Sender == agent || r.Recipient == agent {
+			rs = append(rs, r)
+		}
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].seq < rs[j].seq })
+	return rs
 }
 
 // Children returns the ids of remembered tasks whose parent is id, in send order.

@@ -48,7 +48,7 @@ func (s *State) Restore(snap *Snapshot) error {
 		if _, dup := n.tasks[tr.Task.ID]; dup {
 			return fmt.Errorf("snapshot %d: task %s appears twice", snap.Seq, tr.Task.ID)
 		}
-		t := &taskRec{TaskRecord: tr, gidx: -1, ridx: -1}
+		t := &taskRec{TaskRecord: tr, gidx: -1, ridx: -1, lidx: -1}
 		t.History = append([]HistoryEntry(nil), tr.History...)
 		n.addTask(t)
 		n.actedFromHistory(t)
@@ -57,7 +57,7 @@ func (s *State) Restore(snap *Snapshot) error {
 			n.enqueue(t)
 			n.trackLive(t)
 		case TaskInFlight:
-			n.inFlight[t.Task.ID] = t
+			n.holdLease(t)
 			n.trackLive(t)
 		case TaskWaiting:
 			if len(t.Task.Turns) == 0 || t.Task.Turns[len(t.Task.Turns)-1].Role != RoleWorker {

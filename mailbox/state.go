@@ -13,6 +13,7 @@ const maxHistory = 32
 type taskRec struct {
 	TaskRecord
 	gidx, ridx int // positions in the global and per-recipient queue heaps
+	lidx       int // position in the leases heap, while in flight
 }
 
 type resultRec struct {
@@ -35,6 +36,10 @@ type State struct {
 	queued      *indexedHeap[*taskRec]
 	byRecipient map[string]*indexedHeap[*taskRec]
 	inFlight    map[string]*taskRec
+	// leases orders the in-flight tasks oldest lease first, for the
+	// queries that list them, so a listing with a limit (or of the leases
+	// older than an age) costs what it lists, not the mailbox's size.
+	leases *indexedHeap[*taskRec]
 	waiting     map[string]*taskRec // tasks waiting on their sender's reply
 	results     map[string]*resultRec
 	resultsAll  *indexedHeap[*resultRec]
@@ -75,6 +80,7 @@ func (s *State) reset() {
 	s.queued = newTaskHeap(func(t *taskRec) *int { return &t.gidx })
 	s.byRecipient = make(map[string]*indexedHeap[*taskRec])
 	s.inFlight = make(map[string]*taskRec)
+	s.leases = newIndexedHeap(leasedBefore, func(t *taskRec) *int { return &t.lidx })
 	s.waiting = make(map[string]*taskRec)
 	s.results = make(map[string]*resultRec)
 	s.resultsAll = newResultHeap(func(r *resultRec) *int { return &r.gidx })
@@ -207,8 +213,24 @@ func (s *State) dequeue(t *taskRec) {
 	}
 }
 
+// leasedBefore orders in-flight tasks: the oldest lease first, then send
+// order.
+func leasedBefore(a, b *taskRec) bool {
+	if a.LeasedAtMs != b.LeasedAtMs {
+		return a.LeasedAtMs < b.LeasedAtMs
+	}
+	return a.SendSeq < b.SendSeq
+}
+
+// holdLease records t, its lease fields set, as in flight.
+func (s *State) holdLease(t *taskRec) {
+	s.inFlight[t.Task.ID] = t
+	s.leases.Push(t)
+}
+
 func (s *State) clearLease(t *taskRec) {
 	delete(s.inFlight, t.Task.ID)
+	s.leases.Remove(t)
 	t.LeaseID, t.LeasedTo, t.LeasedAtMs = "", "", 0
 }
 
