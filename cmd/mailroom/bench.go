@@ -56,10 +56,11 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "bench",
 		summary: benchSummary,
-		usage:   "[--addr URL | --embedded [--dir DIR]] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K] [--rate R] [--pipeline | --batch B [--wait D]] [--remote [--via a2a|native] [--rounds N] [--a2a-addr HOST:PORT]] [--json]",
+		usage:   "[--addr URL | --embedded [--dir DIR]] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K [--fanout-only]] [--rate R] [--pipeline | --batch B [--wait D]] [--remote [--via a2a|native] [--rounds N] [--a2a-addr HOST:PORT]] [--json]",
 		example: "mailroom bench --embedded --pairs 16 --duration 10s\n" +
 			"mailroom bench --embedded --dir /var/lib   # measure the disk the mailbox will live on\n" +
 			"mailroom bench --embedded --fanout 200 --rate 500 --json   # 200 consoles at 2,000 events/s\n" +
+			"mailroom bench --addr 127.0.0.1:7717 --fanout 500 --fanout-only --duration 30s & mailroom bench --addr 127.0.0.1:7717 --rate 500 --duration 30s   # the consoles in a process of their own\n" +
 			"mailroom bench --embedded --batch 32 --wait 1s   # 32 tasks a request; leases and drains long-poll\n" +
 			"mailroom bench --embedded --remote --pairs 16 --duration 10s   # 16 A2A callers through mailroom to a remote A2A agent, through a plain proxy, and directly\n" +
 			"mailroom bench --embedded --remote --via native   # native senders (send, then drain) instead of A2A callers",
@@ -76,6 +77,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	duration := fs.Duration("duration", bench.DefaultDuration, "how long to start new cycles")
 	payload := fs.Int("payload-bytes", bench.DefaultPayloadBytes, "size of each task's intent_text in bytes")
 	fanout := fs.Int("fanout", 0, "event-stream subscribers (like consoles) connected during the run")
+	fanoutOnly := fs.Bool("fanout-only", false, "with --fanout and --addr: run only the subscribers, for --duration, while another process (another mailroom bench) loads the daemon; reports their delivery latency and whether each got every event once")
 	rate := fs.Float64("rate", 0, "start at most this many cycles per second in all (0: as fast as the daemon answers); a cycle is 4 events")
 	pipeline := fs.Bool("pipeline", false, "let each pair send its next task while the previous cycle is still in flight (at most two cycles per pair)")
 	batch := fs.Int("batch", 1, "tasks per request: each pair sends B tasks in one request, leases and drains up to B a request and posts B results in one (cycles counted per task; the cycle latency is a round's)")
@@ -118,6 +120,12 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return usagef("--wait: only batched rounds (--batch 2 or more) and --idle-workers long-poll")
 	case *idle < 0:
 		return usagef("--idle-workers: got %d, expected 0 or more", *idle)
+	case *fanoutOnly && *fanout == 0:
+		return usagef("--fanout-only: give --fanout K, the subscribers to run")
+	case *fanoutOnly && *embedded:
+		return usagef("--fanout-only and --embedded: the subscribers measure a daemon at --addr loaded by another process; an embedded daemon has no load")
+	case *fanoutOnly && (set["pairs"] || *batch > 1 || *pipeline || *rate > 0 || *idle > 0 || *remote || set["wait"] || set["payload-bytes"]):
+		return usagef("--fanout-only runs no load of its own; drop --pairs, --batch, --wait, --pipeline, --rate, --payload-bytes, --idle-workers and --remote (run the load as another mailroom bench)")
 	case *idle > 0 && (*batch > 1 || *pipeline || *fanout > 0):
 		return usagef("--idle-workers measures long polls alone; drop --batch, --pipeline and --fanout")
 	case *remote && (*batch > 1 || *pipeline || *fanout > 0 || *rate > 0 || *idle > 0 || set["wait"]):
@@ -156,7 +164,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	opts := bench.Options{Token: *token, Pairs: *pairs, Duration: *duration,
-		PayloadBytes: *payload, Fanout: *fanout, Rate: *rate, Pipeline: *pipeline, Batch: *batch, Wait: *wait, IdleWorkers: *idle, Progress: stderr,
+		PayloadBytes: *payload, Fanout: *fanout, FanoutOnly: *fanoutOnly, Rate: *rate, Pipeline: *pipeline, Batch: *batch, Wait: *wait, IdleWorkers: *idle, Progress: stderr,
 		RetryNotice: func(reason string) { fmt.Fprintf(stderr, "mailroom bench: %s; retrying\n", reason) }}
 	var rep bench.Report
 	var err error
@@ -269,6 +277,12 @@ func printBench(w io.Writer, r bench.Report) {
 			target += " (log on " + r.DataFS + ")"
 		}
 	}
+	if r.Pairs == 0 && r.Fanout != nil {
+		fmt.Fprintf(w, "mailroom bench --fanout-only: %s, %s asked (ran %.2fs), the load from another process\n", target,
+			time.Duration(r.DurationS*float64(time.Second)), r.ElapsedS)
+		printFanout(w, r.Fanout)
+		return
+	}
 	fmt.Fprintf(w, "mailroom bench: %s, %d pairs, %s asked (ran %.2fs), payload %d B", target, r.Pairs,
 		time.Duration(r.DurationS*float64(time.Second)), r.ElapsedS, r.PayloadBytes)
 	if r.RateLimit > 0 {
@@ -312,15 +326,20 @@ func printBench(w io.Writer, r bench.Report) {
 	tw.Flush()
 
 	if f := r.Fanout; f != nil {
-		fmt.Fprintf(w, "\nfanout    %d subscribers at %.0f events/s: delivery p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms\n",
-			f.Subscribers, f.EventsPerS, f.Delivery.P50, f.Delivery.P90, f.Delivery.P99, f.Delivery.Max)
-		verdict := "yes"
-		if !f.Complete {
-			verdict = "NO"
-		}
-		fmt.Fprintf(w, "          every subscriber got every event once: %s (missed %d, repeated %d, reconnects %d; %d to %d events each, up to seq %d)\n",
-			verdict, f.Missed, f.Repeated, f.Reconnect, f.ReceivedMin, f.ReceivedMax, f.FinalSeq)
+		fmt.Fprintln(w)
+		printFanout(w, f)
 	}
+}
+
+func printFanout(w io.Writer, f *bench.FanoutReport) {
+	fmt.Fprintf(w, "fanout    %d subscribers at %.0f events/s: delivery p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms\n",
+		f.Subscribers, f.EventsPerS, f.Delivery.P50, f.Delivery.P90, f.Delivery.P99, f.Delivery.Max)
+	verdict := "yes"
+	if !f.Complete {
+		verdict = "NO"
+	}
+	fmt.Fprintf(w, "          every subscriber got every event once: %s (missed %d, repeated %d, reconnects %d; %d to %d events each, up to seq %d)\n",
+		verdict, f.Missed, f.Repeated, f.Reconnect, f.ReceivedMin, f.ReceivedMax, f.FinalSeq)
 }
 
 func printBenchRemote(w io.Writer, r bench.RemoteReport) {

@@ -157,6 +157,10 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"--embedded", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--dir", "/tmp"}, `--dir "/tmp": only an --embedded daemon`},
 		{[]string{"--pairs", "many"}, `--pairs: got "many", expected a whole number`},
+		{[]string{"--fanout-only"}, "--fanout-only: give --fanout K"},
+		{[]string{"--embedded", "--fanout", "5", "--fanout-only"}, "an embedded daemon has no load"},
+		{[]string{"--fanout", "5", "--fanout-only", "--rate", "100"}, "--fanout-only runs no load of its own"},
+		{[]string{"--fanout", "5", "--fanout-only", "--pairs", "4"}, "--fanout-only runs no load of its own"},
 	}
 	for _, tt := range tests {
 		o := benchCLI(t, nil, tt.args...)
@@ -221,5 +225,25 @@ func TestRunEmbeddedSaysWhereItsLogIs(t *testing.T) {
 	rep := run(shm)
 	if rep.DataFS != "tmpfs" || !rep.VolatileLog || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "not durable throughput") {
 		t.Errorf("on tmpfs: data_fs %q, warnings %q; want tmpfs and a warning that the figures are not durable", rep.DataFS, rep.Warnings)
+	}
+}
+
+// bench --fanout-only against a daemon another process loads (here: tasks
+// sent meanwhile) prints the subscribers' figures and no cycles.
+func TestBenchFanoutOnlySummary(t *testing.T) {
+	addr := startDaemon(t)
+	done := make(chan outcome, 1)
+	go func() { done <- benchCLI(t, nil, "--addr", addr, "--fanout", "2", "--fanout-only", "--duration", "2s") }()
+	time.Sleep(500 * time.Millisecond)
+	for range 5 {
+		sendTask(t, addr, "p@x", "w@x", "load")
+	}
+	o := <-done
+	if o.code != exitOK {
+		t.Fatalf("exit %d: %s", o.code, o.stderr)
+	}
+	wantContains(t, "the summary", o.stdout, "mailroom bench --fanout-only: daemon at ", "the load from another process", "fanout    2 subscribers at ", "every subscriber got every event once: yes")
+	if strings.Contains(o.stdout, "cycles") {
+		t.Errorf("a run without load reports cycles:\n%s", o.stdout)
 	}
 }

@@ -76,6 +76,11 @@ type Options struct {
 	IdleWorkers int
 	// Fanout connects this many event-stream subscribers for the run.
 	Fanout int
+	// FanoutOnly runs the subscribers alone for Duration, with no load of
+	// its own: the load comes from elsewhere (another `mailroom bench`),
+	// so the figures are the daemon's, not shared with a load in the
+	// same process.
+	FanoutOnly bool
 	// Progress, when set, gets one line a second while the load runs.
 	Progress io.Writer
 	// RetryNotice, when set, is told each time the client sends a request
@@ -112,6 +117,10 @@ func (o *Options) fill() error {
 		return fmt.Errorf("bench: rate: got %g, expected 0 (unlimited) or more", o.Rate)
 	case o.Fanout < 0:
 		return fmt.Errorf("bench: fanout: got %d, expected 0 or more", o.Fanout)
+	case o.FanoutOnly && o.Fanout == 0:
+		return errors.New("bench: fanout only: without subscribers (fanout 0) there is nothing to measure")
+	case o.FanoutOnly && o.Embedded:
+		return errors.New("bench: fanout only measures a daemon at an address, with its load from another process; an embedded daemon has no load")
 	case o.Batch < 0 || o.Batch > mailbox.MaxBatch:
 		return fmt.Errorf("bench: batch: got %d, expected 1 to %d", o.Batch, mailbox.MaxBatch)
 	case o.Batch > 1 && o.Pipeline:
@@ -225,6 +234,9 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	before, err := scrapeMetrics(ctx, c)
 	if err != nil {
 		return Report{}, err
+	}
+	if opts.FanoutOnly {
+		return runFanoutOnly(ctx, c, opts, subs, before, target, warnings)
 	}
 	if opts.IdleWorkers > 0 {
 		lp := runLongPoll(ctx, c, opts)

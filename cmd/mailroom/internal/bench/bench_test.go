@@ -100,6 +100,8 @@ func TestOptionsRefused(t *testing.T) {
 		{Addr: "127.0.0.1:1", Batch: 1001},
 		{Addr: "127.0.0.1:1", Batch: 4, Pipeline: true},
 		{Addr: "127.0.0.1:1", Wait: 21 * time.Second},
+		{Addr: "127.0.0.1:1", FanoutOnly: true},
+		{Addr: "127.0.0.1:1", FanoutOnly: true, Fanout: 2, Embedded: true},
 	} {
 		// A refusal, not the unreachable daemon at 127.0.0.1:1.
 		if _, err := Run(t.Context(), o); err == nil || !strings.HasPrefix(err.Error(), "bench: ") {
@@ -174,6 +176,52 @@ func testRunEmbedded(t *testing.T, pipeline bool) {
 	}
 	if !strings.Contains(progress.String(), "cycles/s") {
 		t.Errorf("progress = %q, want a line a second and one at the end", progress.String())
+	}
+}
+
+// TestRunFanoutOnly runs subscribers alone while another run (standing in
+// for another process) loads the daemon: they report the other run's
+// events, each received once, with a latency for each.
+func TestRunFanoutOnly(t *testing.T) {
+	t.Parallel()
+	addr := daemontest.Start(t, daemontest.Options{}).Addr()
+	var progress strings.Builder
+	subs := Options{Addr: addr, Fanout: 3, FanoutOnly: true, Duration: 5 * time.Second, Progress: &progress}
+	done := make(chan Report, 1)
+	go func() {
+		rep, err := Run(t.Context(), subs)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- rep
+	}()
+	// The load starts about when the subscribers are listening, and ends
+	// well before they stop (100 cycles take under a second, five seconds
+	// even on a loaded machine with the race detector).
+	time.Sleep(300 * time.Millisecond)
+	load, err := Run(t.Context(), Options{Addr: addr, Pairs: 2, Cycles: 100})
+	if err != nil || load.Cycles != 100 {
+		t.Fatalf("the load: %d cycles, %v", load.Cycles, err)
+	}
+	rep := <-done
+	f := rep.Fanout
+	if f == nil || f.Subscribers != 3 || !f.Complete || f.Missed != 0 || f.Repeated != 0 {
+		t.Fatalf("fanout %+v: want 3 subscribers, none missing or repeating", f)
+	}
+	// The subscribers were surely listening before the load's last cycle.
+	if rep.Cycles != 0 || rep.Requests != 0 || rep.Daemon.EventsAppended == 0 || f.EventsPerS <= 0 || f.FinalSeq != 400 {
+		t.Errorf("report %+v: want no load of its own, and the other run's events, up to seq 400", rep)
+	}
+	for i, s := range f.PerSub {
+		if s.LastSeq != f.FinalSeq || s.Received != f.FinalSeq-s.SnapshotSeq || s.Received == 0 {
+			t.Errorf("subscriber %d: %+v, want every event from its snapshot to seq %d", i, s, f.FinalSeq)
+		}
+	}
+	if f.Delivery.Count != int(3*f.ReceivedMin) || f.ReceivedMin != f.ReceivedMax {
+		t.Errorf("delivery latency over %d events, want one per event received (%d to %d each)", f.Delivery.Count, f.ReceivedMin, f.ReceivedMax)
+	}
+	if !strings.Contains(progress.String(), "3 subscribers at seq") {
+		t.Errorf("progress = %q, want a line a second", progress.String())
 	}
 }
 

@@ -192,3 +192,51 @@ wait:
 	rep.Complete = rep.Missed == 0 && rep.Repeated == 0
 	return rep
 }
+
+// runFanoutOnly follows the stream with the subscribers for the run's
+// duration while another process loads the daemon, then waits for them to
+// reach the last event the daemon had made durable by then.
+func runFanoutOnly(ctx context.Context, c *client.Client, opts Options, subs *fanout, before scrape, target string, warnings []string) (Report, error) {
+	start := time.Now()
+	t := time.NewTimer(opts.Duration)
+	defer t.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+run:
+	for {
+		select {
+		case <-t.C:
+			break run
+		case <-ctx.Done():
+			break run
+		case <-tick.C:
+			if opts.Progress != nil {
+				min, max := subs.progress()
+				fmt.Fprintf(opts.Progress, "%4.0fs  %d subscribers at seq %d to %d\n", time.Since(start).Seconds(), len(subs.subs), min, max)
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	after, err := scrapeMetrics(context.WithoutCancel(ctx), c)
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Report{Kind: ReportKind, Target: target, DurationS: opts.Duration.Seconds(), ElapsedS: elapsed.Seconds(),
+		Warnings: warnings, Errors: map[string]uint64{}, Daemon: daemonDelta(before, after), Batch: 1}
+	fr := subs.finish(rep.Daemon.LastSeq)
+	if s := elapsed.Seconds(); s > 0 {
+		fr.EventsPerS = float64(rep.Daemon.EventsAppended) / s
+	}
+	rep.Fanout = &fr
+	return rep, nil
+}
+
+// progress is the lowest and highest seq the subscribers have reached.
+func (f *fanout) progress() (lo, hi uint64) {
+	lo = ^uint64(0)
+	for _, s := range f.subs {
+		l := s.last.Load()
+		lo, hi = min(lo, l), max(hi, l)
+	}
+	return lo, hi
+}
