@@ -52,18 +52,31 @@ const benchSummary = "measure a daemon with sender/recipient pairs running full 
 //	tasks_per_s, connections}], durable {checked,
 //	complete, missing, ok, note}, errors {"way step: kind": n},
 //	errors_total, daemon {as above}, events_per_task
+//
+// With --a2a it prints bench.A2AReport:
+//
+//	kind ("mailroom_bench_a2a"), target, embedded, data_fs, volatile_log,
+//	warnings [string], senders, binding ("jsonrpc-0.3" or "http+json-1.0"),
+//	duration_s (each way), rounds, payload_bytes, agent, a2a_url, mailroom
+//	and server {tasks, elapsed_s, tasks_per_s, latency {count, p50_ms,
+//	p90_ms, p99_ms, max_ms}, connections}, ratio (mailroom's tasks_per_s
+//	over the server's), added_p50_ms, added_p99_ms, per_round [{way, tasks,
+//	elapsed_s, tasks_per_s, connections}], durable {checked, complete,
+//	missing, ok, note}, errors {"way step: kind": n}, errors_total, daemon
+//	{as above}, events_per_task
 func runBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "bench",
 		summary: benchSummary,
-		usage:   "[--addr URL | --embedded [--dir DIR]] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K [--fanout-only]] [--rate R] [--pipeline | --batch B [--wait D]] [--remote [--via a2a|native] [--rounds N] [--a2a-addr HOST:PORT]] [--json]",
+		usage:   "[--addr URL | --embedded [--dir DIR]] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K [--fanout-only]] [--rate R] [--pipeline | --batch B [--wait D]] [--remote [--via a2a|native] [--rounds N] [--a2a-addr HOST:PORT]] [--a2a [--binding jsonrpc-0.3|http+json-1.0] [--rounds N]] [--json]",
 		example: "mailroom bench --embedded --pairs 16 --duration 10s\n" +
 			"mailroom bench --embedded --dir /var/lib   # measure the disk the mailbox will live on\n" +
 			"mailroom bench --embedded --fanout 200 --rate 500 --json   # 200 consoles at 2,000 events/s\n" +
 			"mailroom bench --addr 127.0.0.1:7717 --fanout 500 --fanout-only --duration 30s & mailroom bench --addr 127.0.0.1:7717 --rate 500 --duration 30s   # the consoles in a process of their own\n" +
 			"mailroom bench --embedded --batch 32 --wait 1s   # 32 tasks a request; leases and drains long-poll\n" +
 			"mailroom bench --embedded --remote --pairs 16 --duration 10s   # 16 A2A callers through mailroom to a remote A2A agent, through a plain proxy, and directly\n" +
-			"mailroom bench --embedded --remote --via native   # native senders (send, then drain) instead of A2A callers",
+			"mailroom bench --embedded --remote --via native   # native senders (send, then drain) instead of A2A callers\n" +
+			"mailroom bench --embedded --a2a --pairs 16 --duration 10s   # 16 A2A callers through mailroom's edge to native workers, and to an A2A server that answers at once",
 	})
 	addr := e.getenv("MAILROOM_ADDR")
 	if addr == "" {
@@ -85,7 +98,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	idle := fs.Int("idle-workers", 0, "measure long polls instead: K workers wait on empty queues (for --wait, default 20s); reports their requests/s while idle and the delay from a send to a waiting worker's lease")
 	remote := fs.Bool("remote", false, "measure remote delivery instead: --pairs senders send tasks to a remote agent (an A2A server in this process that answers at once) through the daemon, alternating with as many callers calling that server with the same client through a plain reverse proxy, and directly; --duration is each way's time in all")
 	via := fs.String("via", bench.ViaA2A, "with --remote: how the senders reach the remote agent: a2a (an A2A client's blocking message/send to the agent's card on the daemon, the client the other ways use) or native (send, then a long-polled drain)")
-	rounds := fs.Int("rounds", bench.DefaultRounds, "with --remote: how many rounds each way's --duration is split in (remote, relay, direct, remote, ...)")
+	a2aPath := fs.Bool("a2a", false, "measure the A2A path instead: --pairs A2A callers send blocking messages to a registered agent's card on the daemon, whose native workers answer at once, alternating with as many calling an A2A server in this process that answers at once; --duration is each way's time in all")
+	binding := fs.String("binding", mailbox.BindingJSONRPC03, "with --a2a: the callers' binding to the daemon's edge: jsonrpc-0.3 or http+json-1.0")
+	rounds := fs.Int("rounds", bench.DefaultRounds, "with --remote or --a2a: how many rounds each way's --duration is split in (the ways alternate)")
 	a2aAddr := fs.String("a2a-addr", "127.0.0.1:0", "with --remote: where the in-process A2A server listens (the daemon must reach it there)")
 	asJSON := fs.Bool("json", false, "print one JSON object with every figure")
 	if _, err := parseExact(fs, args); err != nil {
@@ -132,8 +147,18 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return usagef("--remote measures remote delivery alone; drop --batch, --wait, --pipeline, --fanout, --rate and --idle-workers")
 	case *remote && *pairs > mailbox.MaxRemoteConcurrency:
 		return usagef("--pairs: got %d with --remote, expected at most %d (the remote agent's concurrency is sized to the senders)", *pairs, mailbox.MaxRemoteConcurrency)
-	case !*remote && (set["rounds"] || set["a2a-addr"] || set["via"]):
-		return usagef("--rounds, --via and --a2a-addr: only --remote has rounds, senders that choose a way in and an A2A server")
+	case *a2aPath && *remote:
+		return usagef("--a2a and --remote: choose one (--a2a: callers to an agent whose workers lease natively; --remote: to a remote A2A agent)")
+	case *a2aPath && (*batch > 1 || *pipeline || *fanout > 0 || *rate > 0 || *idle > 0 || set["wait"] || set["via"] || set["a2a-addr"]):
+		return usagef("--a2a measures the A2A path alone; drop --batch, --wait, --pipeline, --fanout, --rate, --idle-workers, --via and --a2a-addr")
+	case !*a2aPath && set["binding"]:
+		return usagef("--binding: only --a2a's callers choose a binding")
+	case *binding != mailbox.BindingJSONRPC03 && *binding != mailbox.BindingHTTPJSON10:
+		return usagef("--binding: got %q, expected jsonrpc-0.3 or http+json-1.0", *binding)
+	case !*remote && !*a2aPath && set["rounds"]:
+		return usagef("--rounds: only --remote and --a2a run ways in rounds")
+	case !*remote && (set["a2a-addr"] || set["via"]):
+		return usagef("--via and --a2a-addr: only --remote has senders that choose a way in and an A2A server the daemon reaches")
 	case *via != bench.ViaA2A && *via != bench.ViaNative:
 		return usagef("--via: got %q, expected a2a or native", *via)
 	case *rounds < 1:
@@ -150,6 +175,19 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	// The progress lines and the retry notices of every pair share stderr.
 	stderr := &serialWriter{w: e.stderr}
+	if *a2aPath {
+		aopts := bench.A2AOptions{Addr: addr, Token: *token, Senders: *pairs, Binding: *binding, Duration: *duration, Rounds: *rounds,
+			PayloadBytes: *payload, Progress: stderr}
+		rep, err := benchA2A(ctx, *embedded, *dir, aopts)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(e.stdout, rep)
+		}
+		printBenchA2A(e.stdout, rep)
+		return nil
+	}
 	if *remote {
 		ropts := bench.RemoteOptions{Addr: addr, Token: *token, Senders: *pairs, Via: *via, Duration: *duration, Rounds: *rounds,
 			PayloadBytes: *payload, A2AAddr: *a2aAddr, Progress: stderr}
@@ -231,6 +269,22 @@ func benchRemote(ctx context.Context, embedded bool, parent string, opts bench.R
 	opts.Addr, opts.Embedded = d.Addr(), true
 	opts.DataFS, opts.VolatileLog, opts.Warnings = logPlace(d)
 	return bench.RunRemote(ctx, opts)
+}
+
+// benchA2A runs the A2A path bench against the daemon at opts.Addr, or
+// against one it starts in this process (as benchEmbedded does).
+func benchA2A(ctx context.Context, embedded bool, parent string, opts bench.A2AOptions) (bench.A2AReport, error) {
+	if !embedded {
+		return bench.RunA2A(ctx, opts)
+	}
+	d, stop, err := startEmbedded(parent)
+	if err != nil {
+		return bench.A2AReport{}, err
+	}
+	defer stop()
+	opts.Addr, opts.Embedded = d.Addr(), true
+	opts.DataFS, opts.VolatileLog, opts.Warnings = logPlace(d)
+	return bench.RunA2A(ctx, opts)
 }
 
 // startEmbedded opens a daemon on a fresh temporary directory inside
@@ -340,6 +394,45 @@ func printFanout(w io.Writer, f *bench.FanoutReport) {
 	}
 	fmt.Fprintf(w, "          every subscriber got every event once: %s (missed %d, repeated %d, reconnects %d; %d to %d events each, up to seq %d)\n",
 		verdict, f.Missed, f.Repeated, f.Reconnect, f.ReceivedMin, f.ReceivedMax, f.FinalSeq)
+}
+
+func printBenchA2A(w io.Writer, r bench.A2AReport) {
+	target := "daemon at " + r.Target
+	if r.Embedded {
+		target = "embedded daemon"
+		if r.DataFS != "" {
+			target += " (log on " + r.DataFS + ")"
+		}
+	}
+	fmt.Fprintf(w, "mailroom bench --a2a: %s, %d A2A callers (blocking message/send, %s to the edge), %s each way in %d rounds (mailroom, server, ...), payload %d B\n",
+		target, r.Senders, r.Binding, time.Duration(r.DurationS*float64(time.Second)), r.Rounds, r.PayloadBytes)
+	fmt.Fprintf(w, "agent %s (%d native workers answering at once); A2A server in this process at %s (answers at once)\n", r.Agent, r.Senders, r.A2AURL)
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", warning)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "way\ttasks\ttasks/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\t")
+	for _, x := range []struct {
+		name string
+		f    bench.WayFigures
+	}{{"mailroom", r.Mailroom}, {"server", r.Server}} {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", x.name, x.f.Tasks, x.f.TasksPerS, x.f.Latency.P50, x.f.Latency.P90, x.f.Latency.P99, x.f.Latency.Max)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "ratio     %.2f of the server's tasks/s; mailroom adds %.2f ms at p50, %.2f ms at p99\n", r.Ratio, r.AddedP50Ms, r.AddedP99Ms)
+	verdict := "yes"
+	if !r.Durable.OK {
+		verdict = "NO"
+	}
+	fmt.Fprintf(w, "durable   every task answered through the daemon sent, leased, answered and delivered in its log: %s (%d of %d", verdict, r.Durable.Complete, r.Durable.Checked)
+	if r.Durable.Note != "" {
+		fmt.Fprintf(w, "; %s", r.Durable.Note)
+	}
+	fmt.Fprintf(w, "); %.2f events a task\n", r.EventsPerTask)
+	fmt.Fprintf(w, "errors    %d\n", r.ErrorsTotal)
+	for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
+		fmt.Fprintf(w, "  %-28s %d\n", k, r.Errors[k])
+	}
 }
 
 func printBenchRemote(w io.Writer, r bench.RemoteReport) {

@@ -135,9 +135,9 @@ func TestBenchRemoteUsage(t *testing.T) {
 		{[]string{"--embedded", "--remote", "--pairs", "0"}, "--pairs: got 0"},
 		{[]string{"--embedded", "--remote", "--rounds", "0"}, "--rounds: got 0, expected at least 1"},
 		{[]string{"--embedded", "--remote", "--rounds", "4", "--duration", "2ms"}, "--duration: got 2ms for 4 rounds"},
-		{[]string{"--embedded", "--rounds", "2"}, "--rounds, --via and --a2a-addr: only --remote"},
-		{[]string{"--embedded", "--a2a-addr", "127.0.0.1:0"}, "--rounds, --via and --a2a-addr: only --remote"},
-		{[]string{"--embedded", "--via", "native"}, "--rounds, --via and --a2a-addr: only --remote"},
+		{[]string{"--embedded", "--rounds", "2"}, "--rounds: only --remote and --a2a run ways in rounds"},
+		{[]string{"--embedded", "--a2a-addr", "127.0.0.1:0"}, "--via and --a2a-addr: only --remote"},
+		{[]string{"--embedded", "--via", "native"}, "--via and --a2a-addr: only --remote"},
 		{[]string{"--embedded", "--remote", "--via", "grpc"}, `--via: got "grpc", expected a2a or native`},
 		{[]string{"--remote", "--dir", "/tmp"}, `--dir "/tmp": only an --embedded daemon`},
 	}

@@ -38,6 +38,9 @@ const (
 	seenPosted
 	seenDrained
 	seenAll = seenSent | seenLeased | seenAccepted | seenPosted | seenDrained
+	// seenServed is a task leased and answered by a native worker and its
+	// result delivered to its A2A caller: no remote accepted it.
+	seenServed = seenSent | seenLeased | seenPosted | seenDrained
 )
 
 // taskLog follows the daemon's event stream during the run, from the seq
@@ -49,6 +52,9 @@ const (
 // append nothing).
 type taskLog struct {
 	agent string
+	// want is the events a task must have: seenAll for a remote agent's,
+	// seenServed for a task its workers lease natively.
+	want uint8
 	// seen is written by the follower only, and read once it stopped.
 	seen map[string]uint8
 	last atomic.Uint64
@@ -59,10 +65,11 @@ type taskLog struct {
 	done   chan struct{}
 }
 
-// followLog starts following after seq from.
-func followLog(ctx context.Context, hc *http.Client, baseURL, token, agent string, from uint64) *taskLog {
+// followLog starts following after seq from; a task is complete when it
+// has every event of want.
+func followLog(ctx context.Context, hc *http.Client, baseURL, token, agent string, from uint64, want uint8) *taskLog {
 	ctx, cancel := context.WithCancel(ctx)
-	l := &taskLog{agent: agent, seen: map[string]uint8{}, cancel: cancel, done: make(chan struct{})}
+	l := &taskLog{agent: agent, want: want, seen: map[string]uint8{}, cancel: cancel, done: make(chan struct{})}
 	l.last.Store(from)
 	go func() {
 		defer close(l.done)
@@ -134,7 +141,7 @@ func stringField(line []byte, key string) string {
 const logWait = 30 * time.Second
 
 // check waits (bounded) until the follower has seen seq to, stops it, and
-// checks that each task of done has all five of its events.
+// checks that each task of done has every event it must have.
 func (l *taskLog) check(to uint64, done []string) DurableCheck {
 	deadline := time.NewTimer(logWait)
 	defer deadline.Stop()
@@ -155,7 +162,7 @@ wait:
 	<-l.done
 	dc := DurableCheck{Checked: uint64(len(done))}
 	for _, id := range done {
-		if l.seen[id] == seenAll {
+		if l.seen[id]&l.want == l.want {
 			dc.Complete++
 		} else {
 			dc.Missing++

@@ -299,7 +299,7 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 	if err != nil {
 		return RemoteReport{}, err
 	}
-	tlog := followLog(ctx, hc, c.BaseURL(), opts.Token, agent, uint64(before[metricLastSeq]))
+	tlog := followLog(ctx, hc, c.BaseURL(), opts.Token, agent, uint64(before[metricLastSeq]), seenAll)
 	defer tlog.cancel()
 	payload := strings.Repeat("x", opts.PayloadBytes)
 	senders := make([]*remoteSender, opts.Senders)
@@ -525,6 +525,9 @@ func (s *remoteSender) task(ctx context.Context) bool {
 type a2aCaller struct {
 	r       *a2a.Remote
 	payload string
+	// answer is the text a completed task's artifact must hold ("":
+	// "done", what A2AServer and the bench's workers answer).
+	answer  string
 	latency samples
 	errors  map[string]uint64
 	// done are the ids of the tasks completed, for the durability check
@@ -553,7 +556,11 @@ func (d *a2aCaller) task(ctx context.Context) bool {
 		return false
 	}
 	res, final := t.Outcome()
-	if t.ID == "" || !final || res.Status != mailbox.StatusOK || len(res.Content) != 1 || res.Content[0].Text != "done" {
+	want := d.answer
+	if want == "" {
+		want = "done"
+	}
+	if t.ID == "" || !final || res.Status != mailbox.StatusOK || len(res.Content) != 1 || res.Content[0].Text != want {
 		d.errors["send: wrong_result"]++
 		return false
 	}

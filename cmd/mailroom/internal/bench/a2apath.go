@@ -1,0 +1,350 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/mailbox"
+)
+
+// The A2A path bench (`mailroom bench --a2a`): the path most new users
+// take. Callers are A2A clients (a2a.Remote, the outbound client, with a
+// blocking message/send) calling a registered agent's card on the
+// daemon's A2A edge, in the binding chosen; the agent's workers lease
+// natively and answer at once. In the same run the same client calls an
+// A2A server in this process whose executor answers at once (A2AServer):
+// what a caller would run without Mailroom. The two ways alternate, round
+// by round, so the noise of a shared machine falls on both; their ratio
+// and the latency the daemon adds are what its durable path costs an A2A
+// caller. Every task answered through the daemon is checked durable: sent,
+// leased, answered and delivered, in its event stream.
+
+// A2AReportKind is A2AReport.Kind.
+const A2AReportKind = "mailroom_bench_a2a"
+
+// The ways an A2A path bench measures, in the order each round runs them.
+const (
+	WayMailroom = "mailroom" // the daemon's A2A edge, native workers behind it
+	WayServer   = "server"   // an A2A server that answers at once
+)
+
+// A2AOptions say what the A2A path bench measures.
+type A2AOptions struct {
+	// Addr, Embedded, DataFS, VolatileLog, Warnings and Token are as in
+	// Options.
+	Addr        string
+	Embedded    bool
+	DataFS      string
+	VolatileLog bool
+	Warnings    []string
+	Token       string
+	// Senders is how many callers call at once (and, behind the daemon,
+	// how many workers answer).
+	Senders int
+	// Binding is how the callers speak to the daemon's edge:
+	// mailbox.BindingJSONRPC03 (the default) or BindingHTTPJSON10. The
+	// server in this process speaks JSON-RPC v0.3.
+	Binding string
+	// Duration is how long each way is measured in all, split in Rounds
+	// rounds that alternate with the other way's.
+	Duration time.Duration
+	Rounds   int
+	// PayloadBytes is the size of each message's text.
+	PayloadBytes int
+	// ServerURL, when set, is the A2A server (JSON-RPC v0.3) the callers
+	// call directly instead of one in this process: the Go benchmark
+	// passes an a2a-go server (the binary links no A2A SDK). ServerEchoes
+	// says it answers with the message's own text rather than "done".
+	ServerURL    string
+	ServerEchoes bool
+	// Progress, when set, gets a line at the end of each round.
+	Progress io.Writer
+}
+
+func (o *A2AOptions) fill() error {
+	if o.Senders == 0 {
+		o.Senders = DefaultPairs
+	}
+	if o.Duration == 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.Rounds == 0 {
+		o.Rounds = DefaultRounds
+	}
+	if o.PayloadBytes == 0 {
+		o.PayloadBytes = DefaultPayloadBytes
+	}
+	if o.Binding == "" {
+		o.Binding = mailbox.BindingJSONRPC03
+	}
+	switch {
+	case o.Binding != mailbox.BindingJSONRPC03 && o.Binding != mailbox.BindingHTTPJSON10:
+		return fmt.Errorf("bench: binding: got %q, expected %q or %q", o.Binding, mailbox.BindingJSONRPC03, mailbox.BindingHTTPJSON10)
+	case o.Addr == "":
+		return errors.New("bench: Addr: the daemon to measure is missing")
+	case !o.Embedded && (o.DataFS != "" || o.VolatileLog || len(o.Warnings) != 0):
+		return errors.New("bench: DataFS, VolatileLog and Warnings describe an embedded daemon only")
+	case o.Senders < 1:
+		return fmt.Errorf("bench: senders: got %d, expected at least 1", o.Senders)
+	case o.Duration < 0:
+		return fmt.Errorf("bench: duration: got %s, expected a positive duration", o.Duration)
+	case o.Rounds < 1:
+		return fmt.Errorf("bench: rounds: got %d, expected at least 1", o.Rounds)
+	case o.PayloadBytes < 1:
+		return fmt.Errorf("bench: payload bytes: got %d, expected at least 1", o.PayloadBytes)
+	}
+	return nil
+}
+
+// A2AReport is what an A2A path bench measured. Its JSON keys are
+// documented in cmd/mailroom/bench.go.
+type A2AReport struct {
+	Kind         string   `json:"kind"` // "mailroom_bench_a2a"
+	Target       string   `json:"target"`
+	Embedded     bool     `json:"embedded"`
+	DataFS       string   `json:"data_fs"`
+	VolatileLog  bool     `json:"volatile_log"`
+	Warnings     []string `json:"warnings"`
+	Senders      int      `json:"senders"`
+	Binding      string   `json:"binding"`    // the callers' binding to the daemon's edge
+	DurationS    float64  `json:"duration_s"` // asked for, each way
+	Rounds       int      `json:"rounds"`
+	PayloadBytes int      `json:"payload_bytes"`
+	Agent        string   `json:"agent"`   // the agent registered for the run
+	A2AURL       string   `json:"a2a_url"` // the server in this process
+
+	// Mailroom is through the daemon's edge, Server the server called
+	// directly. Ratio is Mailroom's tasks/s over Server's; AddedP50Ms and
+	// AddedP99Ms are Mailroom's latency percentiles less Server's.
+	Mailroom   WayFigures `json:"mailroom"`
+	Server     WayFigures `json:"server"`
+	Ratio      float64    `json:"ratio"`
+	AddedP50Ms float64    `json:"added_p50_ms"`
+	AddedP99Ms float64    `json:"added_p99_ms"`
+	// PerRound is each round in the order run.
+	PerRound []RoundFigures `json:"per_round"`
+	// Durable is the check, after the run, that the daemon's log holds
+	// every task answered through it.
+	Durable DurableCheck `json:"durable"`
+	// Errors counts failures by "way step: kind"; ErrorsTotal is their sum.
+	Errors      map[string]uint64 `json:"errors"`
+	ErrorsTotal uint64            `json:"errors_total"`
+	// Daemon is the daemon's counters over the whole run.
+	Daemon DaemonFigures `json:"daemon"`
+	// EventsPerTask is Daemon.EventsAppended over Mailroom.Tasks.
+	EventsPerTask float64 `json:"events_per_task"`
+}
+
+// RunA2A measures both ways and reports. It returns an error only when it
+// could not measure: the daemon unreachable, the agent not registered, its
+// card not resolved.
+func RunA2A(ctx context.Context, opts A2AOptions) (A2AReport, error) {
+	if err := opts.fill(); err != nil {
+		return A2AReport{}, err
+	}
+	target := opts.Addr
+	if opts.Embedded {
+		target = "embedded"
+	}
+	warnings := opts.Warnings
+	if warnings == nil {
+		warnings = []string{}
+	}
+
+	var conns atomic.Uint64 // the connections our own server accepted
+	a2aURL := opts.ServerURL
+	if a2aURL == "" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return A2AReport{}, fmt.Errorf("bench: the A2A server cannot listen: %w", err)
+		}
+		srv := &http.Server{Handler: NewA2AServer(), ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				conns.Add(1)
+			}
+		}}
+		go srv.Serve(ln)
+		defer srv.Close()
+		a2aURL = "http://" + ln.Addr().String() + "/"
+	}
+
+	// Callers and workers each keep their connections.
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2*opts.Senders + 4, IdleConnTimeout: 90 * time.Second}}
+	defer hc.CloseIdleConnections()
+	copts := []client.Option{client.WithHTTPClient(hc), client.WithTimeout(30 * time.Second)}
+	if opts.Token != "" {
+		copts = append(copts, client.WithToken(opts.Token))
+	}
+	c, err := client.New(opts.Addr, copts...)
+	if err != nil {
+		return A2AReport{}, err
+	}
+
+	agent := "bench-a2a-" + runID() + "@local"
+	if _, err := c.RegisterAgent(ctx, agent, mailbox.AgentCard{Name: "Bench", Description: "mailroom bench --a2a: native workers that answer at once",
+		Skills: []mailbox.AgentSkill{}}); err != nil {
+		return A2AReport{}, fmt.Errorf("bench: registering the agent %s: %w", agent, err)
+	}
+	defer c.DeregisterAgent(context.WithoutCancel(ctx), agent)
+
+	resolve := func(what, u, binding, bearer string) (*a2a.Remote, error) {
+		r, _, err := a2a.ResolveRemote(ctx, hc, a2a.RemoteSpec{URL: u, Binding: binding}, a2a.RemoteAuth{Bearer: bearer})
+		if err != nil {
+			return nil, fmt.Errorf("bench: the A2A client cannot resolve %s at %s: %w", what, u, err)
+		}
+		return r, nil
+	}
+	server, err := resolve("the A2A server", a2aURL, a2a.BindingJSONRPC03, "")
+	if err != nil {
+		return A2AReport{}, err
+	}
+	edge, err := resolve("the agent's card on the daemon's A2A edge", c.BaseURL()+"/agents/"+agent+"/", opts.Binding, opts.Token)
+	if err != nil {
+		return A2AReport{}, err
+	}
+
+	before, err := scrapeMetrics(ctx, c)
+	if err != nil {
+		return A2AReport{}, err
+	}
+	tlog := followLog(ctx, hc, c.BaseURL(), opts.Token, agent, uint64(before[metricLastSeq]), seenServed)
+	defer tlog.cancel()
+
+	// The workers: each long-polls a lease for the agent and answers it at
+	// once, for the whole run (idle, and cheap, in the server's rounds).
+	wctx, stopWorkers := context.WithCancel(ctx)
+	var workerErrs sync.Map // "worker step: kind" -> *atomic.Uint64
+	var wg sync.WaitGroup
+	for range opts.Senders {
+		wg.Go(func() { serveTasks(wctx, c, agent, &workerErrs) })
+	}
+	defer func() {
+		stopWorkers()
+		wg.Wait()
+	}()
+
+	payload := strings.Repeat("x", opts.PayloadBytes)
+	viaEdge := make([]*a2aCaller, opts.Senders)
+	direct := make([]*a2aCaller, opts.Senders)
+	answer := ""
+	if opts.ServerEchoes {
+		answer = payload
+	}
+	for i := range viaEdge {
+		viaEdge[i] = &a2aCaller{r: edge, payload: payload, errors: map[string]uint64{}}
+		direct[i] = &a2aCaller{r: server, payload: payload, answer: answer, errors: map[string]uint64{}}
+	}
+	rep := A2AReport{Kind: A2AReportKind, Target: target, Embedded: opts.Embedded, DataFS: opts.DataFS, VolatileLog: opts.VolatileLog,
+		Warnings: warnings, Senders: opts.Senders, Binding: opts.Binding, DurationS: opts.Duration.Seconds(), Rounds: opts.Rounds,
+		PayloadBytes: opts.PayloadBytes, Agent: agent, A2AURL: a2aURL, Errors: map[string]uint64{}}
+	per := opts.Duration / time.Duration(opts.Rounds)
+	for round := 1; round <= opts.Rounds && ctx.Err() == nil; round++ {
+		for _, way := range []string{WayMailroom, WayServer} {
+			callers := map[string][]*a2aCaller{WayMailroom: viaEdge, WayServer: direct}[way]
+			workers := make([]func(context.Context) bool, len(callers))
+			for i, cl := range callers {
+				workers[i] = cl.task
+			}
+			dialed := conns.Load()
+			tasks, elapsed := runRound(ctx, workers, per)
+			rf := RoundFigures{Way: way, Tasks: tasks, ElapsedS: elapsed.Seconds(), Connections: conns.Load() - dialed}
+			if s := elapsed.Seconds(); s > 0 {
+				rf.TasksPerS = float64(tasks) / s
+			}
+			rep.PerRound = append(rep.PerRound, rf)
+			wf := map[string]*WayFigures{WayMailroom: &rep.Mailroom, WayServer: &rep.Server}[way]
+			wf.Tasks += tasks
+			wf.ElapsedS += elapsed.Seconds()
+			wf.Connections += rf.Connections
+			if opts.Progress != nil {
+				fmt.Fprintf(opts.Progress, "bench: round %d/%d %-8s %8d tasks  %8.0f tasks/s\n", round, opts.Rounds, way, tasks, rf.TasksPerS)
+			}
+		}
+	}
+	stopWorkers()
+	wg.Wait()
+
+	var edgeLat, serverLat samples
+	var done []string
+	for i := range viaEdge {
+		edgeLat = append(edgeLat, viaEdge[i].latency...)
+		serverLat = append(serverLat, direct[i].latency...)
+		done = append(done, viaEdge[i].done...)
+		for way, errs := range map[string]map[string]uint64{WayMailroom: viaEdge[i].errors, WayServer: direct[i].errors} {
+			for k, n := range errs {
+				rep.Errors[way+" "+k] += n
+			}
+		}
+	}
+	workerErrs.Range(func(k, v any) bool {
+		rep.Errors[k.(string)] += v.(*atomic.Uint64).Load()
+		return true
+	})
+	for _, n := range rep.Errors {
+		rep.ErrorsTotal += n
+	}
+	rep.Mailroom.Latency, rep.Server.Latency = edgeLat.summarize(), serverLat.summarize()
+	for _, wf := range []*WayFigures{&rep.Mailroom, &rep.Server} {
+		if wf.ElapsedS > 0 {
+			wf.TasksPerS = float64(wf.Tasks) / wf.ElapsedS
+		}
+	}
+	if rep.Server.TasksPerS > 0 {
+		rep.Ratio = rep.Mailroom.TasksPerS / rep.Server.TasksPerS
+	}
+	rep.AddedP50Ms = rep.Mailroom.Latency.P50 - rep.Server.Latency.P50
+	rep.AddedP99Ms = rep.Mailroom.Latency.P99 - rep.Server.Latency.P99
+
+	after, err := scrapeMetrics(context.WithoutCancel(ctx), c)
+	if err != nil {
+		return A2AReport{}, err
+	}
+	rep.Daemon = daemonDelta(before, after)
+	if rep.Mailroom.Tasks > 0 {
+		rep.EventsPerTask = float64(rep.Daemon.EventsAppended) / float64(rep.Mailroom.Tasks)
+	}
+	rep.Durable = tlog.check(rep.Daemon.LastSeq, done)
+	return rep, nil
+}
+
+// leaseWait is how long a worker's lease long-polls for a task.
+const leaseWait = 5 * time.Second
+
+// serveTasks is one of the agent's workers: it leases a task, answers it
+// "done" at once, and goes on until ctx ends.
+func serveTasks(ctx context.Context, c *client.Client, agent string, errs *sync.Map) {
+	count := func(step string, err error) {
+		if ctx.Err() != nil {
+			return
+		}
+		v, _ := errs.LoadOrStore("worker "+step+": "+errorKind(err), new(atomic.Uint64))
+		v.(*atomic.Uint64).Add(1)
+	}
+	for ctx.Err() == nil {
+		got, err := c.LeaseN(ctx, agent, 1, leaseWait)
+		if err != nil {
+			count("lease", err)
+			select { // not a hot loop against a daemon that refuses
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		for _, lt := range got {
+			if err := c.PostResult(ctx, mailbox.Result{TaskID: lt.Task.ID, LeaseID: lt.Lease.LeaseID, Status: mailbox.StatusOK,
+				Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "done"}}}); err != nil {
+				count("result", err)
+			}
+		}
+	}
+}
