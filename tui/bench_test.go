@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"flag"
 	"fmt"
 	"runtime"
 	"testing"
@@ -11,13 +12,16 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-const benchEvents = 100_000
+// benchEventsFlag sizes the benchmarks' mailbox: 100k events by default,
+// -bench.events 1000000 for the million-row figures.
+var benchEventsFlag = flag.Int("bench.events", 100_000, "tui benchmarks: events in the stream (rows of the big pane)")
 
 // benchStream returns 100k events as a daemon would stream them: a snapshot
 // of an empty mailbox, then sends, with a lease and a result for some, so
 // the replica does the same work as under a busy daemon.
 func benchStream(b *testing.B, mixed bool) []mailbox.Event {
 	b.Helper()
+	benchEvents := *benchEventsFlag
 	src := newSource(b)
 	evs := []mailbox.Event{src.snapshot()}
 	for i := 0; len(evs) < benchEvents; i++ {
@@ -44,6 +48,7 @@ func BenchmarkApplyEvents(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			evs := benchStream(b, mixed)
+			benchEvents := len(evs)
 			apply := func() *model {
 				m := newModel()
 				for _, ev := range evs {
@@ -58,7 +63,7 @@ func BenchmarkApplyEvents(b *testing.B) {
 			m := apply()
 			runtime.GC()
 			runtime.ReadMemStats(&after)
-			if st := m.status(); st.gap != nil || st.applied != benchEvents {
+			if st := m.status(); st.gap != nil || st.applied != uint64(benchEvents) {
 				b.Fatalf("replica status %+v, want %d events applied", st, benchEvents)
 			}
 			runtime.KeepAlive(m)
@@ -76,7 +81,7 @@ func BenchmarkApplyEvents(b *testing.B) {
 // is left is tview and tcell painting a 160x48 screen.
 func BenchmarkFrame(b *testing.B) {
 	evs := benchStream(b, false)
-	for _, rows := range []int{1_000, benchEvents - 1} {
+	for _, rows := range []int{1_000, len(evs) - 1} {
 		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
 			m := newModel()
 			for _, ev := range evs[:rows+1] { // the first event is the snapshot
@@ -129,8 +134,8 @@ func BenchmarkFrameWithAgents(b *testing.B) {
 	if n := agents.content.GetRowCount() - 1; n != 4 {
 		b.Fatalf("the Agents pane has %d rows, want the planner and 3 workers", n)
 	}
-	if n := queue.content.GetRowCount() - 1; n != benchEvents-1 {
-		b.Fatalf("the Queue pane has %d rows, want %d", n, benchEvents-1)
+	if n := queue.content.GetRowCount() - 1; n != len(evs)-1 {
+		b.Fatalf("the Queue pane has %d rows, want %d", n, len(evs)-1)
 	}
 	runtime.GC()
 	var before, after runtime.MemStats
