@@ -269,3 +269,52 @@ func TestQueuedTaskMovedFromTheQueuePane(t *testing.T) {
 	r.scr.press(char('4'))
 	r.scr.waitForText(t, "worker-a@local -> worker-b@local")
 }
+
+// The same around a conflict for a move: the marked queued tasks go to
+// worker-c@local, but the one a colleague leased while the console was
+// paused is refused and listed with the lease that took it.
+func TestQueuedTasksMovedInBulkAroundAConflict(t *testing.T) {
+	t.Parallel()
+	m := newBacklogMailbox(t)
+	r := m.ready(t, 160, 48)
+	r.scr.press(char('5'))
+	r.scr.waitFor(t, "worker-a probably gone", func(f frame) bool {
+		return agentsFocused(f) && strings.Contains(agentLine(f, "worker-a@local"), goneStatus)
+	})
+	r.scr.press(key(tcell.KeyEnter), char('1'))
+	r.scr.waitForText(t, "of 3 filtered from 3")
+	r.scr.press(char('*'))
+	r.scr.waitForText(t, "✓3 marked")
+	r.scr.press(char('p'))
+	r.scr.waitForText(t, "paused (0 events held)")
+	// worker-a comes back for a moment and leases its oldest queued task.
+	task, lease := m.api.lease("worker-a@local")
+	if task.ID != m.queued[0] {
+		t.Fatalf("worker-a leased %s, want its oldest queued task %s", short(task.ID), short(m.queued[0]))
+	}
+	r.scr.waitForText(t, "paused (1 events held)")
+
+	r.scr.press(char('R'))
+	r.scr.waitForText(t, "Move 3 queued tasks")
+	r.scr.typeText("worker-c")
+	r.scr.waitFor(t, "the completion offered", completionShown("worker-c@local"))
+	r.scr.press(key(tcell.KeyTab))
+	r.scr.typeText("worker-a is gone")
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
+	f := r.scr.waitForText(t, "2 repaired, 1 refused: the task had changed")
+	for _, want := range []string{"Moved 2 of 3 queued tasks to worker-c@local", "task " + short(m.queued[0]) + ": you saw it queued for worker-a@local.",
+		"It was leased by worker-a@local since", "lease " + short(lease.LeaseID)} {
+		if !f.contains(want) {
+			t.Errorf("the outcome lacks %q:\n%s", want, f)
+		}
+	}
+	for i, id := range m.queued {
+		e, _ := m.api.entry(id)
+		switch {
+		case i == 0 && (e.State != mailbox.TaskInFlight || e.LeaseID != lease.LeaseID):
+			t.Errorf("the task leased meanwhile is %+v, want left in flight", e)
+		case i != 0 && (e.State != mailbox.TaskQueued || e.Task.Recipient != "worker-c@local"):
+			t.Errorf("queued task %d is %s for %s, want queued for worker-c@local", i, e.State, e.Task.Recipient)
+		}
+	}
+}

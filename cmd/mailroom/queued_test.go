@@ -96,6 +96,13 @@ func TestCancelOfQueuedTasks(t *testing.T) {
 	if out != "cancel: 0 repaired, 0 conflicts, 0 skipped, of 0 task(s) queued for dead@x\n" {
 		t.Errorf("tasks younger than --stale-after were listed:\n%s", out)
 	}
+	out = mustCLI(t, addr, "cancel", "--agent", "dead@x", "--reason", "dead@x is gone", "--dry-run")
+	wantContains(t, "a dry run", out, "would cancel "+a+" (queued ", "would cancel "+b+" (queued ", "dry run: would cancel 2 task(s) queued for dead@x; nothing changed\n")
+	var st statusReport
+	mustJSON(t, addr, &st, "status", "--json", "--agent", "dead@x", "--state", "queued")
+	if len(st.Tasks) != 2 {
+		t.Fatalf("after a dry run dead@x has %d tasks queued, want the 2 it had", len(st.Tasks))
+	}
 	out = mustCLI(t, addr, "cancel", "--agent", "dead@x", "--reason", "dead@x is gone", "--json")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3 {
