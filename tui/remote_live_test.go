@@ -42,6 +42,11 @@ func startSlowRemote(t *testing.T) *slowRemote {
 	mux.HandleFunc("GET /.well-known/agent-card.json", r.card)
 	mux.HandleFunc("POST /", r.rpc)
 	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// Every call on a connection of its own: when the remote dies, the
+	// next send is refused outright, never written on a kept-alive
+	// connection the remote closed (a send that may have arrived, which
+	// a loaded machine made of this test's "failing" now and then).
+	r.srv.SetKeepAlivesEnabled(false)
 	go r.srv.Serve(ln)
 	t.Cleanup(r.die)
 	return r
