@@ -130,7 +130,7 @@ func NormalizePushConfig(field, taskID string, c PushConfig) (PushConfig, error)
 	if _, err := ParsePushURL(field+".url", c.URL); err != nil {
 		return c, err
 	}
-	if err := headerValue(field+".token", c.Token, MaxPushTokenBytes, "the token the receiver checks"); err != nil {
+	if err := secretValue(field+".token", c.Token, MaxPushTokenBytes, "the token the receiver checks"); err != nil {
 		return c, err
 	}
 	if a := c.Authentication; a != nil {
@@ -143,7 +143,7 @@ func NormalizePushConfig(field, taskID string, c PushConfig) (PushConfig, error)
 				return c, Invalidf(f, "%s: got %s, expected an HTTP authentication scheme such as \"Bearer\" (at most %d bytes, no spaces)", f, quote(s), MaxPushSchemeBytes)
 			}
 		}
-		if err := headerValue(field+".authentication.credentials", a.Credentials, MaxPushCredentialsLen, "the credentials the daemon presents"); err != nil {
+		if err := secretValue(field+".authentication.credentials", a.Credentials, MaxPushCredentialsLen, "the credentials the daemon presents"); err != nil {
 			return c, err
 		}
 		c.Authentication = &PushAuth{Schemes: append([]string(nil), a.Schemes...), Credentials: a.Credentials}
@@ -177,6 +177,17 @@ func ParsePushURL(field, u string) (*url.URL, error) {
 		return nil, Invalidf(field, "%s: got a #fragment, expected a URL without one", field)
 	}
 	return p, nil
+}
+
+// secretValue checks a secret sent in an HTTP header: printable ASCII,
+// and not RedactedSecret, which is how the daemon shows a secret it
+// keeps (a config read back and set again would otherwise replace its
+// secret with the placeholder).
+func secretValue(field, v string, maxBytes int, what string) error {
+	if v == RedactedSecret {
+		return Invalidf(field, "%s: got %q, which is how the daemon shows a secret it keeps without its value; expected %s itself (set it again, or leave the config as it is)", field, v, what)
+	}
+	return headerValue(field, v, maxBytes, what)
 }
 
 // headerValue checks text sent in an HTTP header: printable ASCII.
