@@ -431,8 +431,19 @@ func (s *State) queueNotifications(ev Event) {
 
 func (s *State) addNotification(ev Event, taskID string, n int, configID, agent string) {
 	id := notificationID(ev.Seq, n)
-	s.outbox[id] = &Notification{ID: id, TaskID: taskID, ConfigID: configID, Agent: agent, Seq: ev.Seq, Event: ev.Type, CreatedAtMs: ev.AtMs}
-	s.outboxTasks[taskID]++
+	s.putNotification(&Notification{ID: id, TaskID: taskID, ConfigID: configID, Agent: agent, Seq: ev.Seq, Event: ev.Type, CreatedAtMs: ev.AtMs})
+}
+
+// putNotification puts n in the outbox and its indexes: made after every
+// notification of its task's config (the events come in seq order).
+func (s *State) putNotification(n *Notification) {
+	s.outbox[n.ID] = n
+	s.outboxTasks[n.TaskID]++
+	k := n.key()
+	s.outboxQueues[k] = append(s.outboxQueues[k], n)
+	if n.Dead {
+		s.outboxDead++
+	}
 }
 
 // removeNotification takes n out of the outbox.
@@ -441,6 +452,18 @@ func (s *State) removeNotification(n *Notification) {
 	if s.outboxTasks[n.TaskID]--; s.outboxTasks[n.TaskID] <= 0 {
 		delete(s.outboxTasks, n.TaskID)
 	}
+	s.unqueue(n)
+	if n.Dead {
+		s.outboxDead--
+	}
+}
+
+// markDead marks n dead (attempts, lastError) at atMs.
+func (s *State) markDead(n *Notification, atMs int64, attempts int, lastError string) {
+	if !n.Dead {
+		s.outboxDead++
+	}
+	n.Dead, n.DeadAtMs, n.Attempts, n.LastError = true, atMs, attempts, lastError
 }
 
 // dropAgentNotifications removes the notifications for agent's webhook:
@@ -517,12 +540,13 @@ func (s *State) applyPush(ev Event) error {
 		if n.Dead {
 			return fmt.Errorf("notification %s is dead-lettered already", n.ID)
 		}
-		n.Dead, n.DeadAtMs, n.Attempts, n.LastError = true, ev.AtMs, ev.Attempts, ev.Reason
+		s.markDead(n, ev.AtMs, ev.Attempts, ev.Reason)
 	case EventPushRetried:
 		if !n.Dead {
 			return fmt.Errorf("notification %s is not dead-lettered", n.ID)
 		}
 		n.Dead, n.DeadAtMs, n.Attempts, n.LastError = false, 0, 0, ""
+		s.outboxDead--
 		s.recordPushAudit(ev, n)
 	case EventPushDropped:
 		s.removeNotification(n)
@@ -540,7 +564,7 @@ func (s *State) forgetNotifications(t *taskRec) {
 	}
 	for _, n := range s.outbox {
 		if n.TaskID == t.Task.ID && !n.Dead {
-			n.Dead, n.DeadAtMs, n.LastError = true, s.atMs, "the task was forgotten (retain_done) before this notification was delivered"
+			s.markDead(n, s.atMs, n.Attempts, "the task was forgotten (retain_done) before this notification was delivered")
 		}
 	}
 }
@@ -581,8 +605,8 @@ func (s *State) restoreOutbox(seq uint64, ns []Notification) error {
 			}
 		}
 		n := n
-		s.outbox[n.ID] = &n
-		s.outboxTasks[n.TaskID]++
+		s.putNotification(&n)
 	}
+	s.sortQueues()
 	return nil
 }

@@ -58,6 +58,11 @@ type State struct {
 	// outboxTasks counts the outbox's notifications per task, so a task
 	// forgotten without any costs no look at the outbox.
 	outboxTasks map[string]int
+	// outboxQueues and outboxDead index the outbox for the notifier
+	// (outbox.go): each task's config's notifications in the order they
+	// were made, and how many are dead.
+	outboxQueues map[outboxKey][]*Notification
+	outboxDead   int
 	// atMs is the time of the event being applied.
 	atMs int64
 }
@@ -91,6 +96,8 @@ func (s *State) reset() {
 	s.acted = make(map[string]int64)
 	s.outbox = make(map[string]*Notification)
 	s.outboxTasks = make(map[string]int)
+	s.outboxQueues = make(map[outboxKey][]*Notification)
+	s.outboxDead = 0
 }
 
 func newTaskHeap(index func(*taskRec) *int) *indexedHeap[*taskRec] {

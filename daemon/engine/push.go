@@ -188,6 +188,33 @@ func (e *Engine) Outbox(ctx context.Context) ([]mailbox.Notification, error) {
 	return out, err
 }
 
+// OutboxHeads returns the oldest pending notification of each line (a
+// task's push config, or its sender's webhook) that busy does not report
+// busy, in the order they were made, and how many notifications are
+// pending and dead: what the notifier's look needs, without a copy of the
+// outbox (mailbox.State.OutboxHeads). busy is called under the durable
+// state's read lock.
+func (e *Engine) OutboxHeads(ctx context.Context, busy func(taskID, configID string) bool) (heads []mailbox.Notification, pending, dead int, err error) {
+	err = e.read(func() {
+		e.durableMu.RLock()
+		heads, pending, dead = e.durable.OutboxHeads(busy)
+		e.durableMu.RUnlock()
+	})
+	return heads, pending, dead, err
+}
+
+// NotificationPending reports whether notification id is still to be
+// delivered (not delivered, dropped or dead).
+func (e *Engine) NotificationPending(ctx context.Context, id string) (bool, error) {
+	var ok bool
+	err := e.read(func() {
+		e.durableMu.RLock()
+		ok = e.durable.NotificationPending(id)
+		e.durableMu.RUnlock()
+	})
+	return ok, err
+}
+
 // PushDelivered records that notification id's receiver acknowledged it
 // after attempts attempts. Refused (conflict, not found) when it is no
 // longer pending: an operator dropped it, or another leader delivered it.

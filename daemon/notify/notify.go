@@ -231,43 +231,26 @@ func (n *Notifier) follow(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // scan starts a delivery for every (task, config) with a pending
-// notification and none under way: its oldest.
+// notification and none under way: its oldest. It asks the state for
+// those heads alone (engine.OutboxHeads), not for a copy of the outbox.
 func (n *Notifier) scan(ctx context.Context, wg *sync.WaitGroup) {
-	box, err := n.eng.Outbox(ctx)
+	heads, pending, dead, err := n.eng.OutboxHeads(ctx, func(task, config string) bool {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.active[key{task, config}]
+	})
 	if err != nil {
 		return
-	}
-	heads := map[key]mailbox.Notification{}
-	var dead, pending int
-	for _, x := range box {
-		if x.Dead {
-			dead++
-			continue
-		}
-		pending++
-		k := key{x.TaskID, x.ConfigID}
-		if _, ok := heads[k]; !ok {
-			heads[k] = x // the outbox is in seq order: the first is the oldest
-		}
 	}
 	n.stats.gauges(pending, dead)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for id := range n.attempts {
-		if !inOutbox(box, id) {
-			delete(n.attempts, id)
+	for _, head := range heads {
+		k := key{head.TaskID, head.ConfigID}
+		if n.active[k] {
+			continue // started since the look
 		}
-	}
-	keys := make([]key, 0, len(heads))
-	for k := range heads {
-		if !n.active[k] {
-			keys = append(keys, k)
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool { return heads[keys[i]].Seq < heads[keys[j]].Seq })
-	for _, k := range keys {
 		n.active[k] = true
-		head := heads[k]
 		wg.Go(func() {
 			defer func() {
 				n.mu.Lock()
@@ -280,19 +263,13 @@ func (n *Notifier) scan(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
-func inOutbox(box []mailbox.Notification, id string) bool {
-	for _, x := range box {
-		if x.ID == id && !x.Dead {
-			return true
-		}
-	}
-	return false
-}
-
 // deliver posts one notification until its receiver acknowledges it or
 // its attempts run out, and records which (unless ctx ends first: then
 // it stays pending for whoever delivers next).
 func (n *Notifier) deliver(ctx context.Context, x mailbox.Notification) {
+	// What is known of its attempts goes with the delivery: the next
+	// one (another run, another leader) starts the count again.
+	defer n.forget(x.ID)
 	for attempt := 1; ; attempt++ {
 		err := n.post(ctx, x)
 		if ctx.Err() != nil {
@@ -342,11 +319,8 @@ func (n *Notifier) forget(id string) {
 // stillPending reports whether notification id is still to be delivered
 // (an operator may have dropped it, or its config been deleted).
 func (n *Notifier) stillPending(ctx context.Context, id string) bool {
-	box, err := n.eng.Outbox(ctx)
-	if err != nil {
-		return true
-	}
-	return inOutbox(box, id)
+	ok, err := n.eng.NotificationPending(ctx, id)
+	return ok || err != nil
 }
 
 // post makes one attempt: nil when the receiver answered 2xx.
