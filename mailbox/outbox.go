@@ -1,14 +1,21 @@
 package mailbox
 
 import (
+	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"time"
 )
 
-// The outbox's index. The notifier looks at the outbox on every change:
-// it wants the oldest pending notification of each task's config it is
-// not delivering to already, which the index gives without copying or
-// sorting the outbox (OutboxHeads).
+// The outbox's index and bounds. The notifier looks at the outbox on every
+// change: it wants the oldest pending notification of each task's config
+// it is not delivering to already, which the index gives without copying
+// or sorting the outbox (OutboxHeads). The bounds keep a receiver that is
+// down for good from filling memory, the log and every snapshot: past
+// them the leader drops the oldest notifications with push_dropped events
+// (OutboxOverflow chooses them), so a drop is audited, shown, and the same
+// on every replay.
 
 // outboxKey is the line a notification waits in: a task's push config, or
 // (config "") the task's sender's webhook. One of a line is delivered at a
@@ -74,4 +81,152 @@ func (s *State) OutboxHeads(busy func(taskID, configID string) bool) (heads []No
 func (s *State) NotificationPending(id string) bool {
 	n, ok := s.outbox[id]
 	return ok && !n.Dead
+}
+
+// OutboxBounds bound the outbox; a zero field is no bound.
+type OutboxBounds struct {
+	// PerReceiver is the most notifications (pending and dead) one
+	// receiver may have in the outbox: one push config of a task, or one
+	// sender's webhook (all its tasks'). Config key push_outbox_per_receiver.
+	PerReceiver int
+	// Total is the most notifications the outbox may hold. Config key
+	// push_outbox_max.
+	Total int
+	// DeadRetention is how long a dead letter is kept after it died.
+	// Config key push_dead_retention.
+	DeadRetention time.Duration
+}
+
+// Defaults of OutboxBounds: generous for a receiver that is down for an
+// afternoon, bounded for one that never comes back.
+const (
+	DefaultOutboxPerReceiver = 1000
+	DefaultOutboxTotal       = 100000
+	DefaultDeadRetention     = 7 * 24 * time.Hour
+)
+
+// DefaultOutboxBounds returns the default bounds.
+func DefaultOutboxBounds() OutboxBounds {
+	return OutboxBounds{PerReceiver: DefaultOutboxPerReceiver, Total: DefaultOutboxTotal, DeadRetention: DefaultDeadRetention}
+}
+
+// OutboxDrop is a notification the bounds drop, and the reason its
+// push_dropped event gives.
+type OutboxDrop struct {
+	ID, Reason string
+}
+
+// OutboxPrincipal is who drops what the bounds do not allow: the daemon.
+const OutboxPrincipal = "mailroom"
+
+// OutboxOverflow returns the notifications the bounds drop at nowMs, at
+// most limit of them: first the dead letters kept past DeadRetention,
+// then, for each receiver past PerReceiver, its oldest, then the oldest
+// of the whole outbox past Total. Each has a reason naming the bound and
+// its value. It changes nothing: the leader writes a push_dropped event
+// for each.
+func (s *State) OutboxOverflow(b OutboxBounds, nowMs int64, limit int) []OutboxDrop {
+	if limit <= 0 || len(s.outbox) == 0 {
+		return nil
+	}
+	var out []OutboxDrop
+	gone := map[string]bool{}
+	drop := func(n *Notification, reason string) bool {
+		if gone[n.ID] {
+			return true
+		}
+		gone[n.ID] = true
+		out = append(out, OutboxDrop{ID: n.ID, Reason: reason})
+		return len(out) < limit
+	}
+	if b.DeadRetention > 0 && s.outboxDead > 0 {
+		cutoff := nowMs - b.DeadRetention.Milliseconds()
+		var old []*Notification
+		for _, n := range s.outbox {
+			if n.Dead && n.DeadAtMs <= cutoff {
+				old = append(old, n)
+			}
+		}
+		sort.Slice(old, func(i, j int) bool { return notificationBefore(old[i], old[j]) })
+		reason := "dead-lettered longer than push_dead_retention=" + b.DeadRetention.String() + " allows"
+		for _, n := range old {
+			if !drop(n, reason) {
+				return out
+			}
+		}
+	}
+	if b.PerReceiver > 0 && len(s.outbox)-len(gone) > b.PerReceiver {
+		// A task's config is one line; a sender's webhook is one
+		// receiver whatever the task, so its lines count together.
+		type receiver struct{ task, config, agent string }
+		of := func(k outboxKey, q []*Notification) receiver {
+			if k.config == "" {
+				return receiver{agent: q[0].Agent}
+			}
+			return receiver{task: k.task, config: k.config}
+		}
+		count := map[receiver]int{}
+		for k, q := range s.outboxQueues {
+			count[of(k, q)] += len(q)
+		}
+		over := map[receiver][]*Notification{}
+		for k, q := range s.outboxQueues {
+			if r := of(k, q); count[r] > b.PerReceiver {
+				for _, n := range q {
+					if !gone[n.ID] {
+						over[r] = append(over[r], n)
+					}
+				}
+			}
+		}
+		rs := make([]receiver, 0, len(over))
+		for r := range over {
+			rs = append(rs, r)
+		}
+		sort.Slice(rs, func(i, j int) bool {
+			a, b := rs[i], rs[j]
+			return a.agent < b.agent || a.agent == b.agent && (a.task < b.task || a.task == b.task && a.config < b.config)
+		})
+		for _, r := range rs {
+			q := over[r]
+			if len(q) <= b.PerReceiver {
+				continue
+			}
+			sort.Slice(q, func(i, j int) bool { return notificationBefore(q[i], q[j]) })
+			name := r.agent + "'s webhook"
+			if r.agent == "" {
+				name = "push config " + strconv.Quote(r.config) + " of task " + r.task
+			}
+			reason := fmt.Sprintf("the outbox bound push_outbox_per_receiver=%d was passed by %s: its oldest notifications are dropped", b.PerReceiver, name)
+			for _, n := range q[:len(q)-b.PerReceiver] {
+				if !drop(n, reason) {
+					return out
+				}
+			}
+		}
+	}
+	if b.Total > 0 && len(s.outbox)-len(gone) > b.Total {
+		all := make([]*Notification, 0, len(s.outbox))
+		for _, n := range s.outbox {
+			if !gone[n.ID] {
+				all = append(all, n)
+			}
+		}
+		sort.Slice(all, func(i, j int) bool { return notificationBefore(all[i], all[j]) })
+		reason := fmt.Sprintf("the outbox bound push_outbox_max=%d was passed: the oldest notifications are dropped", b.Total)
+		for _, n := range all[:len(all)-b.Total] {
+			if !drop(n, reason) {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// OutboxWithin reports whether the outbox is within the count bounds, as
+// far as can be told without a look at every notification: false means
+// OutboxOverflow may find something to drop (dead letters' age is not
+// looked at).
+func (s *State) OutboxWithin(b OutboxBounds) bool {
+	return (b.Total <= 0 || len(s.outbox) <= b.Total) && (b.PerReceiver <= 0 || len(s.outbox) <= b.PerReceiver)
 }

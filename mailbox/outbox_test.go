@@ -3,7 +3,20 @@ package mailbox
 import (
 	"strings"
 	"testing"
+	"time"
 )
+
+// dropAll applies a push_dropped event (by the daemon) for each drop.
+func (b *box) dropAll(drops []OutboxDrop) {
+	b.t.Helper()
+	for _, d := range drops {
+		ev, err := b.s.DecidePushDrop(d.ID, OutboxPrincipal, d.Reason, b.now)
+		if err != nil {
+			b.t.Fatalf("drop %s: %v", d.ID, err)
+		}
+		b.apply(ev)
+	}
+}
 
 // moves puts n task_leased and task_requeued notifications in task id's
 // config's line (a lease and a requeue each time round).
@@ -15,6 +28,134 @@ func (b *box) moves(id string, n int) {
 			b.t.Fatal(err)
 		}
 	}
+}
+
+// A receiver past push_outbox_per_receiver loses its oldest
+// notifications, a task's config or a sender's webhook (all its tasks
+// counted together); the reason names the bound, its value and the
+// receiver; what is kept is the newest.
+func TestOutboxBoundPerReceiver(t *testing.T) {
+	b := newBox(t)
+	b.registerCard("planner@local", AgentCard{Name: "Planner", Webhook: &Webhook{URL: "http://127.0.0.1:9/results"}})
+	id := b.send("caller@a2a", "worker@local")
+	if _, err := b.setPush(id, PushConfig{ID: "c", URL: "http://127.0.0.1:9/hook"}); err != nil {
+		t.Fatal(err)
+	}
+	b.moves(id, 3) // 1 + 6 in c's line
+	for range 4 {  // 4 lines of planner's webhook, one notification each
+		task := b.send("planner@local", "other@local")
+		_, l := b.lease("other@local")
+		if err := b.post(task, l.LeaseID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.s.OutboxLen(); n != 11 {
+		t.Fatalf("outbox of %d, want 11: %q", n, outboxOf(b.s))
+	}
+	before := b.s.Outbox()
+	drops := b.s.OutboxOverflow(OutboxBounds{PerReceiver: 3}, b.now, 100)
+	if len(drops) != 5 {
+		t.Fatalf("drops = %+v, want 4 of c's and 1 of planner's webhook", drops)
+	}
+	var ofC, ofHook int
+	for _, d := range drops {
+		switch {
+		case strings.Contains(d.Reason, `push config "c" of task `+id):
+			ofC++
+		case strings.Contains(d.Reason, "planner@local's webhook"):
+			ofHook++
+		}
+		if !strings.HasPrefix(d.Reason, "the outbox bound push_outbox_per_receiver=3 was passed by ") {
+			t.Errorf("reason %q, want the bound and its value named", d.Reason)
+		}
+	}
+	if ofC != 4 || ofHook != 1 {
+		t.Errorf("drops = %+v, want 4 of c's and 1 of planner's webhook", drops)
+	}
+	b.dropAll(drops)
+	if again := b.s.OutboxOverflow(OutboxBounds{PerReceiver: 3}, b.now, 100); len(again) != 0 {
+		t.Errorf("within the bound, still dropping %+v", again)
+	}
+	// Kept: the newest of each receiver.
+	kept := map[string]bool{}
+	for _, n := range b.s.Outbox() {
+		kept[n.ID] = true
+	}
+	var c, hook []Notification
+	for _, n := range before {
+		if n.ConfigID == "c" {
+			c = append(c, n)
+		} else {
+			hook = append(hook, n)
+		}
+	}
+	for i, n := range c {
+		if kept[n.ID] != (i >= len(c)-3) {
+			t.Errorf("c's notification %d of %d (%s) kept: %v; want the newest 3 kept", i+1, len(c), n.ID, kept[n.ID])
+		}
+	}
+	for i, n := range hook {
+		if kept[n.ID] != (i >= 1) {
+			t.Errorf("the webhook's notification %d (%s) kept: %v; want the oldest dropped", i+1, n.ID, kept[n.ID])
+		}
+	}
+	var audited int
+	for _, r := range b.s.Audit("", 100) {
+		if r.Action == OutcomePushDropped && r.Principal == OutboxPrincipal && strings.Contains(r.Reason, "push_outbox_per_receiver=3") {
+			audited++
+		}
+	}
+	if audited != 5 {
+		t.Errorf("audit = %+v, want the 5 drops by %s with their reason", b.s.Audit("", 100), OutboxPrincipal)
+	}
+	b.jsonRoundTrip()
+	b.replayed()
+}
+
+// Past push_outbox_max the oldest of the whole outbox go; past
+// push_dead_retention a dead letter goes; limit caps one look.
+func TestOutboxBoundTotalAndDeadRetention(t *testing.T) {
+	b := newBox(t)
+	for range 5 {
+		id := b.send("caller@a2a", "worker@local")
+		if _, err := b.setPush(id, PushConfig{URL: "http://127.0.0.1:9/hook"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.s.OutboxLen(); n != 5 {
+		t.Fatalf("outbox of %d, want 5", n)
+	}
+	oldest := b.s.Outbox()
+	if got := b.s.OutboxOverflow(OutboxBounds{Total: 3}, b.now, 1); len(got) != 1 || got[0].ID != oldest[0].ID {
+		t.Errorf("one look at most 1: %+v, want the oldest, %s", got, oldest[0].ID)
+	}
+	drops := b.s.OutboxOverflow(OutboxBounds{Total: 3}, b.now, 100)
+	if len(drops) != 2 || drops[0].ID != oldest[0].ID || drops[1].ID != oldest[1].ID ||
+		drops[0].Reason != "the outbox bound push_outbox_max=3 was passed: the oldest notifications are dropped" {
+		t.Fatalf("drops = %+v, want the two oldest with the bound named", drops)
+	}
+	b.dropAll(drops)
+
+	// A dead letter is kept for the retention from its death, not from
+	// its making.
+	n := b.s.Outbox()[0]
+	ev, err := b.s.DecidePushDeadLettered(n.ID, 8, "POST: 503", b.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diedAt := b.apply(ev).AtMs
+	keep := OutboxBounds{DeadRetention: time.Hour}
+	if got := b.s.OutboxOverflow(keep, diedAt+time.Hour.Milliseconds()-1, 100); len(got) != 0 {
+		t.Errorf("a dead letter younger than the retention dropped: %+v", got)
+	}
+	got := b.s.OutboxOverflow(keep, diedAt+time.Hour.Milliseconds(), 100)
+	if len(got) != 1 || got[0].ID != n.ID || got[0].Reason != "dead-lettered longer than push_dead_retention=1h0m0s allows" {
+		t.Errorf("drops = %+v, want the dead letter, the retention named", got)
+	}
+	if got := b.s.OutboxOverflow(OutboxBounds{}, diedAt+1000*time.Hour.Milliseconds(), 100); len(got) != 0 {
+		t.Errorf("no bounds, and still dropping %+v", got)
+	}
+	b.replayed()
 }
 
 // The notifier's look: the oldest pending notification of each line not

@@ -7,7 +7,10 @@
 // receiver sees a task's changes in order. Attempts, their errors and
 // the next try are memory only (Status), shown to the operator; a restart
 // or a new leader starts the count again and delivers what the outbox
-// holds: at least once, every duplicate with the same id.
+// holds: at least once, every duplicate with the same id. Once a second
+// the notifier holds the outbox to its bounds (Options.Bounds): what they
+// do not allow, the oldest first, is dropped with push_dropped events by
+// mailbox.OutboxPrincipal, audited and replayed like an operator's drop.
 package notify
 
 import (
@@ -62,8 +65,13 @@ type Options struct {
 	// Concurrency bounds the POSTs in flight at once (16).
 	Concurrency int
 	// LeaderPoll is how often the notifier checks whether the instance
-	// leads, and looks at the outbox when nothing woke it (1s).
+	// leads, and looks at the outbox when nothing woke it (1s); it holds
+	// the outbox to Bounds as often.
 	LeaderPoll time.Duration
+	// Bounds bound the outbox: past them the oldest notifications are
+	// dropped (push_dropped, by "mailroom", the reason naming the bound);
+	// nil is mailbox.DefaultOutboxBounds, a zero field no bound.
+	Bounds *mailbox.OutboxBounds
 }
 
 // Defaults of Options.
@@ -87,6 +95,10 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 16
+	}
+	if o.Bounds == nil {
+		b := mailbox.DefaultOutboxBounds()
+		o.Bounds = &b
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -124,7 +136,9 @@ func New(eng *engine.Engine, o Options) *Notifier {
 	o = o.withDefaults()
 	n := &Notifier{eng: eng, o: o, log: o.Logger, wake: make(chan struct{}, 1), sem: make(chan struct{}, o.Concurrency),
 		active: map[key]bool{}, attempts: map[string]mailbox.PushAttempt{}, stats: newStats()}
-	eng.SetPushStatus(func() (bool, map[string]mailbox.PushAttempt) { return n.Leading(), n.Status() })
+	eng.SetPushStatus(func() mailbox.PushStatus {
+		return mailbox.PushStatus{Delivering: n.Leading(), Attempts: n.Status(), Bounds: o.Bounds.View(), Dropped: n.stats.droppedCount()}
+	})
 	return n
 }
 
@@ -171,6 +185,7 @@ func (n *Notifier) Run(ctx context.Context) {
 	}
 	term.ctx, term.stop = context.WithCancel(ctx)
 	defer func() { term.stop() }()
+	var trimmed time.Time
 	for ctx.Err() == nil {
 		if !n.eng.Leading() {
 			if n.setLeading(false) {
@@ -184,6 +199,10 @@ func (n *Notifier) Run(ctx context.Context) {
 				term.ctx, term.stop = context.WithCancel(ctx)
 				n.log.Info("push notifier on: this instance leads")
 				n.follow(term.ctx, &wg)
+			}
+			if time.Since(trimmed) >= n.o.LeaderPoll {
+				n.trim(term.ctx)
+				trimmed = time.Now()
 			}
 			n.scan(term.ctx, &wg)
 			// At most one look at the outbox per scanEvery: a busy
@@ -263,6 +282,25 @@ func (n *Notifier) scan(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
+// trimBatch is how many drops one decision of the bounds makes.
+const trimBatch = 1000
+
+// trim holds the outbox to the bounds: the leader drops what they do not
+// allow (engine.TrimOutbox), a batch at a time.
+func (n *Notifier) trim(ctx context.Context) {
+	for ctx.Err() == nil {
+		dropped, err := n.eng.TrimOutbox(ctx, *n.o.Bounds, trimBatch)
+		n.stats.dropped(dropped)
+		if err != nil {
+			n.log.Warn("push outbox: dropping what its bounds do not allow failed; tried again later", "err", err)
+			return
+		}
+		if dropped < trimBatch {
+			return
+		}
+	}
+}
+
 // deliver posts one notification until its receiver acknowledges it or
 // its attempts run out, and records which (unless ctx ends first: then
 // it stays pending for whoever delivers next).
@@ -317,7 +355,8 @@ func (n *Notifier) forget(id string) {
 }
 
 // stillPending reports whether notification id is still to be delivered
-// (an operator may have dropped it, or its config been deleted).
+// (an operator may have dropped it, the bounds too, or its config been
+// deleted).
 func (n *Notifier) stillPending(ctx context.Context, id string) bool {
 	ok, err := n.eng.NotificationPending(ctx, id)
 	return ok || err != nil
@@ -463,6 +502,7 @@ type stats struct {
 	outcomes      map[string]float64
 	latency       *metrics.Histogram
 	pending, dead int
+	drops         float64
 }
 
 func newStats() *stats {
@@ -489,6 +529,20 @@ func (s *stats) deadLettered() {
 	s.mu.Unlock()
 }
 
+func (s *stats) dropped(n int) {
+	if n > 0 {
+		s.mu.Lock()
+		s.drops += float64(n)
+		s.mu.Unlock()
+	}
+}
+
+func (s *stats) droppedCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int(s.drops)
+}
+
 func (s *stats) gauges(pending, dead int) {
 	s.mu.Lock()
 	s.pending, s.dead = pending, dead
@@ -501,11 +555,12 @@ func (s *stats) write(w *metrics.Writer) {
 	for o, v := range s.outcomes {
 		samples = append(samples, metrics.Labeled{Labels: [][2]string{{"outcome", o}}, Value: v})
 	}
-	pending, dead := s.pending, s.dead
+	pending, dead, drops := s.pending, s.dead, s.drops
 	s.mu.Unlock()
 	sort.Slice(samples, func(i, j int) bool { return samples[i].Labels[0][1] < samples[j].Labels[0][1] })
 	w.LabeledCounter("mailroom_push_notifications_total", "Push notification attempts by outcome: delivered (the receiver answered 2xx), failed (retried), dead_lettered (retries ran out).", samples)
 	w.Histogram("mailroom_push_delivery_seconds", "Time from a change to its push notification acknowledged by the receiver.", s.latency)
 	w.Gauge("mailroom_push_pending", "Push notifications in the outbox waiting for delivery, as this instance's notifier last saw it.", float64(pending))
 	w.Gauge("mailroom_push_dead_letters", "Push notifications dead-lettered: their retries ran out; an operator retries or drops them.", float64(dead))
+	w.Counter("mailroom_push_dropped_total", "Push notifications this instance dropped because the outbox passed a bound (push_outbox_per_receiver, push_outbox_max, push_dead_retention).", drops)
 }
