@@ -3,6 +3,7 @@ package mailbox
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -517,10 +518,10 @@ func (s *State) applyPushConfigDeleted(ev Event) error {
 		push = nil
 	}
 	t.Push = push
-	for _, n := range s.outbox {
-		if n.TaskID == ev.TaskID && n.ConfigID == ev.ConfigID && n.Agent == "" {
-			s.removeNotification(n)
-		}
+	// The config's line is its notifications (a config's id is never "",
+	// the line of the sender's webhook).
+	for _, n := range slices.Clone(s.outboxQueues[outboxKey{ev.TaskID, ev.ConfigID}]) {
+		s.removeNotification(n)
 	}
 	return nil
 }

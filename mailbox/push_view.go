@@ -93,7 +93,20 @@ const (
 // notifications and the notifier's attempts (nil when it does not lead).
 func (s *State) PushListingOf(attempts map[string]PushAttempt, failedOnly bool) []NotificationStatus {
 	out := []NotificationStatus{}
-	for _, n := range s.Outbox() {
+	var ns []Notification
+	if failedOnly {
+		// The console asks for this every few seconds: copy and sort
+		// only the failing and dead, not a large outbox.
+		for id, n := range s.outbox {
+			if n.Dead || attempts[id].Attempts > 0 {
+				ns = append(ns, *n)
+			}
+		}
+		sortNotifications(ns)
+	} else {
+		ns = s.Outbox()
+	}
+	for _, n := range ns {
 		st := NotificationStatus{Notification: n, State: DeliveryPending}
 		if n.Agent != "" {
 			if r, ok := s.registry[n.Agent]; ok && r.Card.Webhook != nil {
