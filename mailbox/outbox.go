@@ -24,6 +24,49 @@ type outboxKey struct{ task, config string }
 
 func (n *Notification) key() outboxKey { return outboxKey{n.TaskID, n.ConfigID} }
 
+// receiver is who a notification goes to, as the bounds count: a task's
+// push config, or a sender's webhook whatever the task.
+type receiver struct{ task, config, agent string }
+
+func (n *Notification) receiver() receiver {
+	if n.Agent != "" {
+		return receiver{agent: n.Agent}
+	}
+	return receiver{task: n.TaskID, config: n.ConfigID}
+}
+
+// receiverCounts counts each receiver's notifications and keeps the
+// largest count, so a look at the bounds costs nothing while every
+// receiver is within them.
+type receiverCounts struct {
+	of   map[receiver]int
+	with map[int]int // how many receivers have each count
+	most int
+}
+
+// add changes r's count by d, 1 or -1.
+func (c *receiverCounts) add(r receiver, d int) {
+	old := c.of[r]
+	n := old + d
+	if old > 0 {
+		if c.with[old]--; c.with[old] == 0 {
+			delete(c.with, old)
+		}
+	}
+	if n > 0 {
+		c.of[r] = n
+		c.with[n]++
+	} else {
+		delete(c.of, r)
+	}
+	switch {
+	case n > c.most:
+		c.most = n
+	case old == c.most && c.with[old] == 0:
+		c.most = n // nobody has old any more; r has one less
+	}
+}
+
 // unqueue takes n out of its line.
 func (s *State) unqueue(n *Notification) {
 	k := n.key()
@@ -130,10 +173,13 @@ func (s *State) OutboxOverflow(b OutboxBounds, nowMs int64, limit int) []OutboxD
 		return nil
 	}
 	var out []OutboxDrop
-	gone := map[string]bool{}
+	var gone map[string]bool
 	drop := func(n *Notification, reason string) bool {
 		if gone[n.ID] {
 			return true
+		}
+		if gone == nil {
+			gone = map[string]bool{}
 		}
 		gone[n.ID] = true
 		out = append(out, OutboxDrop{ID: n.ID, Reason: reason})
@@ -141,7 +187,7 @@ func (s *State) OutboxOverflow(b OutboxBounds, nowMs int64, limit int) []OutboxD
 	}
 	if b.DeadRetention > 0 && s.outboxDead > 0 {
 		cutoff := nowMs - b.DeadRetention.Milliseconds()
-		var old []*Notification
+		var old []*Notification // a look at every notification: dead letters are rare
 		for _, n := range s.outbox {
 			if n.Dead && n.DeadAtMs <= cutoff {
 				old = append(old, n)
@@ -155,50 +201,45 @@ func (s *State) OutboxOverflow(b OutboxBounds, nowMs int64, limit int) []OutboxD
 			}
 		}
 	}
-	if b.PerReceiver > 0 && len(s.outbox)-len(gone) > b.PerReceiver {
-		// A task's config is one line; a sender's webhook is one
-		// receiver whatever the task, so its lines count together.
-		type receiver struct{ task, config, agent string }
-		of := func(k outboxKey, q []*Notification) receiver {
-			if k.config == "" {
-				return receiver{agent: q[0].Agent}
+	if b.PerReceiver > 0 && s.outboxCounts.most > b.PerReceiver {
+		var rs []receiver
+		for r, n := range s.outboxCounts.of {
+			if n > b.PerReceiver {
+				rs = append(rs, r)
 			}
-			return receiver{task: k.task, config: k.config}
-		}
-		count := map[receiver]int{}
-		for k, q := range s.outboxQueues {
-			count[of(k, q)] += len(q)
-		}
-		over := map[receiver][]*Notification{}
-		for k, q := range s.outboxQueues {
-			if r := of(k, q); count[r] > b.PerReceiver {
-				for _, n := range q {
-					if !gone[n.ID] {
-						over[r] = append(over[r], n)
-					}
-				}
-			}
-		}
-		rs := make([]receiver, 0, len(over))
-		for r := range over {
-			rs = append(rs, r)
 		}
 		sort.Slice(rs, func(i, j int) bool {
 			a, b := rs[i], rs[j]
 			return a.agent < b.agent || a.agent == b.agent && (a.task < b.task || a.task == b.task && a.config < b.config)
 		})
 		for _, r := range rs {
-			q := over[r]
-			if len(q) <= b.PerReceiver {
+			// A config is one line; a sender's webhook has a line per task.
+			var q []*Notification
+			if r.agent == "" {
+				q = s.outboxQueues[outboxKey{r.task, r.config}]
+			} else {
+				for k, line := range s.outboxQueues {
+					if k.config == "" && line[0].Agent == r.agent {
+						q = append(q, line...)
+					}
+				}
+			}
+			var left []*Notification
+			for _, n := range q {
+				if !gone[n.ID] {
+					left = append(left, n)
+				}
+			}
+			if len(left) <= b.PerReceiver {
 				continue
 			}
-			sort.Slice(q, func(i, j int) bool { return notificationBefore(q[i], q[j]) })
+			sort.Slice(left, func(i, j int) bool { return notificationBefore(left[i], left[j]) })
 			name := r.agent + "'s webhook"
 			if r.agent == "" {
 				name = "push config " + strconv.Quote(r.config) + " of task " + r.task
 			}
 			reason := fmt.Sprintf("the outbox bound push_outbox_per_receiver=%d was passed by %s: its oldest notifications are dropped", b.PerReceiver, name)
-			for _, n := range q[:len(q)-b.PerReceiver] {
+			for _, n := range left[:len(left)-b.PerReceiver] {
 				if !drop(n, reason) {
 					return out
 				}

@@ -72,7 +72,9 @@ func TestOutboxBoundPerReceiver(t *testing.T) {
 	if ofC != 4 || ofHook != 1 {
 		t.Errorf("drops = %+v, want 4 of c's and 1 of planner's webhook", drops)
 	}
+	countsHold(t, b.s)
 	b.dropAll(drops)
+	countsHold(t, b.s)
 	if again := b.s.OutboxOverflow(OutboxBounds{PerReceiver: 3}, b.now, 100); len(again) != 0 {
 		t.Errorf("within the bound, still dropping %+v", again)
 	}
@@ -185,10 +187,12 @@ func TestOutboxHeads(t *testing.T) {
 		if got, p, d := heads(nil); got != want || p != wantPending || d != wantDead {
 			t.Errorf("%s: heads %q, %d pending, %d dead; want %q, %d, %d", what, got, p, d, want, wantPending, wantDead)
 		}
+		countsHold(t, b.s)
 		r := NewState()
 		if err := r.Restore(b.s.Snapshot(b.now)); err != nil {
 			t.Fatal(err)
 		}
+		countsHold(t, r)
 		if got, p, d := r.OutboxHeads(nil); len(got) != len(strings.Fields(want)) || p != wantPending || d != wantDead {
 			t.Errorf("%s, restored: heads %+v, %d pending, %d dead", what, got, p, d)
 		}
@@ -216,9 +220,31 @@ func TestOutboxHeads(t *testing.T) {
 	b.replayed()
 }
 
+// countsHold checks the receivers' counts the bounds look at against the
+// outbox itself.
+func countsHold(t *testing.T, s *State) {
+	t.Helper()
+	want := map[receiver]int{}
+	most := 0
+	for _, n := range s.Outbox() {
+		r := n.receiver()
+		want[r]++
+		most = max(most, want[r])
+	}
+	if len(want) != len(s.outboxCounts.of) || most != s.outboxCounts.most {
+		t.Errorf("receiver counts %v (most %d), want %v (most %d)", s.outboxCounts.of, s.outboxCounts.most, want, most)
+	}
+	for r, n := range want {
+		if s.outboxCounts.of[r] != n {
+			t.Errorf("receiver %+v counted %d, holds %d", r, s.outboxCounts.of[r], n)
+		}
+	}
+}
+
 // replayed checks that replaying the box's log makes the same outbox.
 func (b *box) replayed() {
 	b.t.Helper()
+	countsHold(b.t, b.s)
 	r := NewState()
 	for _, ev := range b.log {
 		if err := r.Apply(ev); err != nil {

@@ -442,6 +442,7 @@ func (s *State) putNotification(n *Notification) {
 	s.outboxTasks[n.TaskID]++
 	k := n.key()
 	s.outboxQueues[k] = append(s.outboxQueues[k], n)
+	s.outboxCounts.add(n.receiver(), 1)
 	if n.Dead {
 		s.outboxDead++
 	}
@@ -454,6 +455,7 @@ func (s *State) removeNotification(n *Notification) {
 		delete(s.outboxTasks, n.TaskID)
 	}
 	s.unqueue(n)
+	s.outboxCounts.add(n.receiver(), -1)
 	if n.Dead {
 		s.outboxDead--
 	}

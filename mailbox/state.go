@@ -58,11 +58,13 @@ type State struct {
 	// outboxTasks counts the outbox's notifications per task, so a task
 	// forgotten without any costs no look at the outbox.
 	outboxTasks map[string]int
-	// outboxQueues and outboxDead index the outbox for the notifier
-	// (outbox.go): each task's config's notifications in the order they
-	// were made, and how many are dead.
+	// outboxQueues, outboxDead and outboxCounts index the outbox for the
+	// notifier and its bounds (outbox.go): each task's config's
+	// notifications in the order they were made, how many are dead, and
+	// how many each receiver has.
 	outboxQueues map[outboxKey][]*Notification
 	outboxDead   int
+	outboxCounts receiverCounts
 	// atMs is the time of the event being applied.
 	atMs int64
 }
@@ -98,6 +100,7 @@ func (s *State) reset() {
 	s.outboxTasks = make(map[string]int)
 	s.outboxQueues = make(map[outboxKey][]*Notification)
 	s.outboxDead = 0
+	s.outboxCounts = receiverCounts{of: make(map[receiver]int), with: make(map[int]int)}
 }
 
 func newTaskHeap(index func(*taskRec) *int) *indexedHeap[*taskRec] {
