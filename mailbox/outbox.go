@@ -67,26 +67,83 @@ func (c *receiverCounts) add(r receiver, d int) {
 	}
 }
 
-// unqueue takes n out of its line.
-func (s *State) unqueue(n *Notification) {
+// outboxIndex indexes the outbox: each line's notifications in the order
+// they were made (the notifier's heads), every notification in that order
+// (the oldest, for push_outbox_max), how many are dead, and each
+// receiver's count (push_outbox_per_receiver).
+type outboxIndex struct {
+	queues map[outboxKey][]*Notification
+	// order holds the notifications from head on; one taken out (its
+	// taken set) stays until the front passes it or a compaction.
+	order  []*Notification
+	head   int
+	taken  int // taken-out ones in order[head:]
+	dead   int
+	counts receiverCounts
+}
+
+func newOutboxIndex() outboxIndex {
+	return outboxIndex{queues: make(map[outboxKey][]*Notification), counts: receiverCounts{of: make(map[receiver]int), with: make(map[int]int)}}
+}
+
+// put indexes n, made after every notification indexed so far.
+func (x *outboxIndex) put(n *Notification) {
 	k := n.key()
-	q := s.outboxQueues[k]
+	x.queues[k] = append(x.queues[k], n)
+	x.order = append(x.order, n)
+	x.counts.add(n.receiver(), 1)
+	if n.Dead {
+		x.dead++
+	}
+}
+
+// remove takes n out of the index.
+func (x *outboxIndex) remove(n *Notification) {
+	k := n.key()
+	q := x.queues[k]
 	if i := slices.Index(q, n); i >= 0 {
 		q = slices.Delete(q, i, i+1)
 	}
 	if len(q) == 0 {
-		delete(s.outboxQueues, k)
+		delete(x.queues, k)
 	} else {
-		s.outboxQueues[k] = q
+		x.queues[k] = q
+	}
+	n.taken = true
+	x.taken++
+	for x.head < len(x.order) && x.order[x.head].taken {
+		x.order[x.head] = nil
+		x.head++
+		x.taken--
+	}
+	if live := len(x.order) - x.head; x.head > 64 && x.head > live || x.taken > 64 && x.taken > live/2 {
+		x.compact()
+	}
+	x.counts.add(n.receiver(), -1)
+	if n.Dead {
+		x.dead--
 	}
 }
 
-// sortQueues puts each line in the order its notifications were made (a
-// restored snapshot's outbox is in that order already).
-func (s *State) sortQueues() {
-	for _, q := range s.outboxQueues {
+// compact drops what was taken out from order.
+func (x *outboxIndex) compact() {
+	live := make([]*Notification, 0, len(x.order)-x.head-x.taken)
+	for _, n := range x.order[x.head:] {
+		if !n.taken {
+			live = append(live, n)
+		}
+	}
+	x.order, x.head, x.taken = live, 0, 0
+}
+
+// sort puts the lines and order in the order the notifications were made
+// (a restored snapshot's outbox is in that order already).
+func (x *outboxIndex) sort() {
+	for _, q := range x.queues {
 		sort.SliceStable(q, func(i, j int) bool { return notificationBefore(q[i], q[j]) })
 	}
+	o := x.order[x.head:]
+	sort.SliceStable(o, func(i, j int) bool { return notificationBefore(o[i], o[j]) })
 }
 
 // notificationBefore orders notifications as they were made: by seq,
@@ -104,7 +161,7 @@ func notificationBefore(a, b *Notification) bool {
 // outbox holds pending and dead. It looks at each line once, skipping its
 // dead letters, and copies only the heads.
 func (s *State) OutboxHeads(busy func(taskID, configID string) bool) (heads []Notification, pending, dead int) {
-	for k, q := range s.outboxQueues {
+	for k, q := range s.outboxIx.queues {
 		if busy != nil && busy(k.task, k.config) {
 			continue
 		}
@@ -116,7 +173,7 @@ func (s *State) OutboxHeads(busy func(taskID, configID string) bool) (heads []No
 		}
 	}
 	sortNotifications(heads)
-	return heads, len(s.outbox) - s.outboxDead, s.outboxDead
+	return heads, len(s.outbox) - s.outboxIx.dead, s.outboxIx.dead
 }
 
 // NotificationPending reports whether notification id is in the outbox
@@ -185,7 +242,7 @@ func (s *State) OutboxOverflow(b OutboxBounds, nowMs int64, limit int) []OutboxD
 		out = append(out, OutboxDrop{ID: n.ID, Reason: reason})
 		return len(out) < limit
 	}
-	if b.DeadRetention > 0 && s.outboxDead > 0 {
+	if b.DeadRetention > 0 && s.outboxIx.dead > 0 {
 		cutoff := nowMs - b.DeadRetention.Milliseconds()
 		var old []*Notification // a look at every notification: dead letters are rare
 		for _, n := range s.outbox {
@@ -201,9 +258,9 @@ func (s *State) OutboxOverflow(b OutboxBounds, nowMs int64, limit int) []OutboxD
 			}
 		}
 	}
-	if b.PerReceiver > 0 && s.outboxCounts.most > b.PerReceiver {
+	if b.PerReceiver > 0 && s.outboxIx.counts.most > b.PerReceiver {
 		var rs []receiver
-		for r, n := range s.outboxCounts.of {
+		for r, n := range s.outboxIx.counts.of {
 			if n > b.PerReceiver {
 				rs = append(rs, r)
 			}
@@ -216,9 +273,9 @@ func (s *State) OutboxOverflow(b OutboxBounds, nowMs int64, limit int) []OutboxD
 			// A config is one line; a sender's webhook has a line per task.
 			var q []*Notification
 			if r.agent == "" {
-				q = s.outboxQueues[outboxKey{r.task, r.config}]
+				q = s.outboxIx.queues[outboxKey{r.task, r.config}]
 			} else {
-				for k, line := range s.outboxQueues {
+				for k, line := range s.outboxIx.queues {
 					if k.config == "" && line[0].Agent == r.agent {
 						q = append(q, line...)
 					}
@@ -246,16 +303,16 @@ func (s *State) OutboxOverflow(b OutboxBounds, nowMs int64, limit int) []OutboxD
 			}
 		}
 	}
-	if b.Total > 0 && len(s.outbox)-len(gone) > b.Total {
-		all := make([]*Notification, 0, len(s.outbox))
-		for _, n := range s.outbox {
-			if !gone[n.ID] {
-				all = append(all, n)
-			}
-		}
-		sort.Slice(all, func(i, j int) bool { return notificationBefore(all[i], all[j]) })
+	if excess := len(s.outbox) - len(gone) - b.Total; b.Total > 0 && excess > 0 {
 		reason := fmt.Sprintf("the outbox bound push_outbox_max=%d was passed: the oldest notifications are dropped", b.Total)
-		for _, n := range all[:len(all)-b.Total] {
+		for _, n := range s.outboxIx.order[s.outboxIx.head:] {
+			if excess == 0 {
+				break
+			}
+			if n.taken || gone[n.ID] {
+				continue
+			}
+			excess--
 			if !drop(n, reason) {
 				return out
 			}

@@ -1,6 +1,9 @@
 package mailbox
 
 import (
+	"maps"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -220,10 +223,24 @@ func TestOutboxHeads(t *testing.T) {
 	b.replayed()
 }
 
-// countsHold checks the receivers' counts the bounds look at against the
+// countsHold checks the index the notifier and the bounds look at (each
+// receiver's count, every notification in the order made) against the
 // outbox itself.
 func countsHold(t *testing.T, s *State) {
 	t.Helper()
+	var order []string
+	for _, n := range s.outboxIx.order[s.outboxIx.head:] {
+		if !n.taken {
+			order = append(order, n.ID)
+		}
+	}
+	var made []string
+	for _, n := range s.Outbox() {
+		made = append(made, n.ID)
+	}
+	if strings.Join(order, " ") != strings.Join(made, " ") {
+		t.Errorf("the index's order %v, the outbox's %v", order, made)
+	}
 	want := map[receiver]int{}
 	most := 0
 	for _, n := range s.Outbox() {
@@ -231,12 +248,12 @@ func countsHold(t *testing.T, s *State) {
 		want[r]++
 		most = max(most, want[r])
 	}
-	if len(want) != len(s.outboxCounts.of) || most != s.outboxCounts.most {
-		t.Errorf("receiver counts %v (most %d), want %v (most %d)", s.outboxCounts.of, s.outboxCounts.most, want, most)
+	if len(want) != len(s.outboxIx.counts.of) || most != s.outboxIx.counts.most {
+		t.Errorf("receiver counts %v (most %d), want %v (most %d)", s.outboxIx.counts.of, s.outboxIx.counts.most, want, most)
 	}
 	for r, n := range want {
-		if s.outboxCounts.of[r] != n {
-			t.Errorf("receiver %+v counted %d, holds %d", r, s.outboxCounts.of[r], n)
+		if s.outboxIx.counts.of[r] != n {
+			t.Errorf("receiver %+v counted %d, holds %d", r, s.outboxIx.counts.of[r], n)
 		}
 	}
 }
@@ -259,4 +276,95 @@ func (b *box) replayed() {
 	if len(hs) != len(ws) || p != wp || d != wd {
 		b.t.Errorf("replay's heads %+v %d %d, want %+v %d %d", hs, p, d, ws, wp, wd)
 	}
+}
+
+// Through a long run of every outbox event, at random, the index agrees
+// with the outbox: the heads are the oldest pending of each line, the
+// order and counts hold, and so does every bound's choice.
+func TestOutboxIndexThroughEveryEvent(t *testing.T) {
+	b := newBox(t)
+	rnd := rand.New(rand.NewPCG(25, 2026))
+	b.registerCard("planner@local", AgentCard{Name: "Planner", Webhook: &Webhook{URL: "http://127.0.0.1:9/results"}})
+	var tasks []string
+	for step := range 3000 {
+		ns := b.s.Outbox()
+		pick := func() Notification { return ns[rnd.IntN(len(ns))] }
+		switch op := rnd.IntN(10); {
+		case op < 2 || len(tasks) == 0:
+			id := b.send([]string{"caller@a2a", "planner@local"}[rnd.IntN(2)], "worker@local")
+			tasks = append(tasks, id)
+			if _, err := b.setPush(id, PushConfig{ID: "c" + strconv.Itoa(rnd.IntN(2)), URL: "http://127.0.0.1:9/hook"}); err != nil {
+				t.Fatal(err)
+			}
+		case op < 4:
+			if id, l := b.lease("worker@local"); id != "" {
+				if rnd.IntN(2) == 0 {
+					_ = b.post(id, l.LeaseID)
+				} else if _, err := b.repair(id, l.LeaseID, ActionRequeue); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case op < 5 && len(ns) > 0:
+			if ev, err := b.s.DecidePushDelivered(pick().ID, 1, b.now); err == nil {
+				b.apply(ev)
+			}
+		case op < 6 && len(ns) > 0:
+			if ev, err := b.s.DecidePushDeadLettered(pick().ID, 8, "503", b.now); err == nil {
+				b.apply(ev)
+			}
+		case op < 7 && len(ns) > 0:
+			if ev, err := b.s.DecidePushRetry(pick().ID, "oncall", "", b.now); err == nil {
+				b.apply(ev)
+			}
+		case op < 8 && len(ns) > 0:
+			n := pick()
+			if n.ConfigID != "" {
+				if ev, err := b.s.DecidePushConfigDelete(n.TaskID, n.ConfigID, "caller@a2a", b.now); err == nil {
+					b.apply(ev)
+				}
+			}
+		default:
+			bounds := OutboxBounds{PerReceiver: 1 + rnd.IntN(6), Total: 5 + rnd.IntN(40), DeadRetention: time.Duration(rnd.IntN(200)) * time.Millisecond}
+			b.dropAll(b.s.OutboxOverflow(bounds, b.now, 1+rnd.IntN(20)))
+		}
+		countsHold(t, b.s)
+		// The heads are the oldest pending of each line.
+		want := map[outboxKey]string{}
+		for _, n := range b.s.Outbox() {
+			if _, ok := want[n.key()]; !ok && !n.Dead {
+				want[n.key()] = n.ID
+			}
+		}
+		heads, _, dead := b.s.OutboxHeads(nil)
+		got := map[outboxKey]string{}
+		for _, h := range heads {
+			got[h.key()] = h.ID
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("step %d: heads %v, want %v", step, got, want)
+		}
+		var deadWant int
+		for _, n := range b.s.Outbox() {
+			if n.Dead {
+				deadWant++
+			}
+		}
+		if dead != deadWant {
+			t.Fatalf("step %d: %d dead counted, %d in the outbox", step, dead, deadWant)
+		}
+		if t.Failed() {
+			t.Fatalf("step %d", step)
+		}
+	}
+	seen := map[string]int{}
+	for _, ev := range b.log {
+		seen[ev.Type]++
+	}
+	for _, typ := range []string{EventPushDelivered, EventPushDeadLettered, EventPushRetried, EventPushDropped, EventPushConfigDeleted} {
+		if seen[typ] < 20 {
+			t.Errorf("the run made %d %s events; want it to exercise each (%v)", seen[typ], typ, seen)
+		}
+	}
+	t.Logf("events %v; outbox %d, index order %d from %d", seen, b.s.OutboxLen(), len(b.s.outboxIx.order), b.s.outboxIx.head)
+	b.replayed()
 }

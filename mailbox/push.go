@@ -107,6 +107,9 @@ type Notification struct {
 	DeadAtMs  int64  `json:"dead_at_ms,omitempty"`
 	Attempts  int    `json:"attempts,omitempty"`
 	LastError string `json:"last_error,omitempty"`
+
+	// taken marks one taken out of the outbox, for its index (outbox.go).
+	taken bool
 }
 
 // notificationID is the stable id of the n-th (from 1) notification an
@@ -440,12 +443,7 @@ func (s *State) addNotification(ev Event, taskID string, n int, configID, agent 
 func (s *State) putNotification(n *Notification) {
 	s.outbox[n.ID] = n
 	s.outboxTasks[n.TaskID]++
-	k := n.key()
-	s.outboxQueues[k] = append(s.outboxQueues[k], n)
-	s.outboxCounts.add(n.receiver(), 1)
-	if n.Dead {
-		s.outboxDead++
-	}
+	s.outboxIx.put(n)
 }
 
 // removeNotification takes n out of the outbox.
@@ -454,17 +452,13 @@ func (s *State) removeNotification(n *Notification) {
 	if s.outboxTasks[n.TaskID]--; s.outboxTasks[n.TaskID] <= 0 {
 		delete(s.outboxTasks, n.TaskID)
 	}
-	s.unqueue(n)
-	s.outboxCounts.add(n.receiver(), -1)
-	if n.Dead {
-		s.outboxDead--
-	}
+	s.outboxIx.remove(n)
 }
 
 // markDead marks n dead (attempts, lastError) at atMs.
 func (s *State) markDead(n *Notification, atMs int64, attempts int, lastError string) {
 	if !n.Dead {
-		s.outboxDead++
+		s.outboxIx.dead++
 	}
 	n.Dead, n.DeadAtMs, n.Attempts, n.LastError = true, atMs, attempts, lastError
 }
@@ -522,7 +516,7 @@ func (s *State) applyPushConfigDeleted(ev Event) error {
 	t.Push = push
 	// The config's line is its notifications (a config's id is never "",
 	// the line of the sender's webhook).
-	for _, n := range slices.Clone(s.outboxQueues[outboxKey{ev.TaskID, ev.ConfigID}]) {
+	for _, n := range slices.Clone(s.outboxIx.queues[outboxKey{ev.TaskID, ev.ConfigID}]) {
 		s.removeNotification(n)
 	}
 	return nil
@@ -549,7 +543,7 @@ func (s *State) applyPush(ev Event) error {
 			return fmt.Errorf("notification %s is not dead-lettered", n.ID)
 		}
 		n.Dead, n.DeadAtMs, n.Attempts, n.LastError = false, 0, 0, ""
-		s.outboxDead--
+		s.outboxIx.dead--
 		s.recordPushAudit(ev, n)
 	case EventPushDropped:
 		s.removeNotification(n)
@@ -610,6 +604,6 @@ func (s *State) restoreOutbox(seq uint64, ns []Notification) error {
 		n := n
 		s.putNotification(&n)
 	}
-	s.sortQueues()
+	s.outboxIx.sort()
 	return nil
 }

@@ -58,13 +58,9 @@ type State struct {
 	// outboxTasks counts the outbox's notifications per task, so a task
 	// forgotten without any costs no look at the outbox.
 	outboxTasks map[string]int
-	// outboxQueues, outboxDead and outboxCounts index the outbox for the
-	// notifier and its bounds (outbox.go): each task's config's
-	// notifications in the order they were made, how many are dead, and
-	// how many each receiver has.
-	outboxQueues map[outboxKey][]*Notification
-	outboxDead   int
-	outboxCounts receiverCounts
+	// outboxIx indexes the outbox for the notifier and its bounds
+	// (outbox.go).
+	outboxIx outboxIndex
 	// atMs is the time of the event being applied.
 	atMs int64
 }
@@ -98,9 +94,7 @@ func (s *State) reset() {
 	s.acted = make(map[string]int64)
 	s.outbox = make(map[string]*Notification)
 	s.outboxTasks = make(map[string]int)
-	s.outboxQueues = make(map[outboxKey][]*Notification)
-	s.outboxDead = 0
-	s.outboxCounts = receiverCounts{of: make(map[receiver]int), with: make(map[int]int)}
+	s.outboxIx = newOutboxIndex()
 }
 
 func newTaskHeap(index func(*taskRec) *int) *indexedHeap[*taskRec] {
