@@ -278,9 +278,11 @@ func (n *Notifier) setLeading(on bool) bool {
 	changed := n.leading != on
 	n.leading = on
 	if changed {
-		// A new term (or none): the retries waiting are the old term's.
+		// A new term (or none): the retries waiting, and what is known
+		// of their attempts, are the old term's.
 		n.term++
 		clear(n.waiting)
+		clear(n.attempts)
 		n.due = nil
 	}
 	return changed
