@@ -92,6 +92,15 @@ type Config struct {
 	// tries (it doubles from one second).
 	PushMaxAttempts int           `yaml:"push_max_attempts"`
 	PushRetryMax    time.Duration `yaml:"push_retry_max"`
+	// PushOutboxPerReceiver, PushOutboxMax and PushDeadRetention bound
+	// the outbox (mailbox.OutboxBounds): the most notifications one
+	// receiver (a task's push config, a sender's webhook) may have in
+	// it, the most it may hold, and how long a dead letter is kept. Past
+	// them the leader drops the oldest (push_dropped, audited). 0: no
+	// bound.
+	PushOutboxPerReceiver int           `yaml:"push_outbox_per_receiver"`
+	PushOutboxMax         int           `yaml:"push_outbox_max"`
+	PushDeadRetention     time.Duration `yaml:"push_dead_retention"`
 	// Store is where the mailbox lives: "log" (files in DataDir, the
 	// default) or "postgres" (a schema shared by every instance that
 	// names it).
@@ -176,6 +185,9 @@ func DefaultFor(getenv func(string) string) Config {
 		PushAllowHosts:        webhook.DefaultAllow,
 		PushMaxAttempts:       notify.DefaultMaxAttempts,
 		PushRetryMax:          notify.DefaultRetryMax,
+		PushOutboxPerReceiver: mailbox.DefaultOutboxPerReceiver,
+		PushOutboxMax:         mailbox.DefaultOutboxTotal,
+		PushDeadRetention:     mailbox.DefaultDeadRetention,
 
 		Store:                    StoreLog,
 		PostgresSchema:           pgstore.DefaultSchema,

@@ -196,7 +196,8 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		hooks.Self(cfg.AdvertiseURL)
 	}
 	dispatcher := outbound.New(eng, outboundOptions(cfg, logger, o.outbound))
-	nopts := notify.Options{Logger: logger, Policy: hooks, MaxAttempts: cfg.PushMaxAttempts, RetryMax: cfg.PushRetryMax}
+	nopts := notify.Options{Logger: logger, Policy: hooks, MaxAttempts: cfg.PushMaxAttempts, RetryMax: cfg.PushRetryMax,
+		Bounds: &mailbox.OutboxBounds{PerReceiver: cfg.PushOutboxPerReceiver, Total: cfg.PushOutboxMax, DeadRetention: cfg.PushDeadRetention}}
 	if o.notify != nil {
 		o.notify(&nopts)
 	}

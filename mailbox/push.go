@@ -3,6 +3,7 @@ package mailbox
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,6 +107,9 @@ type Notification struct {
 	DeadAtMs  int64  `json:"dead_at_ms,omitempty"`
 	Attempts  int    `json:"attempts,omitempty"`
 	LastError string `json:"last_error,omitempty"`
+
+	// taken marks one taken out of the outbox, for its index (outbox.go).
+	taken bool
 }
 
 // notificationID is the stable id of the n-th (from 1) notification an
@@ -130,7 +134,7 @@ func NormalizePushConfig(field, taskID string, c PushConfig) (PushConfig, error)
 	if _, err := ParsePushURL(field+".url", c.URL); err != nil {
 		return c, err
 	}
-	if err := headerValue(field+".token", c.Token, MaxPushTokenBytes, "the token the receiver checks"); err != nil {
+	if err := secretValue(field+".token", c.Token, MaxPushTokenBytes, "the token the receiver checks"); err != nil {
 		return c, err
 	}
 	if a := c.Authentication; a != nil {
@@ -143,7 +147,7 @@ func NormalizePushConfig(field, taskID string, c PushConfig) (PushConfig, error)
 				return c, Invalidf(f, "%s: got %s, expected an HTTP authentication scheme such as \"Bearer\" (at most %d bytes, no spaces)", f, quote(s), MaxPushSchemeBytes)
 			}
 		}
-		if err := headerValue(field+".authentication.credentials", a.Credentials, MaxPushCredentialsLen, "the credentials the daemon presents"); err != nil {
+		if err := secretValue(field+".authentication.credentials", a.Credentials, MaxPushCredentialsLen, "the credentials the daemon presents"); err != nil {
 			return c, err
 		}
 		c.Authentication = &PushAuth{Schemes: append([]string(nil), a.Schemes...), Credentials: a.Credentials}
@@ -177,6 +181,17 @@ func ParsePushURL(field, u string) (*url.URL, error) {
 		return nil, Invalidf(field, "%s: got a #fragment, expected a URL without one", field)
 	}
 	return p, nil
+}
+
+// secretValue checks a secret sent in an HTTP header: printable ASCII,
+// and not RedactedSecret, which is how the daemon shows a secret it
+// keeps (a config read back and set again would otherwise replace its
+// secret with the placeholder).
+func secretValue(field, v string, maxBytes int, what string) error {
+	if v == RedactedSecret {
+		return Invalidf(field, "%s: got %q, which is how the daemon shows a secret it keeps without its value; expected %s itself (set it again, or leave the config as it is)", field, v, what)
+	}
+	return headerValue(field, v, maxBytes, what)
 }
 
 // headerValue checks text sent in an HTTP header: printable ASCII.
@@ -420,8 +435,15 @@ func (s *State) queueNotifications(ev Event) {
 
 func (s *State) addNotification(ev Event, taskID string, n int, configID, agent string) {
 	id := notificationID(ev.Seq, n)
-	s.outbox[id] = &Notification{ID: id, TaskID: taskID, ConfigID: configID, Agent: agent, Seq: ev.Seq, Event: ev.Type, CreatedAtMs: ev.AtMs}
-	s.outboxTasks[taskID]++
+	s.putNotification(&Notification{ID: id, TaskID: taskID, ConfigID: configID, Agent: agent, Seq: ev.Seq, Event: ev.Type, CreatedAtMs: ev.AtMs})
+}
+
+// putNotification puts n in the outbox and its indexes: made after every
+// notification of its task's config (the events come in seq order).
+func (s *State) putNotification(n *Notification) {
+	s.outbox[n.ID] = n
+	s.outboxTasks[n.TaskID]++
+	s.outboxIx.put(n)
 }
 
 // removeNotification takes n out of the outbox.
@@ -430,6 +452,15 @@ func (s *State) removeNotification(n *Notification) {
 	if s.outboxTasks[n.TaskID]--; s.outboxTasks[n.TaskID] <= 0 {
 		delete(s.outboxTasks, n.TaskID)
 	}
+	s.outboxIx.remove(n)
+}
+
+// markDead marks n dead (attempts, lastError) at atMs.
+func (s *State) markDead(n *Notification, atMs int64, attempts int, lastError string) {
+	if !n.Dead {
+		s.outboxIx.dead++
+	}
+	n.Dead, n.DeadAtMs, n.Attempts, n.LastError = true, atMs, attempts, lastError
 }
 
 // dropAgentNotifications removes the notifications for agent's webhook:
@@ -483,10 +514,10 @@ func (s *State) applyPushConfigDeleted(ev Event) error {
 		push = nil
 	}
 	t.Push = push
-	for _, n := range s.outbox {
-		if n.TaskID == ev.TaskID && n.ConfigID == ev.ConfigID && n.Agent == "" {
-			s.removeNotification(n)
-		}
+	// The config's line is its notifications (a config's id is never "",
+	// the line of the sender's webhook).
+	for _, n := range slices.Clone(s.outboxIx.queues[outboxKey{ev.TaskID, ev.ConfigID}]) {
+		s.removeNotification(n)
 	}
 	return nil
 }
@@ -506,12 +537,13 @@ func (s *State) applyPush(ev Event) error {
 		if n.Dead {
 			return fmt.Errorf("notification %s is dead-lettered already", n.ID)
 		}
-		n.Dead, n.DeadAtMs, n.Attempts, n.LastError = true, ev.AtMs, ev.Attempts, ev.Reason
+		s.markDead(n, ev.AtMs, ev.Attempts, ev.Reason)
 	case EventPushRetried:
 		if !n.Dead {
 			return fmt.Errorf("notification %s is not dead-lettered", n.ID)
 		}
 		n.Dead, n.DeadAtMs, n.Attempts, n.LastError = false, 0, 0, ""
+		s.outboxIx.dead--
 		s.recordPushAudit(ev, n)
 	case EventPushDropped:
 		s.removeNotification(n)
@@ -529,7 +561,7 @@ func (s *State) forgetNotifications(t *taskRec) {
 	}
 	for _, n := range s.outbox {
 		if n.TaskID == t.Task.ID && !n.Dead {
-			n.Dead, n.DeadAtMs, n.LastError = true, s.atMs, "the task was forgotten (retain_done) before this notification was delivered"
+			s.markDead(n, s.atMs, n.Attempts, "the task was forgotten (retain_done) before this notification was delivered")
 		}
 	}
 }
@@ -570,8 +602,8 @@ func (s *State) restoreOutbox(seq uint64, ns []Notification) error {
 			}
 		}
 		n := n
-		s.outbox[n.ID] = &n
-		s.outboxTasks[n.TaskID]++
+		s.putNotification(&n)
 	}
+	s.outboxIx.sort()
 	return nil
 }

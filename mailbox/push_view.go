@@ -34,6 +34,34 @@ type PushListing struct {
 	// an instance that does not lead: attempts are known where it does).
 	Delivering    bool                 `json:"delivering"`
 	Notifications []NotificationStatus `json:"notifications"`
+	// Bounds are the bounds this instance's notifier holds the outbox to
+	// (absent where it does not deliver); Dropped counts what it dropped
+	// by them since it began delivering, each a push_dropped event in the
+	// log and the audit (principal mailroom).
+	Bounds  *PushBounds `json:"bounds,omitempty"`
+	Dropped int         `json:"dropped,omitempty"`
+}
+
+// PushBounds is OutboxBounds as GET /a2a/push shows them (0: no bound).
+type PushBounds struct {
+	PerReceiver     int   `json:"per_receiver"`
+	Max             int   `json:"max"`
+	DeadRetentionMs int64 `json:"dead_retention_ms"`
+}
+
+// PushStatus is what the notifier tells the operator's view of its
+// deliveries: whether it delivers (this instance leads), its attempts by
+// notification id, its bounds and what it dropped by them.
+type PushStatus struct {
+	Delivering bool
+	Attempts   map[string]PushAttempt
+	Bounds     *PushBounds
+	Dropped    int
+}
+
+// View is b as GET /a2a/push shows it.
+func (b OutboxBounds) View() *PushBounds {
+	return &PushBounds{PerReceiver: b.PerReceiver, Max: b.Total, DeadRetentionMs: b.DeadRetention.Milliseconds()}
 }
 
 // PushRetried is POST /a2a/push/{id}/retry's answer; PushDropped is
@@ -65,7 +93,20 @@ const (
 // notifications and the notifier's attempts (nil when it does not lead).
 func (s *State) PushListingOf(attempts map[string]PushAttempt, failedOnly bool) []NotificationStatus {
 	out := []NotificationStatus{}
-	for _, n := range s.Outbox() {
+	var ns []Notification
+	if failedOnly {
+		// The console asks for this every few seconds: copy and sort
+		// only the failing and dead, not a large outbox.
+		for id, n := range s.outbox {
+			if n.Dead || attempts[id].Attempts > 0 {
+				ns = append(ns, *n)
+			}
+		}
+		sortNotifications(ns)
+	} else {
+		ns = s.Outbox()
+	}
+	for _, n := range ns {
 		st := NotificationStatus{Notification: n, State: DeliveryPending}
 		if n.Agent != "" {
 			if r, ok := s.registry[n.Agent]; ok && r.Card.Webhook != nil {

@@ -63,6 +63,9 @@ type State struct {
 	// outboxTasks counts the outbox's notifications per task, so a task
 	// forgotten without any costs no look at the outbox.
 	outboxTasks map[string]int
+	// outboxIx indexes the outbox for the notifier and its bounds
+	// (outbox.go).
+	outboxIx outboxIndex
 	// atMs is the time of the event being applied.
 	atMs int64
 }
@@ -97,6 +100,7 @@ func (s *State) reset() {
 	s.acted = make(map[string]int64)
 	s.outbox = make(map[string]*Notification)
 	s.outboxTasks = make(map[string]int)
+	s.outboxIx = newOutboxIndex()
 }
 
 func newTaskHeap(index func(*taskRec) *int) *indexedHeap[*taskRec] {

@@ -55,7 +55,10 @@ func printPush(w io.Writer, out mailbox.PushListing, failed bool, now time.Time)
 		if failed {
 			fmt.Fprintln(w, "no push notification is failing or dead-lettered")
 		} else {
-			fmt.Fprintln(w, "the outbox is empty: every push notification was delivered")
+			fmt.Fprintln(w, "the outbox is empty: every push notification was delivered or dropped")
+		}
+		if out.Dropped > 0 {
+			printPushBounds(w, out)
 		}
 		return
 	}
@@ -73,6 +76,32 @@ func printPush(w io.Writer, out mailbox.PushListing, failed bool, now time.Time)
 	if !out.Delivering {
 		fmt.Fprintln(w, "this instance does not deliver (another one leads the mailbox): its attempts are shown there")
 	}
+	printPushBounds(w, out)
+}
+
+// printPushBounds says what the outbox is bounded by and what the bounds
+// dropped, so an outbox that stopped growing is explained.
+func printPushBounds(w io.Writer, out mailbox.PushListing) {
+	b := out.Bounds
+	if b == nil {
+		return
+	}
+	bound := func(v int) string {
+		if v == 0 {
+			return "no bound"
+		}
+		return fmt.Sprint(v)
+	}
+	keep := "until an operator acts"
+	if b.DeadRetentionMs > 0 {
+		keep = (time.Duration(b.DeadRetentionMs) * time.Millisecond).String()
+	}
+	fmt.Fprintf(w, "bounds: %s per receiver (push_outbox_per_receiver), %s in all (push_outbox_max), dead letters kept %s (push_dead_retention)",
+		bound(b.PerReceiver), bound(b.Max), keep)
+	if out.Dropped > 0 {
+		fmt.Fprintf(w, "; %d dropped by them, oldest first, since this instance began delivering (mailroom audit lists each)", out.Dropped)
+	}
+	fmt.Fprintln(w)
 }
 
 const pushRetrySummary = "put a dead-lettered push notification back in line (audited)"

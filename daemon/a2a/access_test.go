@@ -167,9 +167,12 @@ func TestPushConfigsAreTheSenders(t *testing.T) {
 	if after := it.seq(); after != before {
 		t.Errorf("bob's refused calls changed the mailbox: seq %d -> %d", before, after)
 	}
+	// The owner and an admin see the config, its token redacted: the
+	// secret leaves the daemon only in the POST to the receiver.
 	for _, tok := range []string{"tok-alice", "tok-admin"} {
-		if _, rep := rpc(t, base, tok, list); rep.Error != nil || !strings.Contains(string(rep.Result), "alice-secret") {
-			t.Errorf("%s lists the configs: %+v, want alice's", tok, rep)
+		if _, rep := rpc(t, base, tok, list); rep.Error != nil || !strings.Contains(string(rep.Result), `"url":"http://127.0.0.1:9/alice"`) ||
+			!strings.Contains(string(rep.Result), `"token":"***"`) || strings.Contains(string(rep.Result), "alice-secret") {
+			t.Errorf("%s lists the configs: %s %+v, want alice's, its token shown as ***", tok, rep.Result, rep.Error)
 		}
 	}
 }

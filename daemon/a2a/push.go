@@ -125,8 +125,12 @@ func pushFieldError(err error, v, field string) error {
 	return re
 }
 
-// encodePushConfig is a config of task taskID as generation v answers it.
+// encodePushConfig is a config of task taskID as generation v answers it,
+// its token and credentials redacted (mailbox.RedactedSecret), even to the
+// task's owner: the A2A SDKs' clients read them as opaque strings, and the
+// spec's own discussion (a2aproject/A2A#1681) has reads redact them.
 func encodePushConfig(v, taskID string, c mailbox.PushConfig) obj {
+	c = c.Redacted()
 	if v == v03 {
 		pc := obj{"id": c.ID, "url": c.URL}
 		if c.Token != "" {

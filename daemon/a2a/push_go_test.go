@@ -32,19 +32,29 @@ func TestA2AGoClientPushConfigs(t *testing.T) {
 	}
 	list, err := c.ListTaskPushConfig(it.ctx, &a2apkg.ListTaskPushConfigParams{TaskID: task.ID})
 	if err != nil || len(list) != 1 || list[0].TaskID != task.ID || list[0].Config.URL != "http://127.0.0.1:9/hooks/a2a" ||
-		list[0].Config.Token != "tok-send" || list[0].Config.ID != string(task.ID) {
-		t.Fatalf("configs after the send = %+v, %v; want the send's config, its id the task's", list, err)
+		list[0].Config.Token != mailbox.RedactedSecret || list[0].Config.ID != string(task.ID) {
+		t.Fatalf("configs after the send = %+v, %v; want the send's config, its id the task's, its token redacted", list, err)
 	}
 
 	second := a2apkg.PushConfig{ID: "audit", URL: "http://127.0.0.1:9/audit",
 		Auth: &a2apkg.PushAuthInfo{Schemes: []string{"Bearer"}, Credentials: "s3cret"}}
 	set, err := c.SetTaskPushConfig(it.ctx, &a2apkg.TaskPushConfig{TaskID: task.ID, Config: second})
-	if err != nil || set.Config.ID != "audit" || set.Config.Auth == nil || set.Config.Auth.Credentials != "s3cret" {
-		t.Fatalf("SetTaskPushConfig = %+v, %v", set, err)
+	if err != nil || set.Config.ID != "audit" || set.Config.Auth == nil || set.Config.Auth.Credentials != mailbox.RedactedSecret {
+		t.Fatalf("SetTaskPushConfig = %+v, %v; want the config, its credentials redacted", set, err)
 	}
 	got, err := c.GetTaskPushConfig(it.ctx, &a2apkg.GetTaskPushConfigParams{TaskID: task.ID, ConfigID: "audit"})
-	if err != nil || got.Config.URL != second.URL || got.Config.Auth == nil || got.Config.Auth.Schemes[0] != "Bearer" {
-		t.Fatalf("GetTaskPushConfig = %+v, %v; want the audit config", got, err)
+	if err != nil || got.Config.URL != second.URL || got.Config.Auth == nil || got.Config.Auth.Schemes[0] != "Bearer" ||
+		got.Config.Auth.Credentials != mailbox.RedactedSecret {
+		t.Fatalf("GetTaskPushConfig = %+v, %v; want the audit config, its credentials redacted", got, err)
+	}
+	// A config read back and set again is refused (invalid params) rather
+	// than its credentials replaced by the placeholder.
+	before := it.seq()
+	if _, err := c.SetTaskPushConfig(it.ctx, &a2apkg.TaskPushConfig{TaskID: task.ID, Config: got.Config}); err == nil {
+		t.Errorf("setting a config read back was accepted; want a refusal")
+	}
+	if after := it.seq(); after != before {
+		t.Errorf("the refused set changed the mailbox: seq %d -> %d", before, after)
 	}
 	if list, err = c.ListTaskPushConfig(it.ctx, &a2apkg.ListTaskPushConfigParams{TaskID: task.ID}); err != nil || len(list) != 2 {
 		t.Fatalf("configs = %+v, %v; want two", list, err)

@@ -170,7 +170,7 @@ type Engine struct {
 	remoteStatus atomic.Pointer[func(agent string) *mailbox.RemoteStatus]
 	// pushStatus, when set, says what the notifier knows of its
 	// deliveries (SetPushStatus).
-	pushStatus atomic.Pointer[func() (bool, map[string]mailbox.PushAttempt)]
+	pushStatus atomic.Pointer[func() mailbox.PushStatus]
 }
 
 var _ mailbox.Service = (*Engine)(nil)

@@ -154,8 +154,9 @@ func (e *Engine) DeletePushConfig(ctx context.Context, taskID, configID string) 
 
 // SetPushStatus has the operator's view of the outbox ask status for what
 // the notifier knows of its deliveries: whether it delivers (this
-// instance leads), and its attempts by notification id.
-func (e *Engine) SetPushStatus(status func() (bool, map[string]mailbox.PushAttempt)) {
+// instance leads), its attempts by notification id, its bounds and what
+// it dropped by them.
+func (e *Engine) SetPushStatus(status func() mailbox.PushStatus) {
 	e.pushStatus.Store(&status)
 }
 
@@ -166,7 +167,11 @@ func (e *Engine) Deliveries(ctx context.Context, failedOnly bool) (mailbox.PushL
 	out := mailbox.PushListing{Kind: mailbox.KindPushList}
 	var attempts map[string]mailbox.PushAttempt
 	if f := e.pushStatus.Load(); f != nil {
-		out.Delivering, attempts = (*f)()
+		st := (*f)()
+		out.Delivering, attempts = st.Delivering, st.Attempts
+		if st.Delivering {
+			out.Bounds, out.Dropped = st.Bounds, st.Dropped
+		}
 	}
 	err := e.read(func() {
 		e.durableMu.RLock()
@@ -186,6 +191,67 @@ func (e *Engine) Outbox(ctx context.Context) ([]mailbox.Notification, error) {
 		e.durableMu.RUnlock()
 	})
 	return out, err
+}
+
+// OutboxHeads returns the oldest pending notification of each line (a
+// task's push config, or its sender's webhook) that busy does not report
+// busy, in the order they were made, and how many notifications are
+// pending and dead: what the notifier's look needs, without a copy of the
+// outbox (mailbox.State.OutboxHeads). busy is called under the durable
+// state's read lock.
+func (e *Engine) OutboxHeads(ctx context.Context, busy func(taskID, configID string) bool) (heads []mailbox.Notification, pending, dead int, err error) {
+	err = e.read(func() {
+		e.durableMu.RLock()
+		heads, pending, dead = e.durable.OutboxHeads(busy)
+		e.durableMu.RUnlock()
+	})
+	return heads, pending, dead, err
+}
+
+// NotificationPending reports whether notification id is still to be
+// delivered (not delivered, dropped or dead).
+func (e *Engine) NotificationPending(ctx context.Context, id string) (bool, error) {
+	var ok bool
+	err := e.read(func() {
+		e.durableMu.RLock()
+		ok = e.durable.NotificationPending(id)
+		e.durableMu.RUnlock()
+	})
+	return ok, err
+}
+
+// TrimOutbox drops the notifications the bounds b do not allow, at most
+// limit of them, the oldest first (mailbox.State.OutboxOverflow chooses
+// them): a push_dropped event each, on the daemon's word
+// (mailbox.OutboxPrincipal) with the reason naming the bound, so a drop
+// is audited and every replay drops the same. They are chosen from the
+// durable state, outside the decision lock, and decided one by one: one
+// delivered or dropped meanwhile is passed over. It returns how many were
+// dropped.
+func (e *Engine) TrimOutbox(ctx context.Context, b mailbox.OutboxBounds, limit int) (int, error) {
+	var drops []mailbox.OutboxDrop
+	if err := e.read(func() {
+		e.durableMu.RLock()
+		drops = e.durable.OutboxOverflow(b, e.opts.Now().UnixMilli(), limit)
+		e.durableMu.RUnlock()
+	}); err != nil || len(drops) == 0 {
+		return 0, err
+	}
+	next := 0
+	n, err := e.decideN(len(drops), func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
+		for next < len(drops) {
+			d := drops[next]
+			next++
+			if ev, err := s.DecidePushDrop(d.ID, mailbox.OutboxPrincipal, d.Reason, now); err == nil {
+				return ev, true, nil
+			}
+		}
+		return mailbox.Event{}, false, nil
+	}, nil)
+	if n > 0 {
+		e.log.Warn("push notifications dropped: the outbox passed a bound", "dropped", n, "reason", drops[0].Reason)
+	}
+	return n, err
 }
 
 // PushDelivered records that notification id's receiver acknowledged it

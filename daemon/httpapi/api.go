@@ -302,8 +302,10 @@ func (a *api) fail(w *statusWriter, r *http.Request, route string, err error) {
 	writeJSON(w, status, body)
 }
 
-// writeJSON writes v as the response body. Our wire types always encode; a
-// write error means the client has gone, and there is nobody left to tell.
+// writeJSON writes v as the response body, its secrets redacted
+// (mailbox.Redact: a push config's or a webhook's token and credentials
+// never leave in an answer). Our wire types always encode; a write error
+// means the client has gone, and there is nobody left to tell.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	// Shared header values: net/http only reads them, and Set would make
 	// a new slice for each on every answer.
@@ -313,7 +315,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	_ = enc.Encode(mailbox.Redact(v))
 }
 
 var (

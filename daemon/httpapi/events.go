@@ -173,8 +173,11 @@ func gather(buf *bytes.Buffer, events <-chan mailbox.Event, sent *uint64) (open 
 }
 
 // appendEvent writes one log event (or snapshot) as an SSE block whose id
-// is its seq, and notes the seq in *sent.
+// is its seq, and notes the seq in *sent. An event carrying a secret (a
+// push config, a webhook, a snapshot holding either) is written redacted
+// (mailbox.Event.Redacted), encoded again rather than its log bytes.
 func appendEvent(buf *bytes.Buffer, ev mailbox.Event, sent *uint64) error {
+	ev = ev.Redacted()
 	data, err := encodedOnce(ev.Encoded, ev)
 	if err != nil {
 		return err

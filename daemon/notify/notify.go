@@ -3,15 +3,22 @@
 // webhooks. Each notification is POSTed until its receiver answers 2xx
 // (push_delivered), retried with exponential backoff and jitter up to
 // MaxAttempts, then dead-lettered (push_dead_lettered). One notification
-// per task and config is in flight at a time, the oldest first, so a
-// receiver sees a task's changes in order. Attempts, their errors and
+// per task and config (a line) is in flight at a time, the oldest first,
+// so a receiver sees a task's changes in order; an attempt is a goroutine
+// of its own while it lasts, and a line waiting out its backoff an entry
+// in a heap of retries by when they are due, so a receiver down costs
+// memory by the line, not a goroutine. Attempts, their errors and
 // the next try are memory only (Status), shown to the operator; a restart
 // or a new leader starts the count again and delivers what the outbox
-// holds: at least once, every duplicate with the same id.
+// holds: at least once, every duplicate with the same id. Once a second
+// the notifier holds the outbox to its bounds (Options.Bounds): what they
+// do not allow, the oldest first, is dropped with push_dropped events by
+// mailbox.OutboxPrincipal, audited and replayed like an operator's drop.
 package notify
 
 import (
 	"bytes"
+	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,8 +69,13 @@ type Options struct {
 	// Concurrency bounds the POSTs in flight at once (16).
 	Concurrency int
 	// LeaderPoll is how often the notifier checks whether the instance
-	// leads, and looks at the outbox when nothing woke it (1s).
+	// leads, and looks at the outbox when nothing woke it (1s); it holds
+	// the outbox to Bounds as often.
 	LeaderPoll time.Duration
+	// Bounds bound the outbox: past them the oldest notifications are
+	// dropped (push_dropped, by "mailroom", the reason naming the bound);
+	// nil is mailbox.DefaultOutboxBounds, a zero field no bound.
+	Bounds *mailbox.OutboxBounds
 }
 
 // Defaults of Options.
@@ -88,6 +100,10 @@ func (o Options) withDefaults() Options {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 16
 	}
+	if o.Bounds == nil {
+		b := mailbox.DefaultOutboxBounds()
+		o.Bounds = &b
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -109,8 +125,17 @@ type Notifier struct {
 	mu sync.Mutex
 	// leading is false while another instance delivers.
 	leading bool
-	// active holds the (task, config) pairs a delivery goroutine serves.
-	active map[key]bool
+	// term counts the terms of leading: a retry of an earlier term is
+	// not made (the new term starts the count again).
+	term uint64
+	// active holds the lines (task, config) an attempt is being made on
+	// (a goroutine each, at most maxActive); waiting, the lines whose
+	// last attempt failed, until their next one is due (due, a heap by
+	// time): a line waiting out its backoff costs a small entry, not a
+	// goroutine.
+	active  map[key]bool
+	waiting map[key]*retry
+	due     retryHeap
 	// attempts holds what is known of each notification being delivered.
 	attempts map[string]mailbox.PushAttempt
 
@@ -119,12 +144,37 @@ type Notifier struct {
 
 type key struct{ task, config string }
 
+// retry is a line's next attempt, due at at.
+type retry struct {
+	x       mailbox.Notification
+	attempt int
+	at      time.Time
+	term    uint64
+}
+
+// retryHeap orders retries by when they are due.
+type retryHeap []*retry
+
+func (h retryHeap) Len() int           { return len(h) }
+func (h retryHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h retryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *retryHeap) Push(x any)        { *h = append(*h, x.(*retry)) }
+func (h *retryHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return r
+}
+
 // New makes a notifier for eng's outbox.
 func New(eng *engine.Engine, o Options) *Notifier {
 	o = o.withDefaults()
 	n := &Notifier{eng: eng, o: o, log: o.Logger, wake: make(chan struct{}, 1), sem: make(chan struct{}, o.Concurrency),
-		active: map[key]bool{}, attempts: map[string]mailbox.PushAttempt{}, stats: newStats()}
-	eng.SetPushStatus(func() (bool, map[string]mailbox.PushAttempt) { return n.Leading(), n.Status() })
+		active: map[key]bool{}, waiting: map[key]*retry{}, attempts: map[string]mailbox.PushAttempt{}, stats: newStats()}
+	eng.SetPushStatus(func() mailbox.PushStatus {
+		return mailbox.PushStatus{Delivering: n.Leading(), Attempts: n.Status(), Bounds: o.Bounds.View(), Dropped: n.stats.droppedCount()}
+	})
 	return n
 }
 
@@ -163,14 +213,15 @@ func (n *Notifier) Wake() {
 func (n *Notifier) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	tick := time.NewTicker(n.o.LeaderPoll)
-	defer tick.Stop()
+	timer := time.NewTimer(n.o.LeaderPoll)
+	defer timer.Stop()
 	var term struct {
 		ctx  context.Context
 		stop context.CancelFunc
 	}
 	term.ctx, term.stop = context.WithCancel(ctx)
 	defer func() { term.stop() }()
+	var trimmed time.Time
 	for ctx.Err() == nil {
 		if !n.eng.Leading() {
 			if n.setLeading(false) {
@@ -185,17 +236,36 @@ func (n *Notifier) Run(ctx context.Context) {
 				n.log.Info("push notifier on: this instance leads")
 				n.follow(term.ctx, &wg)
 			}
+			if time.Since(trimmed) >= n.o.LeaderPoll {
+				n.trim(term.ctx)
+				trimmed = time.Now()
+			}
+			n.startDue(term.ctx, &wg)
 			n.scan(term.ctx, &wg)
 			// At most one look at the outbox per scanEvery: a busy
 			// mailbox wakes the notifier on every change.
 			sleep(ctx, scanEvery)
 		}
+		// Reset drops a tick not taken (Go 1.23's timers).
+		timer.Reset(n.nextLook())
 		select {
 		case <-ctx.Done():
-		case <-tick.C:
+		case <-timer.C:
 		case <-n.wake:
 		}
 	}
+}
+
+// nextLook is how long the notifier may sleep: until the first retry is
+// due, LeaderPoll at most.
+func (n *Notifier) nextLook() time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	d := n.o.LeaderPoll
+	if len(n.due) > 0 {
+		d = max(0, min(d, time.Until(n.due[0].at)))
+	}
+	return d
 }
 
 // scanEvery spaces the notifier's looks at the outbox.
@@ -207,6 +277,14 @@ func (n *Notifier) setLeading(on bool) bool {
 	defer n.mu.Unlock()
 	changed := n.leading != on
 	n.leading = on
+	if changed {
+		// A new term (or none): the retries waiting, and what is known
+		// of their attempts, are the old term's.
+		n.term++
+		clear(n.waiting)
+		clear(n.attempts)
+		n.due = nil
+	}
 	return changed
 }
 
@@ -230,123 +308,152 @@ func (n *Notifier) follow(ctx context.Context, wg *sync.WaitGroup) {
 	})
 }
 
-// scan starts a delivery for every (task, config) with a pending
-// notification and none under way: its oldest.
+// maxActive bounds the lines an attempt is being made on at once, each a
+// goroutine (its POST bounded again by Options.Concurrency): a look at an
+// outbox of many lines starts the oldest, and the others as these end.
+func (n *Notifier) maxActive() int { return 4 * n.o.Concurrency }
+
+// scan starts an attempt for every line (task, config) with a pending
+// notification and none under way or waiting: its oldest, the oldest
+// lines first, up to maxActive. It asks the state for those heads alone
+// (engine.OutboxHeads), not for a copy of the outbox.
 func (n *Notifier) scan(ctx context.Context, wg *sync.WaitGroup) {
-	box, err := n.eng.Outbox(ctx)
+	heads, pending, dead, err := n.eng.OutboxHeads(ctx, func(task, config string) bool {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		k := key{task, config}
+		return n.active[k] || n.waiting[k] != nil
+	})
 	if err != nil {
 		return
-	}
-	heads := map[key]mailbox.Notification{}
-	var dead, pending int
-	for _, x := range box {
-		if x.Dead {
-			dead++
-			continue
-		}
-		pending++
-		k := key{x.TaskID, x.ConfigID}
-		if _, ok := heads[k]; !ok {
-			heads[k] = x // the outbox is in seq order: the first is the oldest
-		}
 	}
 	n.stats.gauges(pending, dead)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for id := range n.attempts {
-		if !inOutbox(box, id) {
-			delete(n.attempts, id)
+	for _, head := range heads {
+		if len(n.active) >= n.maxActive() {
+			return
 		}
-	}
-	keys := make([]key, 0, len(heads))
-	for k := range heads {
-		if !n.active[k] {
-			keys = append(keys, k)
+		k := key{head.TaskID, head.ConfigID}
+		if n.active[k] || n.waiting[k] != nil {
+			continue // started since the look
 		}
-	}
-	sort.Slice(keys, func(i, j int) bool { return heads[keys[i]].Seq < heads[keys[j]].Seq })
-	for _, k := range keys {
-		n.active[k] = true
-		head := heads[k]
-		wg.Go(func() {
-			defer func() {
-				n.mu.Lock()
-				delete(n.active, k)
-				n.mu.Unlock()
-				n.Wake()
-			}()
-			n.deliver(ctx, head)
-		})
+		n.start(ctx, wg, head, 1)
 	}
 }
 
-func inOutbox(box []mailbox.Notification, id string) bool {
-	for _, x := range box {
-		if x.ID == id && !x.Dead {
-			return true
-		}
-	}
-	return false
-}
-
-// deliver posts one notification until its receiver acknowledges it or
-// its attempts run out, and records which (unless ctx ends first: then
-// it stays pending for whoever delivers next).
-func (n *Notifier) deliver(ctx context.Context, x mailbox.Notification) {
-	for attempt := 1; ; attempt++ {
-		err := n.post(ctx, x)
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil {
-			n.stats.delivered(time.Since(time.UnixMilli(x.CreatedAtMs)))
-			if rerr := n.eng.PushDelivered(ctx, x.ID, attempt); rerr != nil && mailbox.ErrorCode(rerr) != mailbox.CodeNotFound && mailbox.ErrorCode(rerr) != mailbox.CodeConflict {
-				// Unknown whether it was recorded: it may be posted again,
-				// with the same id.
-				n.log.Warn("push notification delivered but not recorded; it may be delivered again", "notification", x.ID, "err", rerr)
-			}
-			n.forget(x.ID)
-			return
-		}
-		n.stats.failed()
-		if attempt >= n.o.MaxAttempts {
-			if rerr := n.eng.PushDeadLettered(ctx, x.ID, attempt, err.Error()); rerr != nil && ctx.Err() == nil {
-				n.log.Warn("push notification: its dead letter could not be recorded; it stays pending", "notification", x.ID, "err", rerr)
-			} else if rerr == nil {
-				n.stats.deadLettered()
-			}
-			n.forget(x.ID)
-			return
-		}
-		wait := jitter(backoffAfter(attempt, n.o.RetryMin, n.o.RetryMax))
-		n.mu.Lock()
-		n.attempts[x.ID] = mailbox.PushAttempt{Attempts: attempt, LastError: err.Error(), NextTryMs: time.Now().Add(wait).UnixMilli()}
-		n.mu.Unlock()
-		n.log.Info("push notification failed; retrying", "notification", x.ID, "task_id", x.TaskID, "attempt", attempt, "in", wait.Round(time.Millisecond), "err", err)
-		if !sleep(ctx, wait) {
-			return
-		}
-		if !n.stillPending(ctx, x.ID) {
-			n.forget(x.ID)
-			return
-		}
-	}
-}
-
-func (n *Notifier) forget(id string) {
+// startDue starts the retries that are due, up to maxActive.
+func (n *Notifier) startDue(ctx context.Context, wg *sync.WaitGroup) {
 	n.mu.Lock()
-	delete(n.attempts, id)
+	defer n.mu.Unlock()
+	now := time.Now()
+	for len(n.due) > 0 && !n.due[0].at.After(now) && len(n.active) < n.maxActive() {
+		r := heap.Pop(&n.due).(*retry)
+		k := key{r.x.TaskID, r.x.ConfigID}
+		if n.waiting[k] != r {
+			continue
+		}
+		delete(n.waiting, k)
+		if r.term != n.term {
+			delete(n.attempts, r.x.ID)
+			continue
+		}
+		n.start(ctx, wg, r.x, r.attempt)
+	}
+}
+
+// start makes attempt number attempt at x, the head of its line, in a
+// goroutine of its own; failed with attempts left, the line waits for its
+// retry (due), else it is free for its next notification. The caller
+// holds n.mu.
+func (n *Notifier) start(ctx context.Context, wg *sync.WaitGroup, x mailbox.Notification, attempt int) {
+	k := key{x.TaskID, x.ConfigID}
+	n.active[k] = true
+	term := n.term
+	wg.Go(func() {
+		again, wait := n.try(ctx, x, attempt)
+		n.mu.Lock()
+		delete(n.active, k)
+		if again && term == n.term && ctx.Err() == nil {
+			r := &retry{x: x, attempt: attempt + 1, at: time.Now().Add(wait), term: term}
+			n.waiting[k] = r
+			heap.Push(&n.due, r)
+		} else {
+			// What is known of its attempts goes with the delivery: the
+			// next one (another run, another leader) starts the count
+			// again.
+			delete(n.attempts, x.ID)
+		}
+		n.mu.Unlock()
+		n.Wake()
+	})
+}
+
+// trimBatch is how many drops one decision of the bounds makes.
+const trimBatch = 1000
+
+// trim holds the outbox to the bounds: the leader drops what they do not
+// allow (engine.TrimOutbox), a batch at a time.
+func (n *Notifier) trim(ctx context.Context) {
+	for ctx.Err() == nil {
+		dropped, err := n.eng.TrimOutbox(ctx, *n.o.Bounds, trimBatch)
+		n.stats.dropped(dropped)
+		if err != nil {
+			n.log.Warn("push outbox: dropping what its bounds do not allow failed; tried again later", "err", err)
+			return
+		}
+		if dropped < trimBatch {
+			return
+		}
+	}
+}
+
+// try makes attempt number attempt at notification x and records what
+// came of it: acknowledged (push_delivered), or failed with its attempts
+// run out (push_dead_lettered), or failed with attempts left: again, after
+// wait. A retry of a notification no longer pending (dropped, its config
+// deleted) is not made. When ctx ends first it stays pending for whoever
+// delivers next.
+func (n *Notifier) try(ctx context.Context, x mailbox.Notification, attempt int) (again bool, wait time.Duration) {
+	if attempt > 1 && !n.stillPending(ctx, x.ID) {
+		return false, 0
+	}
+	err := n.post(ctx, x)
+	if ctx.Err() != nil {
+		return false, 0
+	}
+	if err == nil {
+		n.stats.delivered(time.Since(time.UnixMilli(x.CreatedAtMs)))
+		if rerr := n.eng.PushDelivered(ctx, x.ID, attempt); rerr != nil && mailbox.ErrorCode(rerr) != mailbox.CodeNotFound && mailbox.ErrorCode(rerr) != mailbox.CodeConflict {
+			// Unknown whether it was recorded: it may be posted again,
+			// with the same id.
+			n.log.Warn("push notification delivered but not recorded; it may be delivered again", "notification", x.ID, "err", rerr)
+		}
+		return false, 0
+	}
+	n.stats.failed()
+	if attempt >= n.o.MaxAttempts {
+		if rerr := n.eng.PushDeadLettered(ctx, x.ID, attempt, err.Error()); rerr != nil && ctx.Err() == nil {
+			n.log.Warn("push notification: its dead letter could not be recorded; it stays pending", "notification", x.ID, "err", rerr)
+		} else if rerr == nil {
+			n.stats.deadLettered()
+		}
+		return false, 0
+	}
+	wait = jitter(backoffAfter(attempt, n.o.RetryMin, n.o.RetryMax))
+	n.mu.Lock()
+	n.attempts[x.ID] = mailbox.PushAttempt{Attempts: attempt, LastError: err.Error(), NextTryMs: time.Now().Add(wait).UnixMilli()}
 	n.mu.Unlock()
+	n.log.Info("push notification failed; retrying", "notification", x.ID, "task_id", x.TaskID, "attempt", attempt, "in", wait.Round(time.Millisecond), "err", err)
+	return true, wait
 }
 
 // stillPending reports whether notification id is still to be delivered
-// (an operator may have dropped it, or its config been deleted).
+// (an operator may have dropped it, the bounds too, or its config been
+// deleted).
 func (n *Notifier) stillPending(ctx context.Context, id string) bool {
-	box, err := n.eng.Outbox(ctx)
-	if err != nil {
-		return true
-	}
-	return inOutbox(box, id)
+	ok, err := n.eng.NotificationPending(ctx, id)
+	return ok || err != nil
 }
 
 // post makes one attempt: nil when the receiver answered 2xx.
@@ -489,6 +596,7 @@ type stats struct {
 	outcomes      map[string]float64
 	latency       *metrics.Histogram
 	pending, dead int
+	drops         float64
 }
 
 func newStats() *stats {
@@ -515,6 +623,20 @@ func (s *stats) deadLettered() {
 	s.mu.Unlock()
 }
 
+func (s *stats) dropped(n int) {
+	if n > 0 {
+		s.mu.Lock()
+		s.drops += float64(n)
+		s.mu.Unlock()
+	}
+}
+
+func (s *stats) droppedCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int(s.drops)
+}
+
 func (s *stats) gauges(pending, dead int) {
 	s.mu.Lock()
 	s.pending, s.dead = pending, dead
@@ -527,11 +649,12 @@ func (s *stats) write(w *metrics.Writer) {
 	for o, v := range s.outcomes {
 		samples = append(samples, metrics.Labeled{Labels: [][2]string{{"outcome", o}}, Value: v})
 	}
-	pending, dead := s.pending, s.dead
+	pending, dead, drops := s.pending, s.dead, s.drops
 	s.mu.Unlock()
 	sort.Slice(samples, func(i, j int) bool { return samples[i].Labels[0][1] < samples[j].Labels[0][1] })
 	w.LabeledCounter("mailroom_push_notifications_total", "Push notification attempts by outcome: delivered (the receiver answered 2xx), failed (retried), dead_lettered (retries ran out).", samples)
 	w.Histogram("mailroom_push_delivery_seconds", "Time from a change to its push notification acknowledged by the receiver.", s.latency)
 	w.Gauge("mailroom_push_pending", "Push notifications in the outbox waiting for delivery, as this instance's notifier last saw it.", float64(pending))
 	w.Gauge("mailroom_push_dead_letters", "Push notifications dead-lettered: their retries ran out; an operator retries or drops them.", float64(dead))
+	w.Counter("mailroom_push_dropped_total", "Push notifications this instance dropped because the outbox passed a bound (push_outbox_per_receiver, push_outbox_max, push_dead_retention).", drops)
 }

@@ -179,14 +179,15 @@ test('v0.3: a send with a push config; set, get, list and delete configs', async
   assert.equal(list.length, 1, 'the send set one config');
   assert.equal(list[0].taskId, sent.id);
   assert.equal(list[0].pushNotificationConfig.url, hook);
-  assert.equal(list[0].pushNotificationConfig.token, 'tok-send');
+  assert.equal(list[0].pushNotificationConfig.token, '***', 'a token is set, its value never read back');
   assert.equal(list[0].pushNotificationConfig.id, sent.id, 'a config without an id takes the task id');
 
   const set = await c.setTaskPushNotificationConfig({ taskId: sent.id, pushNotificationConfig: { id: 'audit', url: 'http://127.0.0.1:9/audit', authentication: { schemes: ['Bearer'], credentials: 's3cret' } } });
   assert.equal(set.pushNotificationConfig.id, 'audit');
   const got = await c.getTaskPushNotificationConfig({ id: sent.id, pushNotificationConfigId: 'audit' });
   assert.equal(got.pushNotificationConfig.url, 'http://127.0.0.1:9/audit');
-  assert.deepEqual(got.pushNotificationConfig.authentication, { schemes: ['Bearer'], credentials: 's3cret' });
+  assert.deepEqual(got.pushNotificationConfig.authentication, { schemes: ['Bearer'], credentials: '***' }, 'credentials are set, their value never read back');
+  await assert.rejects(c.setTaskPushNotificationConfig({ taskId: sent.id, pushNotificationConfig: got.pushNotificationConfig }), /credentials/, 'a config read back and set again is refused, naming the field');
   list = await c.listTaskPushNotificationConfig({ id: sent.id });
   assert.deepEqual(list.map((x) => x.pushNotificationConfig.id), [sent.id, 'audit']);
   await c.deleteTaskPushNotificationConfig({ id: sent.id, pushNotificationConfigId: 'audit' });
