@@ -241,6 +241,9 @@ func TestQueuedRepairEventsRefusedWhenTheyDoNotFit(t *testing.T) {
 		if err := b.s.Apply(ev); err == nil {
 			t.Fatalf("%s of a leased task applied", ev.Type)
 		}
+		if after := stateJSON(t, b.s, true); after != before {
+			t.Fatalf("%s of a leased task: a refused event changed the state", ev.Type)
+		}
 	}
 	id2 := b.send("p", "a")
 	before = stateJSON(t, b.s, true)
