@@ -176,8 +176,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	// The progress lines and the retry notices of every pair share stderr.
 	stderr := &serialWriter{w: e.stderr}
 	if *a2aPath {
-		aopts := bench.A2AOptions{Addr: addr, Token: *token, Senders: *pairs, Binding: *binding, Duration: *duration, Rounds: *rounds,
-			PayloadBytes: *payload, Progress: stderr}
+		aopts := bench.A2AOptions{WaysOptions: bench.WaysOptions{Addr: addr, Token: *token, Senders: *pairs, Duration: *duration, Rounds: *rounds,
+			PayloadBytes: *payload, Progress: stderr}, Binding: *binding}
 		rep, err := benchA2A(ctx, *embedded, *dir, aopts)
 		if err != nil {
 			return err
@@ -189,8 +189,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	if *remote {
-		ropts := bench.RemoteOptions{Addr: addr, Token: *token, Senders: *pairs, Via: *via, Duration: *duration, Rounds: *rounds,
-			PayloadBytes: *payload, A2AAddr: *a2aAddr, Progress: stderr}
+		ropts := bench.RemoteOptions{WaysOptions: bench.WaysOptions{Addr: addr, Token: *token, Senders: *pairs, Duration: *duration, Rounds: *rounds,
+			PayloadBytes: *payload, Progress: stderr}, Via: *via, A2AAddr: *a2aAddr}
 		rep, err := benchRemote(ctx, *embedded, *dir, ropts)
 		if err != nil {
 			return err

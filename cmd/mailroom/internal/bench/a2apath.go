@@ -2,9 +2,7 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -38,90 +36,39 @@ const (
 	WayServer   = "server"   // an A2A server that answers at once
 )
 
-// A2AOptions say what the A2A path bench measures.
+// A2AOptions say what the A2A path bench measures; behind the daemon,
+// as many workers answer as there are Senders.
 type A2AOptions struct {
-	// Addr, Embedded, DataFS, VolatileLog, Warnings and Token are as in
-	// Options.
-	Addr        string
-	Embedded    bool
-	DataFS      string
-	VolatileLog bool
-	Warnings    []string
-	Token       string
-	// Senders is how many callers call at once (and, behind the daemon,
-	// how many workers answer).
-	Senders int
+	WaysOptions
 	// Binding is how the callers speak to the daemon's edge:
 	// mailbox.BindingJSONRPC03 (the default) or BindingHTTPJSON10. The
 	// server in this process speaks JSON-RPC v0.3.
 	Binding string
-	// Duration is how long each way is measured in all, split in Rounds
-	// rounds that alternate with the other way's.
-	Duration time.Duration
-	Rounds   int
-	// PayloadBytes is the size of each message's text.
-	PayloadBytes int
 	// ServerURL, when set, is the A2A server (JSON-RPC v0.3) the callers
 	// call directly instead of one in this process: the Go benchmark
 	// passes an a2a-go server (the binary links no A2A SDK). ServerEchoes
 	// says it answers with the message's own text rather than "done".
 	ServerURL    string
 	ServerEchoes bool
-	// Progress, when set, gets a line at the end of each round.
-	Progress io.Writer
 }
 
 func (o *A2AOptions) fill() error {
-	if o.Senders == 0 {
-		o.Senders = DefaultPairs
-	}
-	if o.Duration == 0 {
-		o.Duration = DefaultDuration
-	}
-	if o.Rounds == 0 {
-		o.Rounds = DefaultRounds
-	}
-	if o.PayloadBytes == 0 {
-		o.PayloadBytes = DefaultPayloadBytes
-	}
 	if o.Binding == "" {
 		o.Binding = mailbox.BindingJSONRPC03
 	}
-	switch {
-	case o.Binding != mailbox.BindingJSONRPC03 && o.Binding != mailbox.BindingHTTPJSON10:
+	if o.Binding != mailbox.BindingJSONRPC03 && o.Binding != mailbox.BindingHTTPJSON10 {
 		return fmt.Errorf("bench: binding: got %q, expected %q or %q", o.Binding, mailbox.BindingJSONRPC03, mailbox.BindingHTTPJSON10)
-	case o.Addr == "":
-		return errors.New("bench: Addr: the daemon to measure is missing")
-	case !o.Embedded && (o.DataFS != "" || o.VolatileLog || len(o.Warnings) != 0):
-		return errors.New("bench: DataFS, VolatileLog and Warnings describe an embedded daemon only")
-	case o.Senders < 1:
-		return fmt.Errorf("bench: senders: got %d, expected at least 1", o.Senders)
-	case o.Duration < 0:
-		return fmt.Errorf("bench: duration: got %s, expected a positive duration", o.Duration)
-	case o.Rounds < 1:
-		return fmt.Errorf("bench: rounds: got %d, expected at least 1", o.Rounds)
-	case o.PayloadBytes < 1:
-		return fmt.Errorf("bench: payload bytes: got %d, expected at least 1", o.PayloadBytes)
 	}
-	return nil
+	return o.WaysOptions.fill()
 }
 
 // A2AReport is what an A2A path bench measured. Its JSON keys are
 // documented in cmd/mailroom/bench.go.
 type A2AReport struct {
-	Kind         string   `json:"kind"` // "mailroom_bench_a2a"
-	Target       string   `json:"target"`
-	Embedded     bool     `json:"embedded"`
-	DataFS       string   `json:"data_fs"`
-	VolatileLog  bool     `json:"volatile_log"`
-	Warnings     []string `json:"warnings"`
-	Senders      int      `json:"senders"`
-	Binding      string   `json:"binding"`    // the callers' binding to the daemon's edge
-	DurationS    float64  `json:"duration_s"` // asked for, each way
-	Rounds       int      `json:"rounds"`
-	PayloadBytes int      `json:"payload_bytes"`
-	Agent        string   `json:"agent"`   // the agent registered for the run
-	A2AURL       string   `json:"a2a_url"` // the server in this process
+	WaysHeader        // Kind "mailroom_bench_a2a"
+	Binding    string `json:"binding"` // the callers' binding to the daemon's edge
+	Agent      string `json:"agent"`   // the agent registered for the run
+	A2AURL     string `json:"a2a_url"` // the server called directly
 
 	// Mailroom is through the daemon's edge, Server the server called
 	// directly. Ratio is Mailroom's tasks/s over Server's; AddedP50Ms and
@@ -152,15 +99,6 @@ func RunA2A(ctx context.Context, opts A2AOptions) (A2AReport, error) {
 	if err := opts.fill(); err != nil {
 		return A2AReport{}, err
 	}
-	target := opts.Addr
-	if opts.Embedded {
-		target = "embedded"
-	}
-	warnings := opts.Warnings
-	if warnings == nil {
-		warnings = []string{}
-	}
-
 	var conns atomic.Uint64 // the connections our own server accepted
 	a2aURL := opts.ServerURL
 	if a2aURL == "" {
@@ -244,60 +182,23 @@ func RunA2A(ctx context.Context, opts A2AOptions) (A2AReport, error) {
 		viaEdge[i] = &a2aCaller{r: edge, payload: payload, errors: map[string]uint64{}}
 		direct[i] = &a2aCaller{r: server, payload: payload, answer: answer, errors: map[string]uint64{}}
 	}
-	rep := A2AReport{Kind: A2AReportKind, Target: target, Embedded: opts.Embedded, DataFS: opts.DataFS, VolatileLog: opts.VolatileLog,
-		Warnings: warnings, Senders: opts.Senders, Binding: opts.Binding, DurationS: opts.Duration.Seconds(), Rounds: opts.Rounds,
-		PayloadBytes: opts.PayloadBytes, Agent: agent, A2AURL: a2aURL, Errors: map[string]uint64{}}
-	per := opts.Duration / time.Duration(opts.Rounds)
-	for round := 1; round <= opts.Rounds && ctx.Err() == nil; round++ {
-		for _, way := range []string{WayMailroom, WayServer} {
-			callers := map[string][]*a2aCaller{WayMailroom: viaEdge, WayServer: direct}[way]
-			workers := make([]func(context.Context) bool, len(callers))
-			for i, cl := range callers {
-				workers[i] = cl.task
-			}
-			dialed := conns.Load()
-			tasks, elapsed := runRound(ctx, workers, per)
-			rf := RoundFigures{Way: way, Tasks: tasks, ElapsedS: elapsed.Seconds(), Connections: conns.Load() - dialed}
-			if s := elapsed.Seconds(); s > 0 {
-				rf.TasksPerS = float64(tasks) / s
-			}
-			rep.PerRound = append(rep.PerRound, rf)
-			wf := map[string]*WayFigures{WayMailroom: &rep.Mailroom, WayServer: &rep.Server}[way]
-			wf.Tasks += tasks
-			wf.ElapsedS += elapsed.Seconds()
-			wf.Connections += rf.Connections
-			if opts.Progress != nil {
-				fmt.Fprintf(opts.Progress, "bench: round %d/%d %-8s %8d tasks  %8.0f tasks/s\n", round, opts.Rounds, way, tasks, rf.TasksPerS)
-			}
-		}
-	}
+	rep := A2AReport{WaysHeader: opts.header(A2AReportKind), Binding: opts.Binding, Agent: agent, A2AURL: a2aURL, Errors: map[string]uint64{}}
+	rep.PerRound = runWays(ctx, &opts.WaysOptions, []way{
+		{WayMailroom, tasksOf(viaEdge), &rep.Mailroom},
+		{WayServer, tasksOf(direct), &rep.Server},
+	}, &conns)
 	stopWorkers()
 	wg.Wait()
 
-	var edgeLat, serverLat samples
 	var done []string
-	for i := range viaEdge {
-		edgeLat = append(edgeLat, viaEdge[i].latency...)
-		serverLat = append(serverLat, direct[i].latency...)
-		done = append(done, viaEdge[i].done...)
-		for way, errs := range map[string]map[string]uint64{WayMailroom: viaEdge[i].errors, WayServer: direct[i].errors} {
-			for k, n := range errs {
-				rep.Errors[way+" "+k] += n
-			}
-		}
-	}
+	rep.Mailroom.Latency = latencyOf(WayMailroom, viaEdge, rep.Errors, &done)
+	rep.Server.Latency = latencyOf(WayServer, direct, rep.Errors, nil)
 	workerErrs.Range(func(k, v any) bool {
 		rep.Errors[k.(string)] += v.(*atomic.Uint64).Load()
 		return true
 	})
 	for _, n := range rep.Errors {
 		rep.ErrorsTotal += n
-	}
-	rep.Mailroom.Latency, rep.Server.Latency = edgeLat.summarize(), serverLat.summarize()
-	for _, wf := range []*WayFigures{&rep.Mailroom, &rep.Server} {
-		if wf.ElapsedS > 0 {
-			wf.TasksPerS = float64(wf.Tasks) / wf.ElapsedS
-		}
 	}
 	if rep.Server.TasksPerS > 0 {
 		rep.Ratio = rep.Mailroom.TasksPerS / rep.Server.TasksPerS

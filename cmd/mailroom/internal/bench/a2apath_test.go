@@ -20,8 +20,8 @@ func TestRunA2A(t *testing.T) {
 			t.Parallel()
 			var progress strings.Builder
 			opts := embedded(t)
-			rep, err := RunA2A(t.Context(), A2AOptions{Addr: opts.Addr, Embedded: true, Senders: 2, Binding: binding,
-				Duration: 600 * time.Millisecond, Rounds: 2, Progress: &progress})
+			rep, err := RunA2A(t.Context(), A2AOptions{WaysOptions: WaysOptions{Addr: opts.Addr, Embedded: true, Senders: 2,
+				Duration: 600 * time.Millisecond, Rounds: 2, Progress: &progress}, Binding: binding})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,11 +57,11 @@ func TestRunA2A(t *testing.T) {
 func TestA2AOptionsRefused(t *testing.T) {
 	for _, o := range []A2AOptions{
 		{},
-		{Addr: "127.0.0.1:1", Binding: "grpc"},
-		{Addr: "127.0.0.1:1", Senders: -1},
-		{Addr: "127.0.0.1:1", Rounds: -1},
-		{Addr: "127.0.0.1:1", PayloadBytes: -1},
-		{Addr: "127.0.0.1:1", DataFS: "ext4"},
+		{WaysOptions: WaysOptions{Addr: "127.0.0.1:1"}, Binding: "grpc"},
+		{WaysOptions: WaysOptions{Addr: "127.0.0.1:1", Senders: -1}},
+		{WaysOptions: WaysOptions{Addr: "127.0.0.1:1", Rounds: -1}},
+		{WaysOptions: WaysOptions{Addr: "127.0.0.1:1", PayloadBytes: -1}},
+		{WaysOptions: WaysOptions{Addr: "127.0.0.1:1", DataFS: "ext4"}},
 	} {
 		if _, err := RunA2A(t.Context(), o); err == nil || !strings.HasPrefix(err.Error(), "bench: ") {
 			t.Errorf("RunA2A(%+v) = %v, want a refusal", o, err)
@@ -81,8 +81,8 @@ func BenchmarkA2APath(b *testing.B) {
 			yardstick := remotetest.StartGoRemote(b, "yardstick", false)
 			opts := embedded(b)
 			for b.Loop() {
-				rep, err := RunA2A(b.Context(), A2AOptions{Addr: opts.Addr, Embedded: true, Senders: *benchPairs, Binding: binding,
-					Duration: *benchDuration, ServerURL: yardstick.Srv.URL, ServerEchoes: true})
+				rep, err := RunA2A(b.Context(), A2AOptions{WaysOptions: WaysOptions{Addr: opts.Addr, Embedded: true, Senders: *benchPairs, Duration: *benchDuration},
+					Binding: binding, ServerURL: yardstick.Srv.URL, ServerEchoes: true})
 				if err != nil {
 					b.Fatal(err)
 				}

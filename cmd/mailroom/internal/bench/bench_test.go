@@ -418,7 +418,7 @@ func BenchmarkRemote(b *testing.B) {
 	b.Run(fmt.Sprintf("senders=%d/via=%s", *benchPairs, *benchVia), func(b *testing.B) {
 		for b.Loop() {
 			opts := embedded(b)
-			rep, err := RunRemote(b.Context(), RemoteOptions{Addr: opts.Addr, Embedded: true, Senders: *benchPairs, Via: *benchVia, Duration: *benchDuration})
+			rep, err := RunRemote(b.Context(), RemoteOptions{WaysOptions: WaysOptions{Addr: opts.Addr, Embedded: true, Senders: *benchPairs, Duration: *benchDuration}, Via: *benchVia})
 			if err != nil {
 				b.Fatal(err)
 			}

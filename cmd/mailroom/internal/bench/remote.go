@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -57,69 +56,33 @@ const (
 	WayDirect = "direct" // the server itself
 )
 
-// RemoteOptions say what the remote bench measures.
+// RemoteOptions say what the remote bench measures; Senders (and the
+// remote agent's concurrency) is at most mailbox.MaxRemoteConcurrency.
 type RemoteOptions struct {
-	// Addr, Embedded, DataFS, VolatileLog, Warnings and Token are as in
-	// Options.
-	Addr        string
-	Embedded    bool
-	DataFS      string
-	VolatileLog bool
-	Warnings    []string
-	Token       string
-	// Senders is how many senders (and, directly, callers) run at once;
-	// the remote agent's concurrency is as many.
-	Senders int
+	WaysOptions
 	// Via is how the senders reach the remote agent: ViaA2A (the
 	// default) or ViaNative.
 	Via string
-	// Duration is how long each way is measured in all, split in Rounds
-	// rounds that alternate with the other way's.
-	Duration time.Duration
-	Rounds   int
-	// PayloadBytes is the size of each task's text.
-	PayloadBytes int
 	// A2AAddr is where the A2A server listens ("" is 127.0.0.1:0). The
 	// daemon must reach it there.
 	A2AAddr string
-	// Progress, when set, gets a line at the end of each round.
-	Progress io.Writer
 }
 
 func (o *RemoteOptions) fill() error {
-	if o.Senders == 0 {
-		o.Senders = DefaultPairs
-	}
-	if o.Duration == 0 {
-		o.Duration = DefaultDuration
-	}
-	if o.Rounds == 0 {
-		o.Rounds = DefaultRounds
-	}
-	if o.PayloadBytes == 0 {
-		o.PayloadBytes = DefaultPayloadBytes
-	}
 	if o.A2AAddr == "" {
 		o.A2AAddr = "127.0.0.1:0"
 	}
 	if o.Via == "" {
 		o.Via = ViaA2A
 	}
-	switch {
-	case o.Via != ViaA2A && o.Via != ViaNative:
+	if o.Via != ViaA2A && o.Via != ViaNative {
 		return fmt.Errorf("bench: via: got %q, expected %q or %q", o.Via, ViaA2A, ViaNative)
-	case o.Addr == "":
-		return errors.New("bench: Addr: the daemon to measure is missing")
-	case !o.Embedded && (o.DataFS != "" || o.VolatileLog || len(o.Warnings) != 0):
-		return errors.New("bench: DataFS, VolatileLog and Warnings describe an embedded daemon only")
-	case o.Senders < 1 || o.Senders > mailbox.MaxRemoteConcurrency:
+	}
+	if err := o.WaysOptions.fill(); err != nil {
+		return err
+	}
+	if o.Senders > mailbox.MaxRemoteConcurrency {
 		return fmt.Errorf("bench: senders: got %d, expected 1 to %d (a remote agent's concurrency is sized to them)", o.Senders, mailbox.MaxRemoteConcurrency)
-	case o.Duration < 0:
-		return fmt.Errorf("bench: duration: got %s, expected a positive duration", o.Duration)
-	case o.Rounds < 1:
-		return fmt.Errorf("bench: rounds: got %d, expected at least 1", o.Rounds)
-	case o.PayloadBytes < 1:
-		return fmt.Errorf("bench: payload bytes: got %d, expected at least 1", o.PayloadBytes)
 	}
 	return nil
 }
@@ -127,17 +90,8 @@ func (o *RemoteOptions) fill() error {
 // RemoteReport is what a remote bench measured. Its JSON keys are
 // documented in cmd/mailroom/bench.go.
 type RemoteReport struct {
-	Kind         string   `json:"kind"` // "mailroom_bench_remote"
-	Target       string   `json:"target"`
-	Embedded     bool     `json:"embedded"`
-	DataFS       string   `json:"data_fs"`
-	VolatileLog  bool     `json:"volatile_log"`
-	Warnings     []string `json:"warnings"`
-	Senders      int      `json:"senders"`
-	Via          string   `json:"via"`        // "a2a" or "native"
-	DurationS    float64  `json:"duration_s"` // asked for, each way
-	Rounds       int      `json:"rounds"`
-	PayloadBytes int      `json:"payload_bytes"`
+	WaysHeader        // Kind "mailroom_bench_remote"
+	Via        string `json:"via"` // "a2a" or "native"
 	// A2AURL is the in-process A2A server; Agent the remote agent
 	// registered for it (deregistered after the run) with Concurrency.
 	A2AURL      string `json:"a2a_url"`
@@ -205,15 +159,6 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 	if err := opts.fill(); err != nil {
 		return RemoteReport{}, err
 	}
-	target := opts.Addr
-	if opts.Embedded {
-		target = "embedded"
-	}
-	warnings := opts.Warnings
-	if warnings == nil {
-		warnings = []string{}
-	}
-
 	ln, err := net.Listen("tcp", opts.A2AAddr)
 	if err != nil {
 		return RemoteReport{}, fmt.Errorf("bench: the A2A server cannot listen on %s: %w", opts.A2AAddr, err)
@@ -313,61 +258,32 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 		relayed[i] = &a2aCaller{r: relay, payload: payload, errors: map[string]uint64{}}
 		callers[i] = &a2aCaller{r: direct, payload: payload, errors: map[string]uint64{}}
 	}
-	rep := RemoteReport{Kind: RemoteReportKind, Target: target, Embedded: opts.Embedded, DataFS: opts.DataFS, VolatileLog: opts.VolatileLog,
-		Warnings: warnings, Senders: opts.Senders, Via: opts.Via, DurationS: opts.Duration.Seconds(), Rounds: opts.Rounds, PayloadBytes: opts.PayloadBytes,
+	rep := RemoteReport{WaysHeader: opts.header(RemoteReportKind), Via: opts.Via,
 		A2AURL: a2aURL, Agent: agent, Binding: mailbox.BindingJSONRPC03, Concurrency: opts.Senders, Errors: map[string]uint64{}}
-	per := opts.Duration / time.Duration(opts.Rounds)
-	for round := 1; round <= opts.Rounds && ctx.Err() == nil; round++ {
-		for _, way := range []string{WayRemote, WayRelay, WayDirect} {
-			workers := make([]func(context.Context) bool, opts.Senders)
-			for i := range workers {
-				switch way {
-				case WayRemote:
-					workers[i] = senders[i].task
-				case WayRelay:
-					workers[i] = relayed[i].task
-				default:
-					workers[i] = callers[i].task
-				}
-			}
-			dialed := conns.Load()
-			tasks, elapsed := runRound(ctx, workers, per)
-			rf := RoundFigures{Way: way, Tasks: tasks, ElapsedS: elapsed.Seconds(), Connections: conns.Load() - dialed}
-			if s := elapsed.Seconds(); s > 0 {
-				rf.TasksPerS = float64(tasks) / s
-			}
-			rep.PerRound = append(rep.PerRound, rf)
-			wf := map[string]*WayFigures{WayRemote: &rep.Remote, WayRelay: &rep.Relay, WayDirect: &rep.Direct}[way]
-			wf.Tasks += tasks
-			wf.ElapsedS += elapsed.Seconds()
-			wf.Connections += rf.Connections
-			if opts.Progress != nil {
-				fmt.Fprintf(opts.Progress, "bench: round %d/%d %-6s %8d tasks  %8.0f tasks/s\n", round, opts.Rounds, way, tasks, rf.TasksPerS)
-			}
+	remoteTasks := make([]func(context.Context) bool, len(senders))
+	for i, sd := range senders {
+		remoteTasks[i] = sd.task
+	}
+	rep.PerRound = runWays(ctx, &opts.WaysOptions, []way{
+		{WayRemote, remoteTasks, &rep.Remote},
+		{WayRelay, tasksOf(relayed), &rep.Relay},
+		{WayDirect, tasksOf(callers), &rep.Direct},
+	}, &conns)
+	var remoteLat samples
+	for _, sd := range senders {
+		remoteLat = append(remoteLat, sd.latency...)
+		if sd.edge != nil {
+			remoteLat = append(remoteLat, sd.edge.latency...)
+		}
+		for k, n := range sd.errors {
+			rep.Errors[WayRemote+" "+k] += n
 		}
 	}
-	var remoteLat, relayLat, directLat samples
-	for i := range senders {
-		remoteLat = append(remoteLat, senders[i].latency...)
-		if senders[i].edge != nil {
-			remoteLat = append(remoteLat, senders[i].edge.latency...)
-		}
-		relayLat = append(relayLat, relayed[i].latency...)
-		directLat = append(directLat, callers[i].latency...)
-		for way, errs := range map[string]map[string]uint64{WayRemote: senders[i].errors, WayRelay: relayed[i].errors, WayDirect: callers[i].errors} {
-			for k, n := range errs {
-				rep.Errors[way+" "+k] += n
-			}
-		}
-	}
+	rep.Remote.Latency = remoteLat.summarize()
+	rep.Relay.Latency = latencyOf(WayRelay, relayed, rep.Errors, nil)
+	rep.Direct.Latency = latencyOf(WayDirect, callers, rep.Errors, nil)
 	for _, n := range rep.Errors {
 		rep.ErrorsTotal += n
-	}
-	rep.Remote.Latency, rep.Relay.Latency, rep.Direct.Latency = remoteLat.summarize(), relayLat.summarize(), directLat.summarize()
-	for _, wf := range []*WayFigures{&rep.Remote, &rep.Relay, &rep.Direct} {
-		if wf.ElapsedS > 0 {
-			wf.TasksPerS = float64(wf.Tasks) / wf.ElapsedS
-		}
 	}
 	if rep.Direct.TasksPerS > 0 {
 		rep.Ratio = rep.Remote.TasksPerS / rep.Direct.TasksPerS

@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+)
+
+// The benches that compare ways to the same A2A work (--remote, --a2a)
+// share their options, their report's header and how they run: each way
+// in turn for a round, round after round, so that the noise of a shared
+// machine falls on every way alike.
+
+// WaysOptions are what every ways bench is told.
+type WaysOptions struct {
+	// Addr, Embedded, DataFS, VolatileLog, Warnings and Token are as in
+	// Options.
+	Addr        string
+	Embedded    bool
+	DataFS      string
+	VolatileLog bool
+	Warnings    []string
+	Token       string
+	// Senders is how many callers run at once, each way.
+	Senders int
+	// Duration is how long each way is measured in all, split in Rounds
+	// rounds that alternate with the other ways'.
+	Duration time.Duration
+	Rounds   int
+	// PayloadBytes is the size of each task's text.
+	PayloadBytes int
+	// Progress, when set, gets a line at the end of each round.
+	Progress io.Writer
+}
+
+func (o *WaysOptions) fill() error {
+	if o.Senders == 0 {
+		o.Senders = DefaultPairs
+	}
+	if o.Duration == 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.Rounds == 0 {
+		o.Rounds = DefaultRounds
+	}
+	if o.PayloadBytes == 0 {
+		o.PayloadBytes = DefaultPayloadBytes
+	}
+	switch {
+	case o.Addr == "":
+		return errors.New("bench: Addr: the daemon to measure is missing")
+	case !o.Embedded && (o.DataFS != "" || o.VolatileLog || len(o.Warnings) != 0):
+		return errors.New("bench: DataFS, VolatileLog and Warnings describe an embedded daemon only")
+	case o.Senders < 1:
+		return fmt.Errorf("bench: senders: got %d, expected at least 1", o.Senders)
+	case o.Duration < 0:
+		return fmt.Errorf("bench: duration: got %s, expected a positive duration", o.Duration)
+	case o.Rounds < 1:
+		return fmt.Errorf("bench: rounds: got %d, expected at least 1", o.Rounds)
+	case o.PayloadBytes < 1:
+		return fmt.Errorf("bench: payload bytes: got %d, expected at least 1", o.PayloadBytes)
+	}
+	return nil
+}
+
+// WaysHeader is what every ways report starts with.
+type WaysHeader struct {
+	Kind         string   `json:"kind"`
+	Target       string   `json:"target"`
+	Embedded     bool     `json:"embedded"`
+	DataFS       string   `json:"data_fs"`
+	VolatileLog  bool     `json:"volatile_log"`
+	Warnings     []string `json:"warnings"`
+	Senders      int      `json:"senders"`
+	DurationS    float64  `json:"duration_s"` // asked for, each way
+	Rounds       int      `json:"rounds"`
+	PayloadBytes int      `json:"payload_bytes"`
+}
+
+func (o *WaysOptions) header(kind string) WaysHeader {
+	target := o.Addr
+	if o.Embedded {
+		target = "embedded"
+	}
+	warnings := o.Warnings
+	if warnings == nil {
+		warnings = []string{}
+	}
+	return WaysHeader{Kind: kind, Target: target, Embedded: o.Embedded, DataFS: o.DataFS, VolatileLog: o.VolatileLog, Warnings: warnings,
+		Senders: o.Senders, DurationS: o.Duration.Seconds(), Rounds: o.Rounds, PayloadBytes: o.PayloadBytes}
+}
+
+// way is one way a ways bench measures: its callers, one task at a time
+// each, and the figures it adds up to.
+type way struct {
+	name    string
+	callers []func(context.Context) bool
+	figures *WayFigures
+}
+
+// runWays runs the ways in turn for a round each, o.Rounds times, and
+// returns the rounds in the order run; conns counts the connections the
+// server in this process accepted.
+func runWays(ctx context.Context, o *WaysOptions, ways []way, conns *atomic.Uint64) []RoundFigures {
+	var rounds []RoundFigures
+	per := o.Duration / time.Duration(o.Rounds)
+	for round := 1; round <= o.Rounds && ctx.Err() == nil; round++ {
+		for _, w := range ways {
+			dialed := conns.Load()
+			tasks, elapsed := runRound(ctx, w.callers, per)
+			rf := RoundFigures{Way: w.name, Tasks: tasks, ElapsedS: elapsed.Seconds(), Connections: conns.Load() - dialed}
+			if s := elapsed.Seconds(); s > 0 {
+				rf.TasksPerS = float64(tasks) / s
+			}
+			rounds = append(rounds, rf)
+			w.figures.Tasks += tasks
+			w.figures.ElapsedS += elapsed.Seconds()
+			w.figures.Connections += rf.Connections
+			if o.Progress != nil {
+				fmt.Fprintf(o.Progress, "bench: round %d/%d %-8s %8d tasks  %8.0f tasks/s\n", round, o.Rounds, w.name, tasks, rf.TasksPerS)
+			}
+		}
+	}
+	for _, w := range ways {
+		if w.figures.ElapsedS > 0 {
+			w.figures.TasksPerS = float64(w.figures.Tasks) / w.figures.ElapsedS
+		}
+	}
+	return rounds
+}
+
+// tasksOf are the callers' task functions.
+func tasksOf(cs []*a2aCaller) []func(context.Context) bool {
+	out := make([]func(context.Context) bool, len(cs))
+	for i, c := range cs {
+		out[i] = c.task
+	}
+	return out
+}
+
+// latencyOf summarizes the callers' latencies and adds their errors to
+// errs under way's name; done collects the tasks they completed.
+func latencyOf(way string, cs []*a2aCaller, errs map[string]uint64, done *[]string) Latency {
+	var all samples
+	for _, c := range cs {
+		all = append(all, c.latency...)
+		for k, n := range c.errors {
+			errs[way+" "+k] += n
+		}
+		if done != nil {
+			*done = append(*done, c.done...)
+		}
+	}
+	return all.summarize()
+}
