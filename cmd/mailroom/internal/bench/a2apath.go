@@ -78,18 +78,7 @@ type A2AReport struct {
 	Ratio      float64    `json:"ratio"`
 	AddedP50Ms float64    `json:"added_p50_ms"`
 	AddedP99Ms float64    `json:"added_p99_ms"`
-	// PerRound is each round in the order run.
-	PerRound []RoundFigures `json:"per_round"`
-	// Durable is the check, after the run, that the daemon's log holds
-	// every task answered through it.
-	Durable DurableCheck `json:"durable"`
-	// Errors counts failures by "way step: kind"; ErrorsTotal is their sum.
-	Errors      map[string]uint64 `json:"errors"`
-	ErrorsTotal uint64            `json:"errors_total"`
-	// Daemon is the daemon's counters over the whole run.
-	Daemon DaemonFigures `json:"daemon"`
-	// EventsPerTask is Daemon.EventsAppended over Mailroom.Tasks.
-	EventsPerTask float64 `json:"events_per_task"`
+	WaysResults
 }
 
 // RunA2A measures both ways and reports. It returns an error only when it
@@ -117,16 +106,11 @@ func RunA2A(ctx context.Context, opts A2AOptions) (A2AReport, error) {
 	}
 
 	// Callers and workers each keep their connections.
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2*opts.Senders + 4, IdleConnTimeout: 90 * time.Second}}
-	defer hc.CloseIdleConnections()
-	copts := []client.Option{client.WithHTTPClient(hc), client.WithTimeout(30 * time.Second)}
-	if opts.Token != "" {
-		copts = append(copts, client.WithToken(opts.Token))
-	}
-	c, err := client.New(opts.Addr, copts...)
+	hc, c, err := opts.connect(2*opts.Senders + 4)
 	if err != nil {
 		return A2AReport{}, err
 	}
+	defer hc.CloseIdleConnections()
 
 	agent := "bench-a2a-" + runID() + "@local"
 	if _, err := c.RegisterAgent(ctx, agent, mailbox.AgentCard{Name: "Bench", Description: "mailroom bench --a2a: native workers that answer at once",
@@ -135,18 +119,11 @@ func RunA2A(ctx context.Context, opts A2AOptions) (A2AReport, error) {
 	}
 	defer c.DeregisterAgent(context.WithoutCancel(ctx), agent)
 
-	resolve := func(what, u, binding, bearer string) (*a2a.Remote, error) {
-		r, _, err := a2a.ResolveRemote(ctx, hc, a2a.RemoteSpec{URL: u, Binding: binding}, a2a.RemoteAuth{Bearer: bearer})
-		if err != nil {
-			return nil, fmt.Errorf("bench: the A2A client cannot resolve %s at %s: %w", what, u, err)
-		}
-		return r, nil
-	}
-	server, err := resolve("the A2A server", a2aURL, a2a.BindingJSONRPC03, "")
+	server, err := resolveA2A(ctx, hc, "the A2A server", a2aURL, a2a.BindingJSONRPC03, "")
 	if err != nil {
 		return A2AReport{}, err
 	}
-	edge, err := resolve("the agent's card on the daemon's A2A edge", c.BaseURL()+"/agents/"+agent+"/", opts.Binding, opts.Token)
+	edge, err := resolveA2A(ctx, hc, "the agent's card on the daemon's A2A edge", c.BaseURL()+"/agents/"+agent+"/", opts.Binding, opts.Token)
 	if err != nil {
 		return A2AReport{}, err
 	}
@@ -182,7 +159,7 @@ func RunA2A(ctx context.Context, opts A2AOptions) (A2AReport, error) {
 		viaEdge[i] = &a2aCaller{r: edge, payload: payload, errors: map[string]uint64{}}
 		direct[i] = &a2aCaller{r: server, payload: payload, answer: answer, errors: map[string]uint64{}}
 	}
-	rep := A2AReport{WaysHeader: opts.header(A2AReportKind), Binding: opts.Binding, Agent: agent, A2AURL: a2aURL, Errors: map[string]uint64{}}
+	rep := A2AReport{WaysHeader: opts.header(A2AReportKind), Binding: opts.Binding, Agent: agent, A2AURL: a2aURL, WaysResults: WaysResults{Errors: map[string]uint64{}}}
 	rep.PerRound = runWays(ctx, &opts.WaysOptions, []way{
 		{WayMailroom, tasksOf(viaEdge), &rep.Mailroom},
 		{WayServer, tasksOf(direct), &rep.Server},

@@ -99,11 +99,10 @@ func (o *Options) fill() error {
 	if o.PayloadBytes == 0 {
 		o.PayloadBytes = DefaultPayloadBytes
 	}
+	if err := checkTarget(o.Addr, o.Embedded, o.DataFS, o.VolatileLog, o.Warnings); err != nil {
+		return err
+	}
 	switch {
-	case o.Addr == "":
-		return errors.New("bench: Addr: the daemon to measure is missing")
-	case !o.Embedded && (o.DataFS != "" || o.VolatileLog || len(o.Warnings) != 0):
-		return errors.New("bench: DataFS, VolatileLog and Warnings describe an embedded daemon only")
 	case o.Pairs < 1:
 		return fmt.Errorf("bench: pairs: got %d, expected at least 1", o.Pairs)
 	case o.Duration < 0:

@@ -109,20 +109,7 @@ type RemoteReport struct {
 	Ratio      float64    `json:"ratio"`
 	RelayRatio float64    `json:"relay_ratio"`
 	OfRelay    float64    `json:"of_relay"`
-	// PerRound is each round in the order run.
-	PerRound []RoundFigures `json:"per_round"`
-	// Durable is the check, after the run, that the daemon's log holds
-	// every task delivered through it.
-	Durable DurableCheck `json:"durable"`
-	// Errors counts failures by "way step: kind", such as "remote drain:
-	// empty" or "direct send: transport"; ErrorsTotal is their sum.
-	Errors      map[string]uint64 `json:"errors"`
-	ErrorsTotal uint64            `json:"errors_total"`
-	// Daemon is the daemon's counters over the whole run (the relay and
-	// direct rounds append nothing).
-	Daemon DaemonFigures `json:"daemon"`
-	// EventsPerTask is Daemon.EventsAppended over Remote.Tasks.
-	EventsPerTask float64 `json:"events_per_task"`
+	WaysResults
 }
 
 // WayFigures are one way's figures over all its rounds: a task counts
@@ -175,16 +162,11 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 	defer srv.Close()
 	a2aURL := "http://" + ln.Addr().String() + "/"
 
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: opts.Senders + 4, IdleConnTimeout: 90 * time.Second}}
-	defer hc.CloseIdleConnections()
-	copts := []client.Option{client.WithHTTPClient(hc), client.WithTimeout(30 * time.Second)}
-	if opts.Token != "" {
-		copts = append(copts, client.WithToken(opts.Token))
-	}
-	c, err := client.New(opts.Addr, copts...)
+	hc, c, err := opts.connect(opts.Senders + 4)
 	if err != nil {
 		return RemoteReport{}, err
 	}
+	defer hc.CloseIdleConnections()
 
 	run := runID()
 	agent := "bench-remote-" + run + "@local"
@@ -218,24 +200,17 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 	// card read the same way, over a pooled transport: to the server
 	// directly, through the relay, and (with Via a2a) to the remote
 	// agent's card on the daemon's A2A edge.
-	resolve := func(what, u, bearer string) (*a2a.Remote, error) {
-		r, _, err := a2a.ResolveRemote(ctx, hc, a2a.RemoteSpec{URL: u, Binding: a2a.BindingJSONRPC03}, a2a.RemoteAuth{Bearer: bearer})
-		if err != nil {
-			return nil, fmt.Errorf("bench: the outbound client cannot resolve %s at %s: %w", what, u, err)
-		}
-		return r, nil
-	}
-	direct, err := resolve("the A2A server", a2aURL, "")
+	direct, err := resolveA2A(ctx, hc, "the A2A server", a2aURL, a2a.BindingJSONRPC03, "")
 	if err != nil {
 		return RemoteReport{}, err
 	}
-	relay, err := resolve("the relay", "http://"+relayLn.Addr().String()+"/", "")
+	relay, err := resolveA2A(ctx, hc, "the relay", "http://"+relayLn.Addr().String()+"/", a2a.BindingJSONRPC03, "")
 	if err != nil {
 		return RemoteReport{}, err
 	}
 	var edge *a2a.Remote
 	if opts.Via == ViaA2A {
-		if edge, err = resolve("the remote agent on the daemon's A2A edge", c.BaseURL()+"/agents/"+agent+"/", opts.Token); err != nil {
+		if edge, err = resolveA2A(ctx, hc, "the remote agent on the daemon's A2A edge", c.BaseURL()+"/agents/"+agent+"/", a2a.BindingJSONRPC03, opts.Token); err != nil {
 			return RemoteReport{}, err
 		}
 	}
@@ -259,7 +234,7 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 		callers[i] = &a2aCaller{r: direct, payload: payload, errors: map[string]uint64{}}
 	}
 	rep := RemoteReport{WaysHeader: opts.header(RemoteReportKind), Via: opts.Via,
-		A2AURL: a2aURL, Agent: agent, Binding: mailbox.BindingJSONRPC03, Concurrency: opts.Senders, Errors: map[string]uint64{}}
+		A2AURL: a2aURL, Agent: agent, Binding: mailbox.BindingJSONRPC03, Concurrency: opts.Senders, WaysResults: WaysResults{Errors: map[string]uint64{}}}
 	remoteTasks := make([]func(context.Context) bool, len(senders))
 	for i, sd := range senders {
 		remoteTasks[i] = sd.task

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/a2a"
 )
 
 // The benches that compare ways to the same A2A work (--remote, --a2a)
@@ -49,11 +53,10 @@ func (o *WaysOptions) fill() error {
 	if o.PayloadBytes == 0 {
 		o.PayloadBytes = DefaultPayloadBytes
 	}
+	if err := checkTarget(o.Addr, o.Embedded, o.DataFS, o.VolatileLog, o.Warnings); err != nil {
+		return err
+	}
 	switch {
-	case o.Addr == "":
-		return errors.New("bench: Addr: the daemon to measure is missing")
-	case !o.Embedded && (o.DataFS != "" || o.VolatileLog || len(o.Warnings) != 0):
-		return errors.New("bench: DataFS, VolatileLog and Warnings describe an embedded daemon only")
 	case o.Senders < 1:
 		return fmt.Errorf("bench: senders: got %d, expected at least 1", o.Senders)
 	case o.Duration < 0:
@@ -62,6 +65,37 @@ func (o *WaysOptions) fill() error {
 		return fmt.Errorf("bench: rounds: got %d, expected at least 1", o.Rounds)
 	case o.PayloadBytes < 1:
 		return fmt.Errorf("bench: payload bytes: got %d, expected at least 1", o.PayloadBytes)
+	}
+	return nil
+}
+
+// WaysResults is what every ways report ends with.
+type WaysResults struct {
+	// PerRound is each round in the order run.
+	PerRound []RoundFigures `json:"per_round"`
+	// Durable is the check, after the run, that the daemon's log holds
+	// every task completed through it.
+	Durable DurableCheck `json:"durable"`
+	// Errors counts failures by "way step: kind", such as "remote drain:
+	// empty" or "direct send: transport"; ErrorsTotal is their sum.
+	Errors      map[string]uint64 `json:"errors"`
+	ErrorsTotal uint64            `json:"errors_total"`
+	// Daemon is the daemon's counters over the whole run (the ways that
+	// do not go through it append nothing).
+	Daemon DaemonFigures `json:"daemon"`
+	// EventsPerTask is Daemon.EventsAppended over the tasks completed
+	// through the daemon.
+	EventsPerTask float64 `json:"events_per_task"`
+}
+
+// checkTarget refuses a run without a daemon, or one that describes the
+// log of a daemon it did not start.
+func checkTarget(addr string, embedded bool, dataFS string, volatile bool, warnings []string) error {
+	switch {
+	case addr == "":
+		return errors.New("bench: Addr: the daemon to measure is missing")
+	case !embedded && (dataFS != "" || volatile || len(warnings) != 0):
+		return errors.New("bench: DataFS, VolatileLog and Warnings describe an embedded daemon only")
 	}
 	return nil
 }
@@ -91,6 +125,31 @@ func (o *WaysOptions) header(kind string) WaysHeader {
 	}
 	return WaysHeader{Kind: kind, Target: target, Embedded: o.Embedded, DataFS: o.DataFS, VolatileLog: o.VolatileLog, Warnings: warnings,
 		Senders: o.Senders, DurationS: o.Duration.Seconds(), Rounds: o.Rounds, PayloadBytes: o.PayloadBytes}
+}
+
+// connect makes the run's HTTP client, keeping idle connections per
+// host, and the daemon's client over it.
+func (o *WaysOptions) connect(idle int) (*http.Client, *client.Client, error) {
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: idle, IdleConnTimeout: 90 * time.Second}}
+	copts := []client.Option{client.WithHTTPClient(hc), client.WithTimeout(30 * time.Second)}
+	if o.Token != "" {
+		copts = append(copts, client.WithToken(o.Token))
+	}
+	c, err := client.New(o.Addr, copts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return hc, c, nil
+}
+
+// resolveA2A reads the card at u with the outbound client, to call what
+// it describes in binding.
+func resolveA2A(ctx context.Context, hc *http.Client, what, u, binding, bearer string) (*a2a.Remote, error) {
+	r, _, err := a2a.ResolveRemote(ctx, hc, a2a.RemoteSpec{URL: u, Binding: binding}, a2a.RemoteAuth{Bearer: bearer})
+	if err != nil {
+		return nil, fmt.Errorf("bench: the outbound client cannot resolve %s at %s: %w", what, u, err)
+	}
+	return r, nil
 }
 
 // way is one way a ways bench measures: its callers, one task at a time
