@@ -39,18 +39,18 @@ type State struct {
 	// leases orders the in-flight tasks oldest lease first, for the
 	// queries that list them, so a listing with a limit (or of the leases
 	// older than an age) costs what it lists, not the mailbox's size.
-	leases *indexedHeap[*taskRec]
-	waiting     map[string]*taskRec // tasks waiting on their sender's reply
-	results     map[string]*resultRec
-	resultsAll  *indexedHeap[*resultRec]
-	bySender    map[string]*indexedHeap[*resultRec]
-	done        []string // drained task ids, oldest first, from doneHead on
-	doneHead    int
-	live        map[string]string // dedupe key -> queued or in-flight idempotent task
-	cache       map[string]*CachedResult
-	cacheOrder  []*CachedResult // oldest first, from cacheHead on
-	cacheHead   int
-	audit       []AuditRecord // oldest first; the newest AuditMax count
+	leases     *indexedHeap[*taskRec]
+	waiting    map[string]*taskRec // tasks waiting on their sender's reply
+	results    map[string]*resultRec
+	resultsAll *indexedHeap[*resultRec]
+	bySender   map[string]*indexedHeap[*resultRec]
+	done       []string // drained task ids, oldest first, from doneHead on
+	doneHead   int
+	live       map[string]string // dedupe key -> queued or in-flight idempotent task
+	cache      map[string]*CachedResult
+	cacheOrder []*CachedResult // oldest first, from cacheHead on
+	cacheHead  int
+	audit      []AuditRecord // oldest first; the newest AuditMax count
 	// agents counts, per agent id, the remembered tasks naming it as
 	// sender or recipient (see Agents).
 	agents map[string]int

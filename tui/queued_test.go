@@ -97,7 +97,7 @@ func TestADeadAgentsWholeBacklogInSevenKeys(t *testing.T) {
 	press(key(tcell.KeyBacktab)) // reason -> to
 	r.scr.typeText("worker-c")
 	r.scr.waitFor(t, "the completion offered", completionShown("worker-c@local"))
-	press(key(tcell.KeyTab))               // taken, on to the reason
+	press(key(tcell.KeyTab)) // taken, on to the reason
 	r.scr.typeText("worker-a died")
 	press(key(tcell.KeyEnter))
 	press(key(tcell.KeyEnter))
