@@ -291,10 +291,5 @@ func (t *taskRec) addHistory(ev Event) {
 		copy(t.History[1:], t.History[2:])
 		t.History = t.History[:len(t.History)-1]
 	}
-	if t.History == nil {
-		// Room for a whole ordinary life (sent, leased, resulted,
-		// drained) at once, rather than growing three times.
-		t.History = make([]HistoryEntry, 0, 4)
-	}
 	t.History = append(t.History, h)
 }
