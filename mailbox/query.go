@@ -200,9 +200,6 @@ func (s *State) Query(f QueueFilter, nowMs int64) QueueView {
 		} else {
 			s.leases.Ascend(leased)
 		}
-		if f.MinLeaseAgeMs != nil {
-			more = false // the age filter keeps leases only
-		}
 	}
 	if more && (f.State == "" || f.State == TaskWaiting) && f.MinLeaseAgeMs == nil {
 		for _, t := range s.sortedWaiting() {

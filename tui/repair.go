@@ -631,16 +631,7 @@ func (c *Console) refreshDialog() {
 		for _, t := range d.targets {
 			current[t.taskID] = nil
 		}
-		for _, es := range [][]mailbox.QueueEntry{c.rows.leases, c.rows.waiting} {
-			for i := range es {
-				if e := &es[i]; current[e.Task.ID] == nil {
-					if _, ok := current[e.Task.ID]; ok {
-						current[e.Task.ID] = e
-					}
-				}
-			}
-		}
-		for _, es := range [][]mailbox.QueueEntry{c.rows.queued} {
+		for _, es := range [][]mailbox.QueueEntry{c.rows.leases, c.rows.waiting, c.rows.queued} {
 			for i := range es {
 				if e := &es[i]; current[e.Task.ID] == nil {
 					if _, ok := current[e.Task.ID]; ok {

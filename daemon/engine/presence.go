@@ -237,7 +237,9 @@ func (e *Engine) pushAgentsNow() bool {
 		return false
 	}
 	list, seq := e.agentsAt(now)
-	up := mailbox.AgentsUpdate{Type: mailbox.EventAgents, AtMs: now, Agents: list, Seq: seq}
+	// Redacted once here, for every subscriber: the listing goes only to
+	// readers, never to anything that calls a webhook.
+	up := mailbox.AgentsUpdate{Type: mailbox.EventAgents, AtMs: now, Agents: list, Seq: seq}.Redacted()
 	var err error
 	if up.Encoded, err = json.Marshal(up); err != nil {
 		e.log.Error("the agents listing does not encode", "err", err)

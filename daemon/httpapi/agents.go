@@ -59,9 +59,8 @@ func wantsAgents(p params) (bool, error) {
 
 // appendAgents writes the agents listing as an SSE block without an id:
 // it is no log event, so it must not move the subscriber's Last-Event-ID.
-// Its cards' webhook secrets are redacted.
+// The engine made it with its cards' webhook secrets redacted.
 func appendAgents(buf *bytes.Buffer, up mailbox.AgentsUpdate) error {
-	up = up.Redacted()
 	data, err := encodedOnce(up.Encoded, up)
 	if err != nil {
 		return err
