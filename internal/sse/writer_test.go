@@ -1,7 +1,11 @@
 package sse
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -89,5 +93,65 @@ func TestLastEventID(t *testing.T) {
 	}
 	if _, p := ParseID("last_event_id", ""); p == nil || p.Field != "last_event_id" {
 		t.Errorf("empty parameter: %v", p)
+	}
+}
+
+// TestUnframedStreamIsTheRawBytes reads an OpenUnframed stream off the
+// wire, as a real HTTP/1.1 server sends it: no chunked framing, the body
+// is exactly the bytes written, and it ends when the connection closes.
+// Open, beside it, still frames its body in chunks and keeps the
+// connection.
+func TestUnframedStreamIsTheRawBytes(t *testing.T) {
+	body := "id: 1\nevent: e\ndata: {}\n\n" + strings.Repeat("x", 9000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		open := Open
+		if r.URL.Path == "/unframed" {
+			open = OpenUnframed
+		}
+		s := open(w, time.Second)
+		defer s.Close()
+		if err := s.Write(nil); err != nil {
+			t.Error(err)
+		}
+		for _, part := range []string{body[:30], body[30:]} {
+			if err := s.Write([]byte(part)); err != nil {
+				t.Error(err)
+			}
+		}
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		path    string
+		chunked bool
+	}{{"/unframed", false}, {"/framed", true}} {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", c.path)
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
+		if chunked != c.chunked || resp.Close == c.chunked {
+			t.Errorf("%s: Transfer-Encoding %v, Close %v; want chunked %v", c.path, resp.TransferEncoding, resp.Close, c.chunked)
+		}
+		got, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("%s: reading the body: %v", c.path, err)
+		}
+		if string(got) != body {
+			t.Errorf("%s: body of %d bytes, want the %d written", c.path, len(got), len(body))
+		}
+		if !c.chunked {
+			// Read to the end of the stream: the server closed it.
+			if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+				t.Errorf("%s: after the body, read %d bytes, err %v; want the connection closed", c.path, n, err)
+			}
+		}
+		conn.Close()
 	}
 }
