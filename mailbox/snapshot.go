@@ -7,15 +7,29 @@ import (
 
 // Snapshot returns a deep copy of the whole state.
 func (s *State) Snapshot(atMs int64) *Snapshot {
+	return s.snapshot(atMs, true)
+}
+
+// snapshot is Snapshot; for Clone (deep false) the tasks are in no
+// particular order and share their history with the state, as Restore
+// copies it anyway: sorting and copying a million tasks' history twice
+// was a third of a clone's time.
+func (s *State) snapshot(atMs int64, deep bool) *Snapshot {
 	limits := s.Limits
 	snap := &Snapshot{Seq: s.Seq, AtMs: atMs, Limits: &limits, Tasks: make([]TaskRecord, 0, len(s.tasks)), Results: make([]PendingResult, 0, len(s.results))}
-	recs := make([]*taskRec, 0, len(s.tasks))
-	for _, t := range s.tasks {
-		recs = append(recs, t)
-	}
-	sort.Slice(recs, func(i, j int) bool { return recs[i].SendSeq < recs[j].SendSeq })
-	for _, t := range recs {
-		snap.Tasks = append(snap.Tasks, t.copyRecord())
+	if !deep {
+		for _, t := range s.tasks {
+			snap.Tasks = append(snap.Tasks, t.TaskRecord)
+		}
+	} else {
+		recs := make([]*taskRec, 0, len(s.tasks))
+		for _, t := range s.tasks {
+			recs = append(recs, t)
+		}
+		sort.Slice(recs, func(i, j int) bool { return recs[i].SendSeq < recs[j].SendSeq })
+		for _, t := range recs {
+			snap.Tasks = append(snap.Tasks, t.copyRecord())
+		}
 	}
 	for _, r := range s.sortedResults() {
 		snap.Results = append(snap.Results, r.PendingResult)
@@ -37,6 +51,9 @@ func (s *State) Snapshot(atMs int64) *Snapshot {
 // order they were finished.
 func (s *State) Restore(snap *Snapshot) error {
 	n := NewState()
+	// Sized for the snapshot at once: growing maps of a million tasks
+	// step by step rehashed them a dozen times over.
+	n.tasks = make(map[string]*taskRec, len(snap.Tasks))
 	if snap.Limits != nil {
 		if err := snap.Limits.validate(); err != nil {
 			return fmt.Errorf("snapshot %d: %w", snap.Seq, err)
@@ -118,7 +135,7 @@ func (s *State) Restore(snap *Snapshot) error {
 // Clone returns an independent copy of the state.
 func (s *State) Clone() *State {
 	c := NewState()
-	if err := c.Restore(s.Snapshot(0)); err != nil {
+	if err := c.Restore(s.snapshot(0, false)); err != nil {
 		panic("mailbox: state does not survive its own snapshot: " + err.Error())
 	}
 	return c

@@ -22,6 +22,7 @@ var (
 	seedFlag      = flag.Uint64("fault.seed", 0, "random seed of the kill -9 suites (TestFaultKill9* and their PostgreSQL twins, TestPostgresKill9*) (0: from the clock; the seed used is logged)")
 	diskFullMode  = flag.String("fault.diskfull", "auto", "how TestFaultDiskFull fills the disk: tmpfs, rlimit, or auto (tmpfs when mount is permitted)")
 	restartEvents = flag.Int("fault.restart-events", 0, "TestRestartMillionEvents: build a log of this many events and time the restart (0: skip)")
+	liveMillion   = flag.Int("fault.live-tasks", 0, "TestMillionLiveTasks: this many live tasks, half queued and half in flight, and as many events after the snapshot (0: skip)")
 )
 
 // The end-to-end tests (e2e_*_test.go) run the real binary and break its
@@ -86,6 +87,13 @@ func (w *addrWatcher) Write(p []byte) (int, error) {
 // listens. It is killed when the test ends, if it still runs.
 func startProc(t *testing.T, dir string, extra ...string) *proc {
 	t.Helper()
+	return startProcWithin(t, dir, 30*time.Second, extra...)
+}
+
+// startProcWithin is startProc for a daemon that may take up to wait to
+// open (a replay of millions of events).
+func startProcWithin(t *testing.T, dir string, wait time.Duration, extra ...string) *proc {
+	t.Helper()
 	args := append([]string{"daemon", "--addr", "127.0.0.1:0", "--data-dir", dir, "--log-level", "warn"}, extra...)
 	cmd := exec.Command(binPath, args...)
 	cmd.Env = []string{"HOME=" + dir, asMainEnv + "=1"}
@@ -97,14 +105,14 @@ func startProc(t *testing.T, dir string, extra ...string) *proc {
 	}
 	go func() { p.exited <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
-	watchdog := time.NewTimer(30 * time.Second) // a watchdog, not synchronisation
+	watchdog := time.NewTimer(wait) // a watchdog, not synchronisation
 	defer watchdog.Stop()
 	select {
 	case p.addr = <-w.addr:
 	case err := <-p.exited:
 		t.Fatalf("daemon on %s exited before listening (%v); its log:\n%s", dir, err, p.out)
 	case <-watchdog.C:
-		t.Fatalf("daemon on %s did not announce its address in 30s; its log:\n%s", dir, p.out)
+		t.Fatalf("daemon on %s did not announce its address in %s; its log:\n%s", dir, wait, p.out)
 	}
 	return p
 }

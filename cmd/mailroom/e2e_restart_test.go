@@ -5,13 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/daemon/daemontest"
-	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -80,55 +78,13 @@ func TestRestartMillionEvents(t *testing.T) {
 // writeBigLog appends n events to a fresh log in dir and returns the last seq.
 func writeBigLog(t *testing.T, dir string, n int) uint64 {
 	t.Helper()
-	st, err := logstore.Open(dir, logstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := openLogWriter(t, dir, 0)
 	intent := strings.Repeat("x", 64)
-	at := time.Now().Add(-time.Hour).UnixMilli()
-	var seq uint64
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failed error
-	add := func(ev mailbox.Event) {
-		seq++
-		ev.Seq, ev.AtMs = seq, at+int64(seq/1000)
-		wg.Add(1)
-		st.AppendUnit([]mailbox.Event{ev}, func(err error) {
-			if err != nil {
-				mu.Lock()
-				failed = err
-				mu.Unlock()
-			}
-			wg.Done()
-		})
-		// Bound what is queued: Append never blocks, and a million queued
-		// lines would be hundreds of MB.
-		if seq%16384 == 0 {
-			wg.Wait()
-		}
-	}
-	id := func(prefix, i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", prefix, i) }
 	for i := range liveTasks {
-		add(mailbox.Event{Type: mailbox.EventTaskSent, Task: &mailbox.Task{ID: id(1, i), Sender: "planner@local", Recipient: "idle@local", IntentText: intent}})
+		w.add(mailbox.Event{Type: mailbox.EventTaskSent, Task: &mailbox.Task{ID: bigID(1, i), Sender: "planner@local", Recipient: "idle@local", IntentText: intent}})
 	}
-	for i := 0; int(seq)+4 <= n; i++ {
-		task, lease := id(2, i), id(3, i)
-		sender, recipient := fmt.Sprintf("bench-s-%d@local", i%16), fmt.Sprintf("bench-r-%d@local", i%16)
-		add(mailbox.Event{Type: mailbox.EventTaskSent, Task: &mailbox.Task{ID: task, Sender: sender, Recipient: recipient, IntentText: intent}})
-		add(mailbox.Event{Type: mailbox.EventTaskLeased, TaskID: task, LeaseID: lease, LeasedTo: recipient, Attempt: 1})
-		add(mailbox.Event{Type: mailbox.EventResultPosted, TaskID: task, LeaseID: lease, LeasedTo: recipient, Attempt: 1,
-			Result: &mailbox.Result{TaskID: task, Status: mailbox.StatusOK, LeaseID: lease, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "done"}}}})
-		add(mailbox.Event{Type: mailbox.EventResultDrained, TaskID: task, Attempt: 1})
-	}
-	wg.Wait()
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if failed != nil {
-		t.Fatalf("writing the log: %v", failed)
-	}
-	return seq
+	w.close()
+	return appendCycles(t, dir, liveTasks, n-liveTasks)
 }
 
 func dirBytes(t *testing.T, dir string) int64 {

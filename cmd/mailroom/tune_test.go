@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 func TestTuneGC(t *testing.T) {
@@ -56,4 +57,50 @@ func TestTuneProcs(t *testing.T) {
 			t.Fatalf("for a log store: tuneProcs = %d and GOMAXPROCS now %d, want %d", got, runtime.GOMAXPROCS(0), defaultProcs+1)
 		}
 	}
+}
+
+func TestGCPercentFollowsTheLiveHeap(t *testing.T) {
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, daemonGCPercent},
+		{16 << 20, daemonGCPercent},
+		{256 << 20, daemonGCPercent},
+		{512 << 20, 200},
+		{2 << 30, 50},
+		{4 << 30, minGCPercent},
+		{16 << 30, minGCPercent},
+	} {
+		if got := gcPercentFor(c.live); got != c.want {
+			t.Errorf("gcPercentFor(%d MiB) = %d, want %d", c.live>>20, got, c.want)
+		}
+	}
+}
+
+// TestGCTunerRetunesAfterACollection holds a live heap of 512 MiB and
+// checks that, after a collection, the target is the one for it (about
+// 200, a little less for the rest of the test binary's heap).
+func TestGCTunerRetunesAfterACollection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 512 MiB")
+	}
+	orig := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+	tuneGC(func(string) string { return "" })
+	live := make([][]byte, 512)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	for range 100 { // the finalizer runs after the collection, on its own goroutine
+		runtime.GC()
+		if now := debug.SetGCPercent(-1); debug.SetGCPercent(now) == -1 && now <= 200 && now > 150 {
+			runtime.KeepAlive(live)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	now := debug.SetGCPercent(100)
+	debug.SetGCPercent(now)
+	t.Fatalf("with 512 MiB live the GC target stayed %d, want about 200", now)
 }

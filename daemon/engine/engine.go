@@ -185,6 +185,7 @@ func Open(st store.Store, opts Options) (*Engine, error) {
 	opts.fill()
 	durable := mailbox.NewState()
 	var replayed int
+	began := time.Now()
 	err := st.Load(func(ev mailbox.Event) error {
 		replayed++
 		return durable.Apply(ev)
@@ -195,7 +196,7 @@ func Open(st store.Store, opts Options) (*Engine, error) {
 	e := &Engine{opts: opts, log: opts.Logger, st: st, durable: durable, hub: newHub(), waiting: newWaiters(), presence: newPresence()}
 	e.decided = durable.Clone()
 	c := durable.Counts()
-	opts.Logger.Info("mailbox replayed", "seq", durable.Seq, "events", replayed, "queued", c.Queued, "in_flight", c.InFlight, "results_pending", c.ResultsPending)
+	opts.Logger.Info("mailbox replayed", "took", time.Since(began).Round(time.Millisecond), "seq", durable.Seq, "events", replayed, "queued", c.Queued, "in_flight", c.InFlight, "results_pending", c.ResultsPending)
 	e.role.Store(&store.Role{Leader: true})
 	e.cur, _ = st.(store.Current)
 	if sh, ok := st.(store.Shared); ok {

@@ -229,8 +229,13 @@ func concerns(ev mailbox.Event, id string) bool {
 }
 
 // SubscribeInternal is Subscribe for the daemon's own components (the
-// dispatcher): the same feed, not counted among the event streams in
-// mailroom_sse_subscribers.
+// dispatcher, the notifier): the same feed, not counted among the event
+// streams in mailroom_sse_subscribers, and without a position it starts
+// at the durable seq of the moment, with neither a snapshot nor a replay.
+// Those components read the state they need when they subscribe; a
+// snapshot made for each of them at start was a deep copy of the whole
+// mailbox they never looked inside (4 of the 17 s of a restart with a
+// million live tasks, and as much memory again, issue 27).
 func (e *Engine) SubscribeInternal(ctx context.Context, after *uint64) (mailbox.Subscription, error) {
 	return e.subscribe(ctx, after, e.opts.SubscriberBuffer, true, "")
 }
@@ -260,8 +265,9 @@ func (e *Engine) subscribe(ctx context.Context, after *uint64, buffer int, inter
 	e.durableMu.RLock()
 	base := e.durable.Seq
 	var snap *mailbox.Snapshot
-	if only != "" && after == nil {
-		// A task's follower from now on: it reads the task itself.
+	if (only != "" || internal) && after == nil {
+		// A task's follower, or one of the daemon's components, from now
+		// on: it reads the task, or what it needs, itself.
 		after = &base
 	}
 	if after == nil || *after > base || base-*after > e.opts.ReplaySnapshotGap {

@@ -298,6 +298,9 @@ func (n *Notifier) follow(ctx context.Context, wg *sync.WaitGroup) {
 				sleep(ctx, n.o.LeaderPoll)
 				continue
 			}
+			// The subscription starts now, without a snapshot: look at
+			// the outbox as it is, then at every change.
+			n.Wake()
 			for ev := range sub.Events() {
 				if ev.TaskID != "" || ev.Type == mailbox.EventSnapshot {
 					n.Wake()

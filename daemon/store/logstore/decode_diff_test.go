@@ -2,9 +2,12 @@ package logstore
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
+	"github.com/mailroom/mailroom/daemon/store/internal/replay"
 	"github.com/mailroom/mailroom/daemon/store/storetest"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -54,4 +57,55 @@ func normalizeRaw(ev mailbox.Event) mailbox.Event {
 		ev.Result = &r
 	}
 	return ev
+}
+
+// TestSnapshotDecodeMatchesStdlib holds the snapshot decoder
+// (replay.DecodeSnapshot, goccy/go-json) to encoding/json on snapshots of
+// the shared workload's mailbox at several points, and on the golden v9
+// snapshot file: both decode to the same snapshot.
+func TestSnapshotDecodeMatchesStdlib(t *testing.T) {
+	var bodies [][]byte
+	for _, seed := range []uint64{3, 11, 29} {
+		s := mailbox.NewState()
+		for i, ev := range storetest.NewWorkload(seed).Events(t, 400) {
+			if err := s.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+			if i%100 == 99 {
+				b, err := json.Marshal(s.Snapshot(ev.AtMs))
+				if err != nil {
+					t.Fatal(err)
+				}
+				bodies = append(bodies, b)
+			}
+		}
+	}
+	golden, err := os.ReadFile(filepath.Join("testdata", "v9", "datadir", "snapshot-00000000000000000032.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := parseSnapshotFile(golden, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies = append(bodies, body)
+	for i, body := range bodies {
+		var want, got mailbox.Snapshot
+		if err := json.Unmarshal(body, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := replay.DecodeSnapshot(body, &got); err != nil {
+			t.Fatalf("snapshot %d: %v", i, err)
+		}
+		if len(got.Tasks) == 0 {
+			t.Fatalf("snapshot %d holds no tasks: not a test of anything", i)
+		}
+		// Raw JSON values may keep different whitespace; encoding them
+		// again compacts both.
+		wb, _ := json.Marshal(want)
+		gb, _ := json.Marshal(got)
+		if string(wb) != string(gb) {
+			t.Fatalf("snapshot %d: the decoders disagree:\n got %s\nwant %s", i, gb, wb)
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package logstore
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/daemon/store/internal/replay"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -101,7 +101,7 @@ func replayFiles(snapFile *os.File, snapPath string, snapSeq uint64, parts []rea
 
 // readSnapshot reads the snapshot file at path, holding seq.
 func readSnapshot(f *os.File, path string, seq uint64) (*mailbox.Snapshot, error) {
-	data, err := io.ReadAll(f)
+	data, err := readWhole(f)
 	if err != nil {
 		return nil, fmt.Errorf("loading snapshot %s: %w", path, err)
 	}
@@ -110,7 +110,7 @@ func readSnapshot(f *os.File, path string, seq uint64) (*mailbox.Snapshot, error
 		return nil, fmt.Errorf("loading snapshot %s: %w", path, err)
 	}
 	var snap mailbox.Snapshot
-	if err := json.Unmarshal(body, &snap); err != nil {
+	if err := replay.DecodeSnapshot(body, &snap); err != nil {
 		return nil, &RecordError{Path: path, Line: 1, Seq: seq, Snapshot: true, Err: err}
 	}
 	if snap.Seq != seq {
@@ -118,6 +118,30 @@ func readSnapshot(f *os.File, path string, seq uint64) (*mailbox.Snapshot, error
 			Err: fmt.Errorf("the snapshot inside says seq %d, its record says %d", snap.Seq, seq)}
 	}
 	return &snap, nil
+}
+
+// readWhole reads f to its end into a buffer of its size, as os.ReadFile
+// does: io.ReadAll grows its buffer by doubling, which copied a 500 MB
+// snapshot several times over.
+func readWhole(f *os.File) ([]byte, error) {
+	size := 0
+	if fi, err := f.Stat(); err == nil {
+		size = int(fi.Size())
+	}
+	data := make([]byte, 0, size+512)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+	}
 }
 
 // readEvents decodes the records of p in order and passes them to fn until

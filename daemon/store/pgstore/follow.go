@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/daemon/store"
+	"github.com/mailroom/mailroom/daemon/store/internal/replay"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -234,7 +234,7 @@ func (s *Store) reload(ctx context.Context, apply func(mailbox.Event) error) err
 		return fmt.Errorf("the newest snapshot is at seq %d, not past seq %d: the log has a gap", seq, s.LastSeq())
 	}
 	var snap mailbox.Snapshot
-	if err := json.Unmarshal(body, &snap); err != nil || snap.Seq != uint64(seq) {
+	if err := replay.DecodeSnapshot(body, &snap); err != nil || snap.Seq != uint64(seq) {
 		return fmt.Errorf("the snapshot at seq %d does not decode (%v)", seq, err)
 	}
 	s.log.Warn("this instance fell behind a compaction; reloading from the snapshot", "schema", s.o.Schema, "from_seq", s.LastSeq(), "snapshot_seq", seq)

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -38,7 +37,7 @@ func (s *Store) Load(fn func(mailbox.Event) error) error {
 		return s.connErr("loading the snapshot", err)
 	default:
 		var snap mailbox.Snapshot
-		if err := json.Unmarshal(body, &snap); err != nil {
+		if err := replay.DecodeSnapshot(body, &snap); err != nil {
 			return fmt.Errorf("postgres store (schema %s): the snapshot at seq %d does not decode: %w", s.o.Schema, snapSeq, err)
 		}
 		if snap.Seq != uint64(snapSeq) {
