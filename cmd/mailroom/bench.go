@@ -386,8 +386,12 @@ func printBench(w io.Writer, r bench.Report) {
 }
 
 func printFanout(w io.Writer, f *bench.FanoutReport) {
-	fmt.Fprintf(w, "fanout    %d subscribers at %.0f events/s: delivery p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms\n",
-		f.Subscribers, f.EventsPerS, f.Delivery.P50, f.Delivery.P90, f.Delivery.P99, f.Delivery.Max)
+	over := ""
+	if f.LoadS >= 1 {
+		over = fmt.Sprintf(" over %.1f s of events", f.LoadS)
+	}
+	fmt.Fprintf(w, "fanout    %d subscribers at %.0f events/s%s: delivery p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms\n",
+		f.Subscribers, f.EventsPerS, over, f.Delivery.P50, f.Delivery.P90, f.Delivery.P99, f.Delivery.Max)
 	verdict := "yes"
 	if !f.Complete {
 		verdict = "NO"

@@ -216,6 +216,21 @@ func TestRunFanoutOnly(t *testing.T) {
 		if s.LastSeq != f.FinalSeq || s.Received != f.FinalSeq-s.SnapshotSeq || s.Received == 0 {
 			t.Errorf("subscriber %d: %+v, want every event from its snapshot to seq %d", i, s, f.FinalSeq)
 		}
+		if s.FirstAtMs == 0 || s.LastAtMs < s.FirstAtMs {
+			t.Errorf("subscriber %d: first and last event at %d and %d ms, want both, in order", i, s.FirstAtMs, s.LastAtMs)
+		}
+	}
+	// The load's span is what the events took, within the subscribers'
+	// run; the rate is over it once it is a second or more.
+	if f.LoadS < 0 || f.LoadS > rep.ElapsedS {
+		t.Errorf("load span %.3f s, want within the run's %.3f s", f.LoadS, rep.ElapsedS)
+	}
+	span := rep.ElapsedS
+	if f.LoadS >= 1 {
+		span = f.LoadS
+	}
+	if want := float64(rep.Daemon.EventsAppended) / span; f.EventsPerS != want {
+		t.Errorf("%.1f events/s, want %.1f (%d events over %.3f s)", f.EventsPerS, want, rep.Daemon.EventsAppended, span)
 	}
 	if f.Delivery.Count != int(3*f.ReceivedMin) || f.ReceivedMin != f.ReceivedMax {
 		t.Errorf("delivery latency over %d events, want one per event received (%d to %d each)", f.Delivery.Count, f.ReceivedMin, f.ReceivedMax)

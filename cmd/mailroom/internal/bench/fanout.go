@@ -20,8 +20,14 @@ type FanoutReport struct {
 	// every event every subscriber received; millisecond resolution.
 	Delivery Latency `json:"delivery"`
 	// EventsPerS is the rate the daemon made events durable at during the
-	// load: the rate every subscriber had to keep up with.
+	// load: the rate every subscriber had to keep up with. With
+	// --fanout-only, whose subscribers are up before the load starts and
+	// after it ends, the load's time is the span between the first and
+	// the last event received (LoadS), not the subscribers' whole run.
 	EventsPerS float64 `json:"events_per_s"`
+	// LoadS is the span, in seconds, from the first event a subscriber
+	// received to the last (by their at_ms): how long the load ran.
+	LoadS float64 `json:"load_s"`
 	// Complete is true when every subscriber received every event with seq
 	// in (its snapshot seq, final_seq] exactly once.
 	Complete  bool   `json:"complete"`
@@ -47,6 +53,10 @@ type SubscriberFigures struct {
 	// instead of the events a far-behind subscriber missed, so the events
 	// it covers count as missed.
 	Snapshots uint64 `json:"snapshots"`
+	// FirstAtMs and LastAtMs are the at_ms of the first and the last event
+	// received (0: none).
+	FirstAtMs int64 `json:"first_at_ms,omitempty"`
+	LastAtMs  int64 `json:"last_at_ms,omitempty"`
 }
 
 // subscriber follows the event stream like a console and checks seq
@@ -146,6 +156,10 @@ func (s *subscriber) follow(events <-chan mailbox.Event) {
 		s.last.Store(ev.Seq)
 		s.fig.Received++
 		s.hist.add(now - ev.AtMs)
+		if s.fig.FirstAtMs == 0 {
+			s.fig.FirstAtMs = ev.AtMs
+		}
+		s.fig.LastAtMs = ev.AtMs
 	}
 }
 
@@ -190,6 +204,14 @@ wait:
 	}
 	rep.Delivery = all.summarize()
 	rep.Complete = rep.Missed == 0 && rep.Repeated == 0
+	var first, last int64
+	for _, fig := range rep.PerSub {
+		if fig.FirstAtMs != 0 && (first == 0 || fig.FirstAtMs < first) {
+			first = fig.FirstAtMs
+		}
+		last = max(last, fig.LastAtMs)
+	}
+	rep.LoadS = float64(last-first) / 1000
 	return rep
 }
 
@@ -224,7 +246,13 @@ run:
 	rep := Report{Kind: ReportKind, Target: target, DurationS: opts.Duration.Seconds(), ElapsedS: elapsed.Seconds(),
 		Warnings: warnings, Errors: map[string]uint64{}, Daemon: daemonDelta(before, after), Batch: 1}
 	fr := subs.finish(rep.Daemon.LastSeq)
-	if s := elapsed.Seconds(); s > 0 {
+	// The rate over the load's span, not over the subscribers' whole run,
+	// which starts before the load and outlasts it.
+	s := elapsed.Seconds()
+	if fr.LoadS >= 1 {
+		s = fr.LoadS
+	}
+	if s > 0 {
 		fr.EventsPerS = float64(rep.Daemon.EventsAppended) / s
 	}
 	rep.Fanout = &fr
