@@ -205,8 +205,9 @@ type StoreRole struct {
 // Subscription is a live feed of committed events.
 type Subscription interface {
 	// Events delivers events in seq order; it is closed when the
-	// subscription ends.
-	Events() <-chan Event
+	// subscription ends. The events are shared with every other
+	// subscriber: read them, never write to them.
+	Events() <-chan *Event
 	// Agents asks for the agents listing as well, and delivers it: the
 	// latest listing not yet taken, at most once a second and only after
 	// something changed since the subscription started. A subscription

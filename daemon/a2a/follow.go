@@ -123,8 +123,8 @@ func (e *Edge) follow(ctx context.Context, id string, after *uint64, initial boo
 				}
 				next = view(rec, origin)
 				changed = next.seq > cur.seq
-			} else if ev.Seq > cur.seq && ev.Seq > lastSeq(rec) && concerns(ev, id) {
-				rec = advance(rec, ev)
+			} else if ev.Seq > cur.seq && ev.Seq > lastSeq(rec) && concerns(*ev, id) {
+				rec = advance(rec, *ev)
 				next, changed = view(rec, origin), true
 			}
 			if !changed {

@@ -197,7 +197,7 @@ func collect(t *testing.T, sub mailbox.Subscription, n int) []mailbox.Event {
 			if !ok {
 				t.Fatalf("subscription ended after %d of %d events: %v", len(out), n, sub.Err())
 			}
-			out = append(out, ev)
+			out = append(out, *ev)
 		case <-timeout:
 			t.Fatalf("got %d of %d events", len(out), n)
 		}
@@ -263,7 +263,7 @@ func TestSlowSubscriberIsCutOthersComplete(t *testing.T) {
 	go func() {
 		var evs []mailbox.Event
 		for ev := range fast.Events() {
-			evs = append(evs, ev)
+			evs = append(evs, *ev)
 			if len(evs) == 51 {
 				break
 			}
@@ -343,5 +343,61 @@ func TestSubscribeTaskCarriesOnlyItsTask(t *testing.T) {
 	}
 	if _, err := e.SubscribeTask(ctx, nil, 4, ""); mailbox.ErrorCode(err) != mailbox.CodeInvalid {
 		t.Fatalf("a task subscription without a task: %v, want invalid", err)
+	}
+}
+
+// TestASubscriberBehindByLessThanItsBufferMissesNothing follows a
+// subscriber through the hand-offs of its events: caught up, publish
+// writes to what it reads; when it falls behind by more than that holds
+// (32 here) but less than its buffer (64), the pump takes over again, and
+// once it has caught up, publish again. Every event arrives once, in
+// order, and the subscription is not cut.
+func TestASubscriberBehindByLessThanItsBufferMissesNothing(t *testing.T) {
+	e := open(t, t.TempDir(), Options{SubscriberBuffer: 64})
+	ctx := context.Background()
+	sub, err := e.Subscribe(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if evs := collect(t, sub, 1); evs[0].Type != mailbox.EventSnapshot {
+		t.Fatalf("first event %s, want the snapshot", evs[0].Type)
+	}
+	next := uint64(1)
+	check := func(evs []mailbox.Event) {
+		t.Helper()
+		for _, ev := range evs {
+			if ev.Seq != next {
+				t.Fatalf("event seq %d, want %d", ev.Seq, next)
+			}
+			next++
+		}
+	}
+	for round := range 3 {
+		// Behind by 50: more than the 32 ready to read, less than 64.
+		for range 50 {
+			mustSend(t, e, "p", "a")
+		}
+		check(collect(t, sub, 50))
+		// Then kept up with, one at a time.
+		for range 20 {
+			mustSend(t, e, "p", "a")
+			check(collect(t, sub, 1))
+		}
+		if err := sub.Err(); err != nil {
+			t.Fatalf("round %d: the subscription ended: %v", round, err)
+		}
+	}
+	// Behind by more than the buffer: cut off, as before.
+	for range 70 {
+		mustSend(t, e, "p", "a")
+	}
+	n := 0
+	for range sub.Events() {
+		n++
+	}
+	// At most the buffer, and the one the pump holds between the two.
+	if !errors.Is(sub.Err(), mailbox.ErrSlowSubscriber) || n > 65 {
+		t.Fatalf("behind by 70: %d events, err %v; want at most 65 and cut off as slow", n, sub.Err())
 	}
 }

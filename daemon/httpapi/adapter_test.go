@@ -95,11 +95,11 @@ func (o orderedService) Subscribe(context.Context, *uint64) (mailbox.Subscriptio
 }
 
 type fedSubscription struct {
-	events chan mailbox.Event
+	events chan *mailbox.Event
 	agents chan mailbox.AgentsUpdate
 }
 
-func (f *fedSubscription) Events() <-chan mailbox.Event        { return f.events }
+func (f *fedSubscription) Events() <-chan *mailbox.Event       { return f.events }
 func (f *fedSubscription) Agents() <-chan mailbox.AgentsUpdate { return f.agents }
 func (f *fedSubscription) Err() error                          { return nil }
 func (f *fedSubscription) Close()                              {}
@@ -108,7 +108,7 @@ func (f *fedSubscription) Close()                              {}
 // them: the stream gives the events first, whatever order the two channels
 // are ready in.
 func TestAListingWaitsForTheEventsItCounts(t *testing.T) {
-	sub := &fedSubscription{events: make(chan mailbox.Event, 8), agents: make(chan mailbox.AgentsUpdate, 1)}
+	sub := &fedSubscription{events: make(chan *mailbox.Event, 8), agents: make(chan mailbox.AgentsUpdate, 1)}
 	h := httpapi.New(orderedService{sub: sub}, httpapi.Options{Logger: slog.New(slog.DiscardHandler), FlushDelay: -1})
 	resp, err := http.Get(serve(t, h) + "/a2a/events?agents=true")
 	if err != nil {
@@ -117,14 +117,14 @@ func TestAListingWaitsForTheEventsItCounts(t *testing.T) {
 	defer resp.Body.Close()
 	rd := ssetest.NewReader(resp.Body)
 
-	sub.events <- mailbox.Event{Seq: 0, Type: mailbox.EventSnapshot, Snapshot: &mailbox.Snapshot{}}
+	sub.events <- &mailbox.Event{Seq: 0, Type: mailbox.EventSnapshot, Snapshot: &mailbox.Snapshot{}}
 	if b, err := rd.NextEvent(); err != nil || b.Event != mailbox.EventSnapshot {
 		t.Fatalf("first block %+v, %v; want the snapshot", b, err)
 	}
 	sub.agents <- mailbox.AgentsUpdate{Type: mailbox.EventAgents, AtMs: 1, Agents: []mailbox.AgentInfo{{Agent: "w@x", Queued: 2}}, Seq: 2}
 	time.Sleep(50 * time.Millisecond) // the stream has taken the listing and must hold it
 	for seq := uint64(1); seq <= 2; seq++ {
-		sub.events <- mailbox.Event{Seq: seq, AtMs: 1, Type: mailbox.EventTaskSent,
+		sub.events <- &mailbox.Event{Seq: seq, AtMs: 1, Type: mailbox.EventTaskSent,
 			Task: &mailbox.Task{ID: "6f9619ff-8b86-4d11-b42d-00c04fc964f" + fmt.Sprint(seq), Sender: "p@x", Recipient: "w@x", IntentText: "x"}}
 	}
 	var got []string

@@ -157,7 +157,7 @@ func (a *api) endStream(err error) {
 // gather appends the events already waiting, up to maxBatchBytes, so a
 // burst costs one flush instead of one per event. open is false when the
 // subscription ended.
-func gather(buf *bytes.Buffer, events <-chan mailbox.Event, sent *uint64) (open bool, err error) {
+func gather(buf *bytes.Buffer, events <-chan *mailbox.Event, sent *uint64) (open bool, err error) {
 	for buf.Len() < maxBatchBytes {
 		select {
 		case ev, ok := <-events:
@@ -178,8 +178,8 @@ func gather(buf *bytes.Buffer, events <-chan mailbox.Event, sent *uint64) (open 
 // is its seq, and notes the seq in *sent. An event carrying a secret (a
 // push config, a webhook, a snapshot holding either) is written redacted
 // (mailbox.Event.Redacted), encoded again rather than its log bytes.
-func appendEvent(buf *bytes.Buffer, ev mailbox.Event, sent *uint64) error {
-	ev = ev.Redacted()
+func appendEvent(buf *bytes.Buffer, shared *mailbox.Event, sent *uint64) error {
+	ev := shared.Redacted() // a copy when it has secrets; shared is never written
 	data := ev.Encoded
 	if data == nil {
 		// Only here is ev boxed for the encoder: boxing it for every event

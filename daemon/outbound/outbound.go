@@ -195,7 +195,7 @@ func (d *Dispatcher) follow(ctx context.Context, sub mailbox.Subscription, tick 
 			if !ok {
 				return ctx.Err() == nil && d.eng.Leading()
 			}
-			d.handle(ctx, ev)
+			d.handle(ctx, *ev)
 		case <-tick:
 			if !d.eng.Leading() {
 				return false
