@@ -76,6 +76,52 @@ func BenchmarkApplyEvents(b *testing.B) {
 	}
 }
 
+// BenchmarkApplyOnABigPane measures what an event costs a replica that
+// already holds -bench.events tasks, as a console that connected to a big
+// mailbox gets them in its first snapshot: 100,000 events (sends, leases
+// and results) applied on top of it, per event. (BenchmarkApplyEvents
+// builds the replica from nothing, so its figure includes growing it.)
+func BenchmarkApplyOnABigPane(b *testing.B) {
+	const tail = 100_000
+	src := newSource(b)
+	for i := range *benchEventsFlag {
+		src.send(fmt.Sprintf("worker-%d@local", i%3), withKind("summarize"), withIntent(fmt.Sprintf("summarize report %d for the weekly review", i)))
+	}
+	snap := src.snapshot()
+	evs := make([]mailbox.Event, 0, tail)
+	for i := 0; len(evs) < tail; i++ {
+		ev := src.send(fmt.Sprintf("worker-%d@local", i%3), withKind("summarize"), withIntent(fmt.Sprintf("follow-up %d", i)))
+		evs = append(evs, ev)
+		if i%4 == 0 && len(evs) < tail-1 {
+			evs = append(evs, src.lease(ev.Task.Recipient))
+			if i%8 == 0 {
+				evs = append(evs, src.post(evs[len(evs)-1].TaskID, mailbox.StatusOK, ""))
+			}
+		}
+	}
+	evs = evs[:tail]
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		m := newModel()
+		m.receive(snap)
+		runtime.GC()
+		b.StartTimer()
+		for _, ev := range evs {
+			m.receive(ev)
+		}
+		b.StopTimer()
+		if st := m.status(); st.gap != nil || st.applied != uint64(tail+1) {
+			b.Fatalf("replica status %+v, want the snapshot and %d events applied", st, tail)
+		}
+		if r := m.rows(); len(r.queued)+len(r.leases)+len(r.results) < *benchEventsFlag {
+			b.Fatalf("replica of %d queued, %d leased, %d results; want at least %d in all", len(r.queued), len(r.leases), len(r.results), *benchEventsFlag)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*tail), "ns/event")
+}
+
 // BenchmarkFrame draws one frame of the Queue pane at 1k and 100k rows.
 // The table asks only for its visible cells, so both cost the same: what
 // is left is tview and tcell painting a 160x48 screen.

@@ -34,10 +34,10 @@ const benchSummary = "measure a daemon with sender/recipient pairs running full 
 //	errors_total, daemon {events_appended, fsync_batches, mean_batch,
 //	fsync_seconds, write_errors, subscribers_cut, first_seq, last_seq},
 //	fanout (null without --fanout) {subscribers, delivery {count, p50_ms,
-//	p90_ms, p99_ms, max_ms}, events_per_s, complete, final_seq, missed,
-//	repeated, reconnects, received_min, received_max, per_subscriber
-//	[{snapshot_seq, last_seq, received, missed, repeated, reconnects,
-//	snapshots}]}, long_poll (null without --idle-workers) {workers, wait_ms,
+//	p90_ms, p99_ms, max_ms}, events_per_s, load_s, complete, final_seq,
+//	missed, repeated, reconnects, received_min, received_max,
+//	per_subscriber [{snapshot_seq, last_seq, received, missed, repeated,
+//	reconnects, snapshots, first_at_ms, last_at_ms}]}, long_poll (null without --idle-workers) {workers, wait_ms,
 //	idle_requests_per_s, idle_s, sends, delay {count, p50_ms, ...}, lost}
 //
 // With --remote it prints bench.RemoteReport instead:

@@ -81,7 +81,7 @@ func TestBenchEmbeddedJSON(t *testing.T) {
 		t.Errorf("daemon keys = %v, want %v", got, wantDaemon)
 	}
 	f := object(t, rep, "fanout")
-	wantFanout := []string{"complete", "delivery", "events_per_s", "final_seq", "missed", "per_subscriber", "received_max", "received_min",
+	wantFanout := []string{"complete", "delivery", "events_per_s", "final_seq", "load_s", "missed", "per_subscriber", "received_max", "received_min",
 		"reconnects", "repeated", "subscribers"}
 	if got := keys(f); !slices.Equal(got, wantFanout) {
 		t.Errorf("fanout keys = %v, want %v", got, wantFanout)
@@ -93,7 +93,7 @@ func TestBenchEmbeddedJSON(t *testing.T) {
 	if len(subs) != 2 {
 		t.Fatalf("per_subscriber = %v, want 2 entries", f["per_subscriber"])
 	}
-	wantSub := []string{"last_seq", "missed", "received", "reconnects", "repeated", "snapshot_seq", "snapshots"}
+	wantSub := []string{"first_at_ms", "last_at_ms", "last_seq", "missed", "received", "reconnects", "repeated", "snapshot_seq", "snapshots"}
 	for i, s := range subs {
 		m, _ := s.(map[string]any)
 		if got := keys(m); !slices.Equal(got, wantSub) {
