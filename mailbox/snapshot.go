@@ -141,11 +141,7 @@ func (s *State) Clone() *State {
 		tasks[t] = n
 	}
 	cloneHeap(c.queued, s.queued, tasks)
-	for r, h := range s.byRecipient {
-		nh := newTaskHeap(func(t *taskRec) *int { return &t.ridx })
-		cloneHeap(nh, h, tasks)
-		c.byRecipient[r] = nh
-	}
+	cloneHeaps(c.byRecipient, s.byRecipient, func() *indexedHeap[*taskRec] { return newTaskHeap(func(t *taskRec) *int { return &t.ridx }) }, tasks)
 	cloneHeap(c.leases, s.leases, tasks)
 	for id, t := range s.inFlight {
 		c.inFlight[id] = tasks[t]
@@ -161,11 +157,7 @@ func (s *State) Clone() *State {
 		results[r] = n
 	}
 	cloneHeap(c.resultsAll, s.resultsAll, results)
-	for sender, h := range s.bySender {
-		nh := newResultHeap(func(r *resultRec) *int { return &r.sidx })
-		cloneHeap(nh, h, results)
-		c.bySender[sender] = nh
-	}
+	cloneHeaps(c.bySender, s.bySender, func() *indexedHeap[*resultRec] { return newResultHeap(func(r *resultRec) *int { return &r.sidx }) }, results)
 	c.done = slices.Clone(s.done[s.doneHead:])
 	c.live = maps.Clone(s.live)
 	for _, cr := range s.CachedResults() {
@@ -183,6 +175,16 @@ func (s *State) Clone() *State {
 		panic("mailbox: state does not survive its own clone: " + err.Error())
 	}
 	return c
+}
+
+// cloneHeaps clones each heap of src (one an agent) into dst, into a new
+// heap made by mk.
+func cloneHeaps[T comparable](dst, src map[string]*indexedHeap[T], mk func() *indexedHeap[T], copies map[T]T) {
+	for k, h := range src {
+		nh := mk()
+		cloneHeap(nh, h, copies)
+		dst[k] = nh
+	}
 }
 
 // cloneHeap makes dst the heap src is, position for position, with each
