@@ -26,6 +26,17 @@ func (s *State) Task(id string) (TaskRecord, bool) {
 	return t.copyRecord(), true
 }
 
+// SentTask returns a remembered task as it was sent (and handed on since),
+// without copying its record's history: for a listing that shows a few
+// of its fields beside something else, as the console's Results pane does.
+func (s *State) SentTask(id string) (Task, bool) {
+	t, ok := s.tasks[id]
+	if !ok {
+		return Task{}, false
+	}
+	return t.Task, true
+}
+
 // Parties returns a remembered task's sender and recipient, without
 // copying its record.
 func (s *State) Parties(id string) (sender, recipient string, ok bool) {

@@ -15,11 +15,6 @@ import (
 type model struct {
 	mu    sync.Mutex
 	state *mailbox.State
-	// open holds the tasks that are not yet drained, so the Results pane can
-	// show and filter a result's kind and intent without copying the task's
-	// history out of the state.
-	open map[string]*mailbox.Task
-
 	// version counts changes to the state; the drawing loop rebuilds rows
 	// only when it moved.
 	version uint64
@@ -89,7 +84,7 @@ type model struct {
 }
 
 func newModel() *model {
-	return &model{state: mailbox.NewState(), open: make(map[string]*mailbox.Task), resync: make(chan struct{}, 1), wentLive: make(chan struct{}, 1),
+	return &model{state: mailbox.NewState(), resync: make(chan struct{}, 1), wentLive: make(chan struct{}, 1),
 		agentsWanted: make(chan struct{}, 1)}
 }
 
@@ -114,17 +109,9 @@ func (m *model) applyLocked(ev mailbox.Event) {
 			return // already applied: the stream promises no doubles, but a double must not break the replica
 		}
 	}
-	// A drained question leaves its task waiting on the answer, its final
-	// result still to come: the Results pane will need the task again.
-	// Whether it was a question is known only before the drain applies.
 	if ev.Type == mailbox.EventSnapshot && m.synced && m.gap == nil {
 		m.reloads++
 		m.reloadedFrom = m.state.Seq
-	}
-	drainedQuestion := false
-	if ev.Type == mailbox.EventResultDrained {
-		r, ok := m.state.PendingResult(ev.TaskID)
-		drainedQuestion = ok && mailbox.Asks(r.Status)
 	}
 	if err := m.state.Apply(ev); err != nil {
 		m.gap = err
@@ -145,21 +132,6 @@ func (m *model) applyLocked(ev mailbox.Event) {
 			m.gap = nil
 			m.gapVer++
 		}
-		m.open = make(map[string]*mailbox.Task, len(ev.Snapshot.Tasks))
-		for i := range ev.Snapshot.Tasks {
-			if tr := &ev.Snapshot.Tasks[i]; tr.State != mailbox.TaskDone && tr.State != mailbox.TaskCanceled {
-				t := tr.Task // a copy: the snapshot's histories must not be kept alive
-				m.open[t.ID] = &t
-			}
-		}
-	case mailbox.EventTaskSent, mailbox.EventResultReplayed:
-		m.open[ev.Task.ID] = ev.Task
-	case mailbox.EventResultDrained:
-		if !drainedQuestion {
-			delete(m.open, ev.TaskID)
-		}
-	case mailbox.EventTaskCanceled:
-		delete(m.open, ev.TaskID)
 	}
 	switch ev.Type {
 	case mailbox.EventSnapshot, mailbox.EventTaskRequeued, mailbox.EventTaskForceErrored, mailbox.EventTaskCanceled, mailbox.EventLimitsSet,
@@ -330,7 +302,10 @@ func (m *model) rows() *rows {
 	r.results = make([]resultRow, len(pending))
 	for i := range pending {
 		r.results[i].PendingResult = pending[i]
-		if t := m.open[pending[i].TaskID]; t != nil {
+		// The task of a pending result is in the state until it is
+		// drained: its kind and intent come from there, its history
+		// left where it is.
+		if t, ok := m.state.SentTask(pending[i].TaskID); ok {
 			r.results[i].kind, r.results[i].intent, r.results[i].idempotent = t.Kind(), t.IntentText, t.Idempotent()
 			r.results[i].a2a = t.A2A != nil
 		}

@@ -40,9 +40,6 @@ func TestModelFollowsTheStream(t *testing.T) {
 	if r := m.rows(); len(r.results) != 0 {
 		t.Errorf("results after drain = %+v, want none", r.results)
 	}
-	if _, open := m.open[a.Task.ID]; open {
-		t.Error("a drained task is still kept for the Results pane")
-	}
 }
 
 func TestModelGapAsksForAFreshSnapshot(t *testing.T) {
