@@ -48,6 +48,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	// One stable, format-independent line on stdout so scripts and tests can
 	// find the port when they asked for port 0.
 	fmt.Fprintf(e.stdout, "mailroom daemon listening on %s\n", d.Addr())
+	go releaseReplayMemory()
 	return d.Run(ctx)
 }
 

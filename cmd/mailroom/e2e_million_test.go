@@ -117,6 +117,8 @@ func measureLiveTasks(t *testing.T, n int) liveFigures {
 		figs.reads[name] = ms[len(ms)/2]
 	}
 	t.Logf("n=%d: after the reads: %s", n, procMemory(t, p))
+	time.Sleep(10 * time.Second) // not synchronisation: what an idle daemon holds a while after its start
+	t.Logf("n=%d: ten seconds later: %s", n, procMemory(t, p))
 	return figs
 }
 
