@@ -55,11 +55,12 @@ func measureLiveTasks(t *testing.T, n int) liveFigures {
 	p := startProcWithin(t, dir, 10*time.Minute)
 	c := procClient(t, p)
 	t.Logf("n=%d: first start (replay of %d events) answered after %s; %s", n, last, time.Since(begin).Round(time.Millisecond), procMemory(t, p))
+	begin = time.Now()
 	out, err := c.Compact(t.Context())
 	if err != nil {
 		t.Fatalf("compact: %v", err)
 	}
-	t.Logf("n=%d: compaction at seq %d: snapshot and log %.1f MB; %s", n, out.Seq, float64(out.BytesAfter)/1e6, procMemory(t, p))
+	t.Logf("n=%d: compaction at seq %d in %s: snapshot and log %.1f MB; %s", n, out.Seq, time.Since(begin).Round(time.Millisecond), float64(out.BytesAfter)/1e6, procMemory(t, p))
 	p.stop(t)
 
 	after := appendCycles(t, dir, out.Seq, n)

@@ -3,6 +3,7 @@ package logstore
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -112,10 +113,12 @@ func (s *Store) rotate(snapshot func() *mailbox.Snapshot) (*compactJob, error) {
 // writeSnapshot runs beside the writer: steps 3 and 4.
 func (s *Store) writeSnapshot(job *compactJob) (mailbox.CompactOutcome, error) {
 	path := filepath.Join(s.dir, snapshotName(job.snap.Seq))
-	data, err := encodeSnapshot(job.snap)
-	if err == nil {
-		err = replaceFile(path, data)
-	}
+	var size int64
+	err := replaceFileWith(path, func(w io.Writer) error {
+		var err error
+		size, err = writeSnapshotRecord(w, job.snap)
+		return err
+	})
 	if err != nil {
 		s.segMu.Lock()
 		s.counts.writeErrors++
@@ -137,7 +140,7 @@ func (s *Store) writeSnapshot(job *compactJob) (mailbox.CompactOutcome, error) {
 		drop = append(drop, s.snapPath)
 	}
 	s.segs = keep
-	s.snapSeq, s.snapPath, s.snapBytes = job.snap.Seq, path, int64(len(data))
+	s.snapSeq, s.snapPath, s.snapBytes = job.snap.Seq, path, size
 	s.counts.compactions++
 	after := s.logBytesLocked() + s.snapBytes
 	s.segMu.Unlock()

@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -106,6 +107,46 @@ func TestSnapshotDecodeMatchesStdlib(t *testing.T) {
 		gb, _ := json.Marshal(got)
 		if string(wb) != string(gb) {
 			t.Fatalf("snapshot %d: the decoders disagree:\n got %s\nwant %s", i, gb, wb)
+		}
+	}
+}
+
+// TestSnapshotRecordIsTheMarshalledSnapshot holds the snapshot file's
+// streaming writer (writeSnapshotRecord, a task at a time) to what it
+// replaced: json.Marshal of the whole snapshot in the record frame, byte
+// for byte. It covers the shared workload's snapshots, one with no tasks,
+// and one whose registered agent's card holds a "tasks":[] of its own
+// after the tasks.
+func TestSnapshotRecordIsTheMarshalledSnapshot(t *testing.T) {
+	var snaps []*mailbox.Snapshot
+	for _, seed := range []uint64{5, 17} {
+		s := mailbox.NewState()
+		for i, ev := range storetest.NewWorkload(seed).Events(t, 300) {
+			if err := s.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+			if i%60 == 0 {
+				snaps = append(snaps, s.Snapshot(ev.AtMs))
+			}
+		}
+	}
+	snaps = append(snaps, &mailbox.Snapshot{Seq: 9, AtMs: 1, Tasks: []mailbox.TaskRecord{}, Results: []mailbox.PendingResult{}})
+	tricky := *snaps[len(snaps)-2]
+	tricky.Registry = []mailbox.RegisteredAgent{{Agent: "x@local", Card: mailbox.AgentCard{Name: `"tasks":[]`, Description: "tasks"}}}
+	snaps = append(snaps, &tricky)
+	for i, snap := range snaps {
+		body, err := json.Marshal(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := appendRecord(nil, keySnapshot, snap.Seq, body)
+		var got bytes.Buffer
+		n, err := writeSnapshotRecord(&got, snap)
+		if err != nil {
+			t.Fatalf("snapshot %d: %v", i, err)
+		}
+		if !bytes.Equal(got.Bytes(), want) || n != int64(len(want)) {
+			t.Fatalf("snapshot %d (%d tasks): the streamed record (%d bytes, %d said) differs from the marshalled one (%d bytes)", i, len(snap.Tasks), got.Len(), n, len(want))
 		}
 	}
 }

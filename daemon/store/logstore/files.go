@@ -132,18 +132,10 @@ func syncDir(dir string) error {
 	return err
 }
 
-// replaceFile makes data the content of path so that a crash leaves either
-// the old file or the whole new one: write a temp file, fsync, close, rename,
-// fsync the directory.
-func replaceFile(path string, data []byte) error {
-	return replaceFileWith(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// replaceFileWith is replaceFile with the content written by write, for
-// content too large to hold in memory.
+// replaceFileWith makes what write writes the content of path so that a
+// crash leaves either the old file or the whole new one: write a temp
+// file, fsync, close, rename, fsync the directory. The content is written
+// as it is made, never held whole (a snapshot can be hundreds of MB).
 func replaceFileWith(path string, write func(io.Writer) error) (err error) {
 	tmp := path + tempSuffix
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
