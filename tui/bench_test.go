@@ -122,6 +122,38 @@ func BenchmarkApplyOnABigPane(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*tail), "ns/event")
 }
 
+// BenchmarkConsoleHeap measures what a console holds with a pane of
+// -bench.events rows: the replica, and the rows the pane shows, copied out
+// of it. The stream that fed it is dropped before measuring, so the
+// replica's strings count as its own, as a console's decoded from the
+// wire are.
+func BenchmarkConsoleHeap(b *testing.B) {
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		m := newModel()
+		for _, ev := range benchStream(b, false) {
+			m.receive(ev)
+		}
+		runtime.GC()
+		var replica runtime.MemStats
+		runtime.ReadMemStats(&replica)
+		p := newPane(paneQueue, time.Now, time.Minute)
+		p.SetRect(0, 0, 160, 48)
+		p.show(m.rows())
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if got := p.content.GetRowCount() - 1; got != *benchEventsFlag-1 {
+			b.Fatalf("pane has %d rows, want %d", got, *benchEventsFlag-1)
+		}
+		b.ReportMetric(float64(replica.HeapAlloc-before.HeapAlloc)/(1<<20), "replica-MB")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "console-MB")
+		runtime.KeepAlive(m)
+		runtime.KeepAlive(p)
+	}
+}
+
 // BenchmarkFrame draws one frame of the Queue pane at 1k and 100k rows.
 // The table asks only for its visible cells, so both cost the same: what
 // is left is tview and tcell painting a 160x48 screen.
