@@ -344,7 +344,7 @@ func (e *Engine) subscribe(ctx context.Context, after *uint64, buffer int, inter
 	// The pump watches ctx while it runs; once it has handed over to
 	// publish (goDirect), this ends the subscription when ctx ends.
 	context.AfterFunc(ctx, func() { e.hub.end(s, ctx.Err()) })
-	go e.pump(ctx, s, snap, from, base)
+	go e.pump(s, snap, from, base)
 	return s, nil
 }
 
@@ -359,7 +359,7 @@ const catchUpWait = 2 * time.Second
 
 // pump delivers a subscriber's catch-up (snapshot or replay) and then its
 // live events, dropping live events the catch-up already covered.
-func (e *Engine) pump(ctx context.Context, s *subscription, snap *mailbox.Snapshot, from, base uint64) {
+func (e *Engine) pump(s *subscription, snap *mailbox.Snapshot, from, base uint64) {
 	ended := true
 	defer func() {
 		if ended {
@@ -367,15 +367,7 @@ func (e *Engine) pump(ctx context.Context, s *subscription, snap *mailbox.Snapsh
 			close(s.out)
 		}
 	}()
-	send := func(ev *mailbox.Event) bool {
-		select {
-		case s.out <- ev:
-			return true
-		case <-ctx.Done():
-			e.hub.end(s, ctx.Err())
-			return false
-		}
-	}
+	send := func(ev *mailbox.Event) bool { return e.hub.handOn(s, ev) }
 	sendSnapshot := func(snap *mailbox.Snapshot) bool {
 		return send(&mailbox.Event{Seq: snap.Seq, AtMs: snap.AtMs, Type: mailbox.EventSnapshot, Snapshot: snap})
 	}
@@ -418,6 +410,18 @@ func (e *Engine) pump(ctx context.Context, s *subscription, snap *mailbox.Snapsh
 	e.hub.pumpLive(s, last)
 }
 
+// handOn is the pump putting ev where s's reader takes it, waiting for
+// room; false when the subscription's context ended first (it is ended).
+func (h *hub) handOn(s *subscription, ev *mailbox.Event) bool {
+	select {
+	case s.out <- ev:
+		return true
+	case <-s.ctx.Done():
+		h.end(s, s.ctx.Err())
+		return false
+	}
+}
+
 // pumpLive hands s's live events on from s.live to s.out until it can
 // hand over to publish (goDirect) or the subscription ends, dropping
 // events the subscriber has (seq up to last). It runs after the catch-up,
@@ -441,11 +445,7 @@ func (h *hub) pumpLive(s *subscription, last uint64) {
 		case ev.Seq != last+1 && s.only == "":
 			h.end(s, mailbox.Errorf(mailbox.CodeInternal, "subscriber missed events %d..%d; reconnect to catch up", last+1, ev.Seq-1))
 			return false
-		}
-		select {
-		case s.out <- ev:
-		case <-ctx.Done():
-			h.end(s, ctx.Err())
+		case !h.handOn(s, ev):
 			return false
 		}
 		last = ev.Seq
