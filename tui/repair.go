@@ -542,28 +542,37 @@ func (c *Console) renderQueuedTargets(b *strings.Builder, d *repairDialog, ts []
 		fmt.Fprintf(b, "[::b]intent[::-]     %s\n", escapeTags(truncate(oneLine(t.intent), 200)))
 		fmt.Fprintf(b, "[::b]queued for[::-] %s for %s   [::b]sender[::-] %s   [::b]attempt[::-] %d\n", escapeTags(t.queuedFor), formatAge(msAge(now, t.queuedAtMs)), escapeTags(t.sender), t.attempt)
 	default:
-		recipients := map[string]int{}
-		var names []string
 		oldest := ts[0].queuedAtMs
 		for _, t := range ts {
-			if recipients[t.queuedFor] == 0 {
-				names = append(names, t.queuedFor)
-			}
-			recipients[t.queuedFor]++
 			oldest = min(oldest, t.queuedAtMs)
 		}
-		slices.SortStableFunc(names, func(a, b string) int { return recipients[b] - recipients[a] })
-		var rs []string
-		for _, n := range names {
-			rs = append(rs, fmt.Sprintf("%s (%d)", escapeTags(n), recipients[n]))
-		}
 		fmt.Fprintf(b, "[::b]%d queued tasks[::-], the oldest queued %s\n", len(ts), formatAge(msAge(now, oldest)))
-		fmt.Fprintf(b, "[::b]queued for[::-] %s\n", strings.Join(rs, ", "))
+		fmt.Fprintf(b, "[::b]queued for[::-] %s\n", countedAgents(ts, func(t repairTarget) string { return t.queuedFor }))
 	}
 	if d.action == actCancelQueued || d.action == actForceError {
 		b.WriteString("[gray]Canceled, a task leaves its queue and its sender gets an error result naming the reason.[-]\n")
 	}
 	b.WriteString("[gray]Each applies only while its task is still queued for the agent you saw; the others are left as they are and listed.[-]\n")
+}
+
+// countedAgents lists the agents of ts (agent says which of a target's)
+// with how many targets each has, most first, as "a@x (3), b@x (1)".
+func countedAgents(ts []repairTarget, agent func(repairTarget) string) string {
+	counts := map[string]int{}
+	var names []string
+	for _, t := range ts {
+		a := agent(t)
+		if counts[a] == 0 {
+			names = append(names, a)
+		}
+		counts[a]++
+	}
+	slices.SortStableFunc(names, func(a, b string) int { return counts[b] - counts[a] })
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf("%s (%d)", escapeTags(n), counts[n])
+	}
+	return strings.Join(out, ", ")
 }
 
 // renderLeaseTargets describes the leases (or the question) of a dialog.
@@ -589,26 +598,15 @@ func (c *Console) renderLeaseTargets(b *strings.Builder, d *repairDialog, ts []r
 			b.WriteString("[yellow]unsafe task: requeueing it may run the work twice[-]\n")
 		}
 	} else {
-		holders := map[string]int{}
-		var names []string
 		oldest, unsafe := ts[0].leasedAtMs, 0
 		for _, t := range ts {
-			if holders[t.leasedTo] == 0 {
-				names = append(names, t.leasedTo)
-			}
-			holders[t.leasedTo]++
 			oldest = min(oldest, t.leasedAtMs)
 			if !t.idempotent {
 				unsafe++
 			}
 		}
-		slices.SortStableFunc(names, func(a, b string) int { return holders[b] - holders[a] })
-		var hs []string
-		for _, n := range names {
-			hs = append(hs, fmt.Sprintf("%s (%d)", escapeTags(n), holders[n]))
-		}
 		fmt.Fprintf(b, "[::b]%d leases[::-], the oldest held %s\n", len(ts), formatAge(msAge(now, oldest)))
-		fmt.Fprintf(b, "[::b]holders[::-] %s\n", strings.Join(hs, ", "))
+		fmt.Fprintf(b, "[::b]holders[::-] %s\n", countedAgents(ts, func(t repairTarget) string { return t.leasedTo }))
 		b.WriteString("[gray]Each repair applies only while its lease is still the one you marked; the others are left as they are and listed.[-]\n")
 		if unsafe > 0 && d.action == actRequeue {
 			fmt.Fprintf(b, "[yellow]%d of %d tasks are unsafe: requeueing them may run their work twice[-]\n", unsafe, len(ts))

@@ -449,3 +449,13 @@ func TestRangeMarksAsInK9s(t *testing.T) {
 	r.scr.press(char('*'))
 	r.scr.waitForText(t, "✓5 marked")
 }
+
+// The dialog of many repairs names the agents they concern, each with its
+// count, most first, ties in the order met, tags escaped.
+func TestCountedAgents(t *testing.T) {
+	ts := []repairTarget{{leasedTo: "b@x"}, {leasedTo: "a@x"}, {leasedTo: "c[red]@x"}, {leasedTo: "a@x"}, {leasedTo: "c[red]@x"}, {leasedTo: "a@x"}}
+	want := "a@x (3), c[red[]@x (2), b@x (1)"
+	if got := countedAgents(ts, func(t repairTarget) string { return t.leasedTo }); got != want {
+		t.Errorf("countedAgents = %q, want %q", got, want)
+	}
+}
