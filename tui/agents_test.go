@@ -42,6 +42,15 @@ func agentStyle(f frame, agent string) (fg, bg tcell.Color, ok bool) {
 // border).
 func agentsFocused(f frame) bool { return strings.Contains(f.lineWith("[5] Agents"), "═") }
 
+// waitGone waits until the Agents pane has the focus and shows agent as
+// probably gone.
+func (s *screen) waitGone(t testing.TB, agent string) frame {
+	t.Helper()
+	return s.waitFor(t, agent+" probably gone", func(f frame) bool {
+		return agentsFocused(f) && strings.Contains(agentLine(f, agent), goneStatus)
+	})
+}
+
 // The Agents pane (5) lists every agent the daemon knows; one that holds
 // leases and was not seen for longer than --stale-after is marked as
 // probably gone, red and first. Enter shows only that agent in every other
@@ -163,9 +172,7 @@ func TestEveryLeaseOfADeadAgentInFiveKeys(t *testing.T) {
 		keys++
 	}
 	press(char('5'))
-	r.scr.waitFor(t, "worker-a probably gone", func(f frame) bool {
-		return agentsFocused(f) && strings.Contains(agentLine(f, "worker-a@local"), goneStatus)
-	})
+	r.scr.waitGone(t, "worker-a@local")
 	press(char('R'))
 	r.scr.waitForText(t, "every lease held by worker-a@local (2)")
 	r.scr.typeText("worker-a died")
@@ -196,9 +203,7 @@ func TestLastSeenSurvivesARestart(t *testing.T) {
 		m.d.Restart()
 		r := m.consoleReady(t, w, h)
 		r.scr.press(char('5'))
-		f := r.scr.waitFor(t, "worker-a probably gone", func(f frame) bool {
-			return agentsFocused(f) && strings.Contains(agentLine(f, "worker-a@local"), goneStatus)
-		})
+		f := r.scr.waitGone(t, "worker-a@local")
 		// Its last lease, in the log, says when it was last seen: not
 		// "never", as when the daemon kept that in memory only.
 		if l := agentLine(f, "worker-a@local"); !strings.Contains(l, "! 10m01s ago") {

@@ -84,9 +84,7 @@ func TestADeadAgentsWholeBacklogInSevenKeys(t *testing.T) {
 		keys++
 	}
 	press(char('5'))
-	r.scr.waitFor(t, "worker-a probably gone", func(f frame) bool {
-		return agentsFocused(f) && strings.Contains(agentLine(f, "worker-a@local"), goneStatus)
-	})
+	r.scr.waitGone(t, "worker-a@local")
 	press(char('R'))
 	f := r.scr.waitForText(t, "Requeue 2 leases, move 3 queued tasks")
 	for _, want := range []string{"3 queued too", "Requeue 5"} {
@@ -130,9 +128,7 @@ func TestBacklogDialogAsksWhereTheQueuedTasksGo(t *testing.T) {
 	m := newBacklogMailbox(t)
 	r := m.ready(t, 120, 40)
 	r.scr.press(char('5'))
-	r.scr.waitFor(t, "worker-a probably gone", func(f frame) bool {
-		return agentsFocused(f) && strings.Contains(agentLine(f, "worker-a@local"), goneStatus)
-	})
+	r.scr.waitGone(t, "worker-a@local")
 	r.scr.press(char('R'))
 	r.scr.waitForText(t, "Requeue 5")
 	r.scr.typeText("worker-a died")
@@ -174,9 +170,7 @@ func TestQueuedTasksCanceledInBulkAroundAConflict(t *testing.T) {
 		m := newBacklogMailbox(t)
 		r := m.ready(t, w, h)
 		r.scr.press(char('5'))
-		r.scr.waitFor(t, "worker-a probably gone", func(f frame) bool {
-			return agentsFocused(f) && strings.Contains(agentLine(f, "worker-a@local"), goneStatus)
-		})
+		r.scr.waitGone(t, "worker-a@local")
 		r.scr.press(key(tcell.KeyEnter), char('1'))
 		r.scr.waitForText(t, "agent:worker-a@local")
 		r.scr.waitForText(t, "of 3 filtered from 3")
@@ -278,9 +272,7 @@ func TestQueuedTasksMovedInBulkAroundAConflict(t *testing.T) {
 	m := newBacklogMailbox(t)
 	r := m.ready(t, 160, 48)
 	r.scr.press(char('5'))
-	r.scr.waitFor(t, "worker-a probably gone", func(f frame) bool {
-		return agentsFocused(f) && strings.Contains(agentLine(f, "worker-a@local"), goneStatus)
-	})
+	r.scr.waitGone(t, "worker-a@local")
 	r.scr.press(key(tcell.KeyEnter), char('1'))
 	r.scr.waitForText(t, "of 3 filtered from 3")
 	r.scr.press(char('*'))
