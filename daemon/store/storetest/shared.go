@@ -94,6 +94,19 @@ func (m *member) leads() bool {
 	return m.role.Leader
 }
 
+// leadsIn reports whether m leads in the term of epoch.
+func (m *member) leadsIn(epoch int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.role.Leader && m.role.Epoch == epoch
+}
+
+func (m *member) epoch() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.role.Epoch
+}
+
 type cluster struct {
 	open    SharedOpener
 	hooks   SharedHooks
@@ -325,6 +338,7 @@ func testFailoverKeepsAcked(t *testing.T, c *cluster) {
 	for round := range 10 {
 		lead := c.leader(t)
 		c.wave(t, lead, 20)
+		term := lead.epoch()
 		// Cut the leader off before a wave (its appends meet a broken
 		// session) or while one is in flight. The next leader reads to
 		// the head before it says it leads.
@@ -337,8 +351,9 @@ func testFailoverKeepsAcked(t *testing.T, c *cluster) {
 			c.hooks.Disconnect(t, lead.s)
 			refused += 30 - <-done
 		}
-		for lead.leads() {
-			// It finds out at its next statement or ping.
+		for lead.leadsIn(term) {
+			// It finds out at its next statement or ping. It may win
+			// the next term itself: its campaign can come first.
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
