@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -122,26 +123,17 @@ func readSnapshot(f *os.File, path string, seq uint64) (*mailbox.Snapshot, error
 
 // readWhole reads f to its end into a buffer of its size, as os.ReadFile
 // does: io.ReadAll grows its buffer by doubling, which copied a 500 MB
-// snapshot several times over.
+// snapshot several times over. The MinRead to spare is what ReadFrom
+// needs free to see the end without growing the buffer.
 func readWhole(f *os.File) ([]byte, error) {
-	size := 0
+	var buf bytes.Buffer
 	if fi, err := f.Stat(); err == nil {
-		size = int(fi.Size())
+		buf.Grow(int(fi.Size()) + bytes.MinRead)
 	}
-	data := make([]byte, 0, size+512)
-	for {
-		n, err := f.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		if err == io.EOF {
-			return data, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)]
-		}
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, err
 	}
+	return buf.Bytes(), nil
 }
 
 // readEvents decodes the records of p in order and passes them to fn until
