@@ -33,6 +33,18 @@ type family struct {
 	isLabeled       bool           // a labeled counter, samples in labeled
 	labeled         []Labeled      //
 	hist            *histogramView // histogram
+	hists           []HistogramSample
+	isLabeledHist   bool // a labeled histogram, series in hists
+}
+
+// HistogramSample is one series of a labeled histogram: its labels (never
+// "le", which the exposition adds) and its buckets.
+type HistogramSample struct {
+	Labels [][2]string // name, value pairs, in order
+	Bounds []float64   // upper bounds, ascending, without +Inf
+	Counts []uint64    // per bound, not cumulative
+	Sum    float64
+	Count  uint64 // every observation, the +Inf bucket
 }
 
 // Labeled is one sample of a labeled counter.
@@ -59,6 +71,14 @@ func (w *Writer) LabeledCounter(name, help string, samples []Labeled) {
 	w.families = append(w.families, family{name: name, help: help, typ: "counter", isLabeled: true, labeled: s})
 }
 
+// LabeledHistogram writes a histogram family with labels, series sorted by
+// their labels so the output is stable.
+func (w *Writer) LabeledHistogram(name, help string, samples []HistogramSample) {
+	s := append([]HistogramSample(nil), samples...)
+	sort.Slice(s, func(i, j int) bool { return labelString(s[i].Labels) < labelString(s[j].Labels) })
+	w.families = append(w.families, family{name: name, help: help, typ: "histogram", isLabeledHist: true, hists: s})
+}
+
 // Histogram writes h as it stands.
 func (w *Writer) Histogram(name, help string, h *Histogram) {
 	v := h.view()
@@ -83,6 +103,18 @@ func (w *Writer) WriteText(out io.Writer) error {
 			for _, s := range f.labeled {
 				fmt.Fprintf(&b, "%s%s %s\n", f.name, labelString(s.Labels), formatFloat(s.Value))
 			}
+		case f.isLabeledHist:
+			for _, s := range f.hists {
+				var cum uint64
+				labels := s.Labels[:len(s.Labels):len(s.Labels)]
+				for i, le := range s.Bounds {
+					cum += s.Counts[i]
+					fmt.Fprintf(&b, "%s_bucket%s %d\n", f.name, labelString(append(labels, [2]string{"le", formatFloat(le)})), cum)
+				}
+				fmt.Fprintf(&b, "%s_bucket%s %d\n", f.name, labelString(append(labels, [2]string{"le", "+Inf"})), s.Count)
+				ls := labelString(s.Labels)
+				fmt.Fprintf(&b, "%s_sum%s %s\n%s_count%s %d\n", f.name, ls, formatFloat(s.Sum), f.name, ls, s.Count)
+			}
 		default:
 			fmt.Fprintf(&b, "%s %s\n", f.name, formatFloat(f.value))
 		}
@@ -94,16 +126,37 @@ func (w *Writer) WriteText(out io.Writer) error {
 // JSON renders the families as one object: a gauge or counter is a number,
 // a labeled counter a list of {"labels":{...},"value":N}, a histogram
 // {"buckets":[{"le":S,"count":N}...],"sum":S,"count":N} with per-bucket
-// (not cumulative) counts.
+// (not cumulative) counts, a labeled histogram a list of such objects each
+// with its "labels".
 func (w *Writer) JSON() ([]byte, error) {
+	type bucket struct {
+		LE    float64 `json:"le"`
+		Count uint64  `json:"count"`
+	}
 	out := make(map[string]any, len(w.families))
 	for _, f := range w.families {
 		switch {
-		case f.hist != nil:
-			type bucket struct {
-				LE    float64 `json:"le"`
-				Count uint64  `json:"count"`
+		case f.isLabeledHist:
+			type series struct {
+				Labels  map[string]string `json:"labels"`
+				Buckets []bucket          `json:"buckets"`
+				Sum     float64           `json:"sum"`
+				Count   uint64            `json:"count"`
 			}
+			ss := make([]series, len(f.hists))
+			for i, s := range f.hists {
+				m := make(map[string]string, len(s.Labels))
+				for _, kv := range s.Labels {
+					m[kv[0]] = kv[1]
+				}
+				bs := make([]bucket, len(s.Bounds))
+				for j, le := range s.Bounds {
+					bs[j] = bucket{le, s.Counts[j]}
+				}
+				ss[i] = series{m, bs, s.Sum, s.Count}
+			}
+			out[f.name] = ss
+		case f.hist != nil:
 			bs := make([]bucket, len(f.hist.Bounds))
 			for i, le := range f.hist.Bounds {
 				bs[i] = bucket{le, f.hist.Counts[i]}
