@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/mailroom/mailroom/internal/served"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -72,6 +73,7 @@ func writeRPCError(w http.ResponseWriter, v string, id json.RawMessage, e *rpcEr
 	if id == nil {
 		id = json.RawMessage("null")
 	}
+	served.RPCError(w, e.code) // /metrics: the JSON-RPC error answered
 	body := obj{"jsonrpc": "2.0", "id": id, "error": rpcErrorBody(v, e)}
 	status := e.status
 	if status == 0 {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mailroom/mailroom/internal/served"
 	"github.com/mailroom/mailroom/internal/sse"
 	"github.com/mailroom/mailroom/internal/strictjson"
 	"github.com/mailroom/mailroom/mailbox"
@@ -153,6 +154,7 @@ func (e *Edge) jsonrpc(w http.ResponseWriter, r *http.Request, req request) {
 		writeRPCError(w, v, id, unknownMethod(v, method))
 		return
 	}
+	served.Method(w, method) // /metrics: a method this server knows
 	c := call{edge: e, w: w, r: r, req: req, v: v, id: id, params: params}
 	if err := m(&c); err != nil {
 		re := rpcErrorFrom(err, v)

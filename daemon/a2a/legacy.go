@@ -27,6 +27,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/mailroom/mailroom/internal/served"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -91,6 +92,7 @@ func (e *Edge) legacy(w http.ResponseWriter, r *http.Request, req request) {
 		writeRPCError(w, v03, id, rerr)
 		return
 	}
+	served.Method(w, method) // /metrics: a method the binding serves
 	result, err := legacyMethods[method](e, ctx, req.agent, params)
 	if err != nil {
 		writeRPCError(w, v03, id, rpcErrorFrom(err, v03))
