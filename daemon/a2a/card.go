@@ -17,24 +17,24 @@ import (
 // protocolVersion and additionalInterfaces, and each ignores the other's.
 func (e *Edge) card(w http.ResponseWriter, r *http.Request, req request) {
 	if req.rest != ".well-known/agent-card.json" && req.rest != ".well-known/agent.json" {
-		writeRESTError(w, mailbox.Errorf(mailbox.CodeNotFound, "%s: no such route; the agent's card is at %s.well-known/agent-card.json", r.URL.Path, req.baseURL))
+		writeRESTError(w, r, mailbox.Errorf(mailbox.CodeNotFound, "%s: no such route; the agent's card is at %s.well-known/agent-card.json", r.URL.Path, req.baseURL))
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeRESTError(w, mailbox.Errorf(mailbox.CodeMethodNotAllowed, "%s %s: method not allowed; read the card with GET", r.Method, r.URL.Path))
+		writeRESTError(w, r, mailbox.Errorf(mailbox.CodeMethodNotAllowed, "%s %s: method not allowed; read the card with GET", r.Method, r.URL.Path))
 		return
 	}
 	reg, err := e.svc.Registered(r.Context(), req.agent)
 	if err != nil {
-		writeRESTError(w, err)
+		writeRESTError(w, r, err)
 		return
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(e.cardFor(reg, req.baseURL)); err != nil {
-		writeRESTError(w, err)
+		writeRESTError(w, r, err)
 		return
 	}
 	// The card changes only when it is registered again: a client may keep

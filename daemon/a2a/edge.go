@@ -116,7 +116,7 @@ type request struct {
 func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req, err := parsePath(r)
 	if err != nil {
-		writeRESTError(w, err)
+		writeRESTError(w, r, err)
 		return
 	}
 	ctx := r.Context()
@@ -144,7 +144,7 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if req.rest == "" {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
-			writeRESTError(w, mailbox.Errorf(mailbox.CodeMethodNotAllowed,
+			writeRESTError(w, r, mailbox.Errorf(mailbox.CodeMethodNotAllowed,
 				"%s %s: the agent's base URL takes JSON-RPC requests by POST; its card is at %s.well-known/agent-card.json", r.Method, r.URL.Path, req.baseURL))
 			return
 		}
@@ -161,10 +161,10 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, req request, err e
 		if verr != nil {
 			v = v03
 		}
-		writeRPCError(w, v, peekID(w, r), rpcErrorFrom(err, v))
+		writeRPCError(w, r, v, peekID(w, r), rpcErrorFrom(err, v))
 		return
 	}
-	writeRESTError(w, err)
+	writeRESTError(w, r, err)
 }
 
 // parsePath splits /agents/{agent}/{rest}. The agent id is one path

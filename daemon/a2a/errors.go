@@ -69,7 +69,7 @@ func rpcErrorFrom(err error, _ string) *rpcError {
 
 // writeRPCError answers a JSON-RPC request of version v with an error. id
 // is the request's id as it came (nil: null).
-func writeRPCError(w http.ResponseWriter, v string, id json.RawMessage, e *rpcError) {
+func writeRPCError(w http.ResponseWriter, r *http.Request, v string, id json.RawMessage, e *rpcError) {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
@@ -82,7 +82,7 @@ func writeRPCError(w http.ResponseWriter, v string, id json.RawMessage, e *rpcEr
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mailroom"`)
 	}
-	writeJSON(w, status, body)
+	writeAnswer(w, r, status, body)
 }
 
 // rpcErrorBody is the JSON-RPC error object of version v. In v0.3 data is
@@ -154,14 +154,14 @@ var grpcStatus = map[int]string{
 }
 
 // writeRESTError answers an HTTP+JSON request (or one outside any
-// binding) with an error, as application/a2a+json like every answer of
-// that binding.
-func writeRESTError(w http.ResponseWriter, err error) {
+// binding) with an error, in the JSON media type the request accepts
+// (answerType).
+func writeRESTError(w http.ResponseWriter, r *http.Request, err error) {
 	status, body := restError(rpcErrorFrom(err, v10))
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mailroom"`)
 	}
-	writeJSONAs(w, status, contentTypeA2A, body)
+	writeAnswer(w, r, status, body)
 }
 
 // restError is an error's HTTP status and google.rpc.Status body.
@@ -189,18 +189,6 @@ func restError(e *rpcError) (int, obj) {
 	}
 	info := obj{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": r.reason, "domain": "a2a-protocol.org", "metadata": meta}
 	return status, obj{"error": obj{"code": status, "status": gs, "message": e.msg, "details": []obj{info}}}
-}
-
-// Content types of answers: JSON-RPC and the card are application/json,
-// the HTTP+JSON binding application/a2a+json (spec 11, as the v1.0 SDKs
-// answer).
-const (
-	contentTypeJSON = "application/json"
-	contentTypeA2A  = "application/a2a+json"
-)
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	writeJSONAs(w, status, contentTypeJSON, v)
 }
 
 func writeJSONAs(w http.ResponseWriter, status int, ctype string, v any) {

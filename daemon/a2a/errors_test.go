@@ -262,8 +262,8 @@ func TestRESTRefusals(t *testing.T) {
 					} `json:"details"`
 				} `json:"error"`
 			}
-			if err := json.Unmarshal(r.body, &rep); err != nil || r.ctype != "application/a2a+json" {
-				t.Fatalf("body %s (%s): want a google.rpc.Status as application/a2a+json (%v)", r.body, r.ctype, err)
+			if err := json.Unmarshal(r.body, &rep); err != nil || r.ctype != "application/json" {
+				t.Fatalf("body %s (%s): want a google.rpc.Status as application/json, the type its body was sent as (%v)", r.body, r.ctype, err)
 			}
 			e := rep.Error
 			if r.status != tt.status || e.Code != tt.status || e.Status != tt.grpc {

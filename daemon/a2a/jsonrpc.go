@@ -134,24 +134,24 @@ func (e *Edge) jsonrpc(w http.ResponseWriter, r *http.Request, req request) {
 	}
 	env, rerr := readEnvelope(w, r)
 	if rerr != nil {
-		writeRPCError(w, form, env.id, rerr)
+		writeRPCError(w, r, form, env.id, rerr)
 		return
 	}
 	id := env.id
 	if verr != nil {
-		writeRPCError(w, form, id, verr)
+		writeRPCError(w, r, form, id, verr)
 		return
 	}
 	v := form
 	params := env.params
 	if !isObject(params) {
-		writeRPCError(w, v, id, &rpcError{code: codeInvalidParams, msg: "params: expected an object", field: "params"})
+		writeRPCError(w, r, v, id, &rpcError{code: codeInvalidParams, msg: "params: expected an object", field: "params"})
 		return
 	}
 	method := env.method
 	m, ok := methods[v][method]
 	if !ok {
-		writeRPCError(w, v, id, unknownMethod(v, method))
+		writeRPCError(w, r, v, id, unknownMethod(v, method))
 		return
 	}
 	served.Method(w, method) // /metrics: a method this server knows
@@ -166,7 +166,7 @@ func (e *Edge) jsonrpc(w http.ResponseWriter, r *http.Request, req request) {
 			writeStreamError(w, rpcBinding(v, id), re)
 			return
 		}
-		writeRPCError(w, v, id, re)
+		writeRPCError(w, r, v, id, re)
 	}
 }
 
@@ -195,7 +195,7 @@ type call struct {
 func (c *call) ctx() context.Context { return c.r.Context() }
 
 func (c *call) answer(result any) error {
-	writeJSON(c.w, http.StatusOK, obj{"jsonrpc": "2.0", "id": c.id, "result": result})
+	writeAnswer(c.w, c.r, http.StatusOK, obj{"jsonrpc": "2.0", "id": c.id, "result": result})
 	return nil
 }
 

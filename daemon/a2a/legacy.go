@@ -56,7 +56,7 @@ var legacyMethods = map[string]func(e *Edge, ctx context.Context, agent string, 
 func (e *Edge) legacy(w http.ResponseWriter, r *http.Request, req request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeRPCError(w, v03, nil, &rpcError{code: codeInvalidRequest, status: http.StatusMethodNotAllowed,
+		writeRPCError(w, r, v03, nil, &rpcError{code: codeInvalidRequest, status: http.StatusMethodNotAllowed,
 			msg: r.Method + " " + r.URL.Path + ": the legacy tasks/send binding takes JSON-RPC requests by POST"})
 		return
 	}
@@ -67,7 +67,7 @@ func (e *Edge) legacy(w http.ResponseWriter, r *http.Request, req request) {
 		if body, rerr := readBody(w, r); rerr == nil {
 			id, _, _, _ = decodeLegacyEnvelope(body)
 		}
-		writeRPCError(w, v03, id, rpcErrorFrom(err, v03))
+		writeRPCError(w, r, v03, id, rpcErrorFrom(err, v03))
 	}
 	ctx := r.Context()
 	if _, err := e.svc.Registered(ctx, req.agent); err != nil {
@@ -84,21 +84,21 @@ func (e *Edge) legacy(w http.ResponseWriter, r *http.Request, req request) {
 	}
 	body, rerr := readBody(w, r)
 	if rerr != nil {
-		writeRPCError(w, v03, nil, rerr)
+		writeRPCError(w, r, v03, nil, rerr)
 		return
 	}
 	id, method, params, rerr := decodeLegacyEnvelope(body)
 	if rerr != nil {
-		writeRPCError(w, v03, id, rerr)
+		writeRPCError(w, r, v03, id, rerr)
 		return
 	}
 	served.Method(w, method) // /metrics: a method the binding serves
 	result, err := legacyMethods[method](e, ctx, req.agent, params)
 	if err != nil {
-		writeRPCError(w, v03, id, rpcErrorFrom(err, v03))
+		writeRPCError(w, r, v03, id, rpcErrorFrom(err, v03))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	writeAnswer(w, r, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
 }
 
 // decodeLegacyEnvelope reads the JSON-RPC envelope: its id (as it came, to

@@ -415,7 +415,7 @@ func (e *Edge) restPush(w http.ResponseWriter, r *http.Request, agent, id, confi
 			if err != nil {
 				return err
 			}
-			writeJSONAs(w, http.StatusOK, contentTypeA2A, pushList10(tid, cs))
+			writeAnswer(w, r, http.StatusOK, pushList10(tid, cs))
 			return nil
 		}
 		body, rerr := readBody(w, r)
@@ -430,7 +430,7 @@ func (e *Edge) restPush(w http.ResponseWriter, r *http.Request, agent, id, confi
 		if err != nil {
 			return err
 		}
-		writeJSONAs(w, http.StatusOK, contentTypeA2A, encodePushConfig(v10, tid, out))
+		writeAnswer(w, r, http.StatusOK, encodePushConfig(v10, tid, out))
 		return nil
 	}
 	if err := allow(http.MethodGet, http.MethodDelete); err != nil {
@@ -440,14 +440,14 @@ func (e *Edge) restPush(w http.ResponseWriter, r *http.Request, agent, id, confi
 		if err := e.deletePush(ctx, agent, id, configID); err != nil {
 			return err
 		}
-		writeJSONAs(w, http.StatusOK, contentTypeA2A, obj{})
+		writeAnswer(w, r, http.StatusOK, obj{})
 		return nil
 	}
 	cs, tid, err := e.pushConfigs(ctx, agent, id, configID)
 	if err != nil {
 		return err
 	}
-	writeJSONAs(w, http.StatusOK, contentTypeA2A, encodePushConfig(v10, tid, cs[0]))
+	writeAnswer(w, r, http.StatusOK, encodePushConfig(v10, tid, cs[0]))
 	return nil
 }
 

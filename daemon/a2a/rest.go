@@ -23,7 +23,7 @@ import (
 //	DELETE tasks/{id}/pushNotificationConfigs/{cid}  DeleteTaskPushNotificationConfig
 func (e *Edge) rest(w http.ResponseWriter, r *http.Request, req request) {
 	if err := e.serveREST(w, r, req); err != nil {
-		writeRESTError(w, err)
+		writeRESTError(w, r, err)
 	}
 }
 
@@ -65,7 +65,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			return err
 		}
 		if path == "message:send" {
-			writeJSONAs(w, http.StatusOK, contentTypeA2A, sendResult(v10, tv))
+			writeAnswer(w, r, http.StatusOK, sendResult(v10, tv))
 			return nil
 		}
 		return e.stream(w, r, tv.id, &from, true, restBinding)
@@ -85,7 +85,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 		if err != nil {
 			return err
 		}
-		writeJSONAs(w, http.StatusOK, contentTypeA2A, res)
+		writeAnswer(w, r, http.StatusOK, res)
 		return nil
 	case strings.HasPrefix(path, "tasks/"):
 		rest := strings.TrimPrefix(path, "tasks/")
@@ -115,7 +115,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			if err != nil {
 				return err
 			}
-			writeJSONAs(w, http.StatusOK, contentTypeA2A, encodeTask(v10, tv, true))
+			writeAnswer(w, r, http.StatusOK, encodeTask(v10, tv, true))
 			return nil
 		case "cancel":
 			if err := allow(http.MethodPost); err != nil {
@@ -125,7 +125,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			if err != nil {
 				return err
 			}
-			writeJSONAs(w, http.StatusOK, contentTypeA2A, encodeTask(v10, tv, true))
+			writeAnswer(w, r, http.StatusOK, encodeTask(v10, tv, true))
 			return nil
 		case "subscribe":
 			// The spec's text says POST, its proto GET: take both.

@@ -154,7 +154,7 @@ func TestTasksAreScopedToTheAgentInTheURL(t *testing.T) {
 				t.Fatalf("tasks/get through /agents/other@local/: %d %s; want the task", r.status, r.body)
 			}
 			r = do(t, mustRequest(t, "GET", other+"tasks/"+ot), v1)
-			if r.status != 200 || r.ctype != "application/a2a+json" {
+			if r.status != 200 || r.ctype != "application/json" {
 				t.Fatalf("REST get through /agents/other@local/: %d %s", r.status, r.body)
 			}
 			r = post(t, other, h, idCall("tasks/cancel"))
