@@ -195,6 +195,7 @@ func writeJSONAs(w http.ResponseWriter, status int, ctype string, v any) {
 	h := w.Header()
 	h.Set("Content-Type", ctype)
 	h.Set("Cache-Control", "no-store")
+	h.Add("Vary", "Authorization") // what a token may see: never cached for another
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
