@@ -79,6 +79,11 @@ type Config struct {
 	// A2ABlockingTimeout bounds how long a blocking A2A send waits for its
 	// task to finish before answering with the task as it stands.
 	A2ABlockingTimeout time.Duration `yaml:"a2a_blocking_timeout"`
+	// A2ACardSecurityRequirements, with tokens, has every agent's card
+	// list securityRequirements in the A2A 1.0 JSON form beside its
+	// securitySchemes; off by default because a2a-go v2.3.1 cannot parse
+	// that form (a2aproject/a2a-go#430) and so cannot resolve the card.
+	A2ACardSecurityRequirements bool `yaml:"a2a_card_security_requirements"`
 	// BatchMax bounds the items of a batch request and the max of a lease
 	// or drain of several.
 	BatchMax int `yaml:"batch_max"`

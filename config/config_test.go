@@ -367,6 +367,8 @@ func TestSet(t *testing.T) {
 		{"tokens", "mr_x", "config file only"},
 		{"mcp_http", "true", ""},
 		{"mcp_http", "yes", `mcp_http: got "yes", expected true or false`},
+		{"a2a_card_security_requirements", "true", ""},
+		{"a2a_card_security_requirements", "1x", `a2a_card_security_requirements: got "1x", expected true or false`},
 	}
 	for _, tt := range tests {
 		c := base()

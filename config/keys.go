@@ -64,6 +64,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		{&count{"max_turns", &c.MaxTurns, 1, 10000}, "questions and answers one task's conversation may hold"},
 		{&size{"max_turns_bytes", &c.MaxTurnsBytes}, "total content size of one task's conversation (bytes, or 512KiB, 1MiB)"},
 		{positive("a2a_blocking_timeout", &c.A2ABlockingTimeout), "a blocking A2A send answers with the task as it stands after this long" + aDuration},
+		{&boolean{"a2a_card_security_requirements", &c.A2ACardSecurityRequirements}, "with tokens, agents' cards also list securityRequirements (A2A 1.0's form, which a2a-go v2.3.1 cannot parse): true or false"},
 		{&count{"batch_max", &c.BatchMax, 1, mailbox.MaxBatch}, "most items in a batch request, and most tasks (results) one lease (drain) takes"},
 		{&text{"push_allow_hosts", &c.PushAllowHosts, func(s string) bool { _, err := webhook.ParseAllow(s); return err == nil },
 			"a comma-separated list of hosts: loopback, a host name, *.domain, an IP address, a CIDR prefix, or *"},

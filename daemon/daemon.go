@@ -231,7 +231,8 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		logger.Warn("no tokens configured: serving loopback only, without authentication", "addr", cfg.Addr)
 	}
 	guarded := auth.Guard(eng)
-	edgeOpts := a2a.Options{Logger: logger, BlockingTimeout: cfg.A2ABlockingTimeout, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout}
+	edgeOpts := a2a.Options{Logger: logger, BlockingTimeout: cfg.A2ABlockingTimeout, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout,
+		CardSecurityRequirements: cfg.A2ACardSecurityRequirements, Now: o.now}
 	covenantOpts := covenant.Options{Logger: logger}
 	if apiOpts.Authorizer != nil {
 		az := apiOpts.Authorizer

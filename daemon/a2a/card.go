@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -37,21 +39,65 @@ func (e *Edge) card(w http.ResponseWriter, r *http.Request, req request) {
 		writeRESTError(w, r, err)
 		return
 	}
-	// The card changes only when it is registered again: a client may keep
-	// it and revalidate (spec 8.6.1) with the validator of its content.
-	// no-cache, not a max-age, so a card registered anew is seen at once.
+	// The card changes only when it is registered again (or the daemon
+	// starts with other tokens or card settings): a client may keep it a
+	// short while (CardMaxAge) and revalidate it (spec 8.6.1) with the
+	// validator of its content or its Last-Modified.
 	sum := sha256.Sum256(buf.Bytes())
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 	h := w.Header()
 	h.Set("ETag", etag)
-	h.Set("Cache-Control", "no-cache")
-	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+	h.Set("Cache-Control", "max-age="+strconv.Itoa(int(CardMaxAge/time.Second)))
+	modified, dated := e.cardModified(reg)
+	if dated {
+		h.Set("Last-Modified", modified.Format(http.TimeFormat))
+	}
+	if notModified(r, etag, modified, dated) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	h.Set("Content-Type", contentTypeJSON)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// CardMaxAge is how long a client or a cache may keep a card without
+// revalidating it: short, since a card registered anew should be seen
+// within a minute, and a card kept past its change still names the same
+// base URL and bindings, which never change.
+const CardMaxAge = 60 * time.Second
+
+// cardModified is the card's Last-Modified: when the agent was last
+// registered, or when this edge started if later (its tokens and card
+// settings may differ from the last run's), to the second. A card
+// registered (or an edge started) within the current second has none
+// (dated false): it could change again within that second, and a client
+// holding the same second would be told wrongly that it has not (the
+// "weak" Last-Modified of RFC 9110 8.8.2.2).
+func (e *Edge) cardModified(reg mailbox.RegisteredAgent) (time.Time, bool) {
+	at := time.UnixMilli(reg.RegisteredAtMs)
+	if e.started.After(at) {
+		at = e.started
+	}
+	at = at.UTC().Truncate(time.Second)
+	return at, e.opts.Now().UTC().Truncate(time.Second).After(at)
+}
+
+// notModified reports whether a GET or HEAD of the card may be answered
+// 304 (RFC 9110 13.1.2, 13.1.3, 13.2.2): If-None-Match naming its ETag;
+// without If-None-Match, which takes precedence, If-Modified-Since no
+// earlier than its Last-Modified (dated: it has one), a date that does not
+// parse being ignored.
+func notModified(r *http.Request, etag string, modified time.Time, dated bool) bool {
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		return etagMatches(inm, etag)
+	}
+	ims := r.Header.Get("If-Modified-Since")
+	if ims == "" || !dated {
+		return false
+	}
+	t, err := http.ParseTime(ims)
+	return err == nil && !modified.After(t)
 }
 
 // etagMatches reports whether an If-None-Match header names etag (weak
@@ -117,7 +163,11 @@ func (e *Edge) cardFor(reg mailbox.RegisteredAgent, base string) obj {
 			"httpAuthSecurityScheme": obj{"scheme": "Bearer", "description": "a Mailroom token (mailroom token new)"},
 		}}
 		out["security"] = []obj{{"bearer": []string{}}}
-		out["securityRequirements"] = []obj{{"schemes": obj{"bearer": obj{"list": []string{}}}}}
+		if e.opts.CardSecurityRequirements {
+			// The A2A 1.0 JSON form, which a2a-go v2.3.1's parser refuses
+			// (a2aproject/a2a-go#430): served only when configured.
+			out["securityRequirements"] = []obj{{"schemes": obj{"bearer": obj{"list": []string{}}}}}
+		}
 	}
 	return out
 }

@@ -48,6 +48,15 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	// WriteTimeout bounds each write to a stream.
 	WriteTimeout time.Duration
+	// CardSecurityRequirements, with Authenticate set, has the card list
+	// its securityRequirements in the A2A 1.0 JSON form beside
+	// securitySchemes and the v0.3 security. Off by default: a2a-go
+	// v2.3.1 cannot parse that form (a2aproject/a2a-go#430) and so cannot
+	// resolve the card at all.
+	CardSecurityRequirements bool
+	// Now is the clock the card's Last-Modified is read against (the
+	// mailbox's, which stamps registrations); nil is time.Now.
+	Now func() time.Time
 }
 
 // Service is the part of the mailbox the edge calls (guarded): it sends
@@ -82,6 +91,10 @@ type Edge struct {
 	feed Feed    // unguarded: only to follow a task the caller may read
 	opts Options
 	log  *slog.Logger
+	// started is when the edge was made: a card served since may differ
+	// from one served before (tokens, CardSecurityRequirements), so its
+	// Last-Modified is never earlier.
+	started time.Time
 }
 
 // New returns the edge over svc (the guarded service) and feed (the
@@ -100,7 +113,10 @@ func New(svc Service, feed Feed, opts Options) *Edge {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
-	return &Edge{svc: svc, feed: feed, opts: opts, log: opts.Logger}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Edge{svc: svc, feed: feed, opts: opts, log: opts.Logger, started: opts.Now()}
 }
 
 // request is one call to an agent's base URL.
