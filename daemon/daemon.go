@@ -28,6 +28,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/daemon/store/pgstore"
 	"github.com/mailroom/mailroom/internal/metrics"
+	"github.com/mailroom/mailroom/internal/served"
 	"github.com/mailroom/mailroom/mailbox"
 	"github.com/mailroom/mailroom/mcpface"
 )
@@ -212,6 +213,10 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	}
 	apiOpts := httpapi.Options{Logger: logger, HeartbeatInterval: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout, BatchMax: cfg.BatchMax,
 		Metrics: []metrics.Source{eng, st, dispatcher, notifier}}
+	// Every request the daemon serves, whichever face serves it, is
+	// counted for /metrics by one middleware around the whole handler.
+	requests := served.New(served.ByPath(served.Paths{A2A: a2a.Prefix, Covenant: covenant.Prefix, MCP: mcpface.Path, Events: httpapi.EventsPath}), httpapi.RouteOf)
+	apiOpts.Metrics = append(apiOpts.Metrics, requests)
 	if ps, ok := st.(store.Standing); ok {
 		self, kind := ps.Advertise(), cfg.Store
 		apiOpts.Store = func() *httpapi.StoreStatus {
@@ -267,6 +272,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		handler = newForwarder(root, eng, logger, stopScan)
 	}
 	handler = agentPathsAsIs(handler) // /agents/x//rpc is served, not redirected: agentpaths.go
+	handler = requests.Wrap(handler)  // outermost: a follower's forwarded requests count too
 	ticks := o.ticks
 	if ticks == nil {
 		ticks = tickerSource

@@ -2,12 +2,14 @@ package daemon_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mailroom/mailroom/config"
@@ -219,5 +221,61 @@ func TestMCPOnAPostgresFollower(t *testing.T) {
 	facetest.Call(t, sender, "drain_results", map[string]any{}, &drained)
 	if len(drained.Results) != 1 || drained.Results[0].TaskID != sent.TaskID {
 		t.Fatalf("drain_results on the follower = %+v, want %s", drained, sent.TaskID)
+	}
+}
+
+// TestMCPOverHTTPProtocols: /mcp offers 2026-07-28 (statelessly: a face
+// per request, as the SDK serves it) beside the session protocols up to
+// 2025-11-25, so a client asking for either gets it, and a refused
+// resources/subscribe is a JSON-RPC error with a code a host can act on.
+func TestMCPOverHTTPProtocols(t *testing.T) {
+	d := facetest.StartDaemon(t, withMCP)
+	planner := d.Tokens[facetest.Planner]
+	for _, c := range []struct{ ask, want string }{{"", "2026-07-28"}, {"2026-07-28", "2026-07-28"}, {"2025-11-25", "2025-11-25"}, {"2025-06-18", "2025-06-18"}} {
+		s := mcpOver(t, d.URL()+"/mcp", planner, facetest.Session{Protocol: c.ask})
+		if got := s.InitializeResult().ProtocolVersion; got != c.want {
+			t.Errorf("a client asking for %q got protocol %s, want %s", c.ask, got, c.want)
+		}
+		var sent struct {
+			TaskID string `json:"task_id"`
+		}
+		facetest.Call(t, s, "send_task", map[string]any{"to": facetest.Coder, "intent": "over " + c.want}, &sent)
+		var got struct {
+			Sender string `json:"sender"`
+		}
+		facetest.Call(t, s, "get_task", map[string]any{"task_id": sent.TaskID}, &got)
+		if got.Sender != facetest.Planner {
+			t.Errorf("%s: the task's sender = %q, want %s", c.want, got.Sender, facetest.Planner)
+		}
+	}
+
+	// A stateless request is answered without a session.
+	discover := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	resp, body := do(t, "POST", d.URL()+"/mcp", planner, discover, map[string]string{"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") != "" || !strings.Contains(body, `"2026-07-28"`) {
+		t.Errorf("server/discover at 2026-07-28 = %d (session %q) %s, want 200 listing 2026-07-28 and no session", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), body)
+	}
+
+	// Refused subscriptions.
+	sender := mcpOver(t, d.URL()+"/mcp", planner, facetest.Session{Protocol: facetest.Legacy})
+	var sent struct {
+		TaskID string `json:"task_id"`
+	}
+	facetest.Call(t, sender, "send_task", map[string]any{"to": facetest.Coder, "intent": "not the coder's to watch"}, &sent)
+	coder := mcpOver(t, d.URL()+"/mcp", d.Tokens[facetest.Coder], facetest.Session{Protocol: facetest.Legacy})
+	for _, c := range []struct {
+		s         *mcp.ClientSession
+		uri, what string
+		code      int64
+	}{
+		{coder, "mailroom://tasks/" + sent.TaskID, "another's task without a2a.read", jsonrpc.CodeInvalidParams},
+		{sender, "mailroom://agents/coder@local/card", "a card", jsonrpc.CodeInvalidParams},
+		{sender, "mailroom://tasks/6f9619ff-8b86-4d11-b42d-00c04fc964ff", "an unknown task", jsonrpc.CodeInvalidParams},
+	} {
+		err := c.s.Subscribe(t.Context(), &mcp.SubscribeParams{URI: c.uri})
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != c.code {
+			t.Errorf("subscribing to %s: %v (%T), want JSON-RPC error %d", c.what, err, err, c.code)
+		}
 	}
 }

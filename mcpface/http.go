@@ -1,11 +1,13 @@
 package mcpface
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -15,6 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/internal/served"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -55,14 +59,25 @@ func NewHTTPHandler(daemonAddr string, opts HTTPOptions) *HTTPHandler {
 	h := &HTTPHandler{addr: daemonAddr, opts: opts, sessions: map[string]httpSession{}}
 	h.sdk = mcp.NewStreamableHTTPHandler(h.server, &mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionTimeout,
 		DisableLocalhostProtection: opts.AnyHost})
+	// The SDK serves 2026-07-28 over HTTP only statelessly: each request
+	// is a session of its own, answered by a face built for it.
+	h.stateless = mcp.NewStreamableHTTPHandler(requestServer, &mcp.StreamableHTTPOptions{Logger: opts.Logger, Stateless: true,
+		DisableLocalhostProtection: opts.AnyHost})
 	return h
 }
+
+// Stateless is the first protocol version the face serves over HTTP
+// statelessly (SEP-2575: no initialize, no session; every request says
+// its version in the Mcp-Protocol-Version header).
+const Stateless = "2026-07-28"
 
 // HTTPHandler is the face over streamable HTTP.
 type HTTPHandler struct {
 	addr string
 	opts HTTPOptions
-	sdk  *mcp.StreamableHTTPHandler
+	// sdk serves the protocol versions up to 2025-11-25, in sessions;
+	// stateless serves 2026-07-28 and later, a face per request.
+	sdk, stateless *mcp.StreamableHTTPHandler
 
 	mu       sync.Mutex
 	sessions map[string]httpSession // by session id
@@ -101,20 +116,44 @@ func bearer(r *http.Request) string {
 }
 
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Every answer depends on the caller's token: no shared cache keeps
+	// one (the SDK's streams say no-cache; private is added).
+	w = &answerWriter{ResponseWriter: w}
+	defer w.(*answerWriter).done()
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				writeError(w, r, mailbox.Errorf(mailbox.CodeTooLarge, "request body: over %d bytes", tooLarge.Limit))
+				return
+			}
+			writeError(w, r, mailbox.Errorf(mailbox.CodeInvalid, "request body: could not be read: %v", err))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		served.Method(w, methodLabel(body)) // /metrics
+	} else {
+		served.Method(w, served.HTTPMethod(r.Method))
+	}
 	if h.opts.Authenticate != nil {
 		if err := h.opts.Authenticate(r); err != nil {
-			writeError(w, err)
+			writeError(w, r, err)
 			return
 		}
 	}
 	token := bearer(r)
+	if v := r.Header.Get("Mcp-Protocol-Version"); v >= Stateless && r.Header.Get("Mcp-Session-Id") == "" {
+		h.serveStateless(w, r, token)
+		return
+	}
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 		h.mu.Lock()
 		s, ok := h.sessions[id]
 		h.mu.Unlock()
 		if ok && s.owner != sha256.Sum256([]byte(token)) {
 			// Another token's session is answered as an unknown one.
-			writeError(w, &mailbox.Error{Code: mailbox.CodeNotFound, Message: "Mcp-Session-Id: no such session for this token; start a new session"})
+			writeError(w, r, &mailbox.Error{Code: mailbox.CodeNotFound, Message: "Mcp-Session-Id: no such session for this token; start a new session"})
 			return
 		}
 		h.sdk.ServeHTTP(w, r)
@@ -124,9 +163,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A request without a session may open one: the face is built
 		// here, so a refusal (a token the daemon does not accept, no
 		// agent on a daemon without tokens) is answered in words.
-		f, err := h.newFace(r, token)
+		f, err := h.newFace(r, token, true)
 		if err != nil {
-			writeError(w, err)
+			writeError(w, r, err)
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), faceKey{}, f))
@@ -134,7 +173,40 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.sdk.ServeHTTP(w, r)
 }
 
-func (h *HTTPHandler) newFace(r *http.Request, token string) (*Face, error) {
+// serveStateless answers one request of the stateless protocol with a face
+// built for it and ended with it. Nothing is lost by having no session:
+// the face holds no state between calls (each tool is a call of the
+// daemon), a subscription is a subscriptions/listen request whose stream
+// lasts as long as its face, and the face makes no requests of the client
+// (no sampling, elicitation or roots, which 2026-07-28 forbids outside a
+// tool's answer anyway).
+func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, token string) {
+	if r.Method != http.MethodPost {
+		// The SDK's answer (405, Allow: POST) needs no face.
+		h.stateless.ServeHTTP(w, r)
+		return
+	}
+	f, err := h.newFace(r, token, false)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer f.Close()
+	h.stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), faceKey{}, f)))
+}
+
+// requestServer hands the stateless handler the face built for the request.
+func requestServer(r *http.Request) *mcp.Server {
+	if f, _ := r.Context().Value(faceKey{}).(*Face); f != nil {
+		return f.Server
+	}
+	return nil
+}
+
+// newFace builds a face acting for the request's token (or ?agent=); a
+// session's face (session) is named by a session id of its own and forgets
+// itself when its session ends.
+func (h *HTTPHandler) newFace(r *http.Request, token string, session bool) (*Face, error) {
 	opts := []client.Option{client.WithTimeout(10 * time.Second)}
 	if token != "" {
 		opts = append(opts, client.WithToken(token))
@@ -143,13 +215,17 @@ func (h *HTTPHandler) newFace(r *http.Request, token string) (*Face, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := rand.Text()
-	f, err := New(r.Context(), c, Options{Agent: r.URL.Query().Get("agent"), Version: h.opts.Version, Logger: h.opts.Logger, SessionID: id,
-		Ended: func() {
+	o := Options{Agent: r.URL.Query().Get("agent"), Version: h.opts.Version, Logger: h.opts.Logger}
+	if session {
+		id := rand.Text()
+		o.SessionID = id
+		o.Ended = func() {
 			h.mu.Lock()
 			delete(h.sessions, id)
 			h.mu.Unlock()
-		}})
+		}
+	}
+	f, err := New(r.Context(), c, o)
 	if errors.Is(err, ErrNoAgent) {
 		return nil, mailbox.Invalidf("agent", "agent: missing; this daemon runs without tokens, so say which agent the session acts as: /mcp?agent=planner@local")
 	}
@@ -172,13 +248,123 @@ func (h *HTTPHandler) server(r *http.Request) *mcp.Server {
 	return f.Server
 }
 
-// writeError answers in the daemon's one error shape.
-func writeError(w http.ResponseWriter, err error) {
+// writeError answers in the daemon's one error shape; a 401 says the
+// scheme to retry with (RFC 6750).
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	body := mailbox.ErrorBody(err)
 	if errors.Is(err, client.ErrUnreachable) {
 		body = mailbox.ErrorResponse{Kind: mailbox.KindError, Code: mailbox.CodeUnavailable, Message: err.Error()}
 	}
+	status := mailbox.HTTPStatus(body.Code)
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", auth.Challenge(r.Header.Get("Authorization")))
+	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(mailbox.HTTPStatus(body.Code))
+	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(body)
+}
+
+// mcpMethods are the method labels /metrics counts /mcp requests by: the
+// protocol's methods, so the label values stay a bounded set.
+var mcpMethods = map[string]bool{}
+
+func init() {
+	for _, m := range []string{"initialize", "ping", "server/discover", "subscriptions/listen", "tools/list", "tools/call",
+		"resources/list", "resources/read", "resources/templates/list", "resources/subscribe", "resources/unsubscribe",
+		"prompts/list", "prompts/get", "completion/complete", "logging/setLevel", "notifications/initialized",
+		"notifications/cancelled", "notifications/progress", "notifications/roots/list_changed"} {
+		mcpMethods[m] = true
+	}
+}
+
+// methodLabel is the method label of a POST to /mcp: its JSON-RPC method
+// if the protocol has it, "other" if not, "response" for a client's answer
+// (which has none), "batch" for an array.
+func methodLabel(body []byte) string {
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		return "batch"
+	}
+	var m struct {
+		Method *string `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return "malformed"
+	}
+	switch {
+	case m.Method == nil:
+		return "response"
+	case mcpMethods[*m.Method]:
+		return *m.Method
+	}
+	return "other"
+}
+
+// answerWriter marks every answer of /mcp as the caller's own (Cache-Control
+// private or no-store, Vary: Authorization), and tells /metrics the
+// JSON-RPC error code of an error answer, which the SDK sends with status
+// 200 on a stream.
+type answerWriter struct {
+	http.ResponseWriter
+	wrote bool
+	rpc   int // the first JSON-RPC error code seen; 0: none
+}
+
+func (w *answerWriter) WriteHeader(status int) {
+	if !w.wrote {
+		w.wrote = true
+		h := w.Header()
+		switch cc := h.Get("Cache-Control"); {
+		case cc == "":
+			h.Set("Cache-Control", "no-store")
+		case !strings.Contains(cc, "private") && !strings.Contains(cc, "no-store"):
+			h.Set("Cache-Control", "private, "+cc)
+		}
+		h.Add("Vary", "Authorization")
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *answerWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.rpc == 0 && bytes.Contains(b, []byte(`"error":{`)) {
+		w.rpc = rpcErrorCode(b)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *answerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// done tells /metrics the JSON-RPC error answered, if one was.
+func (w *answerWriter) done() {
+	if w.rpc != 0 {
+		served.RPCError(w.ResponseWriter, w.rpc)
+	}
+}
+
+// rpcErrorCode is the code of the first JSON-RPC error response in b: a
+// JSON body, or an SSE event's data lines. A message with a method (a
+// notification on the same stream) is not an answer.
+func rpcErrorCode(b []byte) int {
+	for line := range bytes.Lines(b) {
+		line = bytes.TrimSpace(line)
+		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			line = bytes.TrimSpace(d)
+		}
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var m struct {
+			Method string `json:"method"`
+			Error  *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(line, &m) == nil && m.Method == "" && m.Error != nil && m.Error.Code != 0 {
+			return m.Error.Code
+		}
+	}
+	return 0
 }

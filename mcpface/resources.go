@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mailroom/mailroom/client"
@@ -143,19 +144,27 @@ func (f *Face) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	uri := req.Params.URI
 	id, ok := taskIDOf(uri)
 	if !ok {
-		return fmt.Errorf("uri: got %q, expected a task resource such as %s (agents' cards are not subscribable)", uri, TaskURI("6f9619ff-8b86-4d11-b42d-00c04fc964ff"))
+		return subscribeRefused(fmt.Errorf("uri: got %q, expected a task resource such as %s (agents' cards are not subscribable)", uri, TaskURI("6f9619ff-8b86-4d11-b42d-00c04fc964ff")))
 	}
 	rec, err := f.c.Task(ctx, id)
 	if err != nil {
-		return refusal(err, nil)
+		return subscribeRefused(refusal(err, nil))
 	}
 	if err := f.startFollowing(ctx); err != nil {
-		return err
+		return subscribeRefused(err)
 	}
 	f.mu.Lock()
 	f.watched[rec.Task.ID]++
 	f.mu.Unlock()
 	return nil
+}
+
+// subscribeRefused is a refused subscription as a JSON-RPC error a host can
+// tell apart: invalid params (-32602, which the SDK also means for a
+// resource not found), with the refusal's words. (A plain error would be
+// sent with code 0.)
+func subscribeRefused(err error) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 }
 
 func (f *Face) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {

@@ -138,6 +138,12 @@ var restReasons = map[int]struct {
 	codeVersion:           {http.StatusBadRequest, "UNIMPLEMENTED", "VERSION_NOT_SUPPORTED"},
 }
 
+// authReasons are the ErrorInfo reasons of a refused token (401) and a
+// refused right (403), whatever the error's code: the reasons a2a-go v2's
+// server gives them, which its client maps to its typed Unauthenticated
+// and Unauthorized errors.
+var authReasons = map[int]string{http.StatusUnauthorized: "UNAUTHENTICATED", http.StatusForbidden: "UNAUTHORIZED"}
+
 // grpcStatus names the google.rpc.Code of every status an error travels
 // with; a status missing here would be answered as a 500.
 var grpcStatus = map[int]string{
@@ -187,7 +193,11 @@ func restError(e *rpcError) (int, obj) {
 	if e.field != "" {
 		meta["field"] = e.field
 	}
-	info := obj{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": r.reason, "domain": "a2a-protocol.org", "metadata": meta}
+	reason := r.reason
+	if ar, ok := authReasons[status]; ok {
+		reason = ar
+	}
+	info := obj{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "a2a-protocol.org", "metadata": meta}
 	return status, obj{"error": obj{"code": status, "status": gs, "message": e.msg, "details": []obj{info}}}
 }
 

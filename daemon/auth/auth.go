@@ -142,6 +142,18 @@ func New(tokens []Token) (*Authenticator, error) {
 // daemon serves loopback only and does not authenticate.
 func (a *Authenticator) Enabled() bool { return a != nil && len(a.entries) > 0 }
 
+// Challenge is the WWW-Authenticate header of a 401 (RFC 6750, section
+// 3): the Bearer scheme and the daemon's realm, and error="invalid_token"
+// when the request carried an Authorization header (authorization), which
+// was refused. Every route that answers 401 sends it, so a client learns
+// the scheme it should retry with.
+func Challenge(authorization string) string {
+	if authorization == "" {
+		return `Bearer realm="mailroom"`
+	}
+	return `Bearer realm="mailroom", error="invalid_token"`
+}
+
 // Authenticate checks an Authorization header value. Every configured hash
 // is compared, in constant time, so timing does not tell which matched.
 func (a *Authenticator) Authenticate(header string) (Identity, error) {

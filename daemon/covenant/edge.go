@@ -18,6 +18,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/internal/served"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -53,6 +55,8 @@ type route struct {
 	noBody string
 	// open routes need no token (Covenant's /health and /version).
 	open bool
+	// template is the route's label in /metrics: Prefix and its path.
+	template string
 }
 
 // New returns the dialect serving svc, which should be the guarded
@@ -89,6 +93,7 @@ func (e *Edge) add(method, path string, rt route) {
 	if e.routes[path] == nil {
 		e.routes[path] = map[string]route{}
 	}
+	rt.template = Prefix + path
 	e.routes[path][method] = rt
 }
 
@@ -112,6 +117,7 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.fail(w, r, mailbox.Errorf(mailbox.CodeMethodNotAllowed, "%s %s: method not allowed; this path accepts %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
 		return
 	}
+	served.Route(w, rt.template)
 	if e.opts.Authenticate != nil && !rt.open {
 		ctx, err := e.opts.Authenticate(r)
 		if err != nil {
@@ -185,5 +191,9 @@ func (e *Edge) answer(w http.ResponseWriter, r *http.Request, err error, st int)
 		e.log.Info("request refused", attrs...)
 	}
 	w.Header().Set(HeaderErrorCode, body.Code)
+	if st == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", auth.Challenge(r.Header.Get("Authorization")))
+	}
+	served.Failed(w, body.Code) // /metrics: most refusals here are 200s
 	writeJSON(w, st, errorBody{Kind: KindError, Message: body.Message})
 }

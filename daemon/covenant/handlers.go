@@ -267,6 +267,7 @@ func noBody(r *http.Request, where string) error { return httpapi.NoBody(r, wher
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Vary", "Authorization") // answers depend on the caller's token
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -10,11 +10,14 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/internal/metrics"
+	"github.com/mailroom/mailroom/internal/served"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -81,7 +84,7 @@ const (
 	RouteQueue         = "GET /a2a/queue"
 	RouteRepair        = "POST /a2a/repair"
 	RouteCompact       = "POST /a2a/compact"
-	RouteEvents        = "GET /a2a/events"
+	RouteEvents        = "GET " + EventsPath
 	RouteRetryStale    = "POST /a2a/retry-stale"
 	RouteAudit         = "GET /a2a/audit"
 	RouteWhoAmI        = "GET /a2a/whoami"
@@ -93,6 +96,9 @@ const (
 	RoutePushDrop      = "POST /a2a/push/{id}/drop"
 	RouteHealth        = "GET /healthz"
 	RouteMetrics       = "GET /metrics"
+
+	// EventsPath is the event stream's path.
+	EventsPath = "/a2a/events"
 
 	// routeUnmatched labels requests no route took (404 and 405).
 	routeUnmatched = "unmatched"
@@ -220,6 +226,20 @@ func (a *api) handle(route string, h handlerFunc) {
 	a.mux.Handle(route, a.adapt(route, h))
 }
 
+// RouteOf is the route template (the path of a route pattern, such as
+// "/a2a/tasks/{id}") that would serve r, or "" when none would: /metrics
+// names with it the native requests a follower forwards to its leader,
+// which no handler here serves.
+func RouteOf(r *http.Request) string {
+	_, pattern := routeMux().Handler(r)
+	_, path, _ := strings.Cut(pattern, " ")
+	return path
+}
+
+// routeMux holds the native routes' patterns (its handlers are never
+// called).
+var routeMux = sync.OnceValue(func() *http.ServeMux { return New(nil, Options{}).(*api).mux })
+
 // ServeHTTP routes r. The mux's own 404 and 405 answers are plain text, so
 // requests no route takes are answered here in the one error shape.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -248,7 +268,9 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // adapt turns a handlerFunc into an http.Handler: authorization, error
 // mapping and the request counter.
 func (a *api) adapt(route string, h handlerFunc) http.Handler {
+	_, template, _ := strings.Cut(route, " ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Route(w, template) // /metrics: the route, never the path
 		sw := statusWriters.Get().(*statusWriter)
 		*sw = statusWriter{ResponseWriter: w}
 		defer func() {
@@ -318,6 +340,9 @@ func (a *api) fail(w *statusWriter, r *http.Request, route string, err error) {
 		// more can be said to the client.
 		return
 	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", auth.Challenge(r.Header.Get("Authorization")))
+	}
 	if body.Details != nil && body.Details.Retry != "" {
 		// Nothing changed: the client may send it again as it is.
 		w.Header().Set(mailbox.HeaderRetry, body.Details.Retry)
@@ -336,6 +361,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["Cache-Control"] = noStore
+	h["Vary"] = varyAuthorization
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -344,7 +370,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 var (
 	jsonContentType = []string{"application/json"}
-	noStore         = []string{"no-store"}
+	// Answers depend on the caller's token (what it may see): no cache
+	// keeps them, and one that would must key them by the token.
+	noStore           = []string{"no-store"}
+	varyAuthorization = []string{"Authorization"}
 )
 
 // statusWriters are reused from request to request: a handler never keeps

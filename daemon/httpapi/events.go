@@ -50,6 +50,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 	// Each chunk is written under its own deadline (sse.Writer.Write): a
 	// subscriber that stops reading ends the stream instead of holding this
 	// goroutine.
+	w.Header()["Vary"] = varyAuthorization // what a stream shows depends on the token
 	out := sse.OpenUnframed(w, a.opts.WriteTimeout)
 	defer out.Close()
 	write := out.Write

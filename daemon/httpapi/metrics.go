@@ -49,6 +49,7 @@ func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
 	mw.LabeledCounter("mailroom_http_requests_total", "HTTP requests by route pattern and status.", a.reqs.samples())
 	mw.LabeledCounter("mailroom_auth_denied_total", "Requests refused with 401 or 403, by route pattern and status.", a.denied.samples())
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Vary", "Authorization")
 	if format == "json" {
 		b, err := mw.JSON()
 		if err != nil {
