@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/daemon/notify"
+	"github.com/mailroom/mailroom/daemon/outbound"
 
 	"github.com/mailroom/mailroom/internal/webhook"
 
@@ -97,6 +98,11 @@ type Config struct {
 	// tries (it doubles from one second).
 	PushMaxAttempts int           `yaml:"push_max_attempts"`
 	PushRetryMax    time.Duration `yaml:"push_retry_max"`
+	// RemoteResendMax bounds how many times an idempotent task is sent
+	// again to a remote agent after sends that may have reached it, when
+	// the remote cannot say whether it holds it; past it the lease is
+	// left to the operator. 0: never sent again.
+	RemoteResendMax int `yaml:"remote_resend_max"`
 	// PushOutboxPerReceiver, PushOutboxMax and PushDeadRetention bound
 	// the outbox (mailbox.OutboxBounds): the most notifications one
 	// receiver (a task's push config, a sender's webhook) may have in
@@ -190,6 +196,7 @@ func DefaultFor(getenv func(string) string) Config {
 		PushAllowHosts:        webhook.DefaultAllow,
 		PushMaxAttempts:       notify.DefaultMaxAttempts,
 		PushRetryMax:          notify.DefaultRetryMax,
+		RemoteResendMax:       outbound.DefaultResendMax,
 		PushOutboxPerReceiver: mailbox.DefaultOutboxPerReceiver,
 		PushOutboxMax:         mailbox.DefaultOutboxTotal,
 		PushDeadRetention:     mailbox.DefaultDeadRetention,

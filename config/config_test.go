@@ -98,6 +98,7 @@ func TestValidateNamesKeyValueAndExpectation(t *testing.T) {
 		{"bad push host", func(c *Config) { c.PushAllowHosts = "loopback, https://hooks.example.com" }, []string{"push_allow_hosts", "*.domain"}},
 		{"empty push hosts", func(c *Config) { c.PushAllowHosts = "" }, []string{"push_allow_hosts"}},
 		{"zero push attempts", func(c *Config) { c.PushMaxAttempts = 0 }, []string{"push_max_attempts", `"0"`}},
+		{"too many resends", func(c *Config) { c.RemoteResendMax = 1001 }, []string{"remote_resend_max", `"1001"`}},
 		{"zero push retry max", func(c *Config) { c.PushRetryMax = 0 }, []string{"push_retry_max", "positive"}},
 		{"negative outbox bound", func(c *Config) { c.PushOutboxMax = -1 }, []string{"push_outbox_max", `"-1"`}},
 		{"negative receiver bound", func(c *Config) { c.PushOutboxPerReceiver = -5 }, []string{"push_outbox_per_receiver", `"-5"`}},
@@ -185,6 +186,7 @@ batch_max: 250
 push_allow_hosts: "loopback, hooks.example.com, *.corp.example, 10.0.0.0/8"
 push_max_attempts: 3
 push_retry_max: 1m
+remote_resend_max: 5
 push_outbox_per_receiver: 50
 push_outbox_max: 5000
 push_dead_retention: 72h
@@ -207,7 +209,7 @@ mcp_http: true
 				RetryStaleMaxRequeues: 0, RetryStaleScanLimit: 10000, ResultCacheMax: 0, ResultCacheAge: time.Hour, AuditMax: 50,
 				MaxTurns: 8, MaxTurnsBytes: 64 << 10,
 				A2ABlockingTimeout: 45 * time.Second, BatchMax: 250, PushAllowHosts: "loopback, hooks.example.com, *.corp.example, 10.0.0.0/8",
-				PushMaxAttempts: 3, PushRetryMax: time.Minute, PushOutboxPerReceiver: 50, PushOutboxMax: 5000, PushDeadRetention: 72 * time.Hour,
+				PushMaxAttempts: 3, PushRetryMax: time.Minute, RemoteResendMax: 5, PushOutboxPerReceiver: 50, PushOutboxMax: 5000, PushDeadRetention: 72 * time.Hour,
 				Store: "postgres", PostgresURL: "postgres://mr:pw@db:5432/mail", PostgresSchema: "team_a", AdvertiseURL: "http://10.0.0.5:7717",
 				PostgresSessionTimeout: 3 * time.Second, PostgresCampaignInterval: 100 * time.Millisecond, MCPHTTP: true})
 		}},

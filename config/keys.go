@@ -70,6 +70,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 			"a comma-separated list of hosts: loopback, a host name, *.domain, an IP address, a CIDR prefix, or *"},
 			"the hosts push notification webhooks may name (the daemon's own address never)"},
 		{&count{"push_max_attempts", &c.PushMaxAttempts, 1, 1000}, "tries of a push notification before it is dead-lettered"},
+		{&count{"remote_resend_max", &c.RemoteResendMax, 0, 1000}, "times an idempotent task is sent again to a remote agent after sends that may have reached it, when the remote cannot say whether it holds it; past it the lease is left to the operator (0: never)"},
 		{positive("push_retry_max", &c.PushRetryMax), "the longest wait between tries of a push notification (the wait doubles from 1s)" + aDuration},
 		{&count{"push_outbox_per_receiver", &c.PushOutboxPerReceiver, 0, math.MaxInt}, "most undelivered push notifications one receiver (a task's push config, a sender's webhook) may have; past it the oldest are dropped (0: no bound)"},
 		{&count{"push_outbox_max", &c.PushOutboxMax, 0, math.MaxInt}, "most undelivered push notifications the outbox may hold; past it the oldest are dropped (0: no bound)"},

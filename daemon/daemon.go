@@ -177,6 +177,12 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 			}
 			return nil
 		},
+		CheckRemoteURL: func(field string, u *url.URL) error {
+			if err := hooks.CheckSelf(field, u, "a remote agent", "the daemon would deliver the agent's tasks to itself, holding its slots while it waits on itself"); err != nil {
+				return mailbox.Invalidf(field, "%s", err.Error())
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		st.Close()
@@ -196,7 +202,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	if cfg.AdvertiseURL != "" {
 		hooks.Self(cfg.AdvertiseURL)
 	}
-	dispatcher := outbound.New(eng, outboundOptions(cfg, logger, o.outbound))
+	dispatcher := outbound.New(eng, outboundOptions(cfg, logger, hooks, o.outbound))
 	nopts := notify.Options{Logger: logger, Policy: hooks, MaxAttempts: cfg.PushMaxAttempts, RetryMax: cfg.PushRetryMax,
 		Bounds: &mailbox.OutboxBounds{PerReceiver: cfg.PushOutboxPerReceiver, Total: cfg.PushOutboxMax, DeadRetention: cfg.PushDeadRetention}}
 	if o.notify != nil {
@@ -285,8 +291,14 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 
 // outboundOptions are the dispatcher's options: the remotes' credentials
 // from cfg, then what the caller changes.
-func outboundOptions(cfg config.Config, logger *slog.Logger, change func(*outbound.Options)) outbound.Options {
-	o := outbound.Options{Logger: logger, Auth: map[string]a2a.RemoteAuth{}}
+func outboundOptions(cfg config.Config, logger *slog.Logger, hooks *webhook.Policy, change func(*outbound.Options)) outbound.Options {
+	o := outbound.Options{Logger: logger, Auth: map[string]a2a.RemoteAuth{}, ResendMax: cfg.RemoteResendMax,
+		CheckURL: func(u *url.URL) error {
+			return hooks.CheckSelf("remote.url", u, "a remote agent", "the daemon would deliver the agent's tasks to itself")
+		}}
+	if cfg.RemoteResendMax == 0 {
+		o.ResendMax = -1 // 0 in the configuration: never sent again
+	}
 	for _, r := range cfg.Remotes {
 		o.Auth[r.Agent] = a2a.RemoteAuth{Bearer: r.Bearer, Header: r.Header, Value: r.Value}
 	}

@@ -39,8 +39,11 @@ type RemoteSpec struct {
 	URL string `json:"url" yaml:"url"`
 	// Binding is auto (from the card) or one of the Binding constants.
 	Binding string `json:"binding" yaml:"binding"`
-	// Concurrency bounds the tasks delivered and not yet finished.
-	Concurrency int `json:"concurrency" yaml:"concurrency"`
+	// Concurrency bounds the tasks delivered and not yet finished; 0 (left
+	// out) is the default, 4. A request that says "concurrency": 0 is
+	// refused by the decoder (the zero tag), which alone can tell it from
+	// a field left out; the log never holds 0 (it holds the default).
+	Concurrency int `json:"concurrency,omitempty" yaml:"concurrency" zero:"expected 1 to 64 tasks in flight at once; leave the field out for the default, 4"`
 }
 
 // normalizeRemote checks a remote agent's registration and fills in its
@@ -189,8 +192,14 @@ const (
 
 // Delivery states of a task leased for a remote agent.
 const (
-	DeliverySending   = "sending"   // sent (or about to be), not yet accepted
-	DeliveryRetrying  = "retrying"  // the send failed before the remote accepted it; retried with backoff
+	DeliverySending  = "sending"  // sent (or about to be), not yet accepted
+	DeliveryRetrying = "retrying" // the send failed before the remote accepted it; retried with backoff
+	// DeliveryChecking: the send may have reached the remote (before a
+	// restart or a takeover, or a send cut before its answer), and the
+	// daemon asks the remote whether it holds the task (ListTasks by the
+	// context id derived from the task) before sending it again or
+	// leaving it to the operator.
+	DeliveryChecking  = "checking"
 	DeliveryAccepted  = "accepted"  // the remote accepted it: followed, never sent again
 	DeliveryStreaming = "streaming" // followed on the remote's stream
 	DeliveryPolling   = "polling"   // followed by polling the remote's task
@@ -201,8 +210,10 @@ const (
 	DeliveryLost = "lost"
 	// DeliveryUnknown: it may have reached the remote (sent before the
 	// daemon restarted, or a send that timed out or broke before the
-	// answer), and it is not idempotent, so it is not sent again: the
-	// lease is left for the operator.
+	// answer), the remote cannot say whether it holds it, and it is not
+	// idempotent (or its resends reached remote_resend_max), so it is not
+	// sent again: the lease is left for the operator. Its last error says
+	// why it could not be settled.
 	DeliveryUnknown = "unknown"
 )
 
@@ -232,4 +243,9 @@ type DeliveryStatus struct {
 	LastError    string `json:"last_error,omitempty"`
 	Attempts     int    `json:"attempts,omitempty"`
 	NextTryMs    int64  `json:"next_try_ms,omitempty"`
+	// Resends counts the sends of an idempotent task made again after a
+	// send that may have reached the remote; ResendMax is the bound
+	// (remote_resend_max) past which the lease is left to the operator.
+	Resends   int `json:"resends,omitempty"`
+	ResendMax int `json:"resend_max,omitempty"`
 }

@@ -129,7 +129,7 @@ func TestRemoteMailroomEdgeTakesAV03MessageAsV10(t *testing.T) {
 		t.Fatalf("Send: %v", err)
 	}
 	held, _ := it.lease("coder@local")
-	want := `{"role":"ROLE_USER","messageId":"` + task.ID + `","metadata":{"k":"v"},"parts":[{"text":"summarize"},{"data":{"x":1}},{"url":"https://example.test/a.pdf","filename":"a.pdf","mediaType":"application/pdf"}]}`
+	want := `{"role":"ROLE_USER","messageId":"` + task.ID + `","contextId":"` + a2a.ContextIDFor(task.ID) + `","metadata":{"k":"v"},"parts":[{"text":"summarize"},{"data":{"x":1}},{"url":"https://example.test/a.pdf","filename":"a.pdf","mediaType":"application/pdf"}]}`
 	if held.A2A == nil || held.A2A.Version != "1.0" || !sameJSON(t, held.A2A.Message, want) || string(held.Context) != `{"x":1}` {
 		t.Fatalf("the edge received %+v, want %s", held.A2A, want)
 	}

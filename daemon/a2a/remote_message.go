@@ -20,7 +20,8 @@ type OutboundMessage struct {
 	// made from the task id and the turn's seq for an answer.
 	MessageID string
 	// TaskID and ContextID are the remote's ids of the task an answer
-	// continues; "" for a first message.
+	// continues. A first message has no TaskID, and ContextIDFor the
+	// mailbox task as its ContextID (not sent in the legacy dialect).
 	TaskID    string
 	ContextID string
 
@@ -83,7 +84,10 @@ func OutboundMessageFor(t mailbox.Task, accepted *RemoteRef) (OutboundMessage, e
 		}
 		return out, nil
 	}
-	out := OutboundMessage{MessageID: t.ID}
+	// The context id is the daemon's, derived from the task: the remote
+	// keeps it (the SDKs do), so that the daemon can ask it later which
+	// tasks it made of this one (Find).
+	out := OutboundMessage{MessageID: t.ID, ContextID: ContextIDFor(t.ID)}
 	if t.A2A != nil {
 		var err error
 		if out, err = out.verbatim(*t.A2A); err != nil {
@@ -190,6 +194,9 @@ func (o OutboundMessage) encode(v string) (any, error) {
 	m := o.m
 	m.messageID, m.taskID, m.contextID, m.referenceTaskIDs = o.MessageID, o.TaskID, o.ContextID, nil
 	if v == versionLegacy {
+		if o.TaskID == "" {
+			m.contextID = ""
+		}
 		if m.metadata == nil && o.legacyMeta != nil {
 			m.metadata = o.legacyMeta
 		}

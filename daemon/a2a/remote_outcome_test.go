@@ -134,8 +134,8 @@ func TestRemoteMessageBuilding(t *testing.T) {
 		r    *a2a.Remote
 		want string
 	}{
-		{v03, `{"kind":"message","messageId":"` + native.ID + `","parts":[{"kind":"text","text":"fix the bug"},{"data":{"repo":"mailroom"},"kind":"data"}],"role":"user"}`},
-		{v10, `{"messageId":"` + native.ID + `","parts":[{"text":"fix the bug"},{"data":{"repo":"mailroom"}}],"role":"ROLE_USER"}`},
+		{v03, `{"kind":"message","messageId":"` + native.ID + `","contextId":"` + a2a.ContextIDFor(native.ID) + `","parts":[{"kind":"text","text":"fix the bug"},{"data":{"repo":"mailroom"},"kind":"data"}],"role":"user"}`},
+		{v10, `{"messageId":"` + native.ID + `","contextId":"` + a2a.ContextIDFor(native.ID) + `","parts":[{"text":"fix the bug"},{"data":{"repo":"mailroom"}}],"role":"ROLE_USER"}`},
 	} {
 		if got := send(c.r, native, nil); !sameJSON(t, json.RawMessage(got), c.want) {
 			t.Errorf("native task sent as %s, want %s", got, c.want)
@@ -148,12 +148,15 @@ func TestRemoteMessageBuilding(t *testing.T) {
 		"parts":[{"kind":"text","text":"summarize","metadata":null},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}},{"kind":"data","data":{"x":1}}]}`
 	a2aTask := nativeTask("summarize", `{"x":1}`)
 	a2aTask.A2A = &mailbox.A2AOrigin{Version: "0.3", MessageID: "caller-1", ContextID: "caller-ctx", Message: json.RawMessage(origin)}
-	want03 := `{"kind":"message","role":"user","messageId":"` + a2aTask.ID + `","metadata":{"k":"v"},"extensions":["urn:x"],
+	// Its context id is the one the daemon derives from the task, not the
+	// caller's: the remote is asked for its tasks of that context later.
+	cid := a2a.ContextIDFor(a2aTask.ID)
+	want03 := `{"kind":"message","role":"user","messageId":"` + a2aTask.ID + `","contextId":"` + cid + `","metadata":{"k":"v"},"extensions":["urn:x"],
 		"parts":[{"kind":"text","text":"summarize","metadata":null},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}},{"kind":"data","data":{"x":1}}]}`
 	if got := send(v03, a2aTask, nil); !sameJSON(t, json.RawMessage(got), want03) {
 		t.Errorf("v0.3 origin to v0.3 sent as %s, want %s", got, want03)
 	}
-	want10 := `{"role":"ROLE_USER","messageId":"` + a2aTask.ID + `","metadata":{"k":"v"},"extensions":["urn:x"],
+	want10 := `{"role":"ROLE_USER","messageId":"` + a2aTask.ID + `","contextId":"` + cid + `","metadata":{"k":"v"},"extensions":["urn:x"],
 		"parts":[{"text":"summarize"},{"url":"https://example.test/a.pdf","filename":"a.pdf","mediaType":"application/pdf"},{"data":{"x":1}}]}`
 	if got := send(v10, a2aTask, nil); !sameJSON(t, json.RawMessage(got), want10) {
 		t.Errorf("v0.3 origin to v1.0 sent as %s, want %s", got, want10)
@@ -188,7 +191,7 @@ func TestRemoteMessageBuilding(t *testing.T) {
 	// A conversation the remote never saw (another agent asked) goes
 	// along with the first message.
 	got = send(v03, a2aTask, nil)
-	want = `{"kind":"message","role":"user","messageId":"` + a2aTask.ID + `","metadata":{"k":"v"},"extensions":["urn:x"],"parts":[
+	want = `{"kind":"message","role":"user","messageId":"` + a2aTask.ID + `","contextId":"` + cid + `","metadata":{"k":"v"},"extensions":["urn:x"],"parts":[
 		{"kind":"text","text":"summarize"},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}},{"kind":"data","data":{"x":1}},
 		{"kind":"text","text":"coder@local asked (input_required):"},{"kind":"text","text":"which part?"},
 		{"kind":"text","text":"planner@local answered:"},{"kind":"text","text":"chapter 2, please"}]}`

@@ -60,6 +60,9 @@ func view(rec mailbox.TaskRecord, origin *message) taskView {
 		}
 	case mailbox.TaskInFlight:
 		tv.state = stateWorking
+		if note := deliveryNote(rec); note != "" {
+			tv.statusMessage = agentText(rec, note) // a remote delivery left to the operator (remote_note.go)
+		}
 	case mailbox.TaskWaiting:
 		tv.state = stateInputRequired
 		if q, ok := rec.Task.Question(); ok {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"net/url"
 	"reflect"
 
 	"github.com/mailroom/mailroom/mailbox"
@@ -33,6 +34,13 @@ func (e *Engine) register(ctx context.Context, agent string, card mailbox.AgentC
 		u, _ := mailbox.ParsePushURL("webhook.url", w.URL)
 		if err := e.opts.CheckPushURL("webhook.url", u); err != nil {
 			return mailbox.RegisteredAgent{}, err
+		}
+	}
+	if r := card.Remote; r != nil && e.opts.CheckRemoteURL != nil {
+		if u, err := url.Parse(r.URL); err == nil {
+			if err := e.opts.CheckRemoteURL("remote.url", u); err != nil {
+				return mailbox.RegisteredAgent{}, err
+			}
 		}
 	}
 	principal := mailbox.PrincipalFrom(ctx)

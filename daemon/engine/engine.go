@@ -57,6 +57,10 @@ type Options struct {
 	// before anything is decided; field names the URL in a refusal. The
 	// log holds what passed, and replay does not ask again.
 	CheckPushURL func(field string, u *url.URL) error
+	// CheckRemoteURL, when set, holds a remote agent's URL to the
+	// daemon's configuration (its own address refused) at registration;
+	// replay does not ask again.
+	CheckRemoteURL func(field string, u *url.URL) error
 }
 
 // Defaults for Options.

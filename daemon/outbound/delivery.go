@@ -3,6 +3,7 @@ package outbound
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -23,9 +24,12 @@ const (
 	// modeFollow follows a task the remote accepted under this lease: it
 	// is never sent again.
 	modeFollow
-	// modeUnknown leaves the lease for the operator: it may have been
-	// sent before a restart, and the task is not idempotent.
-	modeUnknown
+	// modeSettle is a lease recovered without an acceptance: it may have
+	// been sent before a restart or a takeover. The remote is asked
+	// whether it holds the task: followed if it does, sent if it surely
+	// does not, and otherwise sent again only if the task is idempotent
+	// (a resend, capped), else left for the operator, marked unknown.
+	modeSettle
 )
 
 // delivery is one task leased for a remote agent, from its lease to its
@@ -50,6 +54,9 @@ type delivery struct {
 	lastErr      string
 	attempts     int
 	nextTryMs    int64
+	// resends counts the sends made again after one that may have reached
+	// the remote, which could not say whether it holds the task.
+	resends int
 }
 
 // begin starts delivering a task leased for the agent; remoteTaskID is
@@ -63,19 +70,14 @@ func (r *remote) begin(ctx context.Context, task mailbox.Task, lease mailbox.Lea
 		// again.
 		dl.state, dl.remoteTaskID = mailbox.DeliveryAccepted, remoteTaskID
 	}
-	if m == modeUnknown {
-		dl.state = mailbox.DeliveryUnknown
-		dl.lastErr = "it may have reached the remote before the daemon restarted, and the task is not idempotent: not sent again; requeue or force-error it"
+	if m == modeSettle {
+		dl.state = mailbox.DeliveryChecking
+		dl.lastErr = "recovered after a restart or a takeover without an acceptance: asking the remote whether it holds the task"
 	}
 	r.mu.Lock()
 	r.deliveries[lease.LeaseID] = dl
 	r.mu.Unlock()
 	r.d.eng.RemoteStatusChanged()
-	if m == modeUnknown {
-		r.d.stats.ended(outcomeUnknown)
-		cancel()
-		return
-	}
 	r.wg.Go(func() {
 		defer dl.finish()
 		dl.run(ctx, m)
@@ -107,6 +109,7 @@ func (r *remote) repaired(ev mailbox.Event) bool {
 	if dl.parked() {
 		// Left for the operator, who has now acted.
 		delete(r.deliveries, dl.lease.LeaseID)
+		a2a.SetDeliveryNote(dl.lease.LeaseID, "")
 		r.mu.Unlock()
 		notify(r.free)
 		r.d.eng.RemoteStatusChanged()
@@ -140,8 +143,12 @@ func (dl *delivery) set(state, lastErr string, nextTry time.Time) {
 func (dl *delivery) status() mailbox.DeliveryStatus {
 	dl.mu.Lock()
 	defer dl.mu.Unlock()
-	return mailbox.DeliveryStatus{TaskID: dl.task.ID, LeaseID: dl.lease.LeaseID, State: dl.state, RemoteTaskID: dl.remoteTaskID,
-		LastError: dl.lastErr, Attempts: dl.attempts, NextTryMs: dl.nextTryMs}
+	st := mailbox.DeliveryStatus{TaskID: dl.task.ID, LeaseID: dl.lease.LeaseID, State: dl.state, RemoteTaskID: dl.remoteTaskID,
+		LastError: dl.lastErr, Attempts: dl.attempts, NextTryMs: dl.nextTryMs, Resends: dl.resends}
+	if dl.task.Idempotent() {
+		st.ResendMax = max(dl.r.d.o.ResendMax, 0)
+	}
+	return st
 }
 
 func (dl *delivery) remoteID() string {
@@ -226,11 +233,133 @@ func (dl *delivery) run(ctx context.Context, m mode) {
 			return
 		}
 	}
-	if m == modeFollow {
+	switch m {
+	case modeFollow:
 		dl.follow(ctx, remoteTaskID)
 		return
+	case modeSettle:
+		if !dl.recovered(ctx) {
+			return
+		}
 	}
 	dl.send(ctx)
+}
+
+// recovered settles a lease recovered without an acceptance, and reports
+// whether the task is to be sent (the remote surely does not hold it, or
+// cannot say and the task is idempotent, within remote_resend_max).
+func (dl *delivery) recovered(ctx context.Context) bool {
+	client := dl.r.currentClient()
+	t, v, why := dl.settle(ctx, client, time.UnixMilli(dl.lease.LeasedAtMs))
+	switch v {
+	case verdictFound:
+		dl.r.d.log.Info("recovering a delivery the remote holds although its acceptance was never recorded: following it, never sending it again", dl.attrs("remote_task_id", t.ID)...)
+		dl.adopt(ctx, client, t)
+		return false
+	case verdictAbsent:
+		dl.r.d.log.Info("recovering a delivery the remote never got (it lists no task of its context): sending it", dl.attrs()...)
+		return true
+	case verdictCannot:
+		if !dl.task.Idempotent() {
+			dl.r.d.log.Warn("a delivery may have reached the remote before the restart, the remote cannot say, and the task is not idempotent: its lease is left for the operator (requeue or force-error it)", dl.attrs("why", why)...)
+			dl.park(mailbox.DeliveryUnknown, "it may have reached the remote before the daemon restarted or lost the lead, and the task is not idempotent; "+why+": not sent again; requeue or force-error it", outcomeUnknown)
+			return false
+		}
+		dl.r.d.log.Info("recovering an idempotent delivery the remote may have: sending it again", dl.attrs("why", why)...)
+		return dl.resend("it may have reached the remote before the daemon restarted or lost the lead; " + why)
+	}
+	return false
+}
+
+// Verdicts of settle: what the remote said of a task it may hold.
+type verdict int
+
+const (
+	verdictStopped verdict = iota // the delivery ended while it asked
+	verdictFound                  // it holds the task
+	verdictAbsent                 // it surely does not
+	verdictCannot                 // it cannot say
+)
+
+// settle asks the remote whether it holds the task, whose first message
+// may have reached it in a send begun at since: after a restart or a
+// takeover (since is the lease's time), or a send cut before its answer.
+// It asks once the send is SettleDelay old, so that a remote still taking
+// the message has stored it; a remote that does not answer is asked
+// again with backoff while the lease is held. why says, for
+// verdictCannot, why the remote cannot say.
+func (dl *delivery) settle(ctx context.Context, client *a2a.Remote, since time.Time) (t a2a.RemoteTask, v verdict, why string) {
+	r := dl.r
+	if client.CanList() {
+		at := since.Add(r.d.o.SettleDelay)
+		dl.set(mailbox.DeliveryChecking, "the send may have reached the remote: asking it whether it holds the task", at)
+		if wait := time.Until(at); wait > 0 && !sleep(ctx, wait) {
+			return t, verdictStopped, ""
+		}
+	}
+	for n := 1; ; n++ {
+		client = r.currentClient()
+		cctx, cancel := context.WithTimeout(ctx, r.d.o.CallTimeout)
+		t, found, err := client.Find(cctx, dl.task.ID)
+		cancel()
+		r.observe(err)
+		switch {
+		case ctx.Err() != nil:
+			return t, verdictStopped, ""
+		case err == nil && found:
+			r.d.stats.settled("found")
+			r.contextKept.Store(true)
+			return t, verdictFound, ""
+		case err == nil && !r.keepsContext():
+			r.d.stats.settled("cannot")
+			return t, verdictCannot, "the remote lists no task of the context the daemon gave it, but none of its tasks has yet shown that it keeps the contextId it is sent, so that proves nothing"
+		case err == nil:
+			r.d.stats.settled("absent")
+			return t, verdictAbsent, ""
+		case errors.Is(err, a2a.ErrRemoteCannotList):
+			r.d.stats.settled("cannot")
+			return t, verdictCannot, err.Error()
+		case !a2a.RemoteRetryable(err):
+			r.d.stats.settled("cannot")
+			return t, verdictCannot, "asking it whether it holds the task failed: " + err.Error()
+		}
+		wait := backoff(r.d.o.RetryMin, r.d.o.RetryMax, n)
+		dl.set(mailbox.DeliveryChecking, "asking the remote whether it holds the task failed, asking again: "+err.Error(), time.Now().Add(wait))
+		if !sleep(ctx, wait) {
+			return t, verdictStopped, ""
+		}
+	}
+}
+
+// adopt takes a task the remote holds, though its acceptance was never
+// recorded: recorded now, then followed (its outcome read with Get, which
+// carries its artifacts), never sent again.
+func (dl *delivery) adopt(ctx context.Context, client *a2a.Remote, t a2a.RemoteTask) {
+	if !dl.accept(ctx, client, t) {
+		return
+	}
+	dl.follow(ctx, t.ID)
+}
+
+// resend counts one more send of an idempotent task after one that may
+// have reached the remote; past remote_resend_max it leaves the lease for
+// the operator instead, and reports false.
+func (dl *delivery) resend(why string) bool {
+	r := dl.r
+	dl.mu.Lock()
+	dl.resends++
+	n := dl.resends
+	dl.mu.Unlock()
+	if n > r.d.o.ResendMax {
+		r.d.log.Warn("an idempotent task was sent again as often as remote_resend_max allows; its lease is left for the operator", dl.attrs("resends", n-1, "why", why)...)
+		dl.mu.Lock()
+		dl.resends = n - 1
+		dl.mu.Unlock()
+		dl.park(mailbox.DeliveryUnknown, fmt.Sprintf("sent again %d times (remote_resend_max %d) after sends that may have reached the remote, which cannot say whether it holds the task (%s): not sent again; requeue or force-error it", n-1, max(r.d.o.ResendMax, 0), why), outcomeUnknown)
+		return false
+	}
+	r.d.stats.resent()
+	return true
 }
 
 func (dl *delivery) accepted(remoteTaskID string) {
@@ -240,8 +369,14 @@ func (dl *delivery) accepted(remoteTaskID string) {
 	dl.set(mailbox.DeliveryAccepted, "", time.Time{})
 }
 
-// park leaves the lease for the operator.
+// park leaves the lease for the operator. The A2A caller of the task
+// sees why in its status message (its state stays working).
 func (dl *delivery) park(state, why, outcome string) {
+	note := "the delivery to remote agent " + dl.r.agent + " is left to the operator: "
+	if state == mailbox.DeliveryLost {
+		note = "the remote agent " + dl.r.agent + " lost this task; the delivery is left to the operator: "
+	}
+	a2a.SetDeliveryNote(dl.lease.LeaseID, note+why)
 	dl.set(state, why, time.Time{})
 	dl.r.d.stats.ended(outcome)
 }
@@ -269,6 +404,7 @@ func (dl *delivery) send(ctx context.Context) {
 		dl.attempts = n
 		dl.mu.Unlock()
 		dl.set(mailbox.DeliverySending, "", time.Time{})
+		sentAt := time.Now()
 		if client.Streaming() && !noStream {
 			st, first, err = dl.openStream(ctx, client, msg)
 		} else if msg.TaskID != "" {
@@ -321,16 +457,40 @@ func (dl *delivery) send(ctx context.Context) {
 			dl.postError(ctx, "the remote agent refused the task: "+err.Error())
 			return
 		}
-		if msg.TaskID == "" && !dl.task.Idempotent() && a2a.RemoteMayHaveReceived(err) {
+		retryErr := err.Error()
+		if msg.TaskID == "" && a2a.RemoteMayHaveReceived(err) {
 			// The remote may hold it (a timeout, a connection broken
-			// before the answer): sent again, a task that is not
-			// idempotent may be done twice.
-			r.d.log.Warn("sending a task that is not idempotent failed after it may have reached the remote: its lease is left for the operator (requeue or force-error it)", dl.attrs("err", err)...)
-			dl.park(mailbox.DeliveryUnknown, "the send failed after it may have reached the remote ("+err.Error()+"), and the task is not idempotent: not sent again; requeue or force-error it", outcomeUnknown)
-			return
+			// before the answer): ask it. Sent again without asking, a
+			// task that is not idempotent may be done twice, and an
+			// idempotent one is done again by a remote that does not
+			// dedupe on the messageId.
+			t, v, why := dl.settle(ctx, client, sentAt)
+			switch v {
+			case verdictStopped:
+				return
+			case verdictFound:
+				r.d.log.Info("a send failed after it reached the remote, which holds the task: following it", dl.attrs("remote_task_id", t.ID, "err", err)...)
+				dl.adopt(ctx, client, t)
+				return
+			case verdictAbsent:
+				r.d.log.Info("a send failed before it reached the remote (it lists no task of its context): sending it again", dl.attrs("err", err)...)
+				retryErr = "the send failed (" + err.Error() + ") and the remote does not hold the task: sending it again"
+			case verdictCannot:
+				if !dl.task.Idempotent() {
+					r.d.log.Warn("sending a task that is not idempotent failed after it may have reached the remote, which cannot say whether it holds it: its lease is left for the operator (requeue or force-error it)", dl.attrs("err", err, "why", why)...)
+					dl.park(mailbox.DeliveryUnknown, "the send failed after it may have reached the remote ("+err.Error()+"), and the task is not idempotent; "+why+": not sent again; requeue or force-error it", outcomeUnknown)
+					return
+				}
+				if !dl.resend("the send failed after it may have reached the remote (" + err.Error() + "); " + why) {
+					return
+				}
+				dl.mu.Lock()
+				retryErr = fmt.Sprintf("resend %d of %d (remote_resend_max): the send failed after it may have reached the remote: %s", dl.resends, r.d.o.ResendMax, err.Error())
+				dl.mu.Unlock()
+			}
 		}
 		wait := backoff(r.d.o.RetryMin, r.d.o.RetryMax, n)
-		dl.set(mailbox.DeliveryRetrying, err.Error(), time.Now().Add(wait))
+		dl.set(mailbox.DeliveryRetrying, retryErr, time.Now().Add(wait))
 		r.d.log.Info("sending to the remote failed before it accepted the task; retrying while the lease is held", dl.attrs("attempt", n, "retry_in", wait, "err", err)...)
 		if !sleep(ctx, wait) {
 			return
@@ -435,6 +595,7 @@ func (dl *delivery) accept(ctx context.Context, client *a2a.Remote, t a2a.Remote
 	defer cancel()
 	err := dl.r.d.eng.RemoteAccepted(actx, dl.task.ID, dl.lease.LeaseID, mailbox.RemoteRef{TaskID: t.ID, ContextID: t.ContextID, Binding: client.Binding()})
 	dl.accepted(t.ID)
+	dl.r.sawContext(dl.task.ID, t.ContextID)
 	if err == nil {
 		return true
 	}
@@ -534,6 +695,7 @@ func (dl *delivery) answered(ctx context.Context, client *a2a.Remote, t a2a.Remo
 		return
 	}
 	dl.accepted(t.ID)
+	dl.r.sawContext(dl.task.ID, t.ContextID)
 	pctx, cancel := context.WithTimeout(mailbox.WithPrincipal(context.WithoutCancel(ctx), dl.r.agent), dl.r.d.o.CallTimeout)
 	defer cancel()
 	ref := mailbox.RemoteRef{TaskID: t.ID, ContextID: t.ContextID, Binding: client.Binding()}

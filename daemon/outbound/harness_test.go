@@ -43,6 +43,7 @@ func fast(o *outbound.Options) {
 	o.LeaseWait = 500 * time.Millisecond
 	o.LeaderPoll = 50 * time.Millisecond
 	o.CallTimeout = 10 * time.Second
+	o.SettleDelay = 50 * time.Millisecond
 }
 
 func start(t *testing.T, remotes ...config.RemoteCredential) *world {
@@ -131,7 +132,15 @@ func (w *world) waitDelivery(agent, taskID, what string, cond func(mailbox.Deliv
 // send sends a native task and returns its id.
 func (w *world) send(sender, recipient, intent string, idempotent bool) string {
 	w.t.Helper()
-	task := mailbox.Task{ID: uuid.NewString(), Sender: sender, Recipient: recipient, IntentText: intent}
+	return w.sendID(newTaskID(), sender, recipient, intent, idempotent)
+}
+
+func newTaskID() string { return uuid.NewString() }
+
+// sendID sends a native task with the id given.
+func (w *world) sendID(id, sender, recipient, intent string, idempotent bool) string {
+	w.t.Helper()
+	task := mailbox.Task{ID: id, Sender: sender, Recipient: recipient, IntentText: intent}
 	if idempotent {
 		task.Idempotency = &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: task.ID}
 	}

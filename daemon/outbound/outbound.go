@@ -20,6 +20,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -65,7 +66,23 @@ type Options struct {
 	// LeaderPoll is how often the dispatcher checks whether the instance
 	// leads (1s).
 	LeaderPoll time.Duration
+	// ResendMax bounds how many times an idempotent task is sent again
+	// after sends that may have reached the remote, when the remote
+	// cannot say whether it holds it (remote_resend_max); past it the
+	// lease is left to the operator. 0 is the default (3); negative: never
+	// sent again.
+	ResendMax int
+	// SettleDelay is how old a send that may have reached the remote must
+	// be before the remote is asked whether it holds the task, so that a
+	// remote still taking it has stored it (CallTimeout).
+	SettleDelay time.Duration
+	// CheckURL, when set, refuses a remote's URL (the daemon's own
+	// address): such a remote is not delivered to.
+	CheckURL func(u *url.URL) error
 }
+
+// DefaultResendMax is remote_resend_max's default.
+const DefaultResendMax = 3
 
 func (o Options) withDefaults() Options {
 	def := func(d *time.Duration, v time.Duration) {
@@ -85,6 +102,13 @@ func (o Options) withDefaults() Options {
 	if o.FailuresToOpen <= 0 {
 		o.FailuresToOpen = 5
 	}
+	switch {
+	case o.ResendMax == 0:
+		o.ResendMax = DefaultResendMax
+	case o.ResendMax < 0:
+		o.ResendMax = 0
+	}
+	def(&o.SettleDelay, o.CallTimeout)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -329,7 +353,7 @@ func (d *Dispatcher) WriteMetrics(w *metrics.Writer) {
 		}
 	}
 	d.mu.Unlock()
-	d.stats.write(w, open)
+	d.stats.write(w, open, d.o.ResendMax)
 }
 
 // sleep waits for dur or ctx's end, and reports whether ctx is still on.

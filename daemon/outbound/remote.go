@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/url"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mailroom/mailroom/daemon/a2a"
@@ -45,13 +47,41 @@ type remote struct {
 	// stopLeasing ends the long poll for the agent's tasks under way, so
 	// that a circuit that opens takes no task after it.
 	stopLeasing context.CancelFunc
+	// contextKept: a task of this remote came back with the contextId the
+	// daemon derived for it (a2a.ContextIDFor), so the remote keeps the
+	// contextId it is sent, and a list of a context that lacks a task
+	// proves the remote never got it.
+	contextKept atomic.Bool
 }
 
 func newRemote(d *Dispatcher, ra mailbox.RegisteredAgent) *remote {
-	return &remote{d: d, agent: ra.Agent, spec: *ra.Card.Remote,
+	return &remote{d: d, agent: ra.Agent, spec: specOf(ra),
 		kick: make(chan struct{}, 1), free: make(chan struct{}, 1), done: make(chan struct{}), ready: make(chan struct{}),
 		state: mailbox.RemoteResolving, sinceMs: time.Now().UnixMilli(), deliveries: map[string]*delivery{}}
 }
+
+// specOf is the agent's remote spec; a concurrency out of range (a log
+// written before registration refused "concurrency": 0 would hold it) is
+// the default.
+func specOf(ra mailbox.RegisteredAgent) mailbox.RemoteSpec {
+	spec := *ra.Card.Remote
+	if spec.Concurrency < 1 || spec.Concurrency > mailbox.MaxRemoteConcurrency {
+		spec.Concurrency = mailbox.DefaultRemoteConcurrency
+	}
+	return spec
+}
+
+// sawContext notes the context id a remote task of mailbox task taskID
+// came back with.
+func (r *remote) sawContext(taskID, contextID string) {
+	if contextID != "" && contextID == a2a.ContextIDFor(taskID) {
+		r.contextKept.Store(true)
+	}
+}
+
+// keepsContext reports whether the remote was seen keeping the contextId
+// the daemon sends.
+func (r *remote) keepsContext() bool { return r.contextKept.Load() }
 
 func (r *remote) start(ctx context.Context) {
 	ctx, r.cancel = context.WithCancel(ctx)
@@ -62,18 +92,26 @@ func (r *remote) start(ctx context.Context) {
 	}()
 }
 
-// stop ends the loop and its deliveries and waits for them.
+// stop ends the loop and its deliveries and waits for them; the notes of
+// deliveries left to the operator go with them (another instance, or this
+// one again, recovers the leases).
 func (r *remote) stop() {
 	r.cancel()
 	<-r.done
+	r.mu.Lock()
+	for id := range r.deliveries {
+		a2a.SetDeliveryNote(id, "")
+	}
+	r.mu.Unlock()
 }
 
 // registered takes the agent's registration as it is now: a changed
 // remote spec is resolved again.
 func (r *remote) registered(ra mailbox.RegisteredAgent) {
 	r.mu.Lock()
-	changed := *ra.Card.Remote != r.spec
-	r.spec = *ra.Card.Remote
+	next := specOf(ra)
+	changed := next != r.spec
+	r.spec = next
 	if changed && r.stopLeasing != nil {
 		// No task is leased for the old address while the new one is
 		// resolved.
@@ -181,6 +219,18 @@ func (r *remote) resolve(ctx context.Context) bool {
 	r.mu.Lock()
 	spec := r.spec
 	r.mu.Unlock()
+	if r.d.o.CheckURL != nil {
+		// A registration an older daemon accepted may name the daemon
+		// itself: delivering to it would hold the agent's slots while
+		// they wait on themselves.
+		if u, err := url.Parse(spec.URL); err == nil {
+			if err := r.d.o.CheckURL(u); err != nil {
+				r.failed(err)
+				r.d.log.Warn("a remote agent's URL is refused; nothing is delivered to it until it is registered again", "agent", r.agent, "url", spec.URL, "err", err)
+				return false
+			}
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, r.d.o.CallTimeout)
 	client, card, err := a2a.ResolveRemote(cctx, r.d.o.HTTPClient, a2a.RemoteSpec{URL: spec.URL, Binding: spec.Binding}, r.d.o.Auth[r.agent])
 	cancel()
@@ -424,8 +474,8 @@ func backoff(lo, hi time.Duration, n int) time.Duration {
 
 // recover picks up the leases the agent holds (a restart, a takeover, a
 // loop started again): a task the remote accepted under its lease is
-// followed; one it did not is sent again only if idempotent, else left
-// for the operator, marked unknown.
+// followed; for one it did not, the remote is asked whether it holds it
+// (modeSettle).
 func (r *remote) recover(ctx context.Context) {
 	q, err := r.d.eng.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskInFlight, Limit: mailbox.MaxLimit})
 	if err != nil {
@@ -434,6 +484,7 @@ func (r *remote) recover(ctx context.Context) {
 		}
 		return
 	}
+	var pending []pendingLease
 	for _, e := range q.Tasks {
 		if e.LeasedTo != r.agent {
 			continue
@@ -449,17 +500,33 @@ func (r *remote) recover(ctx context.Context) {
 			continue
 		}
 		lease := mailbox.Lease{LeaseID: e.LeaseID, Attempt: e.Attempt, LeasedAtMs: e.LeasedAtMs}
-		switch {
-		case rec.AcceptedUnder(e.LeaseID):
+		if rec.AcceptedUnder(e.LeaseID) {
+			r.sawContext(rec.Task.ID, rec.Remote.ContextID)
 			r.d.log.Info("recovering a delivery the remote accepted: following it, never sending it again", "agent", r.agent, "task_id", e.Task.ID, "remote_task_id", rec.Remote.TaskID)
 			r.begin(ctx, e.Task, lease, modeFollow, rec.Remote.TaskID)
-		case e.Task.Idempotent():
-			r.d.log.Info("recovering an idempotent delivery the remote may not have: sending it again", "agent", r.agent, "task_id", e.Task.ID)
-			r.begin(ctx, e.Task, lease, modeSend, "")
-		default:
-			r.d.log.Warn("a delivery may have reached the remote before the restart, and the task is not idempotent: its lease is left for the operator (requeue or force-error it)",
-				"agent", r.agent, "task_id", e.Task.ID, "lease_id", e.LeaseID)
-			r.begin(ctx, e.Task, lease, modeUnknown, "")
+			continue
 		}
+		pending = append(pending, pendingLease{e.Task, lease})
 	}
+	// Whether the remote keeps the contextId it is sent is learnt from
+	// the tasks it accepted: those above, and those it finished.
+	if !r.keepsContext() {
+		r.d.eng.View(func(s *mailbox.State) {
+			for _, pr := range s.PendingResults() {
+				if rec, ok := s.Task(pr.TaskID); ok && rec.Remote != nil && rec.Remote.Agent == r.agent {
+					r.sawContext(rec.Task.ID, rec.Remote.ContextID)
+				}
+			}
+		})
+	}
+	for _, p := range pending {
+		r.d.log.Info("recovering a delivery the remote may have received, whose acceptance was never recorded: asking the remote whether it holds it", "agent", r.agent, "task_id", p.task.ID, "lease_id", p.lease.LeaseID)
+		r.begin(ctx, p.task, p.lease, modeSettle, "")
+	}
+}
+
+// pendingLease is a lease recovery settles with the remote.
+type pendingLease struct {
+	task  mailbox.Task
+	lease mailbox.Lease
 }

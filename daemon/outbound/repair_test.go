@@ -188,8 +188,9 @@ func TestRestartFollowsAnAcceptedTask(t *testing.T) {
 }
 
 // After a restart, a task the remote may or may not have (the send never
-// got an answer) is sent again if idempotent, else left for the
-// operator, marked unknown.
+// got an answer), at a v0.3 remote (which cannot be asked whether it
+// holds it), is sent again if idempotent, else left for the operator,
+// marked unknown, saying why it could not be settled.
 func TestRestartWithUnansweredSends(t *testing.T) {
 	w := start(t)
 	g := startGoRemote(t, "Go Coder", false)
@@ -202,15 +203,21 @@ func TestRestartWithUnansweredSends(t *testing.T) {
 		w.waitDelivery("coder@remote", id, "retried", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryRetrying })
 	}
 	w.d.Restart()
-	// While the remote is still down, the leases are shown with what
-	// recovery made of them.
-	w.waitDelivery("coder@remote", once, "unknown while the remote is down", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryUnknown })
-	w.waitDelivery("coder@remote", twice, "waiting for the remote", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliverySending })
+	// While the remote is still down, the leases are shown, waiting to
+	// ask it.
+	for _, id := range []string{once, twice} {
+		w.waitDelivery("coder@remote", id, "checking while the remote is down", func(d mailbox.DeliveryStatus) bool {
+			return d.State == mailbox.DeliveryChecking && d.LastError == "waiting for the remote's card"
+		})
+	}
 	g.Down.Store(false)
 	if res := w.result("planner@local", twice); res.Status != mailbox.StatusOK || !strings.Contains(text(res), "read the file") {
 		t.Fatalf("the idempotent task's result %+v", res)
 	}
 	dl := w.waitDelivery("coder@remote", once, "unknown", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryUnknown })
+	if !strings.Contains(dl.LastError, "A2A v0.3, which has no way to list tasks") || !strings.Contains(dl.LastError, "not idempotent") {
+		t.Errorf("the unknown delivery's last error %q does not say why it could not be settled", dl.LastError)
+	}
 	if e := w.entry(once); e == nil || e.State != mailbox.TaskInFlight || e.LeaseID != dl.LeaseID {
 		t.Fatalf("queue entry %+v, want its lease left for the operator", e)
 	}

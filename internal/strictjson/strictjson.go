@@ -27,6 +27,12 @@ import (
 // example `empty:"expected a UUID; omit the field to let the daemon assign one"`.
 const EmptyTag = "empty"
 
+// ZeroTag is the struct tag that marks an optional number field whose
+// explicit 0 is refused, where an absent field means a default and 0 is
+// out of range; its text says what was expected, for example
+// `zero:"expected 1 to 64; omit the field for the default, 4"`.
+const ZeroTag = "zero"
+
 // Error is one refusal: Path names the field as a request spells it
 // (command.lease_id, content[0].value), Msg what is wrong and what was
 // expected.
@@ -303,6 +309,9 @@ func (c *checker) object(t reflect.Type, depth, valueDepth int) error {
 				if f.empty != "" && c.emptyString() {
 					return &Error{Path: c.pathString(len(c.path)), Msg: `got "", ` + f.empty}
 				}
+				if f.zero != "" && c.zeroNumber() {
+					return &Error{Path: c.pathString(len(c.path)), Msg: "got 0, " + f.zero}
+				}
 			default:
 				if name, ok := fields.fold(string(key)); ok {
 					return &Error{Path: c.pathString(len(c.path)),
@@ -370,6 +379,21 @@ func (k *keySet) add(key []byte) (dup bool) {
 func (c *checker) emptyString() bool {
 	c.ws()
 	return c.pos+1 < len(c.data) && c.data[c.pos] == '"' && c.data[c.pos+1] == '"'
+}
+
+// zeroNumber reports whether the value at pos is a number equal to 0
+// (0, -0, 0.0, 0e3).
+func (c *checker) zeroNumber() bool {
+	c.ws()
+	end := c.pos
+	for end < len(c.data) && strings.IndexByte("+-0123456789.eE", c.data[end]) >= 0 {
+		end++
+	}
+	if end == c.pos {
+		return false
+	}
+	f, err := strconv.ParseFloat(string(c.data[c.pos:end]), 64)
+	return err == nil && f == 0
 }
 
 // str consumes a string at pos and returns it with its quotes, and whether
@@ -461,6 +485,7 @@ type field struct {
 	index int
 	typ   reflect.Type
 	empty string
+	zero  string
 }
 
 type structFields struct {
@@ -516,7 +541,7 @@ func fieldsOf(t reflect.Type) *structFields {
 			if _, dup := s.byName[name]; dup || len(s.names) >= 64 {
 				continue
 			}
-			s.byName[name] = field{index: len(s.names), typ: sf.Type, empty: sf.Tag.Get(EmptyTag)}
+			s.byName[name] = field{index: len(s.names), typ: sf.Type, empty: sf.Tag.Get(EmptyTag), zero: sf.Tag.Get(ZeroTag)}
 			s.names = append(s.names, name)
 		}
 	}

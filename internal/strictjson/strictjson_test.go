@@ -10,6 +10,7 @@ import (
 type inner struct {
 	LeaseID string `json:"lease_id,omitempty" empty:"expected a UUID; omit the field for no guard"`
 	Action  string `json:"action"`
+	Slots   int    `json:"slots,omitempty" zero:"expected 1 to 64; omit the field for the default, 4"`
 }
 
 type embedded struct {
@@ -58,6 +59,10 @@ func TestCheck(t *testing.T) {
 		{"empty optional id", `{"id":""}`, "id", `got "", expected a UUID`},
 		{"empty optional id nested", `{"command":{"lease_id":  ""}}`, "command.lease_id", "omit the field"},
 		{"empty plain string is fine", `{"sender":""}`, "", ""},
+		{"explicit zero where absent is a default", `{"command":{"slots":0}}`, "command.slots", "got 0, expected 1 to 64; omit the field for the default, 4"},
+		{"explicit zero spelled otherwise", `{"command":{"slots": -0.0e1}}`, "command.slots", "got 0"},
+		{"a number other than zero", `{"command":{"slots":4}}`, "", ""},
+		{"a zero-tagged field absent", `{"command":{"action":"x"}}`, "", ""},
 		{"value at the depth limit", `{"parts":[{"type":"json","value":` + nest(8, "1") + `}]}`, "", ""},
 		{"value over the depth limit", `{"parts":[{"type":"json","value":` + nest(9, "1") + `}]}`, "parts[0].value", "at most 8"},
 		{"objects count as levels", `{"parts":[{"type":"json","value":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":1}}}}}}}}}}]}`, "parts[0].value", "at most 8"},

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -155,9 +156,8 @@ func hostPort(u *url.URL) string {
 // field and says what to change.
 func (p *Policy) Check(field string, u *url.URL) error {
 	host := strings.ToLower(u.Hostname())
-	target := hostPort(u)
-	if p.isSelf(target) {
-		return fmt.Errorf("%s: %s is this daemon's own address; expected the URL of a receiver elsewhere (a daemon that notifies itself would loop)", field, target)
+	if err := p.CheckSelf(field, u, "a receiver", "a daemon that notifies itself would loop"); err != nil {
+		return err
 	}
 	if !p.allow.allows(host) {
 		return fmt.Errorf("%s: host %q is not among the hosts webhooks may name (push_allow_hosts: %s); expected one of them, or an operator adds the host to push_allow_hosts", field, host, p.allow)
@@ -165,9 +165,80 @@ func (p *Policy) Check(field string, u *url.URL) error {
 	return nil
 }
 
+// CheckSelf says why u is the daemon's own address, whatever its
+// spelling (127.1, 0x7f000001, [::ffff:127.0.0.1], localhost, 0.0.0.0, the
+// advertised URL), or nil. It is the one self check: push webhooks (Check)
+// and remote agents, which the allowed hosts do not bound, both ask it.
+// what is what the URL should name instead, why what calling itself
+// would do.
+func (p *Policy) CheckSelf(field string, u *url.URL, what, why string) error {
+	target := hostPort(u)
+	if p.isSelf(target) {
+		return fmt.Errorf("%s: %s is this daemon's own address; expected the URL of %s elsewhere (%s)", field, target, what, why)
+	}
+	return nil
+}
+
+// inetAton reads the IPv4 spellings a resolver (inet_aton) takes that
+// netip does not: fewer than four parts (127.1, 2130706433) and parts in
+// hex (0x7f) or octal (0177).
+func inetAton(h string) (netip.Addr, bool) {
+	parts := strings.Split(h, ".")
+	if len(parts) > 4 || h == "" {
+		return netip.Addr{}, false
+	}
+	vals := make([]uint64, len(parts))
+	for i, s := range parts {
+		base := 10
+		switch {
+		case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
+			base, s = 16, s[2:]
+		case len(s) > 1 && s[0] == '0':
+			base, s = 8, s[1:]
+		}
+		v, err := strconv.ParseUint(s, base, 32)
+		if err != nil || s == "" && base != 8 {
+			return netip.Addr{}, false
+		}
+		vals[i] = v
+	}
+	// The last part fills the bytes the others leave.
+	var n uint64
+	for i, v := range vals[:len(vals)-1] {
+		if v > 0xff {
+			return netip.Addr{}, false
+		}
+		n |= v << (24 - 8*i)
+	}
+	last := vals[len(vals)-1]
+	if last >= 1<<(32-8*(len(vals)-1)) {
+		return netip.Addr{}, false
+	}
+	n |= last
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
+}
+
+// hostAddr reads a URL's host as an address when it is one, in any
+// spelling a resolver takes; "localhost" (and "localhost.") is a name.
+func hostAddr(h string) (netip.Addr, error) {
+	ip, err := netip.ParseAddr(h)
+	if err == nil {
+		return ip.Unmap(), nil
+	}
+	if a, ok := inetAton(h); ok {
+		return a, nil
+	}
+	return ip, err
+}
+
 func (p *Policy) isSelf(target string) bool {
 	th, tport, _ := net.SplitHostPort(target)
-	tip, terr := netip.ParseAddr(th)
+	th = strings.TrimSuffix(th, ".")
+	tip, terr := hostAddr(th)
+	if terr == nil && tip.IsUnspecified() {
+		// Connecting to 0.0.0.0 (or ::) reaches this machine's loopback.
+		tip = netip.MustParseAddr("127.0.0.1")
+	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	for _, s := range p.self {

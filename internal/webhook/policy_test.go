@@ -51,7 +51,18 @@ func TestPolicyCheck(t *testing.T) {
 		{"http://[::1]:7717/hook", "own address"},
 		{"https://mailroom.example.com/agents/x/", "own address"},
 		{"https://mailroom.example.com:443/x", "own address"},
+		// Every spelling a resolver takes for this machine.
+		{"http://127.1:7717/hook", "own address"},
+		{"http://0x7f000001:7717/hook", "own address"},
+		{"http://2130706433:7717/hook", "own address"},
+		{"http://0177.0.0.1:7717/hook", "own address"},
+		{"http://[::ffff:127.0.0.1]:7717/hook", "own address"},
+		{"http://0.0.0.0:7717/hook", "own address"},
+		{"http://[::]:7717/hook", "own address"},
+		{"http://LocalHost.:7717/hook", "own address"},
 		{"http://127.0.0.1:7718/hook", ""},
+		{"http://127.1:7718/hook", ""},
+		{"http://0x7f000001.example:7717/hook", ""},
 		{"http://mailroom.example.com/x", ""}, // port 80, the daemon is on 443
 	} {
 		u, _ := url.Parse(tc.url)
@@ -73,5 +84,29 @@ func TestPolicyCheck(t *testing.T) {
 	u, _ = url.Parse("https://hooks.example.com/a2a")
 	if err := p.Check("url", u); err == nil || !strings.Contains(err.Error(), `host "hooks.example.com" is not among`) || !strings.Contains(err.Error(), "push_allow_hosts: loopback") {
 		t.Errorf("a host not allowed: %v, want a refusal naming the host and push_allow_hosts", err)
+	}
+	// CheckSelf refuses only the daemon itself, whatever the allowed
+	// hosts: a remote agent elsewhere is not bound by push_allow_hosts.
+	u, _ = url.Parse("https://hooks.example.com/a2a")
+	if err := p.CheckSelf("remote.url", u, "a remote agent", "why"); err != nil {
+		t.Errorf("CheckSelf of another host: %v", err)
+	}
+	u, _ = url.Parse("http://127.1:7717/")
+	if err := p.CheckSelf("remote.url", u, "a remote agent", "it would wait on itself"); err == nil || err.Error() != "remote.url: 127.1:7717 is this daemon's own address; expected the URL of a remote agent elsewhere (it would wait on itself)" {
+		t.Errorf("CheckSelf of the daemon's own address: %v", err)
+	}
+}
+
+func TestInetAton(t *testing.T) {
+	for in, want := range map[string]string{"127.1": "127.0.0.1", "0x7f000001": "127.0.0.1", "2130706433": "127.0.0.1", "0177.0.0.1": "127.0.0.1",
+		"10.1.2": "10.1.0.2", "0": "0.0.0.0", "1.2.3.4": "1.2.3.4"} {
+		if got, ok := inetAton(in); !ok || got.String() != want {
+			t.Errorf("inetAton(%q) = %v %v, want %s", in, got, ok, want)
+		}
+	}
+	for _, bad := range []string{"", "example", "1.2.3.4.5", "256.1", "1.16777216", "0x", "08", "1..2", "-1"} {
+		if got, ok := inetAton(bad); ok {
+			t.Errorf("inetAton(%q) = %v, want no address", bad, got)
+		}
 	}
 }

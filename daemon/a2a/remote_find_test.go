@@ -1,0 +1,61 @@
+package a2a_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/internal/remotetest"
+)
+
+// Find asks a remote which task it made of a mailbox task's first message
+// (ListTasks by the context id derived from the task): another daemon's
+// edge and the JS SDK 1.3.0 server, over v1.0 JSON-RPC and HTTP+JSON,
+// find what was sent and answer absent for what was not; a v0.3 or legacy
+// remote cannot be asked, and says why.
+func TestRemoteFind(t *testing.T) {
+	it := newInterop(t, daemontest.Options{})
+	base := it.register("coder@local")
+	check := func(t *testing.T, r *a2a.Remote) {
+		t.Helper()
+		sent := nativeTask("keep it", "")
+		got, err := r.Send(it.ctx, outbound(t, sent, nil), false)
+		if err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+		if got.ContextID != a2a.ContextIDFor(sent.ID) {
+			t.Fatalf("the remote's task has context %q, want the one derived from the task, %q", got.ContextID, a2a.ContextIDFor(sent.ID))
+		}
+		found, ok, err := r.Find(it.ctx, sent.ID)
+		if err != nil || !ok || found.ID != got.ID {
+			t.Fatalf("Find of a task sent: %+v %v %v, want the remote's task %s", found, ok, err, got.ID)
+		}
+		never := nativeTask("never sent", "")
+		if found, ok, err := r.Find(it.ctx, never.ID); err != nil || ok {
+			t.Fatalf("Find of a task never sent: %+v %v %v, want absent", found, ok, err)
+		}
+	}
+	for _, binding := range []string{a2a.BindingJSONRPC10, a2a.BindingHTTPJSON10} {
+		t.Run("mailroom "+binding, func(t *testing.T) {
+			r, _ := resolve(t, it.ctx, a2a.RemoteSpec{URL: base, Binding: binding}, a2a.RemoteAuth{})
+			check(t, r)
+		})
+	}
+	for _, binding := range []string{a2a.BindingJSONRPC03, a2a.BindingLegacy} {
+		t.Run("mailroom "+binding, func(t *testing.T) {
+			r, _ := resolve(t, it.ctx, a2a.RemoteSpec{URL: base, Binding: binding}, a2a.RemoteAuth{})
+			_, ok, err := r.Find(it.ctx, nativeTask("x", "").ID)
+			if ok || !errors.Is(err, a2a.ErrRemoteCannotList) {
+				t.Fatalf("Find over %s: %v %v, want ErrRemoteCannotList", binding, ok, err)
+			}
+		})
+	}
+	for _, binding := range []string{a2a.BindingJSONRPC10, a2a.BindingHTTPJSON10} {
+		t.Run("js 1.3.0 "+binding, func(t *testing.T) {
+			node := remotetest.NodeRemote(t, "v1")
+			r, _ := resolve(t, it.ctx, a2a.RemoteSpec{URL: node, Binding: binding}, a2a.RemoteAuth{})
+			check(t, r)
+		})
+	}
+}
