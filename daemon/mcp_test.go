@@ -256,6 +256,18 @@ func TestMCPOverHTTPProtocols(t *testing.T) {
 		t.Errorf("server/discover at 2026-07-28 = %d (session %q) %s, want 200 listing 2026-07-28 and no session", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), body)
 	}
 
+	// A body over the SDK's bound is refused before it is read whole.
+	resp, body = do(t, "POST", d.URL()+"/mcp", planner, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"`+strings.Repeat("x", mcp.DefaultMaxRequestBodyBytes)+`"}}`,
+		map[string]string{"Accept": "application/json, text/event-stream"})
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "request body") {
+		t.Errorf("a body over %d bytes = %d %s, want 413 naming the request body", mcp.DefaultMaxRequestBodyBytes, resp.StatusCode, body)
+	}
+	// Without a token, nothing is read: 401.
+	resp, _ = do(t, "POST", d.URL()+"/mcp", "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"Accept": "application/json, text/event-stream"})
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/mcp without a token = %d, want 401", resp.StatusCode)
+	}
+
 	// Refused subscriptions.
 	sender := mcpOver(t, d.URL()+"/mcp", planner, facetest.Session{Protocol: facetest.Legacy})
 	var sent struct {

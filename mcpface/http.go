@@ -120,6 +120,13 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// one (the SDK's streams say no-cache; private is added).
 	w = &answerWriter{ResponseWriter: w}
 	defer w.(*answerWriter).done()
+	// The token first: nobody without one gets the body read.
+	if h.opts.Authenticate != nil {
+		if err := h.opts.Authenticate(r); err != nil {
+			writeError(w, r, err)
+			return
+		}
+	}
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
 		if err != nil {
@@ -135,12 +142,6 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		served.Method(w, methodLabel(body)) // /metrics
 	} else {
 		served.Method(w, served.HTTPMethod(r.Method))
-	}
-	if h.opts.Authenticate != nil {
-		if err := h.opts.Authenticate(r); err != nil {
-			writeError(w, r, err)
-			return
-		}
 	}
 	token := bearer(r)
 	if v := r.Header.Get("Mcp-Protocol-Version"); v >= Stateless && r.Header.Get("Mcp-Session-Id") == "" {

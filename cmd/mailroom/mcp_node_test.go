@@ -13,7 +13,9 @@ import (
 // package-lock.json), as an MCP host, spawns this binary as `mailroom mcp`
 // over stdio against a real daemon and runs a full cycle, then the same
 // over streamable HTTP against the daemon's /mcp
-// (interop/node/mcp/host.test.mjs). Its client refuses a whole tools list
+// (interop/node/mcp/host.test.mjs); then /mcp alone with the SDK's
+// default protocol version, with 2025-11-25 asked for explicitly, a 401's
+// challenge and the answers' caching (http.test.mjs). Its client refuses a whole tools list
 // whose schemas it cannot read, so this is what catches a tool typed too
 // loosely. Without node or the packages the test skips, except on CI
 // (CI=true), where it fails: .ci/run installs both.

@@ -69,23 +69,28 @@ type Slot struct {
 type writer struct {
 	http.ResponseWriter
 	slot   Slot
-	start  time.Time
+	start  time.Duration // since epoch
 	status int
-	// first is when the status line was written: a stream's latency is
-	// the time it took to open.
-	first time.Time
+	// first is when the status line was written (since epoch): a
+	// stream's latency is the time it took to open.
+	first time.Duration
 }
+
+// epoch is what the middleware's times are measured from: time.Since
+// reads the monotonic clock only, where time.Now reads the wall clock
+// too, and on some machines each read is a system call.
+var epoch = time.Now()
 
 func (w *writer) WriteHeader(status int) {
 	if w.status == 0 {
-		w.status, w.first = status, time.Now()
+		w.status, w.first = status, time.Since(epoch)
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
 
 func (w *writer) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status, w.first = http.StatusOK, time.Now()
+		w.status, w.first = http.StatusOK, time.Since(epoch)
 	}
 	return w.ResponseWriter.Write(b)
 }
@@ -190,7 +195,7 @@ var writers = sync.Pool{New: func() any { return new(writer) }}
 func (c *Counter) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := writers.Get().(*writer)
-		*sw = writer{ResponseWriter: w, start: time.Now(), slot: c.classify(r)}
+		*sw = writer{ResponseWriter: w, start: time.Since(epoch), slot: c.classify(r)}
 		defer func() {
 			c.count(sw, r)
 			*sw = writer{} // drop the request's writer before the next one takes it
@@ -213,7 +218,7 @@ func (c *Counter) count(w *writer, r *http.Request) {
 	if status == 0 {
 		// Nothing written: net/http answers 200 with no body, unless
 		// the client has gone.
-		status, end = http.StatusOK, time.Now()
+		status, end = http.StatusOK, time.Since(epoch)
 		if r.Context().Err() != nil {
 			status = StatusClientClosed
 		}
@@ -232,7 +237,7 @@ func (c *Counter) count(w *writer, r *http.Request) {
 	}
 	n.Add(1)
 	if h := c.latency[s.Binding]; h != nil {
-		h.observe(end.Sub(w.start))
+		h.observe(end - w.start)
 	}
 }
 
