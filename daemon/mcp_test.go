@@ -166,6 +166,34 @@ func TestMCPSessionsEndWithTheDaemon(t *testing.T) {
 	}
 }
 
+// TestMCPListenEndsWithTheDaemon: a 2026-07-28 subscription, a stateless
+// request whose stream stays open, does not hold the daemon's shutdown up
+// until its deadline either.
+func TestMCPListenEndsWithTheDaemon(t *testing.T) {
+	logs := &testlog.Buffer{}
+	d := daemontest.Start(t, daemontest.Options{Logger: logs.Logger(), Config: func(c *config.Config) {
+		withMCP(c)
+		c.ShutdownTimeout = time.Minute
+	}})
+	acks := make(chan struct{}, 1)
+	s := mcpOver(t, d.URL()+"/mcp?agent=planner@local", "", facetest.Session{Acked: func() { acks <- struct{}{} }})
+	if v := s.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("protocol %s, want 2026-07-28", v)
+	}
+	var sent struct {
+		TaskID string `json:"task_id"`
+	}
+	facetest.Call(t, s, "send_task", map[string]any{"to": "coder@local", "intent": "watched at the stop"}, &sent)
+	if err := s.Subscribe(t.Context(), &mcp.SubscribeParams{URI: "mailroom://tasks/" + sent.TaskID}); err != nil {
+		t.Fatal(err)
+	}
+	<-acks // the listen stream is open
+	d.Stop()
+	if strings.Contains(logs.String(), "shutdown deadline") {
+		t.Errorf("the shutdown waited for its deadline:\n%s", logs)
+	}
+}
+
 // TestMCPOnAPostgresFollower: an MCP session opened on an instance that
 // does not lead stays there (its requests are not forwarded, or its
 // stream would be on another instance than its session), and its tools'

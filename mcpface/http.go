@@ -48,7 +48,9 @@ const Path = "/mcp"
 // for that request's bearer token (or ?agent= on a daemon without tokens),
 // whose tools call the daemon at daemonAddr with the same token. So the
 // daemon's guard decides every call, as for any other client. A session
-// answers only requests carrying the token it was opened with.
+// answers only requests carrying the token it was opened with. A request
+// of the stateless protocol (Stateless and later) gets a face of its own
+// in the same way, ended with the request.
 func NewHTTPHandler(daemonAddr string, opts HTTPOptions) *HTTPHandler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -56,7 +58,7 @@ func NewHTTPHandler(daemonAddr string, opts HTTPOptions) *HTTPHandler {
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = 30 * time.Minute
 	}
-	h := &HTTPHandler{addr: daemonAddr, opts: opts, sessions: map[string]httpSession{}}
+	h := &HTTPHandler{addr: daemonAddr, opts: opts, sessions: map[string]httpSession{}, requests: map[uint64]context.CancelFunc{}}
 	h.sdk = mcp.NewStreamableHTTPHandler(h.server, &mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionTimeout,
 		DisableLocalhostProtection: opts.AnyHost})
 	// The SDK serves 2026-07-28 over HTTP only statelessly: each request
@@ -81,6 +83,10 @@ type HTTPHandler struct {
 
 	mu       sync.Mutex
 	sessions map[string]httpSession // by session id
+	// requests ends the stateless requests in flight (a subscription's
+	// stream lasts as long as its request), by a number of their own.
+	requests map[uint64]context.CancelFunc
+	nextReq  uint64
 }
 
 // httpSession is one session's face and the hash of the token it belongs
@@ -92,12 +98,16 @@ type httpSession struct {
 
 // Close ends every session, and with them the streams their clients hold
 // open, which would otherwise hold up the server's shutdown until its
-// deadline. A client that comes back starts a new session.
+// deadline, and every stateless request in flight (a subscription's
+// stream). A client that comes back starts a new session.
 func (h *HTTPHandler) Close() {
 	h.mu.Lock()
 	var faces []*Face
 	for _, s := range h.sessions {
 		faces = append(faces, s.face)
+	}
+	for _, cancel := range h.requests {
+		cancel()
 	}
 	h.mu.Unlock()
 	for _, f := range faces {
@@ -187,13 +197,26 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, tok
 		h.stateless.ServeHTTP(w, r)
 		return
 	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	h.mu.Lock()
+	h.nextReq++
+	n := h.nextReq
+	h.requests[n] = cancel
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.requests, n)
+		h.mu.Unlock()
+	}()
+	r = r.WithContext(ctx)
 	f, err := h.newFace(r, token, false)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	defer f.Close()
-	h.stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), faceKey{}, f)))
+	h.stateless.ServeHTTP(w, r.WithContext(context.WithValue(ctx, faceKey{}, f)))
 }
 
 // requestServer hands the stateless handler the face built for the request.
