@@ -63,7 +63,7 @@ func TestPostgresKill9RemoteDelivery(t *testing.T) {
 		return leader, c
 	}
 
-	registerRemote(t, clientOf(waitLeader("registering the remote")), remote.srv.URL)
+	registerRemote(t, clientOf(waitLeader("registering the remote")), remote)
 	for i := range *pgRemoteFailovers {
 		leader, _ := check(fmt.Sprintf("failover %d", i))
 		var clients []*client.Client

@@ -250,7 +250,16 @@ func (dl *delivery) run(ctx context.Context, m mode) {
 // cannot say and the task is idempotent, within remote_resend_max).
 func (dl *delivery) recovered(ctx context.Context) bool {
 	client := dl.r.currentClient()
-	t, v, why := dl.settle(ctx, client, time.UnixMilli(dl.lease.LeasedAtMs))
+	// Any send under this lease was made by an earlier process, leader or
+	// loop of this agent, so it ended before this instance led and this
+	// loop started.
+	dl.r.d.mu.Lock()
+	since := dl.r.d.ledSince
+	dl.r.d.mu.Unlock()
+	if dl.r.startedAt.After(since) {
+		since = dl.r.startedAt
+	}
+	t, v, why := dl.settle(ctx, client, since)
 	switch v {
 	case verdictFound:
 		dl.r.d.log.Info("recovering a delivery the remote holds although its acceptance was never recorded: following it, never sending it again", dl.attrs("remote_task_id", t.ID)...)
@@ -282,12 +291,12 @@ const (
 )
 
 // settle asks the remote whether it holds the task, whose first message
-// may have reached it in a send begun at since: after a restart or a
-// takeover (since is the lease's time), or a send cut before its answer.
-// It asks once the send is SettleDelay old, so that a remote still taking
-// the message has stored it; a remote that does not answer is asked
-// again with backoff while the lease is held. why says, for
-// verdictCannot, why the remote cannot say.
+// may have reached it in a send that ended (failed) by since: a send cut
+// before its answer, or one of an earlier process or leader (since is
+// when this instance began leading). It asks SettleDelay after since, so
+// that a remote still taking the message has stored it; a remote that
+// does not answer is asked again with backoff while the lease is held.
+// why says, for verdictCannot, why the remote cannot say.
 func (dl *delivery) settle(ctx context.Context, client *a2a.Remote, since time.Time) (t a2a.RemoteTask, v verdict, why string) {
 	r := dl.r
 	if client.CanList() {
@@ -404,7 +413,6 @@ func (dl *delivery) send(ctx context.Context) {
 		dl.attempts = n
 		dl.mu.Unlock()
 		dl.set(mailbox.DeliverySending, "", time.Time{})
-		sentAt := time.Now()
 		if client.Streaming() && !noStream {
 			st, first, err = dl.openStream(ctx, client, msg)
 		} else if msg.TaskID != "" {
@@ -464,7 +472,7 @@ func (dl *delivery) send(ctx context.Context) {
 			// task that is not idempotent may be done twice, and an
 			// idempotent one is done again by a remote that does not
 			// dedupe on the messageId.
-			t, v, why := dl.settle(ctx, client, sentAt)
+			t, v, why := dl.settle(ctx, client, time.Now())
 			switch v {
 			case verdictStopped:
 				return
@@ -672,9 +680,19 @@ func (dl *delivery) follow(ctx context.Context, remoteTaskID string) {
 			}
 			dl.set(mailbox.DeliveryPolling, "", time.Time{})
 		case errors.Is(err, a2a.ErrRemoteTaskNotFound):
-			why := "the remote lost this task (it answers that it does not know task " + remoteTaskID + ", which it had accepted): left for the operator"
+			lost := "the remote lost this task (it answers that it does not know task " + remoteTaskID + ", which it had accepted)"
+			if dl.task.Idempotent() && len(dl.task.Turns) == 0 {
+				// Its task store was reset (a restart of an in-memory
+				// store): an idempotent task is sent again, as a resend.
+				if !dl.resend(lost) {
+					return
+				}
+				r.d.log.Info("the remote lost an idempotent task it had accepted; sending it again", dl.attrs("remote_task_id", remoteTaskID)...)
+				dl.send(ctx)
+				return
+			}
 			r.d.log.Warn("the remote lost a task it had accepted; its lease is left for the operator", dl.attrs("remote_task_id", remoteTaskID)...)
-			dl.park(mailbox.DeliveryLost, why, outcomeLost)
+			dl.park(mailbox.DeliveryLost, lost+": left for the operator", outcomeLost)
 			return
 		case ctx.Err() != nil:
 			return

@@ -72,9 +72,11 @@ type Options struct {
 	// lease is left to the operator. 0 is the default (3); negative: never
 	// sent again.
 	ResendMax int
-	// SettleDelay is how old a send that may have reached the remote must
-	// be before the remote is asked whether it holds the task, so that a
-	// remote still taking it has stored it (CallTimeout).
+	// SettleDelay is how long after a send that may have reached the
+	// remote failed (after a restart or takeover: after this instance
+	// began leading, when every earlier send had ended) the remote is
+	// asked whether it holds the task, so that a remote still taking it
+	// has stored it (CallTimeout).
 	SettleDelay time.Duration
 	// CheckURL, when set, refuses a remote's URL (the daemon's own
 	// address): such a remote is not delivered to.
@@ -135,9 +137,11 @@ type Dispatcher struct {
 
 	mu sync.Mutex
 	// leading is false while another instance delivers (every remote
-	// reads standby).
-	leading bool
-	remotes map[string]*remote
+	// reads standby); ledSince is when this instance began leading: every
+	// send of an earlier process or leader ended before it.
+	leading  bool
+	ledSince time.Time
+	remotes  map[string]*remote
 
 	stats *stats
 	// side are the goroutines that pass a cancel on outside a delivery,
@@ -175,6 +179,9 @@ func (d *Dispatcher) setLeading(on bool) {
 	d.mu.Lock()
 	changed := d.leading != on
 	d.leading = on
+	if changed && on {
+		d.ledSince = time.Now()
+	}
 	d.mu.Unlock()
 	if changed {
 		if on {

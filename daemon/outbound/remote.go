@@ -23,6 +23,9 @@ type remote struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	// startedAt is when the loop started: every delivery of an earlier
+	// loop of the agent had ended by then.
+	startedAt time.Time
 	// kick wakes the loop to resolve the card again (a re-registration);
 	// free wakes it when a delivery ended.
 	kick chan struct{}
@@ -85,6 +88,7 @@ func (r *remote) keepsContext() bool { return r.contextKept.Load() }
 
 func (r *remote) start(ctx context.Context) {
 	ctx, r.cancel = context.WithCancel(ctx)
+	r.startedAt = time.Now()
 	go func() {
 		defer close(r.done)
 		r.run(ctx)

@@ -283,3 +283,39 @@ func TestUnknownDeliveryShowsInTheA2AStatus(t *testing.T) {
 		t.Fatalf("the A2A caller sees %s %q, want working with a status message saying the delivery is left to the operator and why", got.State, got.StatusText())
 	}
 }
+
+// A remote that comes back without an idempotent task it had accepted
+// (its in-memory store restarted) is sent it again, a resend counted
+// against remote_resend_max; a task that is not idempotent stays lost for
+// the operator, and its A2A caller reads why in its status message.
+func TestLostIdempotentTaskIsSentAgain(t *testing.T) {
+	w := start(t)
+	g := startGoRemote(t, "Go Coder", false)
+	w.register("coder@remote", g.Srv.URL, 2)
+	id := w.send("planner@local", "coder@remote", "slow work", true)
+	e := w.edge("coder@remote")
+	sent := w.edgeSend(e, "slow work too")
+	for _, task := range []string{id, sent.ID} {
+		w.waitDelivery("coder@remote", task, "followed", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryPolling })
+	}
+	g.Restart(false)
+	dl := w.waitDelivery("coder@remote", id, "sent again", func(d mailbox.DeliveryStatus) bool { return d.Resends == 1 && d.State == mailbox.DeliveryPolling })
+	if dl.ResendMax != outbound.DefaultResendMax {
+		t.Errorf("delivery %+v, want the cap shown", dl)
+	}
+	w.waitDelivery("coder@remote", sent.ID, "lost", func(d mailbox.DeliveryStatus) bool { return d.State == mailbox.DeliveryLost })
+	got, err := e.Get(w.ctx, sent.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != a2a.RemoteWorking || !strings.Contains(got.StatusText(), "lost this task") {
+		t.Fatalf("the A2A caller of the lost task sees %s %q, want working with a status message saying the remote lost it", got.State, got.StatusText())
+	}
+	close(g.Executor().Release)
+	if res := w.result("planner@local", id); res.Status != mailbox.StatusOK || text(res) != "slowly done" {
+		t.Fatalf("result %+v", res)
+	}
+	if n := g.Executor().Sent(id); n != 1 {
+		t.Fatalf("the restarted remote got the task %d times, want once", n)
+	}
+}

@@ -11,7 +11,11 @@
 // "ask" (the answer completes the task), "stream", "slow" (until released),
 // "hang" (until canceled); anything else is echoed back as the artifact.
 //
-// /control/* lets the test steer it without timing: POST release (every
+// /control/* lets the test steer it without timing: POST pace (from now on
+// a task whose first word is none of the above waits a random 0-250 ms
+// before its task is published, then 0-400 ms before it completes with the
+// artifact "done " and its text, as the kill -9 suites' a2a-go remote does;
+// GET done lists the messageIds of the tasks so completed), POST release (every
 // slow task finishes), POST restart (a new, empty task store: every task
 // is forgotten, every call under way cut), POST down and up (every call answered 503, and again
 // served), GET seen (the messages received and the credentials they came
@@ -35,6 +39,9 @@ const web = await import(sdk === 'v03' ? 'a2a-v03/server/express' : 'a2a-v1/serv
 const root = sdk === 'v1' ? await import('a2a-v1') : null;
 
 const seen = [];
+let paced = false;
+const done = [];
+const pause = (max) => new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * max)));
 let released = false;
 let waiters = [];
 const release = () => {
@@ -87,6 +94,18 @@ class Executor {
     const text = w.textOf(ctx.userMessage);
     const status = (state, t) => w.publish(bus, w.status(ctx, state, t ? w.agentMessage(ctx, t) : undefined, ![S.working, S.submitted].includes(state)));
     const finish = () => bus.finished();
+    const first = text.split(/\s+/)[0];
+    if (paced && !ctx.task && !['fail', 'reject', 'ask', 'stream', 'slow', 'hang'].includes(first)) {
+      // The remote's own pace of work (what the kill -9 suites break
+      // around): the daemon's send is answered only once the task is.
+      await pause(250);
+      w.publish(bus, w.task(ctx, S.submitted));
+      await pause(400);
+      w.publish(bus, w.artifact(ctx, randomUUID(), [w.text('done ' + text)], false));
+      status(S.completed);
+      done.push(ctx.userMessage.messageId);
+      return finish();
+    }
     // Every execution starts with the task (1.3.0 requires it, on a
     // continuation too).
     w.publish(bus, w.task(ctx, ctx.task ? S.working : S.submitted));
@@ -183,6 +202,8 @@ app.use((req, res, next) => {
 app.post('/control/down', (_req, res) => { down = true; res.json({}); });
 app.post('/control/up', (_req, res) => { down = false; res.json({}); });
 app.post('/control/release', (_req, res) => { release(); res.json({}); });
+app.post('/control/pace', (_req, res) => { paced = true; res.json({}); });
+app.get('/control/done', (_req, res) => res.json(done));
 app.post('/control/restart', (_req, res) => {
   handlers = build();
   for (const r of live) r.socket?.destroy();
