@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -131,45 +132,55 @@ func TestMetricsCountEveryRoute(t *testing.T) {
 		t.Fatal("the coder's subscription to the planner's task was served")
 	}
 
-	resp, text := do(t, "GET", d.URL()+"/metrics", planner, "", nil)
-	if resp.StatusCode != 200 {
-		t.Fatalf("/metrics = %d %s", resp.StatusCode, text)
+	wants := []map[string]string{
+		{"binding": "native", "route": "/a2a/tasks", "method": "POST", "code": "200", "outcome": "ok"},
+		{"binding": "native", "route": "/a2a/tasks/{id}", "method": "GET", "code": "200", "outcome": "ok"},
+		{"binding": "events", "route": "/a2a/events", "method": "GET", "code": "200"},
+		{"binding": "a2a-jsonrpc", "route": "/agents/{agent}/", "method": "ListTasks", "code": "200", "outcome": "ok"},
+		{"binding": "a2a-jsonrpc", "route": "/agents/{agent}/", "method": "GetTask", "code": "200", "outcome": "-32001"},
+		{"binding": "a2a-jsonrpc", "route": "/agents/{agent}/", "method": "unknown", "outcome": "-32601"},
+		{"binding": "a2a-rest", "route": "/agents/{agent}/tasks/{id}", "method": "GET", "code": "404", "outcome": "error"},
+		{"binding": "a2a-rest", "route": "/agents/{agent}/tasks", "method": "GET", "code": "200", "outcome": "ok"},
+		{"binding": "a2a-card", "route": "/agents/{agent}/.well-known/agent-card.json", "method": "GET", "code": "200"},
+		{"binding": "legacy", "route": "/agents/{agent}/rpc", "method": "tasks/get", "outcome": "-32001"},
+		{"binding": "covenant", "route": "/compat/covenant/health", "method": "GET", "code": "200", "outcome": "ok"},
+		{"binding": "covenant", "route": "/compat/covenant/a2a/tasks/recent", "method": "GET", "code": "200", "outcome": "ok"},
+		{"binding": "covenant", "route": "/compat/covenant/a2a/tasks/recent", "method": "GET", "code": "200", "outcome": "invalid"},
+		{"binding": "mcp", "route": "/mcp", "method": "initialize", "code": "200", "outcome": "ok"},
+		{"binding": "mcp", "route": "/mcp", "method": "server/discover", "code": "200", "outcome": "ok"},
+		{"binding": "mcp", "route": "/mcp", "method": "tools/call", "code": "200", "outcome": "ok"},
+		{"binding": "mcp", "route": "/mcp", "method": "resources/subscribe", "outcome": "-32602"},
+	}
+	// A request is counted when its handler returns, which may be after
+	// its client has read the answer from a stream (/mcp's, the event
+	// stream's): scrape until every one is counted.
+	var text string
+	for {
+		var resp *http.Response
+		resp, text = do(t, "GET", d.URL()+"/metrics", planner, "", nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("/metrics = %d %s", resp.StatusCode, text)
+		}
+		missing := slices.DeleteFunc(slices.Clone(wants), func(want map[string]string) bool { return counted(text, want) })
+		if len(missing) == 0 {
+			break
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatalf("never counted: %v; counted:\n%s", missing, grep(text, "mailroom_requests_total{"))
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	fams := parseExposition(t, text)
 	series := fams["mailroom_requests_total"]
 	if series == nil || series.typ != "counter" {
 		t.Fatalf("no counter mailroom_requests_total in\n%s", text)
 	}
-	find := func(want map[string]string) float64 {
-		t.Helper()
-		total := 0.0
-		for _, s := range series.samples {
-			if matches(s.labels, want) {
-				total += s.value
-			}
+	for _, want := range wants {
+		if !slices.ContainsFunc(series.samples, func(s sample) bool { return matches(s.labels, want) && s.value > 0 }) {
+			t.Errorf("the parsed exposition has no request with %v", want)
 		}
-		if total == 0 {
-			t.Errorf("no request counted with %v; counted:\n%s", want, grep(text, "mailroom_requests_total{"))
-		}
-		return total
 	}
-	find(map[string]string{"binding": "native", "route": "/a2a/tasks", "method": "POST", "code": "200", "outcome": "ok"})
-	find(map[string]string{"binding": "native", "route": "/a2a/tasks/{id}", "method": "GET", "code": "200", "outcome": "ok"})
-	find(map[string]string{"binding": "events", "route": "/a2a/events", "method": "GET", "code": "200"})
-	find(map[string]string{"binding": "a2a-jsonrpc", "route": "/agents/{agent}/", "method": "ListTasks", "code": "200", "outcome": "ok"})
-	find(map[string]string{"binding": "a2a-jsonrpc", "route": "/agents/{agent}/", "method": "GetTask", "code": "200", "outcome": "-32001"})
-	find(map[string]string{"binding": "a2a-jsonrpc", "route": "/agents/{agent}/", "method": "unknown", "outcome": "-32601"})
-	find(map[string]string{"binding": "a2a-rest", "route": "/agents/{agent}/tasks/{id}", "method": "GET", "code": "404", "outcome": "error"})
-	find(map[string]string{"binding": "a2a-rest", "route": "/agents/{agent}/tasks", "method": "GET", "code": "200", "outcome": "ok"})
-	find(map[string]string{"binding": "a2a-card", "route": "/agents/{agent}/.well-known/agent-card.json", "method": "GET", "code": "200"})
-	find(map[string]string{"binding": "legacy", "route": "/agents/{agent}/rpc", "method": "tasks/get", "outcome": "-32001"})
-	find(map[string]string{"binding": "covenant", "route": "/compat/covenant/health", "method": "GET", "code": "200", "outcome": "ok"})
-	find(map[string]string{"binding": "covenant", "route": "/compat/covenant/a2a/tasks/recent", "method": "GET", "code": "200", "outcome": "ok"})
-	find(map[string]string{"binding": "covenant", "route": "/compat/covenant/a2a/tasks/recent", "method": "GET", "code": "200", "outcome": "invalid"})
-	find(map[string]string{"binding": "mcp", "route": "/mcp", "method": "initialize", "code": "200", "outcome": "ok"})
-	find(map[string]string{"binding": "mcp", "route": "/mcp", "method": "server/discover", "code": "200", "outcome": "ok"})
-	find(map[string]string{"binding": "mcp", "route": "/mcp", "method": "tools/call", "code": "200", "outcome": "ok"})
-	find(map[string]string{"binding": "mcp", "route": "/mcp", "method": "resources/subscribe", "outcome": "-32602"})
 	for _, s := range series.samples {
 		for _, v := range s.labels {
 			if strings.Contains(v, sent.TaskID) || strings.Contains(v, unknownTask) || strings.Contains(v, facetest.Coder) {
@@ -524,6 +535,27 @@ func labelKey(labels map[string]string) string {
 		fmt.Fprintf(&b, "%s=%q,", k, labels[k])
 	}
 	return "{" + b.String() + "}"
+}
+
+// counted reports whether a mailroom_requests_total line of text has every
+// label of want.
+func counted(text string, want map[string]string) bool {
+	for line := range strings.Lines(text) {
+		if !strings.HasPrefix(line, "mailroom_requests_total{") {
+			continue
+		}
+		all := true
+		for k, v := range want {
+			if !strings.Contains(line, k+`="`+v+`"`) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 func matches(labels, want map[string]string) bool {
