@@ -95,6 +95,11 @@ func TestMetricsCountEveryRoute(t *testing.T) {
 	if b := rpc("Explode", `{}`); !strings.Contains(b, `-32601`) {
 		t.Fatalf("an unknown method = %s", b)
 	}
+	// A v0.3 stream that fails before it begins: its error is its one
+	// event, on a 200.
+	if _, body := do(t, "POST", base, planner, `{"jsonrpc":"2.0","id":1,"method":"tasks/resubscribe","params":{"id":"`+unknownTask+`"}}`, nil); !strings.Contains(body, `-32001`) {
+		t.Fatalf("tasks/resubscribe of an unknown task = %s", body)
+	}
 	// A2A HTTP+JSON and the card.
 	if resp, body := do(t, "GET", base+"tasks/"+unknownTask, planner, "", v10); resp.StatusCode != 404 {
 		t.Fatalf("REST get of an unknown task = %d %s", resp.StatusCode, body)
@@ -139,6 +144,7 @@ func TestMetricsCountEveryRoute(t *testing.T) {
 		{"binding": "a2a-jsonrpc", "route": "/agents/{agent}/", "method": "ListTasks", "code": "200", "outcome": "ok"},
 		{"binding": "a2a-jsonrpc", "route": "/agents/{agent}/", "method": "GetTask", "code": "200", "outcome": "-32001"},
 		{"binding": "a2a-jsonrpc", "route": "/agents/{agent}/", "method": "unknown", "outcome": "-32601"},
+		{"binding": "a2a-jsonrpc", "route": "/agents/{agent}/", "method": "tasks/resubscribe", "code": "200", "outcome": "-32001"},
 		{"binding": "a2a-rest", "route": "/agents/{agent}/tasks/{id}", "method": "GET", "code": "404", "outcome": "error"},
 		{"binding": "a2a-rest", "route": "/agents/{agent}/tasks", "method": "GET", "code": "200", "outcome": "ok"},
 		{"binding": "a2a-card", "route": "/agents/{agent}/.well-known/agent-card.json", "method": "GET", "code": "200"},
@@ -153,7 +159,10 @@ func TestMetricsCountEveryRoute(t *testing.T) {
 	}
 	// A request is counted when its handler returns, which may be after
 	// its client has read the answer from a stream (/mcp's, the event
-	// stream's): scrape until every one is counted.
+	// stream's): scrape until every one is counted, or long enough that
+	// one never will be.
+	wait, stop := context.WithTimeout(t.Context(), 30*time.Second)
+	defer stop()
 	var text string
 	for {
 		var resp *http.Response
@@ -166,7 +175,7 @@ func TestMetricsCountEveryRoute(t *testing.T) {
 			break
 		}
 		select {
-		case <-t.Context().Done():
+		case <-wait.Done():
 			t.Fatalf("never counted: %v; counted:\n%s", missing, grep(text, "mailroom_requests_total{"))
 		case <-time.After(10 * time.Millisecond):
 		}

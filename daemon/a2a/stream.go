@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/mailroom/mailroom/internal/served"
 	"github.com/mailroom/mailroom/internal/sse"
 )
 
@@ -41,6 +42,7 @@ func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, after *
 // writeStreamError answers a stream that failed before it began: an event
 // stream holding the error alone.
 func writeStreamError(w http.ResponseWriter, b binding, re *rpcError) {
+	served.RPCError(w, re.code) // /metrics: the JSON-RPC error answered
 	sse.Open(w, 0)
 	_, _ = w.Write(b.failure(re))
 }
