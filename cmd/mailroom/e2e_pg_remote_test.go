@@ -26,13 +26,24 @@ var pgRemoteFailovers = flag.Int("pg.remote-failovers", 3, "kill -9 failovers of
 // remote receives no non-idempotent task twice), sends the idempotent
 // ones again and leaves the rest unknown for the operator; every instance
 // holds the same mailbox. At the end the operator force-errors the
-// unknown ones and every task ends.
+// unknown ones and every task ends. Like TestFaultKill9RemoteDelivery it
+// runs against the a2a-go v0.3 remote and the @a2a-js/sdk 1.3.0 one over
+// v1.0, which the new leader asks about what the old one may have sent.
 func TestPostgresKill9RemoteDelivery(t *testing.T) {
 	url := pgtest.URL(t)
+	t.Run("a2a-go v0.3", func(t *testing.T) {
+		pgKill9Remote(t, url, func(seed uint64) *e2eRemote { return startE2ERemote(t, seed) })
+	})
+	t.Run("js v1.0", func(t *testing.T) {
+		pgKill9Remote(t, url, func(uint64) *e2eRemote { return startE2ENodeRemote(t) })
+	})
+}
+
+func pgKill9Remote(t *testing.T, url string, startRemote func(seed uint64) *e2eRemote) {
 	schema := pgtest.Schema(t, url, t.Name())
 	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>4))
-	remote := startE2ERemote(t, seed)
+	remote := startRemote(seed)
 	flags := append(remoteConfig(t), "--store", "postgres", "--postgres-url", url, "--postgres-schema", schema, "--postgres-campaign-interval", "50ms")
 	l := newRemoteLedger(t)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: remoteSends + 2}}
@@ -91,7 +102,7 @@ func TestPostgresKill9RemoteDelivery(t *testing.T) {
 	if t.Failed() {
 		t.Fatalf("at the end (seed %d); the leader's log:\n%s", seed, leader.out)
 	}
-	t.Logf("%d failovers; %s", *pgRemoteFailovers, l.summary())
+	t.Logf("%s: %d failovers; %s", remote.name, *pgRemoteFailovers, l.summary())
 	for _, p := range procs {
 		p.stop(t)
 	}
