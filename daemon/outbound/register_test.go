@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,6 +114,25 @@ func TestOldSelfRegistrationStillReplays(t *testing.T) {
 		t.Errorf("limit %d, want the default for a concurrency of 0", st.Limit)
 	}
 	id := w.send("planner@local", "self@remote", "hello", false)
+	if e := w.entry(id); e == nil || e.State != mailbox.TaskQueued {
+		t.Fatalf("entry %+v, want the task queued, not delivered to the daemon itself", e)
+	}
+}
+
+// A remote whose card sends the daemon to itself (its endpoint is the
+// daemon's own edge) is not delivered to either: its remote reads failing,
+// saying so, and its tasks stay queued.
+func TestCardNamingTheDaemonItselfIsNotDelivered(t *testing.T) {
+	w := start(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		writeCard(rw, w.d.URL()+"/agents/worker@local/", "Loop", "points back at the daemon", false)
+	}))
+	t.Cleanup(srv.Close)
+	w.register("loop@remote", srv.URL, 1)
+	w.waitRemote("loop@remote", "refused", func(st *mailbox.RemoteStatus) bool {
+		return st.State != mailbox.RemoteHealthy && strings.Contains(st.LastError, "card names its endpoint") && strings.Contains(st.LastError, "this daemon's own address")
+	})
+	id := w.send("planner@local", "loop@remote", "hello", false)
 	if e := w.entry(id); e == nil || e.State != mailbox.TaskQueued {
 		t.Fatalf("entry %+v, want the task queued, not delivered to the daemon itself", e)
 	}

@@ -238,6 +238,14 @@ func (r *remote) resolve(ctx context.Context) bool {
 	cctx, cancel := context.WithTimeout(ctx, r.d.o.CallTimeout)
 	client, card, err := a2a.ResolveRemote(cctx, r.d.o.HTTPClient, a2a.RemoteSpec{URL: spec.URL, Binding: spec.Binding}, r.d.o.Auth[r.agent])
 	cancel()
+	if err == nil && r.d.o.CheckURL != nil {
+		// Nor may the remote's card send the daemon to itself.
+		if u, perr := url.Parse(card.Endpoint); perr == nil {
+			if cerr := r.d.o.CheckURL(u); cerr != nil {
+				err = errors.New("the remote's card names its endpoint " + card.Endpoint + ": " + cerr.Error())
+			}
+		}
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			r.failed(err)
