@@ -154,7 +154,25 @@ func readCard(e *env, path string) (mailbox.AgentCard, error) {
 		}
 		return mailbox.AgentCard{}, usagef("--card %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
+	if err := zeroConcurrency(path, data); err != nil {
+		return mailbox.AgentCard{}, err
+	}
 	return card, nil
+}
+
+// zeroConcurrency refuses a card file whose remote says concurrency: 0.
+// The card holds an int, in which 0 also means "left out" (the default,
+// 4), so the file is read once more for whether the key was written.
+func zeroConcurrency(path string, data []byte) error {
+	var written struct {
+		Remote *struct {
+			Concurrency *int `yaml:"concurrency"`
+		} `yaml:"remote"`
+	}
+	if yaml.Unmarshal(data, &written) == nil && written.Remote != nil && written.Remote.Concurrency != nil && *written.Remote.Concurrency == 0 {
+		return usagef("--card %s: remote.concurrency: got 0, expected 1 to %d tasks in flight at once; leave it out for the default, %d", path, mailbox.MaxRemoteConcurrency, mailbox.DefaultRemoteConcurrency)
+	}
+	return nil
 }
 
 // unknownKey is yaml.v3's words for a key KnownFields refuses.

@@ -117,6 +117,7 @@ func TestAgentRegisterRemoteRefusals(t *testing.T) {
 		{[]string{"--card", withRemote, "--remote", url}, []string{"--remote: the card " + withRemote + " has a remote already", "not both"}},
 		{[]string{"--card", writeCard(t, "remote:\n  url: "+url+"\n  token: s3cret\n")}, []string{`line 3: unknown key "token" in remote, expected url, binding, concurrency`}},
 		{[]string{"--card", writeCard(t, "remote:\n  url: "+url+"\n  binding: grpc\n")}, []string{`remote.binding: got "grpc"`}},
+		{[]string{"--card", writeCard(t, "remote:\n  url: "+url+"\n  concurrency: 0\n")}, []string{"remote.concurrency: got 0, expected 1 to 64", "leave it out for the default, 4"}},
 	} {
 		wantUsage(t, addr, append([]string{"agent", "register", "x@remote"}, tc.args...), tc.wants...)
 	}
