@@ -157,7 +157,8 @@ func (c *Client) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.Queu
 	return mailbox.QueueView{Tasks: out.Tasks, Results: out.Results}, nil
 }
 
-// Repair requeues or force-errors an in-flight task. A lease-guard conflict
+// Repair requeues or force-errors an in-flight task, moves or cancels a
+// queued one, or hands one over to another sender. A lease-guard conflict
 // is a *mailbox.Error with code conflict whose Details name the expected and
 // the current lease.
 func (c *Client) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox.RepairOutcome, error) {
@@ -166,6 +167,16 @@ func (c *Client) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox
 		return mailbox.RepairOutcome{}, err
 	}
 	return out.Outcome, nil
+}
+
+// HandOver makes to the sender of a task waiting on its sender (its
+// question to answer, or its result to drain), guarded by sentBy, the
+// sender the caller saw ("" for no guard); newAgent confirms a to the
+// mailbox does not know. A stale guard is a *mailbox.Error with code
+// conflict and field command.sent_by.
+func (c *Client) HandOver(ctx context.Context, taskID, sentBy, to, reason string, newAgent bool) (mailbox.RepairOutcome, error) {
+	return c.Repair(ctx, mailbox.RepairRequest{TaskID: taskID, Reason: reason,
+		Command: mailbox.RepairCommand{Action: mailbox.ActionHandOver, Sender: to, SentBy: sentBy, NewAgent: newAgent}})
 }
 
 // Compact asks the daemon to snapshot its state and start a new log.

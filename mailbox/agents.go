@@ -33,9 +33,17 @@ type AgentInfo struct {
 	// forced errors count as errors.
 	ResultsOK5m    int `json:"results_ok_5m"`
 	ResultsError5m int `json:"results_error_5m"`
+	// Undrained counts the finished results waiting for the agent, as
+	// the sender, to drain them (ResultsPending without the questions it
+	// has not drained yet, which Waiting counts).
+	Undrained int `json:"undrained,omitempty"`
 	// LastSeenMs is when the agent last called the daemon (send, lease,
-	// result or drain); 0 when it has not since the daemon started.
+	// result or drain); 0 when it has not since the daemon started. While
+	// one of its long polls waits it is the listing's time.
 	LastSeenMs int64 `json:"last_seen_ms"`
+	// Polling says a long poll (lease or drain) of the agent waits right
+	// now: it is seen, however long ago the poll began.
+	Polling bool `json:"polling,omitempty"`
 	// Card and RegisteredAtMs are set for a registered agent (one the
 	// daemon serves as an A2A server).
 	Card           *AgentCard `json:"card,omitempty"`
@@ -100,7 +108,15 @@ func (s *State) Agents(nowMs int64) []AgentInfo {
 		a.OldestLeaseAgeMs = max(a.OldestLeaseAgeMs, nowMs-t.LeasedAtMs)
 	}
 	for id, h := range s.bySender {
-		get(id).ResultsPending = h.Len()
+		a := get(id)
+		a.ResultsPending = h.Len()
+		a.Undrained = h.Len()
+	}
+	for id := range s.results {
+		if t, ok := s.tasks[id]; ok && t.State == TaskWaiting {
+			// An undrained question: Waiting counts it.
+			get(s.results[id].Sender).Undrained--
+		}
 	}
 	for _, t := range s.waiting {
 		a := get(t.Task.Sender)
@@ -152,3 +168,9 @@ func (s *State) moveTask(t *taskRec, recipient string) {
 	s.countAgent(recipient, 1)
 	s.trackLive(t)
 }
+
+// Owes is everything that waits on the agent: the leases it holds, the
+// tasks queued for it, the questions waiting on its answer and the
+// results waiting for it to drain. An agent that owes anything and is not
+// seen is probably gone.
+func (a AgentInfo) Owes() int { return a.InFlight + a.Queued + a.Waiting + a.Undrained }

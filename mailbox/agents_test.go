@@ -51,8 +51,16 @@ func agentsByHand(s *State, nowMs int64, log []Event) []AgentInfo {
 			a.OldestWaitingMs = max(a.OldestWaitingMs, nowMs-t.Task.Turns[len(t.Task.Turns)-1].AtMs)
 		}
 	}
+	waiting := map[string]bool{}
+	for _, t := range snap.Tasks {
+		waiting[t.Task.ID] = t.State == TaskWaiting
+	}
 	for _, r := range snap.Results {
-		get(r.Sender).ResultsPending++
+		a := get(r.Sender)
+		a.ResultsPending++
+		if !waiting[r.TaskID] {
+			a.Undrained++
+		}
 	}
 	acted := actedByHand(log)
 	out := []AgentInfo{}
@@ -116,7 +124,7 @@ func TestAgentsCountsFromTheState(t *testing.T) {
 	want := []AgentInfo{
 		{Agent: "gone@x"},
 		{Agent: "helper", InFlight: 1, OldestLeaseAgeMs: now - helperAt},
-		{Agent: "p", ResultsPending: 1},
+		{Agent: "p", ResultsPending: 1, Undrained: 1},
 		{Agent: "q"},
 		{Agent: "w1", Queued: 1},
 		{Agent: "w2", Queued: 1},

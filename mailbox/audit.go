@@ -11,7 +11,7 @@ type AuditRecord struct {
 	TaskID        string `json:"task_id"`
 	LeaseID       string `json:"lease_id"`
 	LeasedTo      string `json:"leased_to,omitempty"`
-	Action        string `json:"action"` // requeued | forced_error | moved | canceled | push_retried | push_dropped
+	Action        string `json:"action"` // requeued | forced_error | moved | canceled | handed_over | push_retried | push_dropped
 	DuplicateRisk string `json:"duplicate_risk,omitempty"`
 	Reason        string `json:"reason"`
 	Principal     string `json:"principal,omitempty"`
@@ -22,6 +22,10 @@ type AuditRecord struct {
 	// the task to another recipient.
 	FromRecipient string `json:"from_recipient,omitempty"`
 	ToRecipient   string `json:"to_recipient,omitempty"`
+	// FromSender and ToSender record a hand_over: the task's sender before
+	// and after.
+	FromSender string `json:"from_sender,omitempty"`
+	ToSender   string `json:"to_sender,omitempty"`
 	// Notification is the outbox entry an operator retried or dropped
 	// (actions push_retried, push_dropped).
 	Notification string `json:"notification,omitempty"`
@@ -31,6 +35,13 @@ type AuditRecord struct {
 // stayed with its recipient: the one spelling the CLI and the console
 // show.
 func (a AuditRecord) Move() string {
+	if a.ToSender != "" {
+		from := a.FromSender
+		if from == "" {
+			from = "?"
+		}
+		return "sender " + from + " -> " + a.ToSender
+	}
 	if a.ToRecipient == "" {
 		return ""
 	}
@@ -65,6 +76,8 @@ func (s *State) recordAudit(ev Event, movedFrom string) {
 		a.Action = OutcomeCanceled
 	case EventTaskMoved:
 		a.Action = OutcomeMoved
+	case EventTaskHandedOver:
+		a.Action, a.FromSender, a.ToSender = OutcomeHandedOver, ev.Agent, ev.Sender
 	default:
 		a.Action = OutcomeRequeued
 	}

@@ -261,6 +261,9 @@ func (s *State) DecideRepair(req RepairRequest, principal string, nowMs int64) (
 	if c.Action == ActionMove || c.Action == ActionCancel {
 		return s.decideQueuedRepair(req, principal, nowMs)
 	}
+	if c.Action == ActionHandOver {
+		return s.decideHandOver(req, principal, nowMs)
+	}
 	doing := map[string]string{ActionRequeue: "requeue", ActionForceError: "force an error on"}[c.Action]
 	if t, ok := s.tasks[req.TaskID]; ok && t.State == TaskWaiting {
 		return s.decideRepairWaiting(t, req, principal, nowMs)
@@ -367,6 +370,15 @@ func (s *State) RepairOutcomeOf(ev Event) RepairOutcome {
 		out.Action, out.State, out.Recipient = OutcomeRequeued, TaskQueued, ev.Recipient
 	case EventTaskMoved:
 		out.Action, out.State, out.Recipient = OutcomeMoved, TaskQueued, ev.Recipient
+	case EventTaskHandedOver:
+		out.Action, out.Sender = OutcomeHandedOver, ev.Sender
+		if t, ok := s.tasks[ev.TaskID]; ok {
+			out.State = t.State
+		}
+		if r, ok := s.results[ev.TaskID]; ok {
+			pr := r.PendingResult
+			out.Result = &pr
+		}
 	case EventTaskForceErrored, EventTaskWithdrawn:
 		out.Action, out.State = OutcomeForcedError, TaskResultPending
 		if ev.Type == EventTaskWithdrawn {

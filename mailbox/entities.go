@@ -214,6 +214,11 @@ const (
 	// error result for its sender. Their guard is command.queued_for.
 	ActionMove   = "move"
 	ActionCancel = "cancel"
+	// ActionHandOver makes another agent the sender of a task that waits
+	// on its sender (a question to answer, or a result to drain): the
+	// new sender answers or drains it from then on (handover.go). Its
+	// guard is command.sent_by.
+	ActionHandOver = "hand_over"
 
 	RiskIdempotent       = "idempotent"
 	RiskOperatorAccepted = "operator_accepted"
@@ -224,6 +229,8 @@ const (
 	OutcomeMoved = "moved"
 	// OutcomeCanceled is the audit action of an A2A cancel.
 	OutcomeCanceled = "canceled"
+	// OutcomeHandedOver is a task handed to another sender.
+	OutcomeHandedOver = "handed_over"
 )
 
 // RepairCommand is one of
@@ -231,7 +238,9 @@ const (
 // {"action":"force_error","lease_id"?,"message"} for a lease (or a task
 // waiting on its sender), or, for a queued task,
 // {"action":"move","queued_for"?,"recipient","new_agent"?} and
-// {"action":"cancel","queued_for"?,"message"?}.
+// {"action":"cancel","queued_for"?,"message"?}, or, for a task that waits
+// on its sender (its question, or its result undrained),
+// {"action":"hand_over","sender","sent_by"?,"new_agent"?}.
 type RepairCommand struct {
 	Action        string `json:"action"`
 	LeaseID       string `json:"lease_id,omitempty" empty:"expected the lease id you inspected; omit the field to repair without a guard"`
@@ -250,6 +259,13 @@ type RepairCommand struct {
 	// the task queued for. The repair is refused when the task is no
 	// longer queued, or is queued for another recipient.
 	QueuedFor string `json:"queued_for,omitempty" empty:"expected the agent the task was queued for when you looked; omit the field to repair without a guard"`
+	// Sender, on a hand_over, is the task's new sender: the agent that
+	// answers its question or drains its result from then on. NewAgent
+	// confirms one the mailbox does not know, as for a move.
+	Sender string `json:"sender,omitempty" empty:"expected the agent id of the task's new sender"`
+	// SentBy guards a hand_over: the sender the operator saw. The repair
+	// is refused when the task's sender is another one now.
+	SentBy string `json:"sent_by,omitempty" empty:"expected the agent the task was sent by when you looked; omit the field to repair without a guard"`
 }
 
 // RepairRequest is an operator's hand repair of one task: an in-flight
@@ -270,6 +286,8 @@ type RepairOutcome struct {
 	// Recipient is the task's new recipient, when a requeue handed it to
 	// another agent.
 	Recipient string `json:"recipient,omitempty"`
+	// Sender is the task's new sender, after a hand_over.
+	Sender string `json:"sender,omitempty"`
 }
 
 // QueueFilter selects queue entries. Filters apply before Limit.

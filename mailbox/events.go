@@ -41,6 +41,11 @@ const (
 	// leaves the queue and its sender gets an error result naming the
 	// reason (queued.go). Audited as canceled.
 	EventTaskWithdrawn = "task_withdrawn"
+	// EventTaskHandedOver makes another agent (Sender) the sender of a
+	// task waiting on its sender (Agent, the one it had): its question
+	// or its result waits for the new sender, in its old place
+	// (handover.go). Audited as handed_over.
+	EventTaskHandedOver = "task_handed_over"
 
 	// The outbox of push notifications (push.go).
 
@@ -102,6 +107,8 @@ type Event struct {
 	// to another one (absent: it stays with its recipient); task_moved:
 	// the task's new recipient.
 	Recipient string `json:"recipient,omitempty"`
+	// task_handed_over: the task's new sender (its old one in Agent).
+	Sender string `json:"sender,omitempty"`
 	// task_replied: the sender's turn (its seq and time are the event's).
 	Turn *Turn `json:"turn,omitempty"`
 	// remote_accepted: the task as the remote agent knows it.
@@ -111,7 +118,7 @@ type Event struct {
 	// limits_set: the limits in force from this event on.
 	Limits *Limits `json:"limits,omitempty"`
 	// agent_registered and agent_deregistered: the agent, and the card it
-	// registers.
+	// registers; task_handed_over: the task's sender before it.
 	Agent string     `json:"agent,omitempty"`
 	Card  *AgentCard `json:"card,omitempty"`
 	// push_config_set: the config; push_config_deleted: the config's id.
@@ -165,6 +172,8 @@ type HistoryEntry struct {
 	Status        string `json:"status,omitempty"`
 	// Recipient is the new recipient of a requeue that moved the task.
 	Recipient string `json:"recipient,omitempty"`
+	// Sender is the new sender of a task handed over (task_handed_over).
+	Sender string `json:"sender,omitempty"`
 	// RemoteTaskID is the remote agent's id for the task it accepted.
 	RemoteTaskID string `json:"remote_task_id,omitempty"`
 }

@@ -154,6 +154,8 @@ func (s *State) apply(ev Event) error {
 		return s.applyMove(ev)
 	case EventTaskWithdrawn:
 		return s.applyWithdraw(ev)
+	case EventTaskHandedOver:
+		return s.applyHandOver(ev)
 	case EventLimitsSet:
 		return s.applyLimits(ev)
 	case EventTaskCanceled:
@@ -279,7 +281,7 @@ func (t *taskRec) keepResult(r Result) {
 
 func (t *taskRec) addHistory(ev Event) {
 	h := HistoryEntry{Seq: ev.Seq, AtMs: ev.AtMs, Type: ev.Type, LeaseID: ev.LeaseID, LeasedTo: ev.LeasedTo, Attempt: t.Attempt,
-		Principal: ev.Principal, Reason: ev.Reason, DuplicateRisk: ev.DuplicateRisk, Recipient: ev.Recipient}
+		Principal: ev.Principal, Reason: ev.Reason, DuplicateRisk: ev.DuplicateRisk, Recipient: ev.Recipient, Sender: ev.Sender}
 	if ev.Result != nil {
 		h.Status = ev.Result.Status
 	}

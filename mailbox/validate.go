@@ -331,6 +331,16 @@ func NormalizeRepair(req RepairRequest) (RepairRequest, error) {
 			return req, err
 		}
 	}
+	if c.Action == ActionHandOver {
+		return req, normalizeHandOver(c)
+	}
+	if c.Sender != "" || c.SentBy != "" {
+		f := "command.sender"
+		if c.Sender == "" {
+			f = "command.sent_by"
+		}
+		return req, Invalidf(f, "%s: not allowed with action %s (only hand_over hands a task to another sender)", f, quote(c.Action))
+	}
 	switch c.Action {
 	case ActionMove, ActionCancel:
 		return req, normalizeQueuedRepair(c)
@@ -367,7 +377,7 @@ func NormalizeRepair(req RepairRequest) (RepairRequest, error) {
 			return req, Invalidf("command.recipient", "command.recipient: not allowed with action \"force_error\" (only a requeue hands a task to another recipient)")
 		}
 	default:
-		return req, Invalidf("command.action", "command.action: got %s, expected \"requeue\" or \"force_error\" (for a lease), or \"move\" or \"cancel\" (for a queued task)", quote(c.Action))
+		return req, Invalidf("command.action", "command.action: got %s, expected \"requeue\" or \"force_error\" (for a lease), \"move\" or \"cancel\" (for a queued task), or \"hand_over\" (for a task waiting on its sender)", quote(c.Action))
 	}
 	return req, nil
 }

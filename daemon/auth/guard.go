@@ -143,7 +143,7 @@ func (g guard) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.QueueV
 func (g guard) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox.RepairOutcome, error) {
 	id := IdentityFrom(ctx)
 	switch req.Command.Action {
-	case mailbox.ActionRequeue, mailbox.ActionForceError, mailbox.ActionMove, mailbox.ActionCancel:
+	case mailbox.ActionRequeue, mailbox.ActionForceError, mailbox.ActionMove, mailbox.ActionCancel, mailbox.ActionHandOver:
 		if err := id.CheckRepair(req.Command.Action); err != nil {
 			return mailbox.RepairOutcome{}, err
 		}

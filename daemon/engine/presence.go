@@ -26,7 +26,11 @@ const DefaultAgentsInterval = time.Second
 type presence struct {
 	mu       sync.Mutex
 	lastSeen map[string]int64
-	results  map[string]*resultWindow
+	// polling counts, per agent, its long polls (leases and drains) that
+	// wait right now: an agent is seen while one waits, not only when it
+	// ends, so a live worker in a 20 s poll never reads as gone.
+	polling map[string]int
+	results map[string]*resultWindow
 	// changed says the listing may differ from the last one pushed: an
 	// event settled, an agent called, or a result aged out of the window.
 	changed atomic.Bool
@@ -44,7 +48,30 @@ type resultCount struct {
 }
 
 func newPresence() *presence {
-	return &presence{lastSeen: make(map[string]int64), results: make(map[string]*resultWindow)}
+	return &presence{lastSeen: make(map[string]int64), polling: make(map[string]int), results: make(map[string]*resultWindow)}
+}
+
+// poll records that agent started a long poll at nowMs, which counts as
+// seen until it ends; the returned func, called when it ends (with the
+// time then), records that too.
+func (p *presence) poll(agent string, nowMs int64) (done func(endMs int64)) {
+	if agent == "" {
+		return func(int64) {}
+	}
+	p.mu.Lock()
+	p.polling[agent]++
+	p.lastSeen[agent] = max(p.lastSeen[agent], nowMs)
+	p.mu.Unlock()
+	p.changed.Store(true)
+	return func(endMs int64) {
+		p.mu.Lock()
+		if p.polling[agent]--; p.polling[agent] <= 0 {
+			delete(p.polling, agent)
+		}
+		p.lastSeen[agent] = max(p.lastSeen[agent], endMs)
+		p.mu.Unlock()
+		p.changed.Store(true)
+	}
 }
 
 // seen records that agent called the daemon at nowMs.
@@ -154,6 +181,10 @@ func (p *presence) complete(a *mailbox.AgentInfo, nowMs int64) {
 	// The state knows when the agent last acted (from the log, so across
 	// restarts); a poll that found nothing is known here only.
 	a.LastSeenMs = max(a.LastSeenMs, p.lastSeen[a.Agent])
+	if p.polling[a.Agent] > 0 {
+		// Waiting in a long poll: seen now.
+		a.Polling, a.LastSeenMs = true, max(a.LastSeenMs, nowMs)
+	}
 	if w := p.results[a.Agent]; w != nil {
 		for _, e := range w.entries {
 			if inWindow(e.atMs, nowMs) {
@@ -208,6 +239,16 @@ func (e *Engine) RemoteStatusChanged() { e.presence.changed.Store(true) }
 
 // seen records a call by agent at the engine's clock.
 func (e *Engine) seen(agent string) { e.presence.seen(agent, e.opts.Now().UnixMilli()) }
+
+// polling records a long poll of agent that may wait: agent is seen from
+// now until the returned func is called, when the poll ends.
+func (e *Engine) polling(agent string, wait time.Duration) func() {
+	if wait <= 0 {
+		return func() {}
+	}
+	done := e.presence.poll(agent, e.opts.Now().UnixMilli())
+	return func() { done(e.opts.Now().UnixMilli()) }
+}
 
 // pushAgents calls pushAgentsNow every interval until stop is closed.
 func (e *Engine) pushAgents(interval time.Duration, stop <-chan struct{}, done chan<- struct{}) {

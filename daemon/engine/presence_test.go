@@ -240,3 +240,58 @@ func TestAgentsPushedAfterChangesToThoseWhoAsked(t *testing.T) {
 		t.Errorf("the subscriber that did not read its listings was ended: %v", err)
 	}
 }
+
+// An agent is seen while its long poll waits, not only when the poll
+// ends: a live worker in a 20 s poll never reads as gone, after a restart
+// too, and its last-seen time does not climb while it waits.
+func TestAgentsSeenWhileLongPollWaits(t *testing.T) {
+	clock := testclock.New(time.UnixMilli(1_700_000_000_000))
+	dir := t.TempDir()
+	e := open(t, dir, Options{Now: clock.Now, AgentsInterval: -1})
+	id := mustSend(t, e, "planner", "worker")
+	if task, _, err := e.Lease(context.Background(), "worker"); err != nil || task == nil || task.ID != id {
+		t.Fatalf("lease = %v, %v", task, err)
+	}
+	e.Close()
+
+	// The daemon restarts; much later the worker's next long poll begins.
+	clock.Advance(time.Hour)
+	e = open(t, dir, Options{Now: clock.Now, AgentsInterval: -1})
+	for _, kind := range []string{"lease", "drain"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			if kind == "lease" {
+				_, err = e.LeaseN(ctx, "worker", 1, mailbox.MaxWaitMs*time.Millisecond)
+			} else {
+				_, err = e.DrainN(ctx, "worker", 1, mailbox.MaxWaitMs*time.Millisecond)
+			}
+			done <- err
+		}()
+		for e.waiting.count() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		for range 3 {
+			clock.Advance(7 * time.Second)
+			w := agentsOf(t, e)["worker"]
+			if !w.Polling || w.LastSeenMs != clock.Now().UnixMilli() {
+				t.Fatalf("%s poll waiting: worker = %+v, want polling and seen now (%d)", kind, w, clock.Now().UnixMilli())
+			}
+		}
+		cancel()
+		<-done
+		endedAt := clock.Now().UnixMilli()
+		clock.Advance(time.Minute)
+		if w := agentsOf(t, e)["worker"]; w.Polling || w.LastSeenMs != endedAt {
+			t.Fatalf("%s poll ended: worker = %+v, want not polling, last seen when it ended (%d)", kind, w, endedAt)
+		}
+	}
+	// A poll that does not wait is a call, not a poll.
+	if _, err := e.LeaseN(context.Background(), "idle", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if w := agentsOf(t, e)["idle"]; w.Polling || w.LastSeenMs != clock.Now().UnixMilli() {
+		t.Fatalf("idle = %+v", w)
+	}
+}

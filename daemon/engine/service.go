@@ -84,7 +84,9 @@ func (e *Engine) LeaseN(ctx context.Context, recipient string, n int, wait time.
 		got = got[:made] // only what was made durable
 		return len(got) > 0, err
 	}
+	stop := e.polling(leasedTo, wait)
 	err := e.poll(ctx, waitKey{waitLease, recipient}, wait, try)
+	stop()
 	e.seen(holder)
 	return got, err
 }
@@ -195,11 +197,17 @@ func (e *Engine) DrainN(ctx context.Context, sender string, n int, wait time.Dur
 		got = got[:made] // only what was made durable
 		return len(got) > 0, err
 	}
+	drainer := sender
+	if drainer == "" {
+		drainer = mailbox.PrincipalFrom(ctx)
+	}
+	defer e.polling(drainer, wait)()
 	return got, e.poll(ctx, waitKey{waitDrain, sender}, wait, try)
 }
 
-// Repair requeues or force-errors an in-flight lease, or moves or cancels a
-// queued task, on an operator's word.
+// Repair requeues or force-errors an in-flight lease, moves or cancels a
+// queued task, or hands a task waiting on its sender to another sender, on
+// an operator's word.
 func (e *Engine) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox.RepairOutcome, error) {
 	req, err := mailbox.NormalizeRepair(req)
 	if err != nil {
@@ -210,7 +218,7 @@ func (e *Engine) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox
 	var out mailbox.RepairOutcome
 	_, _, err = e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
 		ev, err := s.DecideRepair(req, principal, now)
-		if err == nil && ev.Recipient != "" && unknown != nil {
+		if err == nil && (ev.Recipient != "" || ev.Sender != "") && unknown != nil {
 			// A real move, to an agent nobody has heard of: refused after
 			// the task and its lease were found good, so a wrong task or
 			// lease is told first.
@@ -223,6 +231,8 @@ func (e *Engine) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox
 		return mailbox.RepairOutcome{}, err
 	}
 	switch {
+	case out.Action == mailbox.OutcomeHandedOver:
+		e.log.Info("task handed over to another sender", "task_id", req.TaskID, "principal", principal, "reason", req.Reason, "from", req.Command.SentBy, "sender", out.Sender)
 	case out.Action == mailbox.OutcomeMoved:
 		e.log.Info("queued task moved", "task_id", req.TaskID, "principal", principal, "reason", req.Reason, "from", req.Command.QueuedFor, "recipient", out.Recipient)
 	case out.Action == mailbox.OutcomeCanceled:
@@ -244,7 +254,10 @@ func (e *Engine) Repair(ctx context.Context, req mailbox.RepairRequest) (mailbox
 // work where nobody reads it. The refusal names the known agents it is
 // close to. nil when the recipient is known, confirmed, or not given.
 func (e *Engine) unknownRecipient(req mailbox.RepairRequest) error {
-	to := req.Command.Recipient
+	to, field := req.Command.Recipient, "command.recipient"
+	if req.Command.Action == mailbox.ActionHandOver {
+		to, field = req.Command.Sender, "command.sender"
+	}
 	if to == "" || req.Command.NewAgent {
 		return nil
 	}
@@ -255,12 +268,12 @@ func (e *Engine) unknownRecipient(req mailbox.RepairRequest) error {
 		}
 		known = append(known, a.Agent)
 	}
-	msg := "command.recipient: got " + strconv.Quote(to) + ", an agent the mailbox does not know (never registered, heard from, or holding tasks)"
+	msg := field + ": got " + strconv.Quote(to) + ", an agent the mailbox does not know (never registered, heard from, or holding tasks)"
 	if close := mailbox.CloseMatches(to, known, 5); len(close) > 0 {
 		msg += "; did you mean " + strings.Join(close, ", ")
 	}
 	msg += "; expected a known agent, or command.new_agent to confirm a new one"
-	return &mailbox.Error{Code: mailbox.CodeInvalid, Message: msg, Details: &mailbox.ErrorDetails{Field: "command.recipient"}}
+	return &mailbox.Error{Code: mailbox.CodeInvalid, Message: msg, Details: &mailbox.ErrorDetails{Field: field}}
 }
 
 // RecentTasks lists queued tasks, oldest first, without consuming them.

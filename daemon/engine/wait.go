@@ -131,6 +131,9 @@ func (e *Engine) wakeFor(s *mailbox.State, ev mailbox.Event) {
 		}
 	case mailbox.EventResultReplayed:
 		e.waiting.wake(waitDrain, ev.Task.Sender)
+	case mailbox.EventTaskHandedOver:
+		// Its question or result now waits for its new sender.
+		e.waiting.wake(waitDrain, ev.Sender)
 	case mailbox.EventResultPosted, mailbox.EventTaskForceErrored, mailbox.EventTaskWithdrawn:
 		if sender, _, ok := s.Parties(ev.TaskID); ok {
 			e.waiting.wake(waitDrain, sender)

@@ -15,9 +15,15 @@ import (
 )
 
 // agentJSON is one agent of GET /a2a/agents exactly as the wire has it.
+// agentJSON is an agent's listing entry; its pending results are all
+// finished ones (no questions), so each is undrained too.
 func agentJSON(agent string, queued, inFlight int, oldestLeaseAgeMs int64, pending, ok5m, err5m int, lastSeenMs int64) string {
-	return fmt.Sprintf(`{"agent":%q,"queued":%d,"in_flight":%d,"oldest_lease_age_ms":%d,"results_pending":%d,"results_ok_5m":%d,"results_error_5m":%d,"last_seen_ms":%d}`,
-		agent, queued, inFlight, oldestLeaseAgeMs, pending, ok5m, err5m, lastSeenMs)
+	undrained := ""
+	if pending > 0 {
+		undrained = fmt.Sprintf(`"undrained":%d,`, pending)
+	}
+	return fmt.Sprintf(`{"agent":%q,"queued":%d,"in_flight":%d,"oldest_lease_age_ms":%d,"results_pending":%d,"results_ok_5m":%d,"results_error_5m":%d,%s"last_seen_ms":%d}`,
+		agent, queued, inFlight, oldestLeaseAgeMs, pending, ok5m, err5m, undrained, lastSeenMs)
 }
 
 func agentsBody(t *testing.T, d *daemontest.Daemon) string {

@@ -35,7 +35,8 @@ var update = flag.Bool("update", false, "rewrite testdata/sse.v*.golden from wha
 // push configs and the outbox (in the snapshot too) and every push event;
 // v8 a native sender's webhook (card.webhook) and its notification; v9 a
 // dead agent's queued tasks moved (task_moved) and canceled
-// (task_withdrawn).
+// (task_withdrawn); v10 a dead sender's question and an undrained result
+// handed to other senders (task_handed_over).
 // maxTurns and maxTurnsBytes are the conversation bounds the
 // log ends with (zero: the defaults, as v1 to v4 record none).
 var goldenStreams = []struct {
@@ -51,6 +52,7 @@ var goldenStreams = []struct {
 	{"../store/logstore/testdata/v7/datadir", "testdata/sse.v7.golden", 8, 65536},
 	{"../store/logstore/testdata/v8/datadir", "testdata/sse.v8.golden", 8, 65536},
 	{"../store/logstore/testdata/v9/datadir", "testdata/sse.v9.golden", 8, 65536},
+	{"../store/logstore/testdata/v10/datadir", "testdata/sse.v10.golden", 8, 65536},
 }
 
 // TestGoldenEventStream freezes the SSE wire: a daemon on a copy of each

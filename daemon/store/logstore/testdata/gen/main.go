@@ -15,7 +15,8 @@
 // segment whose events cover every event type the log holds, ending with a
 // batch of tasks, one of results, tasks sent through Covenant's dialect,
 // conversations, remote agents, push notifications, a native sender's
-// webhook, and a dead agent's queued tasks moved and canceled.
+// webhook, a dead agent's queued tasks moved and canceled, and a dead
+// sender's question and an undrained result handed to other senders.
 package main
 
 import (
@@ -404,6 +405,18 @@ func (g *scenario) run() {
 		Command: mailbox.RepairCommand{Action: mailbox.ActionMove, QueuedFor: gone, Recipient: triage}}) // 122 task_moved
 	g.repair(mailbox.RepairRequest{TaskID: taskID(30), Reason: "pager@local is gone",
 		Command: mailbox.RepairCommand{Action: mailbox.ActionCancel, QueuedFor: gone}}) // 123 task_withdrawn
+	// What a dead sender owes: a question its worker asked it, handed to
+	// a live agent (the question undrained, so it waits for the new
+	// sender), and an undrained result handed to an agent the mailbox
+	// did not know (new_agent).
+	g.send(mailbox.Task{ID: taskID(31), Sender: gone, Recipient: "scribe@local", IntentText: "which runbook?"}) // 124
+	l31 := g.lease("scribe@local", 31)                                                                          // 125
+	g.post(mailbox.Result{TaskID: taskID(31), Status: mailbox.StatusInputRequired, LeaseID: l31,
+		Content: []mailbox.Content{text("the old one or the new one?")}}) // 126: waiting on pager@local
+	g.repair(mailbox.RepairRequest{TaskID: taskID(31), Reason: "pager@local is gone",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionHandOver, SentBy: gone, Sender: dispatcher}}) // 127 task_handed_over
+	g.repair(mailbox.RepairRequest{TaskID: taskID(30), Reason: "the on-call desk reads these now",
+		Command: mailbox.RepairCommand{Action: mailbox.ActionHandOver, SentBy: dispatcher, Sender: "oncall@local", NewAgent: true}}) // 128 task_handed_over
 	g.close()
 }
 
