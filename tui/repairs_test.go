@@ -400,8 +400,10 @@ func TestBulkDialogRepairsTheRestAroundAChangedLease(t *testing.T) {
 	m.api.repair(mailbox.RepairRequest{TaskID: m.ids[1], Reason: "someone else",
 		Command: mailbox.RepairCommand{Action: mailbox.ActionRequeue, LeaseID: m.leases[1], DuplicateRisk: mailbox.RiskOperatorAccepted}})
 	_, again := m.api.lease("worker-b@local")
-	f := r.scr.waitForText(t, "1 of these 4 leases changed while this dialog was open")
-	wantContains(t, "the dialog", strings.Join(f.lines, " "), "they will be left alone and", "the other 3 are repaired",
+	// The requeue and the new lease reach the console as two events: wait
+	// for the dialog to show the second, not only the first.
+	f := r.scr.waitForText(t, "now: lease "+short(again.LeaseID))
+	wantContains(t, "the dialog", strings.Join(f.lines, " "), "1 of these 4 leases changed while this dialog was open", "they will be left alone and", "the other 3 are repaired",
 		"task "+short(m.ids[1])+": you inspected lease "+short(m.leases[1]), "now: lease "+short(again.LeaseID), "Requeue 4")
 
 	r.scr.typeText("the batch workers were restarted")
