@@ -44,6 +44,13 @@ type AgentInfo struct {
 	// Polling says a long poll (lease or drain) of the agent waits right
 	// now: it is seen, however long ago the poll began.
 	Polling bool `json:"polling,omitempty"`
+	// WebhookDead counts the dead letters of the agent's webhook (its
+	// card's, told of the results waiting for it as a sender);
+	// WebhookFailing, its notifications tried, failed and to be tried
+	// again (what the delivering instance knows; 0 elsewhere). Either
+	// means its webhook is failing.
+	WebhookDead    int `json:"webhook_dead,omitempty"`
+	WebhookFailing int `json:"webhook_failing,omitempty"`
 	// Card and RegisteredAtMs are set for a registered agent (one the
 	// daemon serves as an A2A server).
 	Card           *AgentCard `json:"card,omitempty"`
@@ -123,6 +130,11 @@ func (s *State) Agents(nowMs int64) []AgentInfo {
 		a.Waiting++
 		a.OldestWaitingMs = max(a.OldestWaitingMs, nowMs-t.WaitingSince())
 	}
+	for _, n := range s.outbox {
+		if n.Agent != "" && n.Dead {
+			get(n.Agent).WebhookDead++
+		}
+	}
 	out := make([]AgentInfo, 0, len(byID))
 	for id, a := range byID {
 		a.LastSeenMs = s.acted[id]
@@ -174,3 +186,7 @@ func (s *State) moveTask(t *taskRec, recipient string) {
 // results waiting for it to drain. An agent that owes anything and is not
 // seen is probably gone.
 func (a AgentInfo) Owes() int { return a.InFlight + a.Queued + a.Waiting + a.Undrained }
+
+// WebhookIsFailing says whether the agent's webhook is failing: dead letters,
+// or notifications being retried.
+func (a AgentInfo) WebhookIsFailing() bool { return a.WebhookDead+a.WebhookFailing > 0 }

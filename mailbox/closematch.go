@@ -8,8 +8,9 @@ import (
 )
 
 // CloseMatches returns up to n of known that name is close to (a typo of
-// one, or sharing its name or its domain), closest first: what a refusal
-// of an unknown agent offers instead.
+// one, or sharing its name or its domain; a bare name is matched against
+// the names before the @, typos too), closest first: what a refusal of an
+// unknown agent offers instead.
 func CloseMatches(name string, known []string, n int) []string {
 	type scored struct {
 		id   string
@@ -27,6 +28,9 @@ func CloseMatches(name string, known []string, n int) []string {
 		case d <= max(2, len(name)/4):
 		case kl == local, domain != "" && kd == domain && commonPrefix(kl, local) >= min(4, len(local)):
 			d += 3 // the same name elsewhere, or a sibling in the same domain
+		case domain == "" && kd != "" && editdist.Distance(local, kl) <= max(2, len(local)/4):
+			// A bare name, mistyped: reveiwer is close to reviewer@local.
+			d = editdist.Distance(local, kl) + 3
 		default:
 			continue
 		}

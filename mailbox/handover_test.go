@@ -183,3 +183,34 @@ func TestHandOverRefusals(t *testing.T) {
 		t.Fatal("a hand over from a sender the task does not have applied")
 	}
 }
+
+// A result handed to a sender with a webhook is told to its webhook, as a
+// new result would be; a dead letter of it marks that agent's webhook as
+// failing in the agents listing.
+func TestHandOverTellsTheNewSendersWebhook(t *testing.T) {
+	b := newBox(t)
+	b.registerCard("reviewer", AgentCard{Name: "Reviewer", Webhook: &Webhook{URL: "http://127.0.0.1:9/results"}})
+	id := b.finished("coder", "w")
+	if len(b.s.Outbox()) != 0 {
+		t.Fatalf("outbox before = %+v", b.s.Outbox())
+	}
+	if _, err := b.handOver(id, "coder", "reviewer"); err != nil {
+		t.Fatal(err)
+	}
+	out := b.s.Outbox()
+	if len(out) != 1 || out[0].Agent != "reviewer" || out[0].TaskID != id || out[0].Event != EventTaskHandedOver {
+		t.Fatalf("outbox = %+v, want one notification for reviewer's webhook", out)
+	}
+	if a := agentInfo(t, b.s, b.now, "reviewer"); a.WebhookDead != 0 || a.WebhookIsFailing() {
+		t.Fatalf("reviewer = %+v", a)
+	}
+	ev, err := b.s.DecidePushDeadLettered(out[0].ID, 8, "POST: 503", b.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.apply(ev)
+	if a := agentInfo(t, b.s, b.now, "reviewer"); a.WebhookDead != 1 || !a.WebhookIsFailing() {
+		t.Fatalf("reviewer after a dead letter = %+v, want its webhook failing", a)
+	}
+	b.roundTrip()
+}

@@ -405,7 +405,8 @@ func notifies(typ string) bool {
 
 // queueNotifications puts a notification per push config of ev's task in
 // the outbox when ev changed the task's state, and one for its sender's
-// webhook when ev left a result waiting for the sender.
+// webhook when ev left a result waiting for the sender (or handed one
+// waiting to it).
 func (s *State) queueNotifications(ev Event) {
 	id := ev.TaskID
 	if ev.Type == EventResultReplayed && ev.Task != nil {
@@ -429,6 +430,14 @@ func (s *State) queueNotifications(ev Event) {
 	case EventResultPosted, EventTaskForceErrored, EventResultReplayed, EventTaskWithdrawn:
 		if r, ok := s.registry[t.Task.Sender]; ok && r.Card.Webhook != nil {
 			s.addNotification(ev, id, n+1, "", t.Task.Sender)
+		}
+	case EventTaskHandedOver:
+		// A result (or a question) waiting for its old sender now waits
+		// for the new one: its webhook is told, as of a new result.
+		if _, pending := s.results[id]; pending {
+			if r, ok := s.registry[t.Task.Sender]; ok && r.Card.Webhook != nil {
+				s.addNotification(ev, id, n+1, "", t.Task.Sender)
+			}
 		}
 	}
 }

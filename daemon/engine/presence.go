@@ -212,8 +212,27 @@ func (e *Engine) agents(nowMs int64) []mailbox.AgentInfo {
 // presence figures are filled under the durable state's lock too: settle
 // counts an event in them under it, so they count nothing past seq.
 func (e *Engine) agentsAt(nowMs int64) ([]mailbox.AgentInfo, uint64) {
+	var attempts map[string]mailbox.PushAttempt
+	if f := e.pushStatus.Load(); f != nil {
+		if st := (*f)(); st.Delivering {
+			attempts = st.Attempts
+		}
+	}
 	e.durableMu.RLock()
 	list, seq := e.presence.fill(e.durable.Agents(nowMs), nowMs), e.durable.Seq
+	if len(attempts) > 0 {
+		// A webhook being retried: the notifier's attempts at the
+		// notifications the outbox still holds for an agent, not dead.
+		failing := map[string]int{}
+		for id, at := range attempts {
+			if n, ok := e.durable.Notification(id); ok && n.Agent != "" && !n.Dead && at.Attempts > 0 {
+				failing[n.Agent]++
+			}
+		}
+		for i := range list {
+			list[i].WebhookFailing = failing[list[i].Agent]
+		}
+	}
 	e.durableMu.RUnlock()
 	if f := e.remoteStatus.Load(); f != nil {
 		for i := range list {
