@@ -106,8 +106,8 @@ func TestAgentsPaneMarksAGoneAgentAndRequeuesItsLeasesElsewhere(t *testing.T) {
 		r.scr.waitForText(t, "paused (1 events held)")
 
 		r.scr.press(char('R'))
-		f = r.scr.waitForText(t, "Requeue on 2 leases")
-		for _, want := range []string{"every lease held by worker-a@local (2)", "2 leases, the oldest held 10m0", "to ", "reason", "Requeue 2"} {
+		f = r.scr.waitForText(t, "worker-a@local owes 2 leases")
+		for _, want := range []string{"Everything worker-a@local owes", "2 leases it holds, the oldest held 10m0", "to ", "reason", "Requeue 2"} {
 			if !f.contains(want) {
 				t.Errorf("the agent's dialog lacks %q:\n%s", want, f)
 			}
@@ -174,7 +174,7 @@ func TestEveryLeaseOfADeadAgentInFiveKeys(t *testing.T) {
 	press(char('5'))
 	r.scr.waitGone(t, "worker-a@local")
 	press(char('R'))
-	r.scr.waitForText(t, "every lease held by worker-a@local (2)")
+	r.scr.waitForText(t, "2 leases it holds")
 	r.scr.typeText("worker-a died")
 	press(enter)
 	press(enter)
@@ -288,9 +288,9 @@ func TestAgentsPaneSortsByShiftLetter(t *testing.T) {
 		r.scr.press(char('Q'))
 		r.scr.waitForText(t, "sort:queued↓")
 		r.scr.press(char('R'))
-		r.scr.waitForText(t, "every lease held by worker-c@local (1)")
+		r.scr.waitForText(t, "worker-c@local owes 1 lease")
 		r.scr.press(key(tcell.KeyEscape))
-		r.scr.waitForNoText(t, "every lease held by")
+		r.scr.waitForNoText(t, "owes 1 lease")
 	})
 }
 
@@ -328,7 +328,7 @@ func TestRequeueToARecipientTheTokenMayNotSendTo(t *testing.T) {
 		return agentsFocused(f) && strings.Contains(agentLine(f, "worker-a@local"), goneStatus) && f.contains("<R>")
 	})
 	r.scr.press(char('R'))
-	r.scr.waitForText(t, "Requeue on 2 leases")
+	r.scr.waitForText(t, "worker-a@local owes 2 leases")
 	r.scr.press(key(tcell.KeyBacktab)) // reason -> to
 	r.scr.typeText("worker-c@local")
 	r.scr.press(key(tcell.KeyTab)) // -> reason
@@ -336,9 +336,9 @@ func TestRequeueToARecipientTheTokenMayNotSendTo(t *testing.T) {
 	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
 	// worker-c@local is new here: confirmed, and then refused for rights.
 	r.scr.waitForText(t, "worker-c@local is not an agent the mailbox knows")
-	r.scr.press(key(tcell.KeyEnter))
+	pressCreate(r, 4) // to -> reason -> Requeue 2 -> Cancel -> Create new agent
 	f := r.scr.waitForText(t, "needs capability a2a.send.worker-c@local")
-	for _, want := range []string{"Requeue on 2 leases", "worker-c@local", "worker-a is gone"} {
+	for _, want := range []string{"worker-a@local owes 2 leases", "worker-c@local", "worker-a is gone"} {
 		if !f.contains(want) {
 			t.Errorf("after the refusal the dialog lacks %q:\n%s", want, f)
 		}

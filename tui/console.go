@@ -123,8 +123,9 @@ type Console struct {
 	// with a local log, or before it answered).
 	role   *mailbox.StoreRole
 	whoErr error
-	// lastReason and lastMessage are offered again by the next dialog.
-	lastReason, lastMessage string
+	// lastRepair's reason and message are offered again by the next
+	// dialog of the same kind, which says so (repair.go).
+	lastRepair repairMemory
 	// screen is the terminal the application draws on, for the clipboard.
 	screen tcell.Screen
 	// stopping is set on the UI goroutine when Run stops the application.

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,31 +12,80 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// The Deliveries pane's repairs: R retries a dead-lettered notification
-// now, D drops one, pending or dead; each asks for a reason (the drop's is
-// required), and both are in the audit. The notification is captured when
-// the dialog opens, so a pane that moves under it changes nothing.
+// The Deliveries pane's repairs: R retries dead-lettered notifications
+// now, D drops notifications, pending or dead; on the marked ones, or the
+// selected one. Each asks for a reason (the drop's is required), and both
+// are in the audit. The notifications are captured when the dialog opens,
+// each with what it was (its state, and when it died): one that changed
+// since (retried meanwhile, by a colleague or the CLI) is skipped and
+// listed, never retried or dropped unseen.
 
-// openPushDialog opens the retry or drop dialog for the selected
-// notification.
+// openPushDialog opens the retry or drop dialog for the marked
+// notifications, or the selected one.
 func (c *Console) openPushDialog(act actionID) {
-	i, ok := c.panes[paneDeliveries].selected()
-	if !ok {
-		c.flash(false, "no notification selected")
-		return
+	pn := c.panes[paneDeliveries]
+	idx := pn.marked()
+	if len(idx) == 0 {
+		i, ok := pn.selected()
+		if !ok {
+			c.flash(false, "no notification selected")
+			return
+		}
+		idx = []int{i}
 	}
-	n := c.rows.deliveries[i]
-	if act == actPushRetry && n.State != mailbox.DeliveryDead {
-		c.flash(false, fmt.Sprintf("notification %s is %s: only a dead-lettered one is retried by hand; the daemon tries this one on its own (D drops it)", n.ID, n.State))
+	var ns []mailbox.NotificationStatus
+	notDead := 0
+	for _, i := range idx {
+		n := c.rows.deliveries[i]
+		if act == actPushRetry && n.State != mailbox.DeliveryDead {
+			notDead++
+			continue
+		}
+		ns = append(ns, n)
+	}
+	if len(ns) == 0 {
+		n := c.rows.deliveries[idx[0]]
+		if len(idx) == 1 {
+			c.flash(false, fmt.Sprintf("notification %s is %s: only a dead-lettered one is retried by hand; the daemon tries this one on its own (D drops it)", n.ID, n.State))
+		} else {
+			c.flash(false, fmt.Sprintf("none of the %d marked notifications is dead-lettered: the daemon tries them on its own (D drops them)", len(idx)))
+		}
 		return
 	}
 	verb, confirm := "Retry", "Retry now"
 	if act == actPushDrop {
 		verb, confirm = "Drop", "Drop"
 	}
+	if len(ns) > 1 {
+		confirm = fmt.Sprintf("%s %d", verb, len(ns))
+		if act == actPushRetry {
+			confirm += " now"
+		}
+	}
 	info := tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true)
-	info.SetText(fmt.Sprintf("%s push notification [::b]%s[::-] (%s) of task %s, %s, to %s.\n%s",
-		strings.ToLower(verb), n.ID, n.State, n.TaskID, n.Event, tview.Escape(orDash(visible(n.URL))), pushDialogNote(act, n)))
+	if len(ns) == 1 {
+		n := ns[0]
+		info.SetText(fmt.Sprintf("%s push notification [::b]%s[::-] (%s) of task %s, %s, to %s.\n%s",
+			strings.ToLower(verb), n.ID, n.State, n.TaskID, n.Event, tview.Escape(orDash(visible(n.URL))), pushDialogNote(act, ns)))
+	} else {
+		hooks := map[string]int{}
+		var order []string
+		for _, n := range ns {
+			u := visible(n.URL)
+			if hooks[u] == 0 {
+				order = append(order, u)
+			}
+			hooks[u]++
+		}
+		var list []string
+		for _, u := range order {
+			list = append(list, fmt.Sprintf("%s (%d)", tview.Escape(orDash(u)), hooks[u]))
+		}
+		info.SetText(fmt.Sprintf("%s [::b]%d push notifications[::-] to %s.\n%s", strings.ToLower(verb), len(ns), strings.Join(list, ", "), pushDialogNote(act, ns)))
+	}
+	if notDead > 0 {
+		info.SetText(info.GetText(false) + fmt.Sprintf("\n[yellow]%d of the marked are not dead-lettered: the daemon tries them on its own, so they are left alone.[-]", notDead))
+	}
 	message := tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true)
 	form := tview.NewForm()
 	form.SetBorderPadding(0, 0, 1, 1)
@@ -60,26 +110,30 @@ func (c *Console) openPushDialog(act actionID) {
 		message.SetText("[yellow]sending…[-]")
 		ctx := c.runCtx
 		c.bg.spawn(func() {
-			rctx, cancel := context.WithTimeout(ctx, repairTimeout)
-			var err error
-			if act == actPushRetry {
-				_, err = c.backend.RetryNotification(rctx, n.ID, reason)
-			} else {
-				err = c.backend.DropNotification(rctx, n.ID, reason)
-			}
-			cancel()
+			out := c.pushRepairs(ctx, act, ns, reason)
 			c.app.QueueUpdateDraw(func() {
 				busy = false
-				if err != nil {
-					// The dialog stays, with the daemon's words.
-					message.SetText("[red]" + tview.Escape(mailbox.ErrorMessage(err)) + "[-]")
+				if out.err != nil {
+					// The dialog stays, with the daemon's words, and
+					// only what is left to do.
+					ns = out.rest
+					prefix := ""
+					if out.done > 0 || len(out.skipped) > 0 {
+						prefix = out.summary(act) + "; "
+					}
+					message.SetText("[red]" + tview.Escape(prefix+mailbox.ErrorMessage(out.err)) + "[-]")
 					return
 				}
 				closeDialog()
-				if act == actPushRetry {
-					c.flash(true, "notification "+n.ID+" is back in line")
-				} else {
-					c.flash(true, "notification "+n.ID+" dropped")
+				switch {
+				case len(out.skipped) > 0:
+					c.showPushOutcome(act, out)
+				case out.done == 1 && act == actPushRetry:
+					c.flash(true, "notification "+ns[0].ID+" is back in line")
+				case out.done == 1:
+					c.flash(true, "notification "+ns[0].ID+" dropped")
+				default:
+					c.flash(true, out.summary(act))
 				}
 			})
 		})
@@ -91,7 +145,11 @@ func (c *Console) openPushDialog(act actionID) {
 		AddItem(info, 0, 0, false).
 		AddItem(form, 3, 0, true).
 		AddItem(message, 0, 1, false)
-	box.SetBorder(true).SetTitle(" " + verb + " push notification ").SetBorderColor(tcell.ColorYellow)
+	title := " " + verb + " push notification "
+	if len(ns) > 1 {
+		title = fmt.Sprintf(" %s %d push notifications ", verb, len(ns))
+	}
+	box.SetBorder(true).SetTitle(title).SetBorderColor(tcell.ColorYellow)
 	c.pages.AddPage(pageDialog, &modal{Primitive: box, size: func(sw, sh int) (int, int) {
 		w := min(dialogWidth, sw)
 		infoRows := wrappedRows(info.GetText(false), w-2)
@@ -103,14 +161,132 @@ func (c *Console) openPushDialog(act actionID) {
 	c.app.SetFocus(form)
 }
 
+// pushOutcome is what a retry or drop of notifications did.
+type pushOutcome struct {
+	done int
+	// skipped are the notifications that had changed since the dialog
+	// opened, with what they are now.
+	skipped []skippedPush
+	// err stopped the run; rest are the notifications not sent.
+	err  error
+	rest []mailbox.NotificationStatus
+}
+
+type skippedPush struct {
+	n   mailbox.NotificationStatus
+	now string
+}
+
+func (o pushOutcome) summary(act actionID) string {
+	verb := "retried"
+	if act == actPushDrop {
+		verb = "dropped"
+	}
+	out := fmt.Sprintf("%s %s", verb, plural(o.done, "notification"))
+	if n := len(o.skipped); n > 0 {
+		out += fmt.Sprintf(", %d had changed and were left alone", n)
+	}
+	return out
+}
+
+// pushRepairs retries or drops each notification that is still as the
+// operator saw it: the daemon's outbox is read first, and one that changed
+// (retried meanwhile, delivered, dropped, dead again) is skipped and
+// listed. A retry is guarded by the daemon too (a notification that is
+// not dead is refused); a drop is not, hence the read.
+func (c *Console) pushRepairs(ctx context.Context, act actionID, ns []mailbox.NotificationStatus, reason string) pushOutcome {
+	var out pushOutcome
+	rctx, cancel := context.WithTimeout(ctx, repairTimeout)
+	list, err := c.backend.Deliveries(rctx, false)
+	cancel()
+	if err != nil {
+		out.err, out.rest = err, ns
+		return out
+	}
+	now := make(map[string]mailbox.NotificationStatus, len(list.Notifications))
+	for _, n := range list.Notifications {
+		now[n.ID] = n
+	}
+	for i, n := range ns {
+		cur, ok := now[n.ID]
+		switch {
+		case !ok:
+			out.skipped = append(out.skipped, skippedPush{n, "no longer in the outbox: delivered, or dropped"})
+			continue
+		case deliveryGuard(&cur) != deliveryGuard(&n):
+			what := fmt.Sprintf("%s now, after %d tries", cur.State, cur.Attempts)
+			if n.State == mailbox.DeliveryDead && cur.State != mailbox.DeliveryDead {
+				what = "retried since you saw it: " + what
+			} else if cur.State == mailbox.DeliveryDead {
+				what = "retried and dead-lettered again since you saw it, at " + formatClock(cur.DeadAtMs)
+			}
+			out.skipped = append(out.skipped, skippedPush{n, what})
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, repairTimeout)
+		if act == actPushRetry {
+			_, err = c.backend.RetryNotification(rctx, n.ID, reason)
+		} else {
+			err = c.backend.DropNotification(rctx, n.ID, reason)
+		}
+		cancel()
+		var appErr *mailbox.Error
+		switch {
+		case err == nil:
+			out.done++
+		case errors.Is(err, mailbox.ErrConflict) && errors.As(err, &appErr):
+			out.skipped = append(out.skipped, skippedPush{n, appErr.Message})
+		default:
+			out.err, out.rest = err, ns[i:]
+			return out
+		}
+	}
+	return out
+}
+
+// showPushOutcome lists the notifications a retry or drop of several
+// skipped because they had changed.
+func (c *Console) showPushOutcome(act actionID, out pushOutcome) {
+	var b strings.Builder
+	s := out.summary(act)
+	fmt.Fprintf(&b, "%s. These had changed since you saw them; nothing was done to them:\n\n", strings.ToUpper(s[:1])+s[1:])
+	for _, sk := range out.skipped {
+		fmt.Fprintf(&b, "notification %s (task %s, %s): you saw it %s.\n  It is %s.\n", sk.n.ID, mailbox.ShortID(sk.n.TaskID), sk.n.Event, sk.n.State, sk.now)
+	}
+	b.WriteString("\nThe Deliveries pane shows the current state.")
+	text := tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true).SetText(escapeTags(b.String()))
+	closePage := func() {
+		c.pages.RemovePage(pageOutcome)
+		c.focusPane(c.focus)
+	}
+	ok := tview.NewForm().AddButton("OK", closePage)
+	ok.SetCancelFunc(closePage)
+	ok.SetBorderPadding(0, 0, 1, 1)
+	box := tview.NewFlex().SetDirection(tview.FlexRow).AddItem(text, 0, 1, false).AddItem(ok, 1, 0, true)
+	box.SetBorder(true).SetTitle(fmt.Sprintf(" %d done, %d skipped: they had changed ", out.done, len(out.skipped))).SetBorderColor(tcell.ColorRed)
+	c.pages.AddPage(pageOutcome, &modal{Primitive: box, size: func(sw, sh int) (int, int) {
+		w := min(dialogWidth, sw)
+		return w, min(sh, 3+wrappedRows(text.GetText(false), w-2)+1)
+	}}, true, true)
+	c.app.SetFocus(ok)
+	c.flash(false, out.summary(act))
+}
+
 // pushDialogNote says what the repair does.
-func pushDialogNote(act actionID, n mailbox.NotificationStatus) string {
-	if act == actPushRetry {
+func pushDialogNote(act actionID, ns []mailbox.NotificationStatus) string {
+	if act == actPushRetry && len(ns) == 1 {
+		n := ns[0]
 		last := ""
 		if n.LastError != "" {
 			last = " Its last error: " + tview.Escape(visible(oneLine(n.LastError))) + "."
 		}
 		return fmt.Sprintf("It failed %d times and was dead-lettered; retried, it goes back in line and is tried again from its first attempt.%s", n.Attempts, last)
 	}
-	return "Dropped, it is never delivered: its receiver will not hear of this change. Say why (the audit keeps it)."
+	if act == actPushRetry {
+		return "Each was dead-lettered; retried, it goes back in line and is tried again from its first attempt. One retried (or dropped) since you saw it is left alone and listed."
+	}
+	if len(ns) == 1 {
+		return "Dropped, it is never delivered: its receiver will not hear of this change. Say why (the audit keeps it)."
+	}
+	return "Dropped, they are never delivered: their receivers will not hear of these changes. One that changed since you saw it (retried meanwhile) is left alone and listed. Say why (the audit keeps it)."
 }

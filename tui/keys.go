@@ -55,6 +55,8 @@ const (
 	// inTasks are the panes of tasks and results, which sort; the Audit
 	// pane is a trail and always reads newest first.
 	inTasks = inQueue | inLeases | inResults | inWaiting
+	// inMarks are the panes whose rows are marked for a repair of many.
+	inMarks = inQueue | inLeases | inWaiting | inDeliveries
 	inAll   = paneSet(1<<paneCount - 1)
 )
 
@@ -145,7 +147,14 @@ type action struct {
 	// widget actions are handled by the focused table itself (movement);
 	// they are registered so the help page documents them.
 	widget bool
+	// forRepairs actions serve the repairs only (marks): a console that
+	// does not repair has no use for them, and its help does not offer them.
+	forRepairs bool
 }
+
+// repairCaps are the capabilities of which a token needs one to repair
+// anything: marks are for repairs.
+var repairCaps = []string{capAdmin, capRequeue, capForceError}
 
 // registry is the console's one list of key bindings.
 type registry struct {
@@ -170,11 +179,11 @@ func defaultRegistry() registry {
 		{id: actBack, keys: []keySpec{{key: tcell.KeyEscape}}, label: "Esc", desc: "clear the filter, the agent shown, stale-only and marks; leave the detail view, help page or a dialog", panes: inAll},
 		{id: actSort, keys: sortKeys(), short: "sort", hint: 30, label: "Shift-letter", desc: "sort by the column with that letter (below); again to reverse", panes: inTasks | inAgents},
 		{id: actStaleOnly, keys: []keySpec{runeKey('!')}, short: "stale only", hint: 55, label: "!", desc: "show only stale leases; on Waiting, the questions unanswered for as long", panes: inLeases | inWaiting},
-		{id: actMark, keys: []keySpec{runeKey(' ')}, short: "mark", hint: 75, label: "Space", desc: "mark or unmark the selected row for a repair of many", panes: inLeases | inQueue},
-		{id: actMarkRange, keys: []keySpec{{key: tcell.KeyCtrlSpace}, ctrlRune(' ')}, label: "Ctrl-Space", desc: "mark the rows from the last one marked to the selected one", panes: inLeases | inQueue},
-		{id: actMarkAll, keys: []keySpec{runeKey('*')}, label: "*", desc: "mark every row the pane shows (again: unmark them)", panes: inLeases | inQueue},
-		{id: actClearMarks, keys: []keySpec{{key: tcell.KeyCtrlBackslash}}, label: "Ctrl-\\", desc: "clear every mark", panes: inLeases | inQueue},
-		{id: actRequeue, keys: []keySpec{runeKey('R')}, short: "requeue", hint: 90, label: "R", desc: "requeue the marked leases or the selected one; on Agents the agent's backlog",
+		{id: actMark, keys: []keySpec{runeKey(' ')}, short: "mark", hint: 75, label: "Space", desc: "mark or unmark the selected row, for one repair of the marked rows", forRepairs: true, needs: repairCaps, panes: inMarks},
+		{id: actMarkRange, keys: []keySpec{{key: tcell.KeyCtrlSpace}, ctrlRune(' ')}, label: "Ctrl-Space", desc: "mark the rows from the last one marked to the selected one", forRepairs: true, needs: repairCaps, panes: inMarks},
+		{id: actMarkAll, keys: []keySpec{runeKey('*')}, label: "*", desc: "mark every row the pane shows (again: unmark them)", forRepairs: true, needs: repairCaps, panes: inMarks},
+		{id: actClearMarks, keys: []keySpec{{key: tcell.KeyCtrlBackslash}}, label: "Ctrl-\\", desc: "clear every mark", forRepairs: true, needs: repairCaps, panes: inMarks},
+		{id: actRequeue, keys: []keySpec{runeKey('R')}, short: "requeue", hint: 90, label: "R", desc: "requeue the marked leases or the selected one; on Agents all the agent owes, to another agent",
 			dangerous: true, needs: []string{capAdmin, capRequeue}, panes: inLeases | inAgents},
 		{id: actMoveQueued, keys: []keySpec{runeKey('R')}, short: "move", hint: 90, label: "R", desc: "move the marked queued tasks (or the selected one) to another recipient",
 			dangerous: true, needs: []string{capAdmin, capRequeue}, panes: inQueue},
@@ -183,11 +192,11 @@ func defaultRegistry() registry {
 		// Not offered on the Waiting pane (no hint), but an operator used to
 		// R on a stuck task is told why nothing happens, and what would.
 		{id: actRequeueWaiting, keys: []keySpec{runeKey('R')}, label: "R", desc: "says why R does nothing to a waiting task: only its sender's reply (or E) ends the wait", panes: inWaiting},
-		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", hint: 85, label: "E", desc: "force an error on the marked leases or the selected one; on Agents the agent's; on Waiting the task's",
+		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", hint: 85, label: "E", desc: "force an error on the marked leases or the selected one; on Waiting the questions; on Agents all it owes",
 			dangerous: true, needs: []string{capAdmin, capForceError}, panes: inLeases | inAgents | inWaiting},
-		{id: actPushRetry, keys: []keySpec{runeKey('R')}, short: "retry", hint: 90, label: "R", desc: "retry the selected dead-lettered notification now (audited)",
+		{id: actPushRetry, keys: []keySpec{runeKey('R')}, short: "retry", hint: 90, label: "R", desc: "retry the marked dead-lettered notifications, or the selected one, now (audited)",
 			dangerous: true, needs: []string{capAdmin}, panes: inDeliveries},
-		{id: actPushDrop, keys: []keySpec{runeKey('D')}, short: "drop", hint: 85, label: "D", desc: "drop the selected notification, pending or dead, with a reason (audited)",
+		{id: actPushDrop, keys: []keySpec{runeKey('D')}, short: "drop", hint: 85, label: "D", desc: "drop the marked notifications, or the selected one, pending or dead, with a reason (audited)",
 			dangerous: true, needs: []string{capAdmin}, panes: inDeliveries},
 		{id: actZoom, keys: []keySpec{runeKey('z')}, short: "zoom", hint: 65, label: "z", desc: "zoom the focused pane to the full screen and back", panes: inAll},
 		{id: actCopy, keys: []keySpec{runeKey('y')}, short: "copy id", hint: 35, label: "y", desc: "copy the selected row's full task id to the clipboard (OSC 52)", panes: inAll},
@@ -231,7 +240,7 @@ func (r registry) filter(keep func(action) bool) registry {
 // withoutDangerous returns the registry read-only mode uses: every action
 // that changes the mailbox is gone, so its key does nothing and is never shown.
 func (r registry) withoutDangerous() registry {
-	return r.filter(func(a action) bool { return !a.dangerous })
+	return r.filter(func(a action) bool { return !a.dangerous && !a.forRepairs })
 }
 
 // allowedBy returns the registry for a token holding caps: an action that

@@ -295,7 +295,6 @@ func (m *model) rows() *rows {
 		m.auditRows, m.auditBuilt = m.state.Audit("", m.state.AuditMax), m.auditVer
 	}
 	r := &rows{version: m.version, seq: m.state.Seq, queued: m.state.QueuedTasks(), leases: m.state.InFlightTasks(), waiting: m.state.WaitingTasks(), audit: m.auditRows}
-	r.agents = joinAgents(m.agents, r.leases, r.waiting)
 	r.deliveries = m.state.PushListingOf(m.pushAttempts, false)
 	r.remote = remoteLeases(m.agents, r.leases, m.acceptedLocked)
 	pending := m.state.PendingResults()
@@ -310,6 +309,7 @@ func (m *model) rows() *rows {
 			r.results[i].a2a = t.A2A != nil
 		}
 	}
+	r.agents = joinAgents(m.agents, r.leases, r.waiting, r.results)
 	return r
 }
 

@@ -10,10 +10,21 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
+// pressCreate presses the dialog's "Create new agent" button, tabs tabs
+// from "to", where a refusal of an unknown agent leaves the cursor.
+func pressCreate(r *running, tabs int) {
+	for range tabs {
+		r.scr.press(key(tcell.KeyTab))
+	}
+	r.scr.press(key(tcell.KeyEnter))
+}
+
 // A move must name an agent the mailbox knows. "to" completes from the
 // known agents (the one heard from last first); a name nobody has heard
-// of is not sent at once: the dialog names the close matches and takes a
-// second press as the confirmation of a new agent.
+// of is not sent: the dialog names the close matches (a bare name matches
+// name@domain), puts the cursor back in "to", and only its own "Create
+// new agent" button, never focused by the dialog, confirms a new agent:
+// the Enter that submitted, pressed again, refuses again.
 func TestMoveToAnUnknownAgentIsConfirmed(t *testing.T) {
 	t.Parallel()
 	d, c := startDaemon(t)
@@ -23,8 +34,8 @@ func TestMoveToAnUnknownAgentIsConfirmed(t *testing.T) {
 	api.lease("worker-a@local")
 	api.lease("worker-a@local")
 	// worker-c and then worker-b poll, finding nothing: known agents,
-	// worker-b heard from last.
-	for _, a := range []string{"worker-c@local", "worker-b@local"} {
+	// worker-b heard from last; reviewer@local too.
+	for _, a := range []string{"reviewer@local", "worker-c@local", "worker-b@local"} {
 		if _, _, err := c.Lease(t.Context(), a); err != nil {
 			t.Fatal(err)
 		}
@@ -35,24 +46,42 @@ func TestMoveToAnUnknownAgentIsConfirmed(t *testing.T) {
 	r.scr.waitForText(t, short(second))
 
 	// A typo: nothing sent; the dialog offers what it is close to.
-	f := openRequeue(t, r, first)
+	openRequeue(t, r, first)
 	r.scr.press(key(tcell.KeyBacktab)) // reason -> to
 	r.scr.typeText("worker-zz@local")
 	r.scr.press(key(tcell.KeyTab))
 	r.scr.typeText("worker-a is gone")
 	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
-	f = r.scr.waitForText(t, "worker-zz@local is not an agent the mailbox knows")
-	wantContains(t, "the warning", strings.Join(f.lines, " "), "Did you mean worker-a@local, worker-b@local, worker-c@local?", "Requeue again to hand the work to this new agent")
+	f := r.scr.waitForText(t, "worker-zz@local is not an agent the mailbox knows")
+	wantContains(t, "the warning", dialogText(f), "Did you mean worker-a@local, worker-b@local, worker-c@local?", "press Create new agent to hand the work to worker-zz@local")
 	if e, _ := api.entry(first); e.State != mailbox.TaskInFlight || e.LeasedTo != "worker-a@local" {
 		t.Fatalf("after the warning the task is %+v; want it untouched", e)
 	}
+	// The cursor is back in "to": Enter to the reason, to the button and
+	// on it, the submitting keys, refuse again, and still send nothing.
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter), key(tcell.KeyEnter))
+	r.scr.waitForText(t, "Still: worker-zz@local is not an agent the mailbox knows")
+	if e, _ := api.entry(first); e.State != mailbox.TaskInFlight || e.LeasedTo != "worker-a@local" {
+		t.Fatalf("after Enter again the task is %+v; want it untouched", e)
+	}
+	r.scr.press(key(tcell.KeyEscape))
+	r.scr.waitForNoText(t, "Requeue task")
 
-	// Back to "to": "worker-" completes to the known agents, the one
-	// heard from last first; Tab takes it.
-	r.scr.press(key(tcell.KeyBacktab), key(tcell.KeyBacktab)) // button -> reason -> to
-	for range len("worker-zz@local") {
+	// A bare name's typo: reveiwer is close to reviewer@local.
+	openRequeue(t, r, first)
+	r.scr.press(key(tcell.KeyBacktab))
+	r.scr.typeText("reveiwer")
+	r.scr.press(key(tcell.KeyTab))
+	r.scr.typeText("worker-a is gone")
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
+	f = r.scr.waitForText(t, "reveiwer is not an agent the mailbox knows")
+	wantContains(t, "the warning", dialogText(f), "Did you mean reviewer@local")
+	for range len("reveiwer") {
 		r.scr.press(key(tcell.KeyBackspace2))
 	}
+
+	// "to" has the cursor: "worker-" completes to the known agents, the
+	// one heard from last first; Tab takes it.
 	r.scr.typeText("worker-")
 	// The completion list is drawn over the dialog, below "to".
 	inDialog := func(f frame, agent string) int {
@@ -77,7 +106,7 @@ func TestMoveToAnUnknownAgentIsConfirmed(t *testing.T) {
 		t.Fatalf("the task is %s for %s; want queued for worker-b@local, the completion taken", e.State, e.Task.Recipient)
 	}
 
-	// Confirmed twice, a new agent it is.
+	// Confirmed with its own button, a new agent it is.
 	r.scr.waitForText(t, "[2] Leases 1 of 1") // the moved one is gone from the pane
 	openRequeue(t, r, second)
 	r.scr.press(key(tcell.KeyBacktab))
@@ -86,9 +115,27 @@ func TestMoveToAnUnknownAgentIsConfirmed(t *testing.T) {
 	r.scr.typeText("a new agent takes over")
 	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
 	r.scr.waitForText(t, "brand-new@local is not an agent the mailbox knows")
-	r.scr.press(key(tcell.KeyEnter))
+	pressCreate(r, 4) // to -> reason -> Requeue -> Cancel -> Create new agent
 	r.scr.waitForText(t, "requeued "+short(second)+" to brand-new@local")
 	if e, _ := api.entry(second); e.State != mailbox.TaskQueued || e.Task.Recipient != "brand-new@local" {
 		t.Fatalf("the task is %s for %s; want queued for brand-new@local", e.State, e.Task.Recipient)
 	}
+}
+
+// dialogText is the text inside the open dialog's borders, its lines
+// joined, so a message wrapped over lines reads as one.
+func dialogText(f frame) string {
+	var b strings.Builder
+	for _, l := range f.lines {
+		first, last := strings.Index(l, "║"), strings.LastIndex(l, "║")
+		if first < 0 || first == last {
+			continue
+		}
+		in := l[first+len("║") : last]
+		b.WriteString(strings.TrimSpace(in))
+		if !strings.HasSuffix(in, "-  ") && !strings.HasSuffix(strings.TrimSpace(in), "-") {
+			b.WriteString(" ")
+		}
+	}
+	return b.String()
 }

@@ -52,8 +52,9 @@ type paneContent struct {
 	agentCap int
 	// width is the pane's inner width, for the columns capped by it.
 	width int
-	// marks are the marked rows (Leases and Queue panes): task id -> the
-	// lease id (Leases) or recipient (Queue) seen when it was marked.
+	// marks are the marked rows (Leases, Queue, Waiting and Deliveries
+	// panes): task (or notification) id -> the guard seen when it was
+	// marked (markKey).
 	marks map[string]string
 	// lastMark is the task of the lease Space or Ctrl-Space marked last:
 	// where Ctrl-Space's range starts.
@@ -158,7 +159,7 @@ func newPane(p paneID, clock func() time.Time, staleAfter time.Duration) *pane {
 	pn := &pane{Table: tview.NewTable(), content: &paneContent{pane: p}, clock: clock, staleAfter: staleAfter, live: true}
 	pn.params.sort = naturalSort(p)
 	pn.content.sort = pn.params.sort
-	if p == paneLeases || p == paneQueue {
+	if markable(p) {
 		pn.content.marks = map[string]string{}
 	}
 	pn.Table.SetContent(pn.content).SetFixed(1, 0).SetSelectable(true, false).SetBorder(true)
@@ -331,40 +332,82 @@ func (p *pane) title(first, last, width int) string {
 	return " " + fitSegments(segs, max(0, width-2), "  ", "  ") + " "
 }
 
-// Marks (Leases and Queue panes). A mark remembers what the operator saw
-// of the row, the guard its repair is sent with: the lease on the Leases
-// pane, the recipient on the Queue pane. A row whose guard changed is no
-// longer marked.
+// Marks (Leases, Queue, Waiting and Deliveries panes). A mark remembers
+// what the operator saw of the row, the guard its repair is sent with:
+// the lease on the Leases pane, the recipient on the Queue pane, the lease
+// that asked on the Waiting pane, the dead letter's state and when it died
+// on the Deliveries pane. A row whose guard changed is no longer marked.
 
-// markRows are the rows the pane's marks index: its leases, or its
-// queued tasks.
-func (p *pane) markRows() []mailbox.QueueEntry {
-	if p.id() == paneQueue {
-		return p.content.rows.queued
-	}
-	return p.content.rows.leases
+// markable reports whether pane p has marks.
+func markable(p paneID) bool {
+	return p == paneLeases || p == paneQueue || p == paneWaiting || p == paneDeliveries
 }
 
-// markGuard is what a mark of e remembers.
+// markKey is the id a mark of row i is kept under, and its guard.
+func (c *paneContent) markKey(i int) (id, guard string) {
+	switch c.pane {
+	case paneQueue:
+		e := &c.rows.queued[i]
+		return e.Task.ID, e.Task.Recipient
+	case paneWaiting:
+		e := &c.rows.waiting[i]
+		return e.Task.ID, waitGuard(e)
+	case paneDeliveries:
+		n := &c.rows.deliveries[i]
+		return n.ID, deliveryGuard(n)
+	}
+	e := &c.rows.leases[i]
+	return e.Task.ID, e.LeaseID
+}
+
+// waitGuard is what a mark of a waiting task remembers: the lease its
+// question was asked under (the daemon's guard of a forced error).
+func waitGuard(e *mailbox.QueueEntry) string { return questionOf(&e.Task).LeaseID }
+
+// deliveryGuard is what a mark of a notification remembers: for a dead
+// letter when it died, so one retried (and dead again) since it was
+// marked is not the one marked; any other is still to be delivered
+// (pending or failing alike).
+func deliveryGuard(n *mailbox.NotificationStatus) string {
+	if n.State == mailbox.DeliveryDead {
+		return "dead@" + strconv.FormatInt(n.DeadAtMs, 10)
+	}
+	return "live"
+}
+
+// markGuard is what a mark of e (a Leases, Queue or Waiting row)
+// remembers.
 func (c *paneContent) markGuard(e *mailbox.QueueEntry) string {
-	if c.pane == paneQueue {
+	switch c.pane {
+	case paneQueue:
 		return e.Task.Recipient
+	case paneWaiting:
+		return waitGuard(e)
 	}
 	return e.LeaseID
 }
 
-// isMarked reports whether e is marked, as it is now.
+// isMarked reports whether e (a Leases, Queue or Waiting row) is marked,
+// as it is now.
 func (c *paneContent) isMarked(e *mailbox.QueueEntry) bool {
 	g, ok := c.marks[e.Task.ID]
 	return ok && g == c.markGuard(e) && g != ""
 }
 
-// markedRow reports whether row i is marked.
-func (p *pane) markedRow(i int) bool {
-	return p.content.isMarked(&p.markRows()[i])
+// markedAt reports whether row i is marked, as it is now.
+func (c *paneContent) markedAt(i int) bool {
+	id, guard := c.markKey(i)
+	g, ok := c.marks[id]
+	return ok && g == guard && g != ""
 }
 
-func (p *pane) mark(e *mailbox.QueueEntry) { p.content.marks[e.Task.ID] = p.content.markGuard(e) }
+// markedRow reports whether row i is marked.
+func (p *pane) markedRow(i int) bool { return p.content.markedAt(i) }
+
+func (p *pane) mark(i int) {
+	id, guard := p.content.markKey(i)
+	p.content.marks[id] = guard
+}
 
 // toggleMark marks or unmarks the selected row.
 func (p *pane) toggleMark() bool {
@@ -372,12 +415,12 @@ func (p *pane) toggleMark() bool {
 	if !ok {
 		return false
 	}
-	e := &p.markRows()[i]
+	id, _ := p.content.markKey(i)
 	if p.markedRow(i) {
-		delete(p.content.marks, e.Task.ID)
+		delete(p.content.marks, id)
 	} else {
-		p.mark(e)
-		p.content.lastMark = e.Task.ID
+		p.mark(i)
+		p.content.lastMark = id
 	}
 	p.content.gen++
 	return true
@@ -391,13 +434,12 @@ func (p *pane) markRange() bool {
 	if !ok {
 		return false
 	}
-	es := p.markRows()
 	sel, from := -1, -1
 	for pos, j := range p.content.idx {
 		if int(j) == i {
 			sel = pos
 		}
-		if es[j].Task.ID == p.content.lastMark && p.markedRow(int(j)) {
+		if id, _ := p.content.markKey(int(j)); id == p.content.lastMark && p.markedRow(int(j)) {
 			from = pos
 		}
 	}
@@ -408,9 +450,9 @@ func (p *pane) markRange() bool {
 		from = sel
 	}
 	for _, j := range p.content.idx[min(from, sel) : max(from, sel)+1] {
-		p.mark(&es[j])
+		p.mark(int(j))
 	}
-	p.content.lastMark = es[i].Task.ID
+	p.content.lastMark, _ = p.content.markKey(i)
 	p.content.gen++
 	return true
 }
@@ -425,13 +467,12 @@ func (p *pane) markAll() {
 			break
 		}
 	}
-	es := p.markRows()
 	for _, j := range p.content.idx {
-		e := &es[j]
 		if all {
-			delete(p.content.marks, e.Task.ID)
+			id, _ := p.content.markKey(int(j))
+			delete(p.content.marks, id)
 		} else {
-			p.mark(e)
+			p.mark(int(j))
 		}
 	}
 	p.content.gen++
@@ -457,16 +498,16 @@ func (p *pane) marked() []int {
 }
 
 // pruneMarks drops the marks of rows the pane no longer shows as they
-// were marked: leased, ended, moved, or hidden by the filter.
+// were marked: leased, ended, moved, retried, or hidden by the filter.
 func (p *pane) pruneMarks() {
 	if len(p.content.marks) == 0 {
 		return
 	}
 	shown := make(map[string]bool, len(p.content.marks))
-	es := p.markRows()
 	for _, j := range p.content.idx {
 		if p.markedRow(int(j)) {
-			shown[es[j].Task.ID] = true
+			id, _ := p.content.markKey(int(j))
+			shown[id] = true
 		}
 	}
 	for id := range p.content.marks {

@@ -247,11 +247,12 @@ func TestRemoteLeaseDetailAndRequeue(t *testing.T) {
 	r.scr.typeText("worker-b@local")
 	r.scr.press(key(tcell.KeyTab))
 	r.scr.typeText("the remote lost it")
-	// worker-b@local has never been heard of: the first press warns, the
-	// second confirms the new agent.
+	// worker-b@local has never been heard of: the press warns, and the
+	// dialog's own button confirms the new agent (to -> reason ->
+	// Requeue -> Cancel -> Create new agent).
 	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
 	r.scr.waitForText(t, "worker-b@local is not an agent the mailbox knows")
-	r.scr.press(key(tcell.KeyEnter))
+	pressCreate(r, 4)
 	r.scr.waitForText(t, "requeued "+short(task))
 	e, ok := api.entry(task)
 	if !ok || e.State != mailbox.TaskQueued || e.Task.Recipient != "worker-b@local" {

@@ -124,12 +124,23 @@ func agentCells(a *agentRow, st staleness) [10]string {
 	}
 	if st.gone(a) {
 		status, seen = goneStatus, staleMarker+seen
-		what := fmt.Sprintf("holds %d lease(s)", a.held)
-		switch {
-		case a.held == 0:
-			what = fmt.Sprintf("has %d task(s) queued", a.Queued)
-		case a.Queued > 0:
-			what += fmt.Sprintf(", %d more queued,", a.Queued)
+		// Everything it owes, which R settles in one dialog.
+		var owes []string
+		if a.held > 0 {
+			owes = append(owes, fmt.Sprintf("holds %d lease(s)", a.held))
+		}
+		if a.Queued > 0 {
+			owes = append(owes, fmt.Sprintf("has %d task(s) queued", a.Queued))
+		}
+		if a.waiting > 0 {
+			owes = append(owes, fmt.Sprintf("%d question(s) wait on its answer", a.waiting))
+		}
+		if a.undrained > 0 {
+			owes = append(owes, fmt.Sprintf("%d result(s) wait for it to drain them", a.undrained))
+		}
+		what := strings.Join(owes, ", ")
+		if len(owes) > 1 {
+			what += ","
 		}
 		note = fmt.Sprintf("%s and has not been seen for %s", what, formatAge(msAge(st.nowMs, a.LastSeenMs)))
 		if a.LastSeenMs == 0 {

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gdamore/tcell/v2"
+
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -22,7 +24,12 @@ type deliveriesRenderer struct{}
 
 func (deliveriesRenderer) render(c *paneContent, w *rowWriter, i int) {
 	n := &c.rows.deliveries[i]
-	w.cell(n.ID)
+	marked := c.markedAt(i)
+	if marked {
+		w.cell(markMarker + n.ID)
+	} else {
+		w.cell(n.ID)
+	}
 	state := w.cell(n.State)
 	w.cell(formatAge(msAge(c.st.nowMs, n.CreatedAtMs)))
 	w.cell(mailbox.ShortID(n.TaskID))
@@ -36,6 +43,12 @@ func (deliveriesRenderer) render(c *paneContent, w *rowWriter, i int) {
 		state.Color = colorError
 	case mailbox.DeliveryFailing:
 		state.Color = colorAging
+	}
+	if marked {
+		row := w.row()
+		for k := range row {
+			row[k].Attributes = tcell.AttrBold
+		}
 	}
 }
 

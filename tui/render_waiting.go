@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gdamore/tcell/v2"
+
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -41,7 +43,15 @@ func (waitingRenderer) render(c *paneContent, w *rowWriter, i int) {
 	case c.st.aging(e.WaitingSinceMs):
 		color = colorAging
 	}
-	w.cell(mailbox.ShortID(e.Task.ID))
+	id := mailbox.ShortID(e.Task.ID)
+	marked := c.isMarked(e)
+	if marked {
+		id = markMarker + id
+	}
+	task := w.cell(id)
+	if marked {
+		task.MaxWidth = idWidth + len([]rune(markMarker))
+	}
 	w.cell(age)
 	w.cell(e.Task.Sender)
 	status := w.cell(q.Status)
@@ -51,6 +61,9 @@ func (waitingRenderer) render(c *paneContent, w *rowWriter, i int) {
 	row := w.row()
 	for k := range row {
 		row[k].Color = color
+		if marked {
+			row[k].Attributes = tcell.AttrBold
+		}
 	}
 	if color == colorText {
 		status.Color = colorAsking

@@ -47,12 +47,15 @@ type agentRow struct {
 	oldestLeasedAtMs int64
 	waiting          int
 	oldestWaitingMs  int64 // when the longest waiting question was asked
+	// undrained counts the results waiting for it to drain, from the
+	// replica (debt.go).
+	undrained int
 }
 
 // joinAgents builds the Agents pane's rows: the listing, in its order,
 // with each agent's leases counted from leases and the tasks waiting on
 // it from waiting.
-func joinAgents(list []mailbox.AgentInfo, leases, waiting []mailbox.QueueEntry) []agentRow {
+func joinAgents(list []mailbox.AgentInfo, leases, waiting []mailbox.QueueEntry, results []resultRow) []agentRow {
 	if len(list) == 0 {
 		return nil
 	}
@@ -74,6 +77,15 @@ func joinAgents(list []mailbox.AgentInfo, leases, waiting []mailbox.QueueEntry) 
 		}
 		a.held++
 	}
+	asked := make(map[string]bool, len(waiting))
+	for i := range waiting {
+		asked[waiting[i].Task.ID] = true
+	}
+	for sender, n := range countUndrained(results, asked) {
+		if j, ok := at[sender]; ok {
+			out[j].undrained = n
+		}
+	}
 	for i := range waiting {
 		e := &waiting[i]
 		j, ok := at[e.Task.Sender]
@@ -89,14 +101,15 @@ func joinAgents(list []mailbox.AgentInfo, leases, waiting []mailbox.QueueEntry) 
 	return out
 }
 
-// gone reports an agent that is probably gone: it holds leases or has work
-// queued, and has not acted or called for longer than the stale limit, or
+// gone reports an agent that is probably gone: it owes anything (holds
+// leases, has work queued, a question waits on its answer or a result on
+// its drain), and has not acted or called for longer than the stale limit, or
 // ever (the daemon knows its last action from the log, across restarts,
 // and its last call since it started). A remote agent never calls: the
 // daemon calls it, and its state (an open circuit) says what gone says of
 // the others.
 func (s staleness) gone(a *agentRow) bool {
-	return (a.held > 0 || a.Queued > 0) && !isRemote(&a.AgentInfo) && (a.LastSeenMs == 0 || s.nowMs-a.LastSeenMs > s.afterMs)
+	return a.owes() && !isRemote(&a.AgentInfo) && (a.LastSeenMs == 0 || s.nowMs-a.LastSeenMs > s.afterMs)
 }
 
 // resultRow is a pending result with the task facts the Results pane shows
