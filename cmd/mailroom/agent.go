@@ -260,7 +260,7 @@ func cardRefusal(err error, cardPath string, remoteFlags bool) error {
 	return usagef("%s: %s", arg, msg)
 }
 
-const agentListSummary = "list the registered agents (--all: every agent): when each was last seen, whether it is live or probably gone, its queue, leases and questions; remote agents' URL, binding, state and deliveries"
+const agentListSummary = "list the registered agents (--all: every agent): when each was last seen, whether it is live or probably gone, what it owes (queue, leases, questions, undrained results), a failing webhook; remote agents' URL, binding, state and deliveries"
 
 func runAgentList(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
@@ -273,7 +273,7 @@ func runAgentList(ctx context.Context, e *env, args []string) error {
 	skill := fs.String("skill", "", "only agents whose card lists this skill id")
 	all := fs.Bool("all", false, "also every agent the mailbox knows without a card")
 	asJSON := fs.Bool("json", false, "print one a2a_agents JSON object")
-	staleAfter := fs.Duration("stale-after", tui.DefaultStaleAfter, "an agent holding leases and not seen for this long is probably gone, as the console says")
+	staleAfter := fs.Duration("stale-after", tui.DefaultStaleAfter, "an agent that owes anything (leases, queued tasks, questions, undrained results) and was not seen for this long is probably gone, as the console says")
 	if _, err := parseExact(fs, args); err != nil {
 		return err
 	}
@@ -317,7 +317,7 @@ func runAgentList(ctx context.Context, e *env, args []string) error {
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tNAME\tSKILLS\tREGISTERED\tLAST SEEN\tSTATE\tQUEUED\tLEASES\tOLDEST LEASE\tWAITING")
+	fmt.Fprintln(tw, "AGENT\tNAME\tSKILLS\tREGISTERED\tLAST SEEN\tSTATE\tQUEUED\tLEASES\tOLDEST LEASE\tQUESTIONS\tUNDRAINED\tWEBHOOK")
 	for _, a := range shown {
 		name, skills, registered := "-", "-", "-"
 		if a.Card != nil {
@@ -326,14 +326,25 @@ func runAgentList(ctx context.Context, e *env, args []string) error {
 			registered = age(now, a.RegisteredAtMs) + " ago"
 		}
 		seen, oldest := "never", "-"
-		if a.LastSeenMs > 0 {
-			seen = age(now, a.LastSeenMs) + " ago"
+		switch {
+		case a.Polling:
+			seen = "now (polling)"
+		case a.LastSeenMs > 0:
+			// Since when, as a time too: an age alone is stale once read.
+			seen = age(now, a.LastSeenMs) + " ago (" + time.UnixMilli(a.LastSeenMs).UTC().Format(time.RFC3339) + ")"
+		}
+		hook := "-"
+		switch {
+		case a.WebhookIsFailing():
+			hook = fmt.Sprintf("failing: %d dead, %d retrying", a.WebhookDead, a.WebhookFailing)
+		case a.Card != nil && a.Card.Webhook != nil:
+			hook = "ok"
 		}
 		if a.InFlight > 0 {
 			oldest = (time.Duration(a.OldestLeaseAgeMs) * time.Millisecond).Truncate(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\n", a.Agent, name, skills, registered, seen, agentState(a, now, *staleAfter),
-			a.Queued, a.InFlight, oldest, a.Waiting)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t%d\t%s\n", a.Agent, name, skills, registered, seen, agentState(a, now, *staleAfter),
+			a.Queued, a.InFlight, oldest, a.Waiting, a.Undrained, hook)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -415,19 +426,21 @@ func plural(n int) string {
 }
 
 // agentState says, as the console does, whether an agent is live (seen
-// within staleAfter), probably gone (holding leases or with work queued,
-// and not seen for staleAfter, or never since its last action the log
-// knows), quiet (seen before, holding nothing) or never seen; a remote
-// agent never calls, so its state is the dispatcher's (its own table).
+// within staleAfter, or in a long poll now), probably gone (owing
+// anything: leases, work queued for it, questions waiting on its answer,
+// results waiting for it to drain; and not seen for staleAfter, or never
+// since its last action the log knows), quiet (seen before, owing
+// nothing) or never seen; a remote agent never calls, so its state is the
+// dispatcher's (its own table).
 func agentState(a mailbox.AgentInfo, now time.Time, staleAfter time.Duration) string {
 	if a.Card != nil && a.Card.Remote != nil {
 		return "remote"
 	}
-	recent := a.LastSeenMs > 0 && now.Sub(time.UnixMilli(a.LastSeenMs)) <= staleAfter
+	recent := a.Polling || a.LastSeenMs > 0 && now.Sub(time.UnixMilli(a.LastSeenMs)) <= staleAfter
 	switch {
 	case recent:
 		return "live"
-	case a.InFlight > 0 || a.Queued > 0:
+	case a.Owes() > 0:
 		return "probably gone"
 	case a.LastSeenMs > 0:
 		return "quiet"

@@ -32,6 +32,9 @@ type bulkFlags struct {
 	dryRun     *bool
 	// queued: the repair is of queued tasks (move, cancel), not leases.
 	queued bool
+	// debts are the kinds of debt beside leases the repair takes
+	// (force-error --questions), or all it takes (hand-over).
+	debts []string
 }
 
 func addBulkFlags(fs *verbFlags) *bulkFlags {
@@ -66,6 +69,9 @@ func guardFlag(fs *verbFlags) string {
 	if fs.Lookup("queued-for") != nil {
 		return "--queued-for"
 	}
+	if fs.Lookup("sent-by") != nil {
+		return "--sent-by"
+	}
 	return "--lease-id"
 }
 
@@ -87,6 +93,8 @@ func (b *bulkFlags) parse(fs *verbFlags, args []string) ([]string, error) {
 		return nil, usagef("--queued-for: with --agent each task is guarded by the agent it was listed for; drop --queued-for")
 	case !agentSet && (isSet(fs, "stale-after") || isSet(fs, "dry-run")):
 		return nil, usagef("--stale-after and --dry-run: only with --agent (a repair of one task is guarded by %s)", guardFlag(fs))
+	case !agentSet && len(pos) == 0 && fs.Lookup("sent-by") != nil:
+		return nil, usagef("missing TASK_ID (or --agent AGENT, for every task waiting on the agent as its sender)")
 	case !agentSet && len(pos) == 0:
 		return nil, usagef("missing TASK_ID (or --agent AGENT, for %s)", b.what("every lease the agent holds", "every task queued for the agent"))
 	case len(pos) > 1:
@@ -104,6 +112,12 @@ type bulkLine struct {
 	LeaseID string `json:"lease_id,omitempty"` // the lease listed, the guard of a lease's repair
 	// QueuedFor is the recipient listed, the guard of a queued task's.
 	QueuedFor string `json:"queued_for,omitempty"`
+	// SentBy is the sender listed, the guard of a hand-over.
+	SentBy string `json:"sent_by,omitempty"`
+	// What is the kind of debt the task is: "lease", "queued",
+	// "question" (waiting on the agent's answer) or "result" (waiting
+	// for the agent to drain it).
+	What string `json:"what"`
 	// Outcome is "repaired", "would_repair" (a dry run), "conflict" or
 	// "skipped" (the task left the mailbox since it was listed).
 	Outcome  string                 `json:"outcome"`
@@ -121,6 +135,12 @@ type bulkSummary struct {
 	Repaired  int    `json:"repaired"`
 	Conflicts int    `json:"conflicts"`
 	Skipped   int    `json:"skipped"`
+	// Listed by kind, when the repair takes more than one kind (or
+	// questions or results).
+	Leases    int `json:"leases,omitempty"`
+	Queued    int `json:"queued,omitempty"`
+	Questions int `json:"questions,omitempty"`
+	Results   int `json:"results,omitempty"`
 }
 
 const (
@@ -128,20 +148,145 @@ const (
 	kindBulkRepair = "a2a_bulk_repair"
 )
 
-// bulkRepair lists the leases (or queued tasks) b selects and repairs each
-// with cmd, guarded by what was listed.
+// The kinds of debt a bulk repair selects.
+const (
+	debtLeases    = "lease"
+	debtQueued    = "queued"
+	debtQuestions = "question"
+	debtResults   = "result"
+)
+
+// bulkItem is one task a bulk repair listed: its request, guarded by what
+// was listed, and how the lines name it.
+type bulkItem struct {
+	what         string
+	req          mailbox.RepairRequest
+	line         bulkLine
+	listed, seen string
+}
+
+// kinds are the kinds of debt b selects, in the order they are repaired.
+func (b *bulkFlags) kinds(cmd mailbox.RepairCommand) []string {
+	switch {
+	case cmd.Action == mailbox.ActionHandOver:
+		return b.debts
+	case b.queued:
+		return []string{debtQueued}
+	}
+	return append([]string{debtLeases}, b.debts...)
+}
+
+// listBulk lists what b selects of agent's debts, oldest first per kind.
+func listBulk(ctx context.Context, c bulkClient, b *bulkFlags, kinds []string, reason string, cmd mailbox.RepairCommand, now time.Time) ([]bulkItem, bool, error) {
+	agent, minAge := *b.agent, b.staleAfter.Milliseconds()
+	var items []bulkItem
+	cut := false
+	for _, kind := range kinds {
+		var filter mailbox.QueueFilter
+		switch kind {
+		case debtLeases:
+			filter = mailbox.QueueFilter{State: mailbox.TaskInFlight, Agent: agent, MinLeaseAgeMs: &minAge, Limit: mailbox.MaxLimit}
+		case debtQueued:
+			filter = mailbox.QueueFilter{State: mailbox.TaskQueued, Agent: agent, Limit: mailbox.MaxLimit}
+		case debtQuestions:
+			// The agent filter keeps the tasks sent to it: the ones it
+			// sent are picked here.
+			filter = mailbox.QueueFilter{State: mailbox.TaskWaiting, Limit: mailbox.MaxLimit}
+		case debtResults:
+			filter = mailbox.QueueFilter{State: mailbox.TaskWaiting, Agent: agent, Limit: mailbox.MaxLimit}
+		}
+		view, err := c.Queue(ctx, filter)
+		if err != nil {
+			return nil, false, err
+		}
+		if kind == debtResults {
+			cut = cut || len(view.Results) >= mailbox.MaxLimit
+			for _, r := range view.Results {
+				if r.Sender != agent || mailbox.Asks(r.Status) || now.UnixMilli()-r.PostedAtMs < minAge {
+					continue // sent to the agent, a question (one of the questions), or too young
+				}
+				it := bulkItem{what: kind, req: mailbox.RepairRequest{TaskID: r.TaskID, Reason: reason, Command: cmd}}
+				it.req.Command.SentBy, it.line.SentBy = agent, agent
+				it.listed = fmt.Sprintf("%s result from %s, waiting %s", r.Status, r.Recipient, age(now, r.PostedAtMs))
+				it.seen = "sent by " + agent
+				items = append(items, it)
+			}
+			continue
+		}
+		cut = cut || len(view.Tasks) >= mailbox.MaxLimit
+		for _, t := range view.Tasks {
+			it := bulkItem{what: kind, req: mailbox.RepairRequest{TaskID: t.Task.ID, Reason: reason, Command: cmd}}
+			switch kind {
+			case debtQueued:
+				if t.Task.Recipient != agent || now.UnixMilli()-t.QueuedAtMs < minAge {
+					continue // sent by the agent, or not queued long enough
+				}
+				it.line.QueuedFor, it.req.Command.QueuedFor = agent, agent
+				it.listed = fmt.Sprintf("queued %s, attempt %d", age(now, t.QueuedAtMs), t.Attempt)
+				it.seen = "queued for " + agent
+			case debtLeases:
+				if t.LeasedTo != agent {
+					continue // sent to the agent, but held by another
+				}
+				it.line.LeaseID, it.req.Command.LeaseID = t.LeaseID, t.LeaseID
+				it.listed = fmt.Sprintf("lease %s, attempt %d, held %s", t.LeaseID, t.Attempt, age(now, t.LeasedAtMs))
+				it.seen = "lease " + t.LeaseID
+			case debtQuestions:
+				q, ok := t.Task.Question()
+				if t.Task.Sender != agent || !ok || now.UnixMilli()-q.AtMs < minAge {
+					continue // another sender's, or not waiting long enough
+				}
+				if cmd.Action == mailbox.ActionHandOver {
+					it.line.SentBy, it.req.Command.SentBy = agent, agent
+					it.seen = "sent by " + agent
+				} else {
+					// Guarded by the lease that asked: a question
+					// answered and leased again since is a conflict.
+					it.line.LeaseID, it.req.Command.LeaseID = q.LeaseID, q.LeaseID
+					it.seen = "the question asked under lease " + q.LeaseID
+				}
+				it.listed = fmt.Sprintf("%s asked by %s, waiting %s", q.Status, q.Agent, age(now, q.AtMs))
+			}
+			items = append(items, it)
+		}
+	}
+	return items, cut, nil
+}
+
+// bulkClient is what a bulk repair asks of the daemon.
+type bulkClient interface {
+	Queue(context.Context, mailbox.QueueFilter) (mailbox.QueueView, error)
+	Repair(context.Context, mailbox.RepairRequest) (mailbox.RepairOutcome, error)
+	Agents(context.Context) ([]mailbox.AgentInfo, error)
+}
+
+// bulkRepair lists the debts of the agent b names that b selects (its
+// leases, the tasks queued for it, the questions waiting on its answer,
+// the results waiting for it to drain) and repairs each with cmd, guarded
+// by what was listed.
 func bulkRepair(ctx context.Context, e *env, cf *clientFlags, b *bulkFlags, asJSON bool, reason string, cmd mailbox.RepairCommand) error {
 	c, ctx, cancel, err := cf.connect(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	minAge := b.staleAfter.Milliseconds()
-	filter := mailbox.QueueFilter{State: mailbox.TaskInFlight, Agent: *b.agent, MinLeaseAgeMs: &minAge, Limit: mailbox.MaxLimit}
-	if b.queued {
-		filter = mailbox.QueueFilter{State: mailbox.TaskQueued, Agent: *b.agent, Limit: mailbox.MaxLimit}
+	// A typo in --agent, or in --to without --new-agent, is refused
+	// before anything is listed: by a dry run as by the real one.
+	known, err := c.Agents(ctx)
+	if err != nil {
+		return err
 	}
-	view, err := c.Queue(ctx, filter)
+	if err := knownAgent(known, "--agent", *b.agent, ""); err != nil {
+		return err
+	}
+	if to := cmd.Recipient + cmd.Sender; to != "" && !cmd.NewAgent {
+		if err := knownAgent(known, "--to", to, "--new-agent"); err != nil {
+			return err
+		}
+	}
+	now := time.Now()
+	kinds := b.kinds(cmd)
+	items, cut, err := listBulk(ctx, c, b, kinds, reason, cmd, now)
 	if err != nil {
 		return err
 	}
@@ -149,33 +294,30 @@ func bulkRepair(ctx context.Context, e *env, cf *clientFlags, b *bulkFlags, asJS
 		bulkListed()
 	}
 	sum := bulkSummary{Kind: kindBulkRepair, Action: cmd.Action, Agent: *b.agent, DryRun: *b.dryRun}
-	now := time.Now()
-	for _, t := range view.Tasks {
-		line := bulkLine{Kind: kindBulkItem, TaskID: t.Task.ID}
-		req := mailbox.RepairRequest{TaskID: t.Task.ID, Reason: reason, Command: cmd}
-		var listed, seen string
-		if b.queued {
-			if t.Task.Recipient != *b.agent || now.UnixMilli()-t.QueuedAtMs < minAge {
-				continue // sent by the agent, or not queued long enough
-			}
-			line.QueuedFor, req.Command.QueuedFor = *b.agent, *b.agent
-			listed = fmt.Sprintf("queued %s, attempt %d", age(now, t.QueuedAtMs), t.Attempt)
-			seen = "queued for " + *b.agent
-		} else {
-			if t.LeasedTo != *b.agent {
-				continue // sent to the agent, but held by another
-			}
-			line.LeaseID, req.Command.LeaseID = t.LeaseID, t.LeaseID
-			listed = fmt.Sprintf("lease %s, attempt %d, held %s", t.LeaseID, t.Attempt, age(now, t.LeasedAtMs))
-			seen = "lease " + t.LeaseID
-		}
+	for _, it := range items {
+		line := it.line
+		line.Kind, line.TaskID, line.What = kindBulkItem, it.req.TaskID, it.what
 		sum.Listed++
+		switch it.what {
+		case debtLeases:
+			sum.Leases++
+		case debtQueued:
+			sum.Queued++
+		case debtQuestions:
+			sum.Questions++
+		case debtResults:
+			sum.Results++
+		}
 		if *b.dryRun {
 			line.Outcome = "would_repair"
-			emitBulk(e.stdout, asJSON, line, fmt.Sprintf("would %s %s (%s)%s", verbOf(cmd), t.Task.ID, listed, toWhom(cmd)))
+			what := ""
+			if it.what == debtQuestions || it.what == debtResults {
+				what = it.what + " "
+			}
+			emitBulk(e.stdout, asJSON, line, fmt.Sprintf("would %s %s%s (%s)%s", verbOf(cmd), what, it.req.TaskID, it.listed, toWhom(cmd)))
 			continue
 		}
-		out, err := c.Repair(ctx, req)
+		out, err := c.Repair(ctx, it.req)
 		var me *mailbox.Error
 		switch code := mailbox.ErrorCode(err); {
 		case err == nil:
@@ -187,31 +329,67 @@ func bulkRepair(ctx context.Context, e *env, cf *clientFlags, b *bulkFlags, asJS
 		case code == mailbox.CodeConflict && asMailboxError(err, &me):
 			sum.Conflicts++
 			line.Outcome, line.Error = "conflict", me
-			emitBulk(e.stdout, asJSON, line, strings.TrimSuffix(fmt.Sprintf("conflict on %s (%s listed): %s\n%s", t.Task.ID, seen, errorText(err), conflictDetails(err)), "\n"))
+			emitBulk(e.stdout, asJSON, line, strings.TrimSuffix(fmt.Sprintf("conflict on %s (%s listed): %s\n%s", it.req.TaskID, it.seen, errorText(err), conflictDetails(err)), "\n"))
 		case code == mailbox.CodeNotFound && asMailboxError(err, &me):
 			sum.Skipped++
 			line.Outcome, line.Error = "skipped", me
-			emitBulk(e.stdout, asJSON, line, fmt.Sprintf("skipped %s: %s", t.Task.ID, errorText(err)))
+			emitBulk(e.stdout, asJSON, line, fmt.Sprintf("skipped %s: %s", it.req.TaskID, errorText(err)))
 		default:
 			// Not about this task (the daemon unreachable, the token
-			// lacking the right, a move to an agent nobody knows): stop,
-			// saying how far it got.
+			// lacking the right): stop, saying how far it got.
 			return fmt.Errorf("after %d of %d repaired: %w", sum.Repaired, sum.Listed, err)
 		}
 	}
-	noun := b.what("lease(s) held by", "task(s) queued for")
 	if asJSON {
 		if err := json.NewEncoder(e.stdout).Encode(sum); err != nil {
 			return err
 		}
 	} else {
-		printBulkSummary(e.stdout, sum, noun, len(view.Tasks) >= mailbox.MaxLimit)
+		printBulkSummary(e.stdout, sum, kinds, cut)
 	}
 	if sum.Conflicts > 0 {
 		return &lineError{msg: fmt.Sprintf("mailroom %s: %d of %d %s changed since they were listed and were not repaired; look again with mailroom status --agent %s",
-			verbOf(cmd), sum.Conflicts, sum.Listed, b.what("lease(s)", "queued task(s)"), *b.agent)}
+			verbOf(cmd), sum.Conflicts, sum.Listed, listedNoun(kinds), *b.agent)}
 	}
 	return nil
+}
+
+// listedNoun names what a bulk repair of kinds listed.
+func listedNoun(kinds []string) string {
+	if len(kinds) == 1 {
+		switch kinds[0] {
+		case debtLeases:
+			return "lease(s)"
+		case debtQueued:
+			return "queued task(s)"
+		case debtQuestions:
+			return "question(s)"
+		case debtResults:
+			return "result(s)"
+		}
+	}
+	return "task(s)"
+}
+
+// knownAgent refuses (a usage error, exit 2) an agent the mailbox does not
+// know, naming the known agents it is close to; confirm, when not "", is
+// the flag that would confirm a new one.
+func knownAgent(known []mailbox.AgentInfo, flag, agent, confirm string) error {
+	ids := make([]string, 0, len(known))
+	for _, a := range known {
+		if a.Agent == agent {
+			return nil
+		}
+		ids = append(ids, a.Agent)
+	}
+	msg := fmt.Sprintf("%s: got %q, an agent the mailbox does not know (never registered, heard from, or holding tasks)", flag, agent)
+	if close := mailbox.CloseMatches(agent, ids, 5); len(close) > 0 {
+		msg += "; did you mean " + strings.Join(close, ", ")
+	}
+	if confirm != "" {
+		return usagef("%s; expected a known agent, or %s to confirm a new one", msg, confirm)
+	}
+	return usagef("%s; expected a known agent", msg)
 }
 
 func asMailboxError(err error, me **mailbox.Error) bool {
@@ -232,11 +410,25 @@ func emitBulk(w io.Writer, asJSON bool, line bulkLine, text string) {
 	fmt.Fprintln(w, text)
 }
 
-func printBulkSummary(w io.Writer, s bulkSummary, noun string, cut bool) {
+func printBulkSummary(w io.Writer, s bulkSummary, kinds []string, cut bool) {
+	var parts []string
+	for _, k := range kinds {
+		switch k {
+		case debtLeases:
+			parts = append(parts, fmt.Sprintf("%d lease(s) held by %s", s.Leases, s.Agent))
+		case debtQueued:
+			parts = append(parts, fmt.Sprintf("%d task(s) queued for %s", s.Queued, s.Agent))
+		case debtQuestions:
+			parts = append(parts, fmt.Sprintf("%d question(s) waiting on %s's answer", s.Questions, s.Agent))
+		case debtResults:
+			parts = append(parts, fmt.Sprintf("%d result(s) waiting for %s to drain", s.Results, s.Agent))
+		}
+	}
+	what := strings.Join(parts, " and ")
 	if s.DryRun {
-		fmt.Fprintf(w, "dry run: would %s %d %s %s; nothing changed\n", verbOfAction(s.Action), s.Listed, noun, s.Agent)
+		fmt.Fprintf(w, "dry run: would %s %s; nothing changed\n", verbOfAction(s.Action), what)
 	} else {
-		fmt.Fprintf(w, "%s: %d repaired, %d conflicts, %d skipped, of %d %s %s\n", verbOfAction(s.Action), s.Repaired, s.Conflicts, s.Skipped, s.Listed, noun, s.Agent)
+		fmt.Fprintf(w, "%s: %d repaired, %d conflicts, %d skipped, of %s\n", verbOfAction(s.Action), s.Repaired, s.Conflicts, s.Skipped, what)
 	}
 	if cut {
 		fmt.Fprintf(w, "only the %d oldest were listed; run it again for the rest\n", mailbox.MaxLimit)
@@ -251,13 +443,18 @@ func verbOfAction(action string) string {
 		return "force-error"
 	case mailbox.ActionMove, mailbox.ActionCancel:
 		return action
+	case mailbox.ActionHandOver:
+		return "hand-over"
 	}
 	return "requeue"
 }
 
 func toWhom(cmd mailbox.RepairCommand) string {
-	if cmd.Recipient != "" {
+	switch {
+	case cmd.Recipient != "":
 		return " to " + cmd.Recipient
+	case cmd.Sender != "":
+		return " to " + cmd.Sender
 	}
 	return ""
 }

@@ -105,7 +105,7 @@ func TestBulkForceErrorJSON(t *testing.T) {
 		}
 	}
 	var sum bulkSummary
-	if err := json.Unmarshal([]byte(lines[2]), &sum); err != nil || sum != (bulkSummary{Kind: kindBulkRepair, Action: mailbox.ActionForceError, Agent: "dead@x", Listed: 2, Repaired: 2}) {
+	if err := json.Unmarshal([]byte(lines[2]), &sum); err != nil || sum != (bulkSummary{Kind: kindBulkRepair, Action: mailbox.ActionForceError, Agent: "dead@x", Listed: 2, Repaired: 2, Leases: 2}) {
 		t.Errorf("summary = %s (%v)", lines[2], err)
 	}
 	var got []string
@@ -184,34 +184,46 @@ func TestAnOldLeasePrefixReportsTheConflict(t *testing.T) {
 }
 
 // agent list --all says of each agent when it was last seen (its last
-// action, from the log), whether it is live or probably gone, and what it
-// holds.
+// action, from the log; how long ago and when), whether it is live or
+// probably gone, and what it owes: a sender whose result waits undrained
+// is probably gone too once it is not seen.
 func TestAgentListSaysWhoIsProbablyGone(t *testing.T) {
 	addr := startDaemon(t)
 	sendTask(t, addr, "p@x", "w@x", "one")
 	sendTask(t, addr, "p@x", "w@x", "two")
-	leaseTask(t, addr, "w@x")
+	l := leaseTask(t, addr, "w@x")
 	time.Sleep(30 * time.Millisecond)
 
-	out := mustCLI(t, addr, "agent", "list", "--all", "--stale-after", "10ms")
-	wantContains(t, "agent list header", out, "LAST SEEN", "STATE", "QUEUED", "LEASES", "OLDEST LEASE", "WAITING")
-	var w, p string
-	for _, l := range strings.Split(out, "\n") {
-		switch {
-		case strings.HasPrefix(l, "w@x "):
-			w = l
-		case strings.HasPrefix(l, "p@x "):
-			p = l
+	rows := func(out string) (w, p string) {
+		for _, l := range strings.Split(out, "\n") {
+			switch {
+			case strings.HasPrefix(l, "w@x "):
+				w = l
+			case strings.HasPrefix(l, "p@x "):
+				p = l
+			}
 		}
+		return w, p
 	}
-	if !regexp.MustCompile(`^w@x .* ago +probably gone +1 +1 +\d+s +0$`).MatchString(w) {
-		t.Errorf("w@x's row = %q, want last seen, probably gone, 1 queued, 1 lease, its age, 0 waiting", w)
+	out := mustCLI(t, addr, "agent", "list", "--all", "--stale-after", "10ms")
+	wantContains(t, "agent list header", out, "LAST SEEN", "STATE", "QUEUED", "LEASES", "OLDEST LEASE", "QUESTIONS", "UNDRAINED", "WEBHOOK")
+	w, p := rows(out)
+	if !regexp.MustCompile(`^w@x .* ago \(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\) +probably gone +1 +1 +\d+s +0 +0 +-$`).MatchString(w) {
+		t.Errorf("w@x's row = %q, want last seen (ago and when), probably gone, 1 queued, 1 lease, its age, no question, nothing undrained, no webhook", w)
 	}
-	if !regexp.MustCompile(`^p@x .* ago +quiet +0 +0 +- +0$`).MatchString(p) {
-		t.Errorf("p@x's row = %q, want quiet, holding nothing", p)
+	if !regexp.MustCompile(`^p@x .* ago \(.*Z\) +quiet +0 +0 +- +0 +0 +-$`).MatchString(p) {
+		t.Errorf("p@x's row = %q, want quiet, owing nothing", p)
 	}
-	if out := mustCLI(t, addr, "agent", "list", "--all"); !regexp.MustCompile(`(?m)^w@x .* ago +live `).MatchString(out) {
+	if out := mustCLI(t, addr, "agent", "list", "--all"); !regexp.MustCompile(`(?m)^w@x .* ago .* +live `).MatchString(out) {
 		t.Errorf("within the default 5m w@x should be live:\n%s", out)
+	}
+	// w@x answers: now p@x owes a drain, and is probably gone while it
+	// is not seen.
+	mustCLI(t, addr, "result", "post", l.Task.ID, "--status", "ok", "--text", "done", "--lease-id", l.Lease.LeaseID)
+	time.Sleep(30 * time.Millisecond)
+	_, p = rows(mustCLI(t, addr, "agent", "list", "--all", "--stale-after", "10ms"))
+	if !regexp.MustCompile(`^p@x .* ago \(.*Z\) +probably gone +0 +0 +- +0 +1 +-$`).MatchString(p) {
+		t.Errorf("p@x's row = %q, want probably gone, owing one undrained result", p)
 	}
 	wantUsage(t, addr, []string{"agent", "list", "--stale-after", "0s"}, "--stale-after: got 0s, expected a positive duration")
 }

@@ -55,6 +55,26 @@ var argForField = map[string]map[string]string{
 		"command.lease_id": "--lease-id",
 		"command.message":  "--message",
 	},
+	"move": {
+		"task_id":            "TASK_ID",
+		"reason":             "--reason",
+		"command.queued_for": "--queued-for",
+		"command.recipient":  "--to",
+		"command.new_agent":  "--new-agent",
+	},
+	"cancel": {
+		"task_id":            "TASK_ID",
+		"reason":             "--reason",
+		"command.queued_for": "--queued-for",
+		"command.message":    "--message",
+	},
+	"hand-over": {
+		"task_id":           "TASK_ID",
+		"reason":            "--reason",
+		"command.sent_by":   "--sent-by",
+		"command.sender":    "--to",
+		"command.new_agent": "--new-agent",
+	},
 	"retry-stale": {
 		"min_lease_age_ms": "--min-lease-age-ms",
 		"max_attempts":     "--max-attempts",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -125,4 +126,118 @@ func TestAgentRegisterWebhook(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the webhook was never called")
 	}
+}
+
+// A refusing webhook's dead letters in bulk: agent list marks the agent's
+// webhook as failing; push retry --receiver (and --agent, --all-dead)
+// lists them with --dry-run and changes nothing, then retries each, one
+// retried meanwhile by someone else skipped and said so, with a summary;
+// push drop --all-dead drops them. A typo in --agent is refused.
+func TestPushBulkRetryAndDrop(t *testing.T) {
+	var up atomic.Bool
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "refusing", http.StatusServiceUnavailable)
+		}
+	}))
+	defer rcv.Close()
+	d := daemontest.Start(t, daemontest.Options{
+		Config: func(c *config.Config) { c.PushMaxAttempts = 1 },
+		Daemon: []daemon.Option{daemon.WithNotifier(func(o *pushnotify.Options) { o.RetryMin, o.RetryMax = time.Millisecond, 2*time.Millisecond })},
+	})
+	addr := d.Addr()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c, err := client.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := rcv.URL + "/results"
+	mustCLI(t, addr, "agent", "register", "planner@local", "--name", "Planner", "--webhook", hook)
+	for range 3 {
+		sendTask(t, addr, "planner@local", "worker@local", "work")
+		l := leaseTask(t, addr, "worker@local")
+		mustCLI(t, addr, "result", "post", l.Task.ID, "--status", "ok", "--text", "done", "--lease-id", l.Lease.LeaseID)
+	}
+	deadN := func(n int) func(mailbox.PushListing) bool {
+		return func(l mailbox.PushListing) bool {
+			dead := 0
+			for _, x := range l.Notifications {
+				if x.State == mailbox.DeliveryDead {
+					dead++
+				}
+			}
+			return dead == n && len(l.Notifications) == n
+		}
+	}
+	listing := waitDeliveries(t, ctx, c, deadN(3))
+	var ids []string
+	for _, n := range listing.Notifications {
+		ids = append(ids, n.ID)
+	}
+	wantContains(t, "agent list", mustCLI(t, addr, "agent", "list"), "failing: 3 dead, 0 retrying")
+	if a := agentOf(t, c, "planner@local"); a.WebhookDead != 3 || !a.WebhookIsFailing() {
+		t.Fatalf("planner@local = %+v, want its webhook failing with 3 dead letters", a)
+	}
+	// One at a time: the sentence names where it goes.
+	wantContains(t, "push retry", mustCLI(t, addr, "push", "retry", ids[0]), "push notification "+ids[0]+" of task ", " is back in line for planner@local's webhook\n")
+	waitDeliveries(t, ctx, c, deadN(3))
+
+	wantUsage(t, addr, []string{"push", "retry", "--agent", "planer@local"}, `--agent: got "planer@local"`, "did you mean planner@local")
+	wantUsage(t, addr, []string{"push", "retry", ids[0], "--all-dead"}, "give an ID or --all-dead, not both")
+	wantUsage(t, addr, []string{"push", "retry", "--all-dead", "--receiver", hook}, "--receiver and --all-dead: give one of them")
+	wantUsage(t, addr, []string{"push", "retry", ids[0], "--dry-run"}, "--dry-run: only with --receiver, --agent or --all-dead")
+	wantUsage(t, addr, []string{"push", "drop", "--all-dead"}, "--reason")
+
+	for _, sel := range [][]string{{"--receiver", hook}, {"--agent", "planner@local"}, {"--all-dead"}} {
+		out := mustCLI(t, addr, append([]string{"push", "retry", "--dry-run"}, sel...)...)
+		for _, id := range ids {
+			wantContains(t, "dry run", out, "would retry "+id+" (task ")
+		}
+		wantContains(t, "dry run", out, "dry run: would retry 3 of the ")
+	}
+	waitDeliveries(t, ctx, c, deadN(3)) // nothing changed
+
+	// The receiver comes back, and a colleague retries the second dead
+	// letter between the listing and the retries.
+	pushBulkListed = func() {
+		up.Store(true)
+		if _, err := c.RetryNotification(ctx, ids[1], "a colleague got there first"); err != nil {
+			t.Error(err)
+		}
+		waitDeliveries(t, ctx, c, func(l mailbox.PushListing) bool {
+			for _, n := range l.Notifications {
+				if n.ID == ids[1] {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	defer func() { pushBulkListed = nil }()
+	out := mustCLI(t, addr, "push", "retry", "--receiver", hook, "--reason", "the receiver is back")
+	pushBulkListed = nil
+	wantContains(t, "bulk retry", out, "retried "+ids[0]+" (task ", "skipped "+ids[1]+": ", "not in the outbox", "retried "+ids[2],
+		"push retry: 2 retried, 1 skipped (changed since they were listed), of 3 of the dead letters to "+hook+"\n")
+	waitDeliveries(t, ctx, c, func(l mailbox.PushListing) bool { return len(l.Notifications) == 0 })
+	if a := agentOf(t, c, "planner@local"); a.WebhookIsFailing() {
+		t.Fatalf("planner@local = %+v after the retries were delivered", a)
+	}
+
+	// Down again: a new dead letter, dropped with --all-dead.
+	up.Store(false)
+	sendTask(t, addr, "planner@local", "worker@local", "more")
+	l := leaseTask(t, addr, "worker@local")
+	mustCLI(t, addr, "result", "post", l.Task.ID, "--status", "ok", "--text", "done", "--lease-id", l.Lease.LeaseID)
+	last := waitDeliveries(t, ctx, c, deadN(1)).Notifications[0].ID
+	out = mustCLI(t, addr, "push", "drop", "--all-dead", "--reason", "the receiver was retired", "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var item pushBulkLine
+	var sum pushBulkSummary
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &item) != nil || item.ID != last || item.Outcome != "dropped" ||
+		json.Unmarshal([]byte(lines[1]), &sum) != nil || sum.Listed != 1 || sum.Done != 1 || sum.Action != "drop" {
+		t.Fatalf("push drop --all-dead --json = %s", out)
+	}
+	waitDeliveries(t, ctx, c, func(l mailbox.PushListing) bool { return len(l.Notifications) == 0 })
+	wantContains(t, "audit", mustCLI(t, addr, "audit"), "push_dropped", "the receiver was retired", "push_retried", "the receiver is back")
 }

@@ -117,7 +117,7 @@ func TestCancelOfQueuedTasks(t *testing.T) {
 		}
 	}
 	var sum bulkSummary
-	if err := json.Unmarshal([]byte(lines[2]), &sum); err != nil || sum != (bulkSummary{Kind: kindBulkRepair, Action: mailbox.ActionCancel, Agent: "dead@x", Listed: 2, Repaired: 2}) {
+	if err := json.Unmarshal([]byte(lines[2]), &sum); err != nil || sum != (bulkSummary{Kind: kindBulkRepair, Action: mailbox.ActionCancel, Agent: "dead@x", Listed: 2, Repaired: 2, Queued: 2}) {
 		t.Errorf("summary = %s (%v)", lines[2], err)
 	}
 	var res struct {
@@ -167,17 +167,30 @@ func TestMoveAndCancelUsage(t *testing.T) {
 	}
 }
 
-// A move to an agent the mailbox does not know is refused (exit 1),
-// naming the close matches, and changes nothing; --new-agent confirms it.
+// A move to an agent the mailbox does not know is refused (exit 2, naming
+// --to, not the API's field) with the close matches, by a dry run as by
+// the real run, one task or many, and changes nothing; --new-agent
+// confirms it.
 func TestMoveToAnUnknownAgent(t *testing.T) {
 	addr := startDaemon(t)
 	id := sendTask(t, addr, "p@x", "dead@x", "one")
 	mustCLI(t, addr, "lease", "--recipient", "live@x")
-	o := cli(t, addr, "move", "--agent", "dead@x", "--to", "liev@x", "--reason", "r")
-	if o.code != exitFailure {
-		t.Fatalf("exit %d, want 1; stdout %q stderr %q", o.code, o.stdout, o.stderr)
+	for _, args := range [][]string{
+		{"move", "--agent", "dead@x", "--to", "liev@x", "--reason", "r"},
+		{"move", "--agent", "dead@x", "--to", "liev@x", "--reason", "r", "--dry-run"},
+		{"move", id, "--queued-for", "dead@x", "--to", "liev@x", "--reason", "r"},
+		{"requeue", "--agent", "dead@x", "--to", "liev@x", "--reason", "r", "--operator-accepted", "--dry-run"},
+	} {
+		o := cli(t, addr, args...)
+		if o.code != exitUsage || o.stdout != "" {
+			t.Fatalf("%q: exit %d, want 2; stdout %q stderr %q", args, o.code, o.stdout, o.stderr)
+		}
+		wantContains(t, "a move to a typo", o.stderr, "mailroom "+args[0]+": --to: got \"liev@x\", an agent the mailbox does not know", "did you mean live@x",
+			"expected a known agent, or --new-agent to confirm a new one\n")
+		if strings.Contains(o.stderr, "command.") {
+			t.Errorf("%q: the refusal names the API's fields: %s", args, o.stderr)
+		}
 	}
-	wantContains(t, "a move to a typo", o.stderr, "an agent the mailbox does not know", "did you mean live@x")
 	c, err := client.New(addr)
 	if err != nil {
 		t.Fatal(err)

@@ -86,19 +86,27 @@ func runForceError(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "force-error",
 		summary: forceErrorSummary,
-		usage:   "(TASK_ID | --agent AGENT [--stale-after D] [--dry-run]) --reason TEXT --message TEXT [flags]",
+		usage:   "(TASK_ID | --agent AGENT [--questions] [--stale-after D] [--dry-run]) --reason TEXT --message TEXT [flags]",
 		example: "mailroom force-error 6f9619ff-8b86-4d11-b42d-00c04fc964ff --reason 'agent gone' --message 'coder@local stopped responding' --lease-id 0b5c...\n" +
-			"mailroom force-error --agent coder@local --reason 'agent gone' --message 'coder@local stopped responding'   # every lease it holds",
+			"mailroom force-error --agent coder@local --reason 'agent gone' --message 'coder@local stopped responding'   # every lease it holds\n" +
+			"mailroom force-error --agent coder@local --questions --reason 'agent gone' --message 'coder@local will not answer' --dry-run   # its leases, and the questions waiting on its answer",
 	})
 	cf := addClientFlags(fs, e)
 	reason := fs.String("reason", "", "why, for the audit trail (required)")
 	message := fs.String("message", "", "the error message the sender receives (required)")
 	leaseID := fs.String("lease-id", "", "refuse unless this is still the current lease (recommended); a unique prefix of 6+ characters will do")
 	bf := addBulkFlags(fs)
+	questions := fs.Bool("questions", false, "with --agent: also end the questions waiting on AGENT's answer (tasks it sent whose workers asked it something), each guarded by the lease that asked; the error goes to AGENT as their sender (hand them over first with mailroom hand-over to have another agent get it)")
 	asJSON := fs.Bool("json", false, "print the repair outcome as JSON (with --agent: one line of JSON per task, then the summary)")
 	pos, err := bf.parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if *questions {
+		if !bf.bulk() {
+			return usagef("--questions: only with --agent (a task waiting on its sender is force-errored by its TASK_ID alone)")
+		}
+		bf.debts = []string{debtQuestions}
 	}
 	if err := required(fs, "reason", "message"); err != nil {
 		return err
@@ -162,6 +170,12 @@ func printOutcome(w io.Writer, out mailbox.RepairOutcome) {
 		fmt.Fprintf(w, "requeued task %s: %s again%s after %d attempt(s); the next lease is attempt %d\n", out.TaskID, out.State, to, out.Attempt, out.Attempt+1)
 	case mailbox.OutcomeMoved:
 		fmt.Fprintf(w, "moved task %s: %s for %s, in its old place\n", out.TaskID, out.State, out.Recipient)
+	case mailbox.OutcomeHandedOver:
+		what := "its result waits for " + out.Sender + " to drain it"
+		if out.State == mailbox.TaskWaiting {
+			what = "its question waits on " + out.Sender + "'s answer"
+		}
+		fmt.Fprintf(w, "handed task %s over to sender %s: %s\n", out.TaskID, out.Sender, what)
 	case mailbox.OutcomeCanceled:
 		fmt.Fprintf(w, "canceled task %s: %s", out.TaskID, out.State)
 		if out.Result != nil {

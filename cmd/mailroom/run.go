@@ -53,6 +53,7 @@ func commands() []command {
 		{"force-error", forceErrorSummary, runForceError},
 		{"move", moveSummary, runMove},
 		{"cancel", cancelSummary, runCancel},
+		{"hand-over", handOverSummary, runHandOver},
 		{"compact", compactSummary, runCompact},
 		{"log", logSummary, runLog},
 		{"bench", benchSummary, runBench},

@@ -89,6 +89,16 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cancel()
+	if *agent != "" {
+		// A typo shows an empty mailbox otherwise.
+		known, err := c.Agents(ctx)
+		if err != nil {
+			return err
+		}
+		if err := knownAgent(known, "--agent", *agent, ""); err != nil {
+			return err
+		}
+	}
 	counts, role, err := countAll(ctx, c, *staleAfter)
 	if err != nil {
 		return err
