@@ -339,8 +339,9 @@ func (w *Workload) reply(tb testing.TB) (mailbox.Event, bool) {
 	return ev, true
 }
 
-// endWaiting ends a task waiting on its sender without a reply: an
-// operator's forced error, or its sender's cancel.
+// endWaiting ends a task waiting on its sender without a reply (an
+// operator's forced error, or its sender's cancel), or hands it over to
+// the other sender.
 func (w *Workload) endWaiting(tb testing.TB) (mailbox.Event, bool) {
 	tb.Helper()
 	waiting := w.State.WaitingTasks()
@@ -352,7 +353,20 @@ func (w *Workload) endWaiting(tb testing.TB) (mailbox.Event, bool) {
 		ev  mailbox.Event
 		err error
 	)
-	if w.rng.IntN(2) == 0 {
+	switch w.rng.IntN(3) {
+	case 2:
+		// Handed to the other sender (not ended: it waits on that one),
+		// guarded by its sender.
+		to := senders[0]
+		if to == e.Task.Sender {
+			to = senders[1]
+		}
+		ev, err = w.State.DecideRepair(mailbox.RepairRequest{TaskID: e.Task.ID, Reason: e.Task.Sender + " is gone",
+			Command: mailbox.RepairCommand{Action: mailbox.ActionHandOver, SentBy: e.Task.Sender, Sender: to}}, "operator@local", w.nowMs)
+		if mailbox.ErrorCode(err) == mailbox.CodeConflict {
+			return mailbox.Event{}, false // an A2A task, or an idempotent twin from that sender
+		}
+	case 0:
 		// Guarded, or not, by the lease that asked.
 		guard := ""
 		if q, _ := e.Task.Question(); w.rng.IntN(2) == 0 {
@@ -360,7 +374,7 @@ func (w *Workload) endWaiting(tb testing.TB) (mailbox.Event, bool) {
 		}
 		ev, err = w.State.DecideRepair(mailbox.RepairRequest{TaskID: e.Task.ID, Reason: "nobody answers",
 			Command: mailbox.RepairCommand{Action: mailbox.ActionForceError, LeaseID: guard, Message: "the question went unanswered"}}, "operator@local", w.nowMs)
-	} else {
+	default:
 		ev, err = w.State.DecideCancel(e.Task.ID, e.Task.Sender, "answered elsewhere", w.nowMs)
 	}
 	if err != nil {
