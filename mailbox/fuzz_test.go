@@ -63,6 +63,18 @@ func checkInvariants(s *State) error {
 	if s.resultsAll.Len() != len(s.results) {
 		return fmt.Errorf("result heap %d, map %d", s.resultsAll.Len(), len(s.results))
 	}
+	bySender := 0
+	for sender, h := range s.bySender {
+		for _, r := range h.items {
+			if r.Sender != sender || s.results[r.TaskID] != r {
+				return fmt.Errorf("sender heap %s holds result %s of %s wrongly", sender, r.TaskID, r.Sender)
+			}
+			bySender++
+		}
+	}
+	if bySender != len(s.results) {
+		return fmt.Errorf("sender heaps hold %d results, map %d", bySender, len(s.results))
+	}
 	named := map[string]int{}
 	for _, t := range s.tasks {
 		named[t.Task.Sender]++
@@ -83,6 +95,7 @@ func FuzzApply(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 1, 7, 1, 0, 9, 9, 4, 0, 4, 0})
 	f.Add([]byte{0, 0, 1, 0, 8, 0, 3, 0, 9, 0, 1, 0, 8, 0, 9, 0, 1, 0, 2, 0, 3, 0})
 	f.Add([]byte{0, 1, 1, 1, 8, 1, 5, 1, 0, 2, 1, 2, 8, 2, 9, 10, 9, 2, 4, 2})
+	f.Add([]byte{0, 0, 1, 0, 8, 0, 10, 1, 10, 0, 9, 0, 0, 1, 1, 1, 2, 1, 10, 1, 3, 1})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		s := NewState()
 		s.RetainDone, s.ResultCacheMax = 3, 2
@@ -90,7 +103,7 @@ func FuzzApply(f *testing.F) {
 		attempts := map[string]int{}
 		leases := map[string]string{}
 		for i := 0; i+1 < len(ops); i += 2 {
-			op, id := ops[i]%10, ids[int(ops[i+1])%len(ids)]
+			op, id := ops[i]%11, ids[int(ops[i+1])%len(ids)]
 			seq := s.Seq + 1
 			if ops[i+1] >= 200 {
 				seq += uint64(ops[i+1] % 3) // sometimes a gap
@@ -125,6 +138,13 @@ func FuzzApply(f *testing.F) {
 				ev.Type, ev.Turn = EventTaskReplied, &Turn{Role: RoleSender, Agent: "s", Content: []Content{{Type: ContentText, Text: "!"}}}
 				if ops[i+1]&8 != 0 {
 					ev.Turn = nil // a reply without its turn is refused
+				}
+			case 10:
+				// Handed to another sender (sometimes to the one it has,
+				// or from one it does not have: refused).
+				ev.Type, ev.Sender, ev.Agent = EventTaskHandedOver, fmt.Sprint("s", ops[i+1]%3), "s"
+				if rec, ok := s.Task(id); ok && ops[i+1]&16 == 0 {
+					ev.Agent = rec.Task.Sender
 				}
 			}
 			before, _ := json.Marshal(s.Snapshot(0))
