@@ -338,7 +338,11 @@ func (c *Console) openRepair(act actionID) {
 			msg = c.lastRepair.message
 		}
 		d.form.AddInputField("message", msg, fieldWidth, nil, nil)
-		if n[kindLease] == 0 {
+		switch {
+		case n[kindLease] > 0:
+		case n[kindQuestion] > 0:
+			d.form.GetFormItemByLabel("message").(*tview.InputField).SetPlaceholder("(optional) the sender's error; empty: the reason")
+		default:
 			d.form.GetFormItemByLabel("message").(*tview.InputField).SetPlaceholder("(optional) the sender's error; empty: one naming the reason")
 		}
 	}
@@ -382,7 +386,7 @@ func (c *Console) openRepair(act actionID) {
 	d.form.SetFocus(d.form.GetFormItemIndex(focus))
 	c.renderDialogInfo(d)
 	if d.offered != "" {
-		d.message.SetText("[yellow]The reason is your last " + escapeTags(repairKey(d)) + "'s, offered again: edit it if this one has another.[-]")
+		d.message.SetText("[yellow]The reason is offered again from your last " + escapeTags(repairKey(d)) + ": edit it if this one has another.[-]")
 	}
 
 	formRows := 2*d.form.GetFormItemCount() + 1
@@ -1165,6 +1169,8 @@ func (c *Console) submitRepair(d *repairDialog) {
 	} else if msg == "" && (acted[kindLease] > 0 && d.decisionOf(kindLease) == decForceError) {
 		refuse("message", "a message is required: it is the error the sender receives")
 		return
+	} else if msg == "" && acted[kindQuestion] > 0 {
+		msg = reason // the placeholder says so
 	}
 	risk := ""
 	if dd, ok := d.form.GetFormItemByLabel("duplicate risk").(*tview.DropDown); ok {

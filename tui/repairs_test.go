@@ -286,8 +286,8 @@ func TestKeystrokeTargets(t *testing.T) {
 		r.scr.waitFor(t, "the next lease first", func(f frame) bool { return inverted(f, short(m.ids[1])) })
 		r.scr.press(char('R'))
 		f := r.scr.waitForText(t, "Requeue task")
-		if !f.contains("worker-a crashed") {
-			t.Errorf("the last reason is not offered again:\n%s", f)
+		if !f.contains("worker-a crashed") || !f.contains("The reason is offered again from your last requeue of leases") {
+			t.Errorf("the last reason is not offered again, shown as such:\n%s", f)
 		}
 		r.scr.press(enter, enter) // R Enter Enter: three keys
 		r.scr.waitForText(t, "requeued "+short(m.ids[1])+" (attempt 1)")
@@ -295,6 +295,16 @@ func TestKeystrokeTargets(t *testing.T) {
 		if err != nil || len(audit) != 1 || audit[0].Reason != "worker-a crashed" || audit[0].LeaseID != m.leases[1] {
 			t.Errorf("the second repair is recorded as %+v, %v", audit, err)
 		}
+
+		// Another kind of repair is not offered the requeue's reason: a
+		// force error starts empty, and says nothing of it.
+		r.scr.waitFor(t, "the next lease first", func(f frame) bool { return inverted(f, short(m.ids[2])) })
+		r.scr.press(char('E'))
+		f = r.scr.waitForText(t, "Force an error result")
+		if dt := dialogText(f); strings.Contains(dt, "worker-a crashed") || strings.Contains(dt, "offered again") {
+			t.Errorf("a force error is offered the requeue's reason:\n%s", f)
+		}
+		r.scr.press(key(tcell.KeyEscape))
 	})
 
 	t.Run("every stale lease", func(t *testing.T) {

@@ -219,7 +219,7 @@ func (c *Console) showHelp() {
 	put(wait, 2)
 	if canRepair {
 		put("Repairs are guarded: each applies only while the lease you inspected is still current (a queued task: still queued for the agent you saw).", 2)
-		put("A requeue can hand the tasks to another recipient: the dialog's \"to\" field, Shift-Tab from the reason; it completes from the known agents, and a name nobody has heard of needs a second press.", 2)
+		put("A requeue can hand the tasks to another recipient: the dialog's \"to\" field, Shift-Tab from the reason; it completes from the known agents. A name nobody has heard of is refused, naming the close matches; only the dialog's own Create new agent button confirms it.", 2)
 	} else {
 		why := "read-only"
 		if !c.opts.ReadOnly {
@@ -227,7 +227,7 @@ func (c *Console) showHelp() {
 		}
 		put("This console does not repair ("+why+"): repairs are made with mailroom requeue / mailroom force-error, or from a console whose token may.", 2)
 	}
-	put("Agents that hold leases and were not seen for "+c.opts.StaleAfter.String()+" (or not since the daemon started) are probably gone: red, first.", 2)
+	put("Agents that owe anything (leases, queued tasks, questions waiting on their answer, undrained results) and were not seen for "+c.opts.StaleAfter.String()+" (or not since the daemon started) are probably gone: red, first.", 2)
 	remote := "Remote agents (A2A servers the daemon delivers to) never call, so they are never probably gone: their STATUS is the daemon's " +
 		"(remote healthy; remote failing, yellow; " + strconv.Quote(staleMarker) + "remote circuit open, red: no new task leased for it until a probe is answered). " +
 		"The Leases pane's REMOTE column says how each of their leases is delivered (sending, failing and the next try, accepted/polling " +
