@@ -251,3 +251,60 @@ func joinedContains(text string) func(frame) bool {
 		return strings.Contains(b.String(), text)
 	}
 }
+
+// A typo in the debt dialog's "to" moves nothing: reveiwer is refused once
+// with the close match (a bare name matches name@domain), the cursor goes
+// back to "to", and the submitting keys pressed again refuse again; only
+// the dialog's own "Create new agent" button, never focused by it, would
+// confirm a new agent.
+func TestDebtDialogRefusesATypo(t *testing.T) {
+	t.Parallel()
+	m := newDebtMailbox(t)
+	r := m.ready(t, 120, 40)
+	r.scr.press(char('5'))
+	r.scr.waitGone(t, "coder@local")
+	r.scr.press(char('R'))
+	r.scr.waitForText(t, "coder@local owes")
+	r.scr.typeText("reveiwer")
+	r.scr.press(key(tcell.KeyTab))
+	r.scr.typeText("coder died")
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
+	f := r.scr.waitForText(t, "reveiwer is not an agent the mailbox knows")
+	wantContains(t, "the refusal", dialogText(f), "nothing was sent", "Did you mean reviewer@local?", "Create new agent")
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter), key(tcell.KeyEnter)) // to -> reason -> button, pressed
+	r.scr.waitForText(t, "Still: reveiwer is not an agent the mailbox knows")
+	for _, id := range append(append([]string{}, m.leased...), m.queued...) {
+		if e, _ := m.api.entry(id); e.Task.Recipient != "coder@local" {
+			t.Errorf("task %s went to %s after a refused typo", short(id), e.Task.Recipient)
+		}
+	}
+	for _, id := range m.questions {
+		if e, _ := m.api.entry(id); e.Task.Sender != "coder@local" {
+			t.Errorf("question %s was handed to %s after a refused typo", short(id), e.Task.Sender)
+		}
+	}
+	if a := m.owed(t, "coder@local"); a.InFlight != 2 || a.Queued != 3 || a.Waiting != 2 || a.Undrained != 3 {
+		t.Errorf("after the refused typo coder@local owes %+v; want everything it owed", a)
+	}
+}
+
+// The "to" field's placeholder says what is true for each choice: with
+// only leases to requeue it is optional (empty: the same agent); once
+// queued tasks are moved it is required.
+func TestDebtDialogToSaysWhatIsTrue(t *testing.T) {
+	t.Parallel()
+	m := newDebtMailbox(t)
+	r := m.ready(t, 160, 48)
+	r.scr.press(char('5'))
+	r.scr.waitGone(t, "coder@local")
+	r.scr.press(char('R'))
+	r.scr.waitForText(t, "required: the agent that takes the work")
+	// Leave the queued tasks, questions and results: only leases requeued.
+	r.scr.press(key(tcell.KeyBacktab), key(tcell.KeyBacktab), char('l'), key(tcell.KeyEnter)) // results
+	r.scr.press(key(tcell.KeyBacktab), char('l'), key(tcell.KeyEnter))                        // questions
+	r.scr.press(key(tcell.KeyBacktab), char('l'), key(tcell.KeyEnter))                        // queued
+	f := r.scr.waitForText(t, "(optional) empty: requeued for the same agent")
+	if !strings.Contains(dialogText(f), "Requeue 2 ") || strings.Contains(dialogText(f), "move") {
+		t.Errorf("with only leases requeued, the button should count them alone:\n%s", f)
+	}
+}
