@@ -35,7 +35,9 @@ type AgentInfo struct {
 	ResultsError5m int `json:"results_error_5m"`
 	// Undrained counts the finished results waiting for the agent, as
 	// the sender, to drain them (ResultsPending without the questions it
-	// has not drained yet, which Waiting counts).
+	// has not drained yet, which Waiting counts, and without the results
+	// of tasks that came through the A2A edge, which their callers read
+	// by id).
 	Undrained int `json:"undrained,omitempty"`
 	// LastSeenMs is when the agent last called the daemon (send, lease,
 	// result or drain); 0 when it has not since the daemon started. While
@@ -119,10 +121,12 @@ func (s *State) Agents(nowMs int64) []AgentInfo {
 		a.ResultsPending = h.Len()
 		a.Undrained = h.Len()
 	}
-	for id := range s.results {
-		if t, ok := s.tasks[id]; ok && t.State == TaskWaiting {
-			// An undrained question: Waiting counts it.
-			get(s.results[id].Sender).Undrained--
+	for id, r := range s.results {
+		if t, ok := s.tasks[id]; ok && (t.State == TaskWaiting || t.Task.A2A != nil) {
+			// An undrained question (Waiting counts it), or an A2A
+			// task's result, which its caller reads by id, not by
+			// draining: neither is owed as a drain.
+			get(r.Sender).Undrained--
 		}
 	}
 	for _, t := range s.waiting {

@@ -53,7 +53,7 @@ func agentsByHand(s *State, nowMs int64, log []Event) []AgentInfo {
 	}
 	waiting := map[string]bool{}
 	for _, t := range snap.Tasks {
-		waiting[t.Task.ID] = t.State == TaskWaiting
+		waiting[t.Task.ID] = t.State == TaskWaiting || t.Task.A2A != nil // neither is a drain owed
 	}
 	for _, r := range snap.Results {
 		a := get(r.Sender)

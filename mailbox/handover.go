@@ -67,8 +67,11 @@ func (s *State) decideHandOver(req RepairRequest, principal string, nowMs int64)
 			Message: "command.sent_by: cannot hand task " + t.Task.ID + " over as sent by " + c.SentBy + ": its sender is " + t.Task.Sender + " now", Details: d}
 	}
 	if t.Task.A2A != nil {
+		// Not a change since the operator looked: this task is never
+		// handed over (details.field names the task).
+		d.Field = "task_id"
 		return Event{}, &Error{Code: CodeConflict,
-			Message: "cannot hand task " + t.Task.ID + " over to another sender: it came through the A2A edge, and its caller reads it by its id over A2A, not by draining; cancel it or force an error on it instead",
+			Message: "task_id: cannot hand task " + t.Task.ID + " over to another sender: it came through the A2A edge, and its caller reads it by its id over A2A, not by draining; cancel it or force an error on it instead",
 			Details: d}
 	}
 	if c.Sender == t.Task.Sender {

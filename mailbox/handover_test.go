@@ -214,3 +214,33 @@ func TestHandOverTellsTheNewSendersWebhook(t *testing.T) {
 	}
 	b.roundTrip()
 }
+
+// A task that came through the A2A edge is never handed over (its caller
+// reads it by id): refused naming the task, and its result is not a drain
+// its caller owes.
+func TestHandOverRefusesAnA2ATask(t *testing.T) {
+	b := newBox(t)
+	id := b.sendA2A("w")
+	got, l := b.lease("w")
+	if got != id {
+		t.Fatalf("leased %s", got)
+	}
+	if err := b.post(id, l.LeaseID); err != nil {
+		t.Fatal(err)
+	}
+	if a := agentInfo(t, b.s, b.now, "caller@a2a"); a.ResultsPending != 1 || a.Undrained != 0 || a.Owes() != 0 {
+		t.Fatalf("caller@a2a = %+v, want its result pending but not owed as a drain", a)
+	}
+	if got := b.s.Agents(b.now); !reflect.DeepEqual(got, agentsByHand(b.s, b.now, b.log)) {
+		t.Fatalf("agents: %+v\nby hand %+v", got, agentsByHand(b.s, b.now, b.log))
+	}
+	seq := b.s.Seq
+	_, err := b.handOver(id, "caller@a2a", "reviewer")
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeConflict || e.Details.Field != "task_id" || !strings.Contains(e.Message, "it came through the A2A edge") {
+		t.Fatalf("hand over of an A2A task: %v", err)
+	}
+	if b.s.Seq != seq {
+		t.Fatal("the refusal changed the state")
+	}
+}

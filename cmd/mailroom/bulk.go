@@ -236,6 +236,9 @@ func listBulk(ctx context.Context, c bulkClient, b *bulkFlags, kinds []string, r
 				if t.Task.Sender != agent || !ok || now.UnixMilli()-q.AtMs < minAge {
 					continue // another sender's, or not waiting long enough
 				}
+				if cmd.Action == mailbox.ActionHandOver && t.Task.A2A != nil {
+					continue // its A2A caller reads it by id: never handed over
+				}
 				if cmd.Action == mailbox.ActionHandOver {
 					it.line.SentBy, it.req.Command.SentBy = agent, agent
 					it.seen = "sent by " + agent
@@ -330,7 +333,11 @@ func bulkRepair(ctx context.Context, e *env, cf *clientFlags, b *bulkFlags, asJS
 			sum.Conflicts++
 			line.Outcome, line.Error = "conflict", me
 			emitBulk(e.stdout, asJSON, line, strings.TrimSuffix(fmt.Sprintf("conflict on %s (%s listed): %s\n%s", it.req.TaskID, it.seen, errorText(err), conflictDetails(err)), "\n"))
-		case code == mailbox.CodeNotFound && asMailboxError(err, &me):
+		case code == mailbox.CodeNotFound && asMailboxError(err, &me),
+			code == mailbox.CodeConflict && asMailboxError(err, &me) && me.Details != nil && me.Details.Field == "task_id":
+			// Gone since it was listed, or never to be repaired so (an
+			// A2A task's result is not handed over): not a change to
+			// look at again.
 			sum.Skipped++
 			line.Outcome, line.Error = "skipped", me
 			emitBulk(e.stdout, asJSON, line, fmt.Sprintf("skipped %s: %s", it.req.TaskID, errorText(err)))
