@@ -175,6 +175,10 @@ type Engine struct {
 	// pushStatus, when set, says what the notifier knows of its
 	// deliveries (SetPushStatus).
 	pushStatus atomic.Pointer[func() mailbox.PushStatus]
+	// retrying is how many notifications the notifier was retrying when
+	// the agents listing last looked: a change is a webhook starting or
+	// stopping to fail, which the listing shows (webhook_failing).
+	retrying atomic.Int64
 }
 
 var _ mailbox.Service = (*Engine)(nil)

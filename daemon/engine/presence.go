@@ -252,6 +252,25 @@ func (e *Engine) SetRemoteStatus(status func(agent string) *mailbox.RemoteStatus
 	e.presence.changed.Store(true)
 }
 
+// retryingChanged says whether the number of notifications the notifier
+// is retrying changed since it last looked: a webhook's retries are its
+// memory, not events, so the listing's webhook_failing is looked at here.
+func (e *Engine) retryingChanged() bool {
+	f := e.pushStatus.Load()
+	if f == nil {
+		return false
+	}
+	n := int64(0)
+	if st := (*f)(); st.Delivering {
+		for _, at := range st.Attempts {
+			if at.Attempts > 0 {
+				n++
+			}
+		}
+	}
+	return e.retrying.Swap(n) != n
+}
+
 // RemoteStatusChanged tells the engine that what the dispatcher knows
 // changed, so the next agents push carries it.
 func (e *Engine) RemoteStatusChanged() { e.presence.changed.Store(true) }
@@ -291,6 +310,9 @@ func (e *Engine) pushAgents(interval time.Duration, stop <-chan struct{}, done c
 func (e *Engine) pushAgentsNow() bool {
 	now := e.opts.Now().UnixMilli()
 	if e.presence.prune(now) {
+		e.presence.changed.Store(true)
+	}
+	if e.hub.wantsAgents() && e.retryingChanged() {
 		e.presence.changed.Store(true)
 	}
 	if !e.presence.changed.Swap(false) || !e.hub.wantsAgents() {

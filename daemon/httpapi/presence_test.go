@@ -2,10 +2,17 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon"
 	"github.com/mailroom/mailroom/daemon/daemontest"
+	pushnotify "github.com/mailroom/mailroom/daemon/notify"
 	"github.com/mailroom/mailroom/internal/testclock"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -57,4 +64,69 @@ func TestAgentsSeenWhileLongPollWaitsAfterARestart(t *testing.T) {
 	if w := worker(); w.Polling || w.LastSeenMs != ended {
 		t.Fatalf("after its poll worker@local = %+v, want last seen when the poll ended (%d)", w, ended)
 	}
+}
+
+// A webhook being retried is pushed to the consoles' agents listing even
+// though retries are no events: the listing marks the agent's webhook as
+// failing (webhook_failing), and as no longer failing once delivered.
+func TestAgentsListingPushesAFailingWebhook(t *testing.T) {
+	t.Parallel()
+	var up atomic.Bool
+	gate := make(chan struct{}) // holds the first call until the listing without a failure was pushed
+	var calls atomic.Int32
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			<-gate
+		}
+		if !up.Load() {
+			http.Error(w, "refusing", http.StatusServiceUnavailable)
+		}
+	}))
+	defer rcv.Close()
+	defer func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}()
+	d := daemontest.Start(t, daemontest.Options{
+		Config: func(c *config.Config) { c.PushMaxAttempts = 1000 },
+		Daemon: []daemon.Option{daemon.WithNotifier(func(o *pushnotify.Options) { o.RetryMin, o.RetryMax = 5*time.Millisecond, 10*time.Millisecond })},
+	})
+	var reg mailbox.AgentRegisteredResponse
+	call(t, d, "PUT", "/a2a/agents/planner@local", mailbox.AgentCard{Name: "Planner", Webhook: &mailbox.Webhook{URL: rcv.URL + "/results"}}, &reg)
+	ctx := testContext(t)
+	s := openStream(t, ctx, d, "?agents=true", nil)
+	s.nextEvent(t) // the snapshot
+	var out mailbox.TaskQueuedResponse
+	call(t, d, "POST", "/a2a/tasks", mailbox.Task{Sender: "planner@local", Recipient: "worker@local", IntentText: "work"}, &out)
+	l := leaseTask(t, d, "worker@local")
+	call(t, d, "POST", "/a2a/results", mailbox.Result{TaskID: out.TaskID, LeaseID: l.Lease.LeaseID, Status: mailbox.StatusOK}, nil)
+
+	planner := func(want func(mailbox.AgentInfo) bool) {
+		t.Helper()
+		for {
+			b := nextBlock(t, s) // the stream's context bounds the wait
+			if b.event != mailbox.EventAgents {
+				continue
+			}
+			var lst mailbox.AgentsUpdate
+			if err := json.Unmarshal([]byte(b.data), &lst); err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range lst.Agents {
+				if a.Agent == "planner@local" && want(a) {
+					return
+				}
+			}
+		}
+	}
+	// The result is pushed (undrained) while the first call hangs: no
+	// failure yet. Then the call fails and is retried: no event says so.
+	planner(func(a mailbox.AgentInfo) bool { return a.Undrained == 1 && !a.WebhookIsFailing() })
+	close(gate)
+	planner(func(a mailbox.AgentInfo) bool { return a.WebhookFailing == 1 && a.WebhookIsFailing() })
+	up.Store(true)
+	planner(func(a mailbox.AgentInfo) bool { return !a.WebhookIsFailing() })
 }
