@@ -31,3 +31,10 @@ func (c *Client) RetryNotification(ctx context.Context, id, reason string) (mail
 func (c *Client) DropNotification(ctx context.Context, id, reason string) error {
 	return c.do(ctx, http.MethodPost, "/a2a/push/"+url.PathEscape(id)+"/drop", nil, mailbox.PushDropRequest{Reason: reason}, nil, mailbox.KindPushDropped)
 }
+
+// DropDeadNotification removes a push notification only while it is
+// dead-lettered: a conflict error once it was retried (a bulk drop of
+// the dead keeps one retried since it was listed).
+func (c *Client) DropDeadNotification(ctx context.Context, id, reason string) error {
+	return c.do(ctx, http.MethodPost, "/a2a/push/"+url.PathEscape(id)+"/drop", nil, mailbox.PushDropRequest{Reason: reason, DeadOnly: true}, nil, mailbox.KindPushDropped)
+}

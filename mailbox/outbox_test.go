@@ -13,7 +13,7 @@ import (
 func (b *box) dropAll(drops []OutboxDrop) {
 	b.t.Helper()
 	for _, d := range drops {
-		ev, err := b.s.DecidePushDrop(d.ID, OutboxPrincipal, d.Reason, b.now)
+		ev, err := b.s.DecidePushDrop(d.ID, OutboxPrincipal, d.Reason, false, b.now)
 		if err != nil {
 			b.t.Fatalf("drop %s: %v", d.ID, err)
 		}

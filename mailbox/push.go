@@ -330,14 +330,19 @@ func (s *State) DecidePushRetry(id, principal, reason string, nowMs int64) (Even
 }
 
 // DecidePushDrop returns the push_dropped event that removes notification
-// id, pending or dead, on principal's word; the reason is required.
-func (s *State) DecidePushDrop(id, principal, reason string, nowMs int64) (Event, error) {
+// id, pending or dead, on principal's word; the reason is required. With
+// deadOnly it removes it only while it is dead-lettered: a bulk drop of
+// the dead listed it so, and one retried since (pending again) is kept.
+func (s *State) DecidePushDrop(id, principal, reason string, deadOnly bool, nowMs int64) (Event, error) {
 	if err := repairReason(reason, true); err != nil {
 		return Event{}, err
 	}
 	n, err := s.notification(id)
 	if err != nil {
 		return Event{}, err
+	}
+	if deadOnly && !n.Dead {
+		return Event{}, &Error{Code: CodeConflict, Message: "notification " + id + " is not dead-lettered any more (it was retried since, and is pending): dead_only kept it; nothing was changed", Details: &ErrorDetails{Field: "dead_only"}}
 	}
 	return Event{AtMs: nowMs, Type: EventPushDropped, TaskID: n.TaskID, Notification: id, Principal: principal, Reason: reason}, nil
 }

@@ -115,10 +115,14 @@ func TestPushOutboxLife(t *testing.T) {
 	if n, _ := b.s.Notification(ns[1].ID); n.Dead || n.Attempts != 0 || n.LastError != "" {
 		t.Errorf("retried = %+v, want pending again with no attempts", n)
 	}
-	if _, err := b.s.DecidePushDrop(ns[1].ID, "oncall", "  ", b.now); !isCode(err, CodeInvalid) {
+	// A bulk drop of the dead listed it dead; retried since, it is kept.
+	if _, err := b.s.DecidePushDrop(ns[1].ID, "oncall", "receiver retired", true, b.now); !isCode(err, CodeConflict) || !strings.Contains(err.Error(), "not dead-lettered any more") {
+		t.Errorf("a dead-only drop of a retried notification: %v, want a conflict saying it is pending again", err)
+	}
+	if _, err := b.s.DecidePushDrop(ns[1].ID, "oncall", "  ", false, b.now); !isCode(err, CodeInvalid) {
 		t.Errorf("a drop without a reason: %v, want invalid", err)
 	}
-	ev, err = b.s.DecidePushDrop(ns[1].ID, "oncall", "receiver retired", b.now)
+	ev, err = b.s.DecidePushDrop(ns[1].ID, "oncall", "receiver retired", false, b.now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,9 +77,12 @@ type PushDropped struct {
 }
 
 // PushDropRequest is POST /a2a/push/{id}/drop's body (and retry's, whose
-// reason may be empty).
+// reason may be empty). DeadOnly, on a drop, removes the notification
+// only while it is dead-lettered (409 once it was retried): what a bulk
+// drop of the dead sends, so that one retried since it was listed is kept.
 type PushDropRequest struct {
-	Reason string `json:"reason"`
+	Reason   string `json:"reason"`
+	DeadOnly bool   `json:"dead_only,omitempty"`
 }
 
 // Kinds of the outbox's answers.

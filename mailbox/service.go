@@ -163,6 +163,11 @@ type Push interface {
 	// DropNotification removes a notification, pending or dead, with a
 	// reason (audited). Errors: forbidden, not_found, invalid (reason).
 	DropNotification(ctx context.Context, id, reason string) error
+	// DropDeadNotification removes a notification only while it is
+	// dead-lettered, with a reason (audited): a bulk drop of the dead
+	// keeps one retried since it was listed. Errors: as DropNotification,
+	// and conflict (not dead).
+	DropDeadNotification(ctx context.Context, id, reason string) error
 }
 
 // Stream is the change feed and the daemon's health.

@@ -275,7 +275,7 @@ type pushBulkSummary struct {
 // one line each; one retried, delivered or dropped meanwhile is skipped
 // and said so.
 func pushBulk(ctx context.Context, e *env, c *client.Client, sel *pushBulkFlags, action, reason string, asJSON bool) error {
-	what := "every dead letter"
+	what := "dead letters"
 	switch {
 	case *sel.receiver != "":
 		what = "dead letters to " + *sel.receiver
@@ -313,7 +313,9 @@ func pushBulk(ctx context.Context, e *env, c *client.Client, sel *pushBulkFlags,
 		if action == "retry" {
 			_, err = c.RetryNotification(ctx, n.ID, reason)
 		} else {
-			err = c.DropNotification(ctx, n.ID, reason)
+			// Only while it is still dead: one retried since it was
+			// listed is pending again, and kept.
+			err = c.DropDeadNotification(ctx, n.ID, reason)
 		}
 		switch code := mailbox.ErrorCode(err); {
 		case err == nil:

@@ -134,8 +134,16 @@ func TestAgentRegisterWebhook(t *testing.T) {
 // retried meanwhile by someone else skipped and said so, with a summary;
 // push drop --all-dead drops them. A typo in --agent is refused.
 func TestPushBulkRetryAndDrop(t *testing.T) {
-	var up atomic.Bool
+	var up, stall atomic.Bool
+	release := make(chan struct{})
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if stall.Load() {
+			// Holds a notification under way (pending) until released.
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
 		if !up.Load() {
 			http.Error(w, "refusing", http.StatusServiceUnavailable)
 		}
@@ -240,4 +248,38 @@ func TestPushBulkRetryAndDrop(t *testing.T) {
 	}
 	waitDeliveries(t, ctx, c, func(l mailbox.PushListing) bool { return len(l.Notifications) == 0 })
 	wantContains(t, "audit", mustCLI(t, addr, "audit"), "push_dropped", "the receiver was retired", "push_retried", "the receiver is back")
+
+	// Two dead letters; a colleague retries the first between the listing
+	// and the drops, and its new try is under way (pending): the bulk drop
+	// of the dead keeps it (dead_only) and drops the other.
+	for range 2 {
+		sendTask(t, addr, "planner@local", "worker@local", "again")
+		l := leaseTask(t, addr, "worker@local")
+		mustCLI(t, addr, "result", "post", l.Task.ID, "--status", "ok", "--text", "done", "--lease-id", l.Lease.LeaseID)
+	}
+	two := waitDeliveries(t, ctx, c, deadN(2)).Notifications
+	kept, dropped := two[0].ID, two[1].ID
+	pushBulkListed = func() {
+		stall.Store(true)
+		if _, err := c.RetryNotification(ctx, kept, "a colleague retries it"); err != nil {
+			t.Error(err)
+		}
+		waitDeliveries(t, ctx, c, func(l mailbox.PushListing) bool {
+			for _, n := range l.Notifications {
+				if n.ID == kept {
+					return n.State != mailbox.DeliveryDead
+				}
+			}
+			return false
+		})
+	}
+	out = mustCLI(t, addr, "push", "drop", "--all-dead", "--reason", "the receiver was retired")
+	pushBulkListed = nil
+	wantContains(t, "bulk drop around a retry", out, "skipped "+kept+": ", "not dead-lettered any more", "dropped "+dropped+" (task ",
+		"push drop: 1 dropped, 1 skipped (changed since they were listed), of 2 of the dead letters\n")
+	stall.Store(false)
+	close(release)
+	if l := waitDeliveries(t, ctx, c, deadN(1)); l.Notifications[0].ID != kept {
+		t.Fatalf("after the bulk drop the outbox holds %+v, want only %s (retried, failed again)", l.Notifications, kept)
+	}
 }

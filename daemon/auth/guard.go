@@ -316,6 +316,13 @@ func (g guard) DropNotification(ctx context.Context, id, reason string) error {
 	return g.next.DropNotification(ctx, id, reason)
 }
 
+func (g guard) DropDeadNotification(ctx context.Context, id, reason string) error {
+	if ident := IdentityFrom(ctx); !ident.Admin() {
+		return Forbidden(ident, CapAdmin, "drop push notifications")
+	}
+	return g.next.DropDeadNotification(ctx, id, reason)
+}
+
 // checkOwn allows an admin, or the sender of the task. An unknown or
 // malformed id is left to next, so it is a 404 (or a 400) before any
 // capability is looked at.

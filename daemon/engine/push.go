@@ -242,7 +242,7 @@ func (e *Engine) TrimOutbox(ctx context.Context, b mailbox.OutboxBounds, limit i
 		for next < len(drops) {
 			d := drops[next]
 			next++
-			if ev, err := s.DecidePushDrop(d.ID, mailbox.OutboxPrincipal, d.Reason, now); err == nil {
+			if ev, err := s.DecidePushDrop(d.ID, mailbox.OutboxPrincipal, d.Reason, false, now); err == nil {
 				return ev, true, nil
 			}
 		}
@@ -294,9 +294,19 @@ func (e *Engine) RetryNotification(ctx context.Context, id, reason string) (mail
 // DropNotification removes notification id, pending or dead, on the
 // caller's word with a reason (audited).
 func (e *Engine) DropNotification(ctx context.Context, id, reason string) error {
+	return e.dropNotification(ctx, id, reason, false)
+}
+
+// DropDeadNotification removes notification id only while it is
+// dead-lettered (a bulk drop of the dead: one retried since is kept).
+func (e *Engine) DropDeadNotification(ctx context.Context, id, reason string) error {
+	return e.dropNotification(ctx, id, reason, true)
+}
+
+func (e *Engine) dropNotification(ctx context.Context, id, reason string, deadOnly bool) error {
 	principal := mailbox.PrincipalFrom(ctx)
 	_, _, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
-		return must(s.DecidePushDrop(id, principal, reason, now))
+		return must(s.DecidePushDrop(id, principal, reason, deadOnly, now))
 	}, nil)
 	if err == nil {
 		e.log.Info("push notification dropped", "notification", id, "principal", principal, "reason", reason)

@@ -39,6 +39,9 @@ func (a *api) pushRetry(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &req, "a retry request ({\"reason\": ...})"); err != nil {
 		return err
 	}
+	if req.DeadOnly {
+		return mailbox.Invalidf("dead_only", "dead_only: applies to a drop; a retry takes only a dead notification anyway")
+	}
 	n, err := a.svc.RetryNotification(r.Context(), r.PathValue("id"), req.Reason)
 	if err != nil {
 		return err
@@ -56,7 +59,11 @@ func (a *api) pushDrop(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := r.PathValue("id")
-	if err := a.svc.DropNotification(r.Context(), id, req.Reason); err != nil {
+	drop := a.svc.DropNotification
+	if req.DeadOnly {
+		drop = a.svc.DropDeadNotification
+	}
+	if err := drop(r.Context(), id, req.Reason); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, mailbox.PushDropped{Kind: mailbox.KindPushDropped, ID: id})

@@ -30,6 +30,9 @@ func TestPushRoutesAccess(t *testing.T) {
 		if err := a.client(t, who).DropNotification(ctx, "1-1", "gone"); mailbox.ErrorCode(err) != mailbox.CodeForbidden {
 			t.Errorf("%s drops a notification: %v, want forbidden", who, err)
 		}
+		if err := a.client(t, who).DropDeadNotification(ctx, "1-1", "gone"); mailbox.ErrorCode(err) != mailbox.CodeForbidden {
+			t.Errorf("%s drops a dead notification: %v, want forbidden", who, err)
+		}
 	}
 	root := a.client(t, "root")
 	if err := root.DropNotification(ctx, "1-1", ""); mailbox.ErrorCode(err) != mailbox.CodeInvalid || !strings.Contains(err.Error(), "reason") {
@@ -37,6 +40,12 @@ func TestPushRoutesAccess(t *testing.T) {
 	}
 	if err := root.DropNotification(ctx, "1-1", "gone"); mailbox.ErrorCode(err) != mailbox.CodeNotFound {
 		t.Errorf("a drop of a notification the outbox does not hold: %v, want not_found", err)
+	}
+	if err := root.DropDeadNotification(ctx, "1-1", "gone"); mailbox.ErrorCode(err) != mailbox.CodeNotFound {
+		t.Errorf("a dead-only drop of a notification the outbox does not hold: %v, want not_found", err)
+	}
+	if status, body := a.do(t, http.MethodPost, "/a2a/push/1-1/retry", `{"reason":"x","dead_only":true}`, "Bearer "+a.tokens["root"]); status != http.StatusBadRequest || !strings.Contains(body, "dead_only") {
+		t.Errorf("a retry with dead_only = %d %s, want 400 naming dead_only", status, body)
 	}
 	if status, body := a.do(t, http.MethodGet, "/a2a/push?failed=maybe", "", "Bearer "+a.tokens["root"]); status != http.StatusBadRequest || !strings.Contains(body, "failed") {
 		t.Errorf("GET /a2a/push?failed=maybe = %d %s, want 400 naming failed", status, body)
