@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gdamore/tcell/v2"
@@ -83,6 +84,10 @@ const DefaultStaleAfter = 5 * time.Minute
 // events arrive.
 const frameInterval = time.Second / 30
 
+// idleLookInterval is how often the drawing loop looks for changes once
+// nothing changed for a second.
+const idleLookInterval = 100 * time.Millisecond
+
 // repairTimeout bounds one repair request, so a hung daemon cannot leave a
 // dialog waiting forever.
 const repairTimeout = 30 * time.Second
@@ -130,6 +135,17 @@ type Console struct {
 	screen tcell.Screen
 	// stopping is set on the UI goroutine when Run stops the application.
 	stopping bool
+	// drawnSig is the digest of the main page as last drawn, sigMode set
+	// while one is taken (redraw.go); overlay says a page other than the
+	// main one is in front, which is drawn on every change and every
+	// second; wakeMs asks the draw loop for a frame at that moment of
+	// the console's clock (an info flash to clear).
+	drawnSig uint64
+	sigMode  bool
+	overlay  atomic.Bool
+	wakeMs   atomic.Int64
+	// draws counts the frames drawn, changed or not.
+	draws atomic.Uint64
 
 	runCtx context.Context
 	quit   context.CancelFunc
@@ -200,7 +216,15 @@ func (c *Console) layout() {
 		// file was saved, an error): it is shown whole.
 		w, _ := screen.Size()
 		c.main.ResizeItem(c.flashView, max(1, min(3, wrappedRows(c.flashView.GetText(false), w))), 0)
+		front, _ := c.pages.GetFrontPage()
+		c.overlay.Store(front != pageMain)
 		return false
+	})
+	c.app.SetAfterDrawFunc(func(tcell.Screen) {
+		c.draws.Add(1)
+		if !c.overlay.Load() {
+			c.drawnSig = c.screenSig()
+		}
 	})
 	c.pages = tview.NewPages().AddPage(pageMain, c.main, true, true)
 	c.app.SetRoot(c.pages, true)
@@ -222,8 +246,19 @@ func (c *Console) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c.runCtx, c.quit = ctx, cancel
-	if c.opts.Screen != nil {
-		c.app.SetScreen(c.opts.Screen)
+	scr := c.opts.Screen
+	if scr == nil {
+		var err error
+		if scr, err = tcell.NewScreen(); err != nil {
+			return err
+		}
+	}
+	// The application draws through a screen that passes on only the
+	// cells that changed (diffscreen.go).
+	ds := newDiffScreen(scr)
+	c.app.SetScreen(ds)
+	if ds.initErr != nil {
+		return ds.initErr
 	}
 
 	streamDone := make(chan struct{})
@@ -300,19 +335,27 @@ func (c *Console) readStream(ctx context.Context) {
 	}
 }
 
-// drawLoop is the only source of redraws not caused by a key: at most one
-// frame per frameInterval, and only when something changed or, on the
-// console's clock (Options.Now), a second passed: ages tick without events.
-// Rows are copied out of the model here, off the UI goroutine; the UI
-// goroutine only installs them.
+// drawLoop is the only source of redraws not caused by a key. It looks
+// every frameInterval at what changed (cheaply: nothing is drawn to find
+// out) and asks for a frame only when something shown would change
+// (redraw.go): rows or status changed and the screen's digest with them,
+// a shown age crosses its unit on the console's clock (Options.Now), the
+// header's seq or rate moved (at most once a second), or an info flash is
+// due to go. Rows are copied out of the model here, off the UI goroutine;
+// the UI goroutine only installs them.
 func (c *Console) drawLoop(ctx context.Context) {
-	tick := time.NewTicker(frameInterval)
+	tick := time.NewTimer(frameInterval)
 	defer tick.Stop()
+	var lastChange time.Time
 	var (
-		builtVer, drawnConn, drawnGap, drawnHeld, drawnRetry uint64
-		drawnSpark                                           [sparkSeconds]int
-		agedAt, nextBuild                                    time.Time
+		builtVer, drawnConn, drawnGap, drawnHeld, drawnRetry, drawnSeq uint64
+		drawnSpark                                                     [sparkSeconds]int
+		timedAt, nextBuild                                             time.Time
+		points                                                         []int64
+		dueMs                                                          int64
 	)
+	staleMs := c.opts.StaleAfter.Milliseconds()
+	timedAt = c.opts.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -321,23 +364,53 @@ func (c *Console) drawLoop(ctx context.Context) {
 		}
 		// Pacing is real time; what the rows show is the console's clock.
 		now, clock := time.Now(), c.opts.Now()
+		// Looking costs a wake-up: while nothing changes for a second it
+		// looks ten times a second, not thirty (keys draw by themselves).
+		if now.Sub(lastChange) < time.Second {
+			tick.Reset(frameInterval)
+		} else {
+			tick.Reset(idleLookInterval)
+		}
+		nowMs := clock.UnixMilli()
 		st := c.model.status()
-		spark := c.model.eventsPerSecond(clock.UnixMilli())
+		spark := c.model.eventsPerSecond(nowMs)
 		var fresh *rows
 		if st.version != builtVer && !now.Before(nextBuild) {
 			fresh = c.model.rows()
-			cost := time.Since(now)
+			points = timePoints(fresh, staleMs)
 			// A huge state costs milliseconds to copy; build it at most a
 			// quarter of the time so events keep flowing into the model.
-			nextBuild = now.Add(3 * cost)
+			nextBuild = now.Add(3 * time.Since(now))
 			builtVer = fresh.version
+			if next := nextAgeChange(points, nowMs); dueMs == 0 || next != 0 && next < dueMs {
+				dueMs = next
+			}
 		}
-		aged := clock.Sub(agedAt) >= time.Second || clock.Before(agedAt)
-		if fresh == nil && st.connVer == drawnConn && st.gapVer == drawnGap && st.retryVer == drawnRetry && uint64(st.held) == drawnHeld && spark == drawnSpark && !aged {
+		statusChanged := st.connVer != drawnConn || st.gapVer != drawnGap || st.retryVer != drawnRetry || uint64(st.held) != drawnHeld
+		// A clock set back (a test's) starts the time-driven frames over.
+		second := clock.Sub(timedAt) >= time.Second || clock.Before(timedAt)
+		timed := clock.Before(timedAt) || dueMs != 0 && nowMs >= dueMs ||
+			second && (spark != drawnSpark || st.seq != drawnSeq || c.overlay.Load())
+		if w := c.wakeMs.Load(); w != 0 && nowMs >= w && c.wakeMs.CompareAndSwap(w, 0) {
+			timed = true
+		}
+		if fresh == nil && !statusChanged && !timed {
 			continue
 		}
-		drawnConn, drawnGap, drawnRetry, drawnHeld, drawnSpark, agedAt = st.connVer, st.gapVer, st.retryVer, uint64(st.held), spark, clock
-		c.app.QueueUpdateDraw(func() { c.install(fresh, st, spark) })
+		if fresh != nil || statusChanged {
+			lastChange = now
+		}
+		drawnConn, drawnGap, drawnRetry, drawnHeld = st.connVer, st.gapVer, st.retryVer, uint64(st.held)
+		if timed {
+			timedAt, drawnSpark, drawnSeq = clock, spark, st.seq
+			dueMs = nextAgeChange(points, nowMs)
+		}
+		force := statusChanged || timed
+		c.app.QueueUpdate(func() {
+			if c.install(fresh, st, spark, force) {
+				c.app.ForceDraw()
+			}
+		})
 	}
 }
 
@@ -349,8 +422,10 @@ func (c *Console) drawLoop(ctx context.Context) {
 // and after it ends.
 func (c *Console) Retrying(reason string) { c.model.noteRetry(reason) }
 
-// install shows new rows and status; it runs on the UI goroutine.
-func (c *Console) install(fresh *rows, st status, spark [sparkSeconds]int) {
+// install shows new rows and status, and says whether a frame would
+// show anything new: always when force, else when the screen's digest
+// changed. It runs on the UI goroutine.
+func (c *Console) install(fresh *rows, st status, spark [sparkSeconds]int, force bool) bool {
 	if st.gapVer != c.status.gapVer {
 		// A gap can open and close between two frames; say so either way.
 		if st.gap != nil {
@@ -384,12 +459,16 @@ func (c *Console) install(fresh *rows, st status, spark [sparkSeconds]int) {
 		}
 		c.panes[paneAgents].show(c.rows) // and agents that hold them go quiet
 	}
-	if c.flashOK && !c.flashAt.IsZero() && c.opts.Now().Sub(c.flashAt) > 10*time.Second {
+	if c.flashOK && !c.flashAt.IsZero() && c.opts.Now().Sub(c.flashAt) > flashFor {
 		c.flashView.SetText("")
 		c.flashAt = time.Time{}
 	}
 	c.refreshDialog()
 	c.renderTitles()
+	if force || c.overlay.Load() {
+		return true
+	}
+	return c.screenSig() != c.drawnSig
 }
 
 // askWhoAmI asks the daemon whom the token speaks for until it answers (it
@@ -437,7 +516,12 @@ func (c *Console) watchRole(ctx context.Context, sr statusReader) {
 		st, err := sr.Status(rctx)
 		cancel()
 		if err == nil {
-			c.app.QueueUpdateDraw(func() { c.role = st.Store })
+			c.app.QueueUpdate(func() {
+				if (c.role == nil) != (st.Store == nil) || c.role != nil && *c.role != *st.Store {
+					c.role = st.Store
+					c.app.ForceDraw()
+				}
+			})
 		}
 		t := time.NewTimer(roleEvery)
 		select {

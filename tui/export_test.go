@@ -169,7 +169,7 @@ func TestSaveTheAgentsPaneAsShown(t *testing.T) {
 			return f.contains("sort:queued↓") && f.contains("filter:/worker") && !f.contains("planner@local") && agentOrder(f) == "worker-c worker-b worker-a"
 		})
 		var shown []string // the pane's rows, top to bottom: agent, held, queued
-		agentRow := regexp.MustCompile(`[│║](worker-\S+) +(?:probably gone|working|idle) +(?:! )?\S+(?: ago)? +(\d+) +\S+ +(\d+) `)
+		agentRow := regexp.MustCompile(`[│║](worker-\S+) +(?:probably gone|working|idle) +(?:! )?\S+(?: ago)?(?: \([^)]*\))? +(\d+) +\S+ +(\d+) `)
 		for _, l := range f.lines {
 			if m := agentRow.FindStringSubmatch(l); m != nil {
 				shown = append(shown, m[1]+" "+m[2]+" "+m[3])

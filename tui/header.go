@@ -6,6 +6,8 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
+
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // segment is one part of a line that may not fit: its variants, widest
@@ -158,20 +160,36 @@ func (c *Console) headerText(width int) string {
 	}
 	perS := float64(sum(c.spark[len(c.spark)-rateSeconds:])) / rateSeconds
 	rate := fmt.Sprintf("events/s %.1f", perS)
+	spark, seq := c.spark, "seq "+commas(int(st.seq))
+	if c.sigMode {
+		// The digest of what a frame would show leaves out what every
+		// event changes (redraw.go): the same widths, no figures.
+		rate, spark, seq = zeroDigits(rate), [sparkSeconds]int{}, zeroDigits(seq)
+	}
 	bottom := []segment{
 		{prio: 90, variants: []string{"queued " + commas(c.rows.len(paneQueue))}},
 		{prio: 90, variants: []string{"in flight " + commas(c.rows.len(paneLeases)), "leased " + commas(c.rows.len(paneLeases))}},
 		{prio: 100, variants: []string{stale}},
+	}
+	// What an incident starts from, said where it is seen on any terminal:
+	// agents probably gone (5 finds them) and dead letters (7).
+	if n := c.rows.countGone(staleness{nowMs: c.opts.Now().UnixMilli(), afterMs: c.opts.StaleAfter.Milliseconds()}); n > 0 {
+		bottom = append(bottom, segment{prio: 98, variants: []string{"[red::b]gone " + commas(n) + "[-::-]"}})
+	}
+	if n := c.rows.countDead(); n > 0 {
+		bottom = append(bottom, segment{prio: 96, variants: []string{"[red::b]dead letters " + commas(n) + "[-::-]", "[red::b]dead " + commas(n) + "[-::-]"}})
+	}
+	bottom = append(bottom, []segment{
 		waiting,
 		{prio: 80, variants: []string{"results pending " + commas(c.rows.len(paneResults)), "results " + commas(c.rows.len(paneResults))}},
 		{prio: 60, variants: []string{
-			rate + " [aqua]" + sparkline(c.spark[:]) + "[-]",
-			rate + " [aqua]" + sparkline(c.spark[len(c.spark)-30:]) + "[-]",
-			rate + " [aqua]" + sparkline(c.spark[len(c.spark)-15:]) + "[-]",
+			rate + " [aqua]" + sparkline(spark[:]) + "[-]",
+			rate + " [aqua]" + sparkline(spark[len(spark)-30:]) + "[-]",
+			rate + " [aqua]" + sparkline(spark[len(spark)-15:]) + "[-]",
 			rate, "",
 		}},
-		{prio: 50, variants: []string{"seq " + commas(int(st.seq)), ""}},
-	}
+		{prio: 50, variants: []string{seq, ""}},
+	}...)
 	if st.connSeen && (!st.conn.Live || st.gap != nil) {
 		bottom = append(bottom, segment{prio: 95, variants: []string{"[yellow]showing the last state received (stale)[-]", "[yellow](stale)[-]"}})
 	}
@@ -206,4 +224,42 @@ func sum(ns []int) int {
 		t += n
 	}
 	return t
+}
+
+// zeroDigits writes every digit of s as 0: the same width, no figure.
+func zeroDigits(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return '0'
+		}
+		return r
+	}, s)
+}
+
+// countGone counts the agents the Agents pane marks probably gone.
+func (r *rows) countGone(st staleness) int {
+	if r == nil {
+		return 0
+	}
+	n := 0
+	for i := range r.agents {
+		if st.gone(&r.agents[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// countDead counts the dead-lettered push notifications.
+func (r *rows) countDead() int {
+	if r == nil {
+		return 0
+	}
+	n := 0
+	for i := range r.deliveries {
+		if r.deliveries[i].State == mailbox.DeliveryDead {
+			n++
+		}
+	}
+	return n
 }

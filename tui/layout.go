@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"strconv"
+
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
 )
@@ -43,6 +45,8 @@ const (
 type paneStack struct {
 	*tview.Flex
 	c *Console
+	// folded are the panes drawn as their title line alone (foldPanes).
+	folded [paneCount]bool
 }
 
 func (s *paneStack) Draw(screen tcell.Screen) {
@@ -58,26 +62,83 @@ func (s *paneStack) Draw(screen tcell.Screen) {
 	if !deliveries {
 		shares--
 	}
-	for id, p := range s.c.panes {
+	var fixed [paneCount]int
+	var share [paneCount]bool
+	for id := range s.c.panes {
 		switch {
 		case s.c.zoomed && paneID(id) == s.c.focus:
-			s.ResizeItem(p, 0, 1)
+			share[id] = true
 		case s.c.zoomed:
 			// Zoomed (z), the focused pane takes all the room.
-			s.ResizeItem(p, 0, 0)
 		case paneID(id) == paneWaiting && !waiting, paneID(id) == paneDeliveries && !deliveries:
-			s.ResizeItem(p, 0, 0)
 		case paneID(id) != paneAudit && paneID(id) != paneAgents:
-			s.ResizeItem(p, 0, 1)
+			share[id] = true
 		case h >= shares*roomyPaneRows || s.c.focus == paneID(id):
-			s.ResizeItem(p, 0, 1)
+			share[id] = true
 		case paneID(id) == paneAgents || s.c.focus == paneAgents:
 			// Short, the Agents pane is there only while focused (5), and
 			// then the Audit strip gives it its room.
-			s.ResizeItem(p, 0, 0)
 		default:
-			s.ResizeItem(p, auditStripRows, 0)
+			fixed[id] = auditStripRows
+		}
+	}
+	s.folded = foldPanes(h, s.c.focus, &fixed, &share)
+	for id, p := range s.c.panes {
+		if share[id] {
+			s.ResizeItem(p, 0, 1)
+		} else {
+			s.ResizeItem(p, fixed[id], 0)
 		}
 	}
 	s.Flex.Draw(screen)
+	for id, p := range s.c.panes {
+		if s.folded[id] {
+			s.drawFolded(screen, p)
+		}
+	}
+}
+
+// minPaneRows is the height at which a pane shows a row: its border, the
+// column headings and one row.
+const minPaneRows = 4
+
+// foldPanes folds, when the panes shown would share h rows so that one of
+// them shows no row, every pane but the focused one to a line of its own
+// (its title), and gives the focused pane the rest: whatever the panes on
+// screen, the one the keys act on shows its rows. It returns the folded
+// panes, and changes fixed and share to match.
+func foldPanes(h int, focus paneID, fixed *[paneCount]int, share *[paneCount]bool) (folded [paneCount]bool) {
+	rest, n := h, 0
+	for id := range fixed {
+		rest -= fixed[id]
+		if share[id] {
+			n++
+		}
+	}
+	if n == 0 || rest/n >= minPaneRows && (fixed[focus] == 0 || fixed[focus] >= minPaneRows) {
+		return folded
+	}
+	for id := range fixed {
+		if paneID(id) == focus || !share[id] && fixed[id] == 0 {
+			continue
+		}
+		folded[id], share[id], fixed[id] = true, false, 1
+	}
+	share[focus], fixed[focus] = true, 0
+	return folded
+}
+
+// drawFolded draws a folded pane's line: its border's top line with its
+// name and how many rows it has, and nothing of them.
+func (s *paneStack) drawFolded(screen tcell.Screen, p *pane) {
+	x, y, w, _ := p.GetRect()
+	if w < 2 {
+		return
+	}
+	style := tcell.StyleDefault.Foreground(p.GetBorderColor()).Background(tview.Styles.PrimitiveBackgroundColor)
+	for i := x; i < x+w; i++ {
+		screen.SetContent(i, y, tview.Borders.Horizontal, nil, style)
+	}
+	title := " [" + strconv.Itoa(int(p.id())+1) + "] " + p.id().String() + " " + commas(p.content.rows.len(p.id())) + " (folded: " + strconv.Itoa(int(p.id())+1) + " shows them) "
+	tview.Print(screen, escapeTags(title), x+1, y, w-2, tview.AlignCenter, tview.Styles.TitleColor)
 }

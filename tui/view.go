@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
@@ -163,6 +164,9 @@ func (c *Console) renderTitles() {
 	}
 }
 
+// flashFor is how long an info flash stays.
+const flashFor = 10 * time.Second
+
 // flash shows one line of outcome: info in green (cleared after a while),
 // errors in red (kept until the next flash).
 func (c *Console) flash(ok bool, msg string) {
@@ -179,6 +183,10 @@ func (c *Console) flashNote(msg string) { c.flashColored("yellow", true, msg) }
 
 func (c *Console) flashColored(color string, transient bool, msg string) {
 	c.flashAt, c.flashOK = c.opts.Now(), transient
+	if transient {
+		// A frame to clear it when it is due to go (install).
+		c.wakeMs.Store(c.flashAt.Add(flashFor + time.Second).UnixMilli())
+	}
 	text := "[" + color + "]" + escapeTags(oneLine(msg)) + "[-]"
 	c.flashView.SetText(text)
 	if c.pageFlash != nil {
