@@ -27,7 +27,7 @@ var renderers = [paneCount]renderer{
 	paneLeases:     leasesRenderer{},
 	paneResults:    resultsRenderer{},
 	paneAudit:      auditRenderer{},
-	paneAgents:     agentsRenderer{},
+	paneAgents:     agentsSinceRenderer{},
 	paneWaiting:    waitingRenderer{},
 	paneDeliveries: deliveriesRenderer{},
 }

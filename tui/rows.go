@@ -107,9 +107,10 @@ func joinAgents(list []mailbox.AgentInfo, leases, waiting []mailbox.QueueEntry, 
 // ever (the daemon knows its last action from the log, across restarts,
 // and its last call since it started). A remote agent never calls: the
 // daemon calls it, and its state (an open circuit) says what gone says of
-// the others.
+// the others. An agent whose long poll waits is seen (the listing says
+// Polling), however long ago the poll began.
 func (s staleness) gone(a *agentRow) bool {
-	return a.owes() && !isRemote(&a.AgentInfo) && (a.LastSeenMs == 0 || s.nowMs-a.LastSeenMs > s.afterMs)
+	return a.owes() && !isRemote(&a.AgentInfo) && !a.Polling && (a.LastSeenMs == 0 || s.nowMs-a.LastSeenMs > s.afterMs)
 }
 
 // resultRow is a pending result with the task facts the Results pane shows
