@@ -183,3 +183,30 @@ func TestReadOnlyHelpHasNoMarks(t *testing.T) {
 		}
 	}
 }
+
+// An agent whose webhook refuses shows it on its row: the dead letters
+// and the retries, for the Deliveries pane (7).
+func TestAgentRowShowsAFailingWebhook(t *testing.T) {
+	t.Parallel()
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "refusing", http.StatusServiceUnavailable)
+	}))
+	defer rcv.Close()
+	d := daemontest.Start(t, daemontest.Options{
+		Config: func(c *config.Config) { c.PushMaxAttempts = 1 },
+		Daemon: []daemon.Option{daemon.WithNotifier(func(o *notify.Options) { o.RetryMin, o.RetryMax = time.Millisecond, 2*time.Millisecond })},
+	})
+	api := agentAPI{t, newClient(t, d.URL())}
+	if _, err := api.c.RegisterAgent(context.Background(), "planner@local", mailbox.AgentCard{Name: "Planner", Webhook: &mailbox.Webhook{URL: rcv.URL + "/results"}}); err != nil {
+		t.Fatal(err)
+	}
+	id := api.send("worker@local", "work")
+	_, lease := api.lease("worker@local")
+	api.post(id, lease.LeaseID, mailbox.StatusOK, "")
+	r := runConsoleSized(t, api.c, Options{Addr: d.URL()}, 200, 50)
+	r.scr.waitForText(t, "no auth")
+	r.scr.press(char('5'))
+	r.scr.waitFor(t, "planner's failing webhook on its row", func(f frame) bool {
+		return strings.Contains(agentLine(f, "planner@local"), "webhook failing: 1 dead letter(s), 0 being retried (7)")
+	})
+}

@@ -54,6 +54,9 @@ func (agentsRenderer) render(c *paneContent, w *rowWriter, i int) {
 			w.row()[agentsNoteColumn].Color = colorStale
 		}
 	}
+	if a.WebhookIsFailing() && !c.st.gone(a) {
+		w.row()[agentsNoteColumn].Color = colorAging
+	}
 }
 
 // agentsNoteColumn is the NOTE column's place in agentCells.
@@ -146,6 +149,11 @@ func agentCells(a *agentRow, st staleness) [10]string {
 		if a.LastSeenMs == 0 {
 			note = what + " and has never been seen"
 		}
+	}
+	if a.WebhookIsFailing() {
+		// Its webhook refuses: the Deliveries pane (7) retries or drops
+		// what it holds.
+		note = joinNote(note, fmt.Sprintf("webhook failing: %d dead letter(s), %d being retried (7)", a.WebhookDead, a.WebhookFailing))
 	}
 	return [10]string{a.Agent, status, seen, strconv.Itoa(a.held), oldest, strconv.Itoa(a.Queued), strconv.Itoa(a.ResultsPending), waiting,
 		strconv.Itoa(a.ResultsOK5m) + "/" + strconv.Itoa(a.ResultsError5m), note}

@@ -1193,7 +1193,12 @@ func (c *Console) submitRepair(d *repairDialog) {
 		}
 	}
 	handEnded := d.endsAndHands()
-	decide := d.decisionOf
+	// The choices as pressed: the goroutine below reads no widget.
+	var decided [kindCount]decision
+	for k := range kindCount {
+		decided[k] = d.decisionOf(k)
+	}
+	decide := func(k debtKind) decision { return decided[k] }
 	agent := d.agent
 	ctx := c.runCtx
 	c.bg.spawn(func() {
