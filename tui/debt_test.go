@@ -104,6 +104,9 @@ func TestADeadAgentsWholeDebtInEightKeys(t *testing.T) {
 		f := r.scr.waitForText(t, "coder@local owes 2 leases, 3 queued tasks, 2 questions, 3 results")
 		wantContains(t, "the debt dialog", dialogText(f), "2 leases", "3 queued tasks", "2 questions", "3 results",
 			"Requeue 2, move 3, hand over 5", "required: the agent that takes the work")
+		if strings.Contains(dialogText(f), "you marked") {
+			t.Errorf("the agent's dialog speaks of marks with nothing marked:\n%s", f)
+		}
 		if h >= 40 {
 			wantContains(t, "the debt dialog", dialogText(f),
 				"2 leases it holds", "3 tasks for it", "2 questions waiting on its answer", "3 results waiting for it to drain")

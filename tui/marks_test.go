@@ -11,6 +11,7 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 
+	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
 	"github.com/mailroom/mailroom/daemon/daemontest"
@@ -82,15 +83,16 @@ func TestChangedTaskDialogSaysItsWorkerLeasedIt(t *testing.T) {
 // retried by a colleague while the console is paused; R retries the
 // marked ones with one reason, skips the one that changed since it was
 // marked and says so.
-func TestDeadLettersRetriedInBulkAroundOneRetriedMeanwhile(t *testing.T) {
-	t.Parallel()
-	var up atomic.Bool
+// deadLetters starts a daemon whose webhook receiver refuses until up is
+// set, with three dead letters (three A2A tasks, each with a push config).
+func deadLetters(t *testing.T, up *atomic.Bool) (*client.Client, string, []mailbox.NotificationStatus) {
+	t.Helper()
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !up.Load() {
 			http.Error(w, "receiver down", http.StatusBadGateway)
 		}
 	}))
-	defer rcv.Close()
+	t.Cleanup(rcv.Close)
 	d := daemontest.Start(t, daemontest.Options{
 		Config: func(c *config.Config) { c.PushMaxAttempts = 2 },
 		Daemon: []daemon.Option{daemon.WithNotifier(func(o *notify.Options) { o.RetryMin, o.RetryMax = time.Millisecond, 2*time.Millisecond })},
@@ -123,6 +125,14 @@ func TestDeadLettersRetriedInBulkAroundOneRetriedMeanwhile(t *testing.T) {
 		}
 		return len(dead) == 3
 	})
+	return c, rcv.URL, dead
+}
+
+func TestDeadLettersRetriedInBulkAroundOneRetriedMeanwhile(t *testing.T) {
+	t.Parallel()
+	var up atomic.Bool
+	c, rcvURL, dead := deadLetters(t, &up)
+	ctx := context.Background()
 
 	r := runConsole(t, c, Options{})
 	r.scr.waitForText(t, "no auth")
@@ -143,7 +153,7 @@ func TestDeadLettersRetriedInBulkAroundOneRetriedMeanwhile(t *testing.T) {
 
 	r.scr.press(char('R'))
 	f = r.scr.waitForText(t, "Retry 3 push notifications")
-	wantContains(t, "the dialog", dialogText(f), "Retry 3 now", rcv.URL+"/hook (3)")
+	wantContains(t, "the dialog", dialogText(f), "Retry 3 now", rcvURL+"/hook (3)")
 	r.scr.typeText("receiver is back")
 	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
 	f = r.scr.waitForText(t, "2 done, 1 skipped: they had changed")
@@ -209,4 +219,28 @@ func TestAgentRowShowsAFailingWebhook(t *testing.T) {
 	r.scr.waitFor(t, "planner's failing webhook on its row", func(f frame) bool {
 		return strings.Contains(agentLine(f, "planner@local"), "webhook failing: 1 dead letter(s), 0 being retried (7)")
 	})
+}
+
+// D drops the marked notifications with one reason, and only those.
+func TestMarkedDeadLettersDropped(t *testing.T) {
+	t.Parallel()
+	var up atomic.Bool
+	c, _, dead := deadLetters(t, &up)
+	r := runConsole(t, c, Options{})
+	r.scr.waitForText(t, "no auth")
+	r.scr.press(char('7'))
+	r.scr.waitForText(t, "[7] Deliveries 1-3 of 3")
+	r.scr.press(char(' '), char('j'), char(' '))
+	r.scr.waitForText(t, "✓2 marked")
+	r.scr.press(char('D'))
+	f := r.scr.waitForText(t, "Drop 2 push notifications")
+	wantContains(t, "the dialog", dialogText(f), "Drop 2", "never delivered")
+	r.scr.typeText("receiver retired")
+	r.scr.press(key(tcell.KeyEnter), key(tcell.KeyEnter))
+	r.scr.waitForText(t, "dropped 2 notifications")
+	r.scr.waitForText(t, "[7] Deliveries 1 of 1")
+	list, err := c.Deliveries(context.Background(), false)
+	if err != nil || len(list.Notifications) != 1 || list.Notifications[0].ID != dead[2].ID {
+		t.Errorf("after the drop the outbox holds %+v, %v; want only %s", list.Notifications, err, dead[2].ID)
+	}
 }
