@@ -135,7 +135,7 @@ func (m *model) applyLocked(ev mailbox.Event) {
 	}
 	switch ev.Type {
 	case mailbox.EventSnapshot, mailbox.EventTaskRequeued, mailbox.EventTaskForceErrored, mailbox.EventTaskCanceled, mailbox.EventLimitsSet,
-		mailbox.EventTaskMoved, mailbox.EventTaskWithdrawn,
+		mailbox.EventTaskMoved, mailbox.EventTaskWithdrawn, mailbox.EventTaskHandedOver,
 		mailbox.EventPushRetried, mailbox.EventPushDropped:
 		m.auditVer++ // a limits_set may have trimmed the trail
 	}
