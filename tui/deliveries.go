@@ -9,6 +9,7 @@ import (
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
 
+	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -224,9 +225,15 @@ func (c *Console) pushRepairs(ctx context.Context, act actionID, ns []mailbox.No
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, repairTimeout)
-		if act == actPushRetry {
+		dd, deadOnly := c.backend.(deadDropper)
+		switch {
+		case act == actPushRetry:
 			_, err = c.backend.RetryNotification(rctx, n.ID, reason)
-		} else {
+		case n.State == mailbox.DeliveryDead && deadOnly:
+			// Guarded by the daemon too: refused once it was retried,
+			// between the read above and this drop.
+			err = dd.DropDeadNotification(rctx, n.ID, reason)
+		default:
 			err = c.backend.DropNotification(rctx, n.ID, reason)
 		}
 		cancel()
@@ -243,6 +250,14 @@ func (c *Console) pushRepairs(ctx context.Context, act actionID, ns []mailbox.No
 	}
 	return out
 }
+
+// deadDropper is a backend that drops a notification only while it is
+// dead-lettered (*client.Client is one).
+type deadDropper interface {
+	DropDeadNotification(ctx context.Context, id, reason string) error
+}
+
+var _ deadDropper = (*client.Client)(nil)
 
 // showPushOutcome lists the notifications a retry or drop of several
 // skipped because they had changed.
