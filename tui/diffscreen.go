@@ -28,6 +28,8 @@ type diffScreen struct {
 	cursor, cursorShown [2]int
 	// shows counts the frames given to the terminal.
 	shows uint64
+	// widths are the widths of the characters past 0x1100 drawn so far.
+	widths map[rune]int
 	// initErr is what Init said: tview's SetScreen, which calls it, does
 	// not.
 	initErr error
@@ -111,7 +113,7 @@ func (d *diffScreen) Put(x, y int, str string, style tcell.Style) (string, int) 
 	}
 	r, n := utf8.DecodeRuneInString(str)
 	d.SetContent(x, y, r, nil, style)
-	return str[n:], cellWidth(r)
+	return str[n:], d.width(r)
 }
 
 func (d *diffScreen) PutStr(x, y int, str string) {
@@ -132,7 +134,7 @@ func (d *diffScreen) Get(x, y int) (string, tcell.Style, int) {
 		return " ", tcell.StyleDefault, 1
 	}
 	s := string(c.r) + c.comb
-	return s, c.style, cellWidth(c.r)
+	return s, c.style, d.width(c.r)
 }
 
 func (d *diffScreen) GetContent(x, y int) (rune, []rune, tcell.Style, int) {
@@ -144,15 +146,25 @@ func (d *diffScreen) GetContent(x, y int) (rune, []rune, tcell.Style, int) {
 	if c.comb != "" {
 		comb = []rune(c.comb)
 	}
-	return c.r, comb, c.style, cellWidth(c.r)
+	return c.r, comb, c.style, d.width(c.r)
 }
 
-// cellWidth is how many columns r takes: two for a wide character.
-func cellWidth(r rune) int {
+// width is how many columns r takes: two for a wide character. The
+// widths of the characters past ASCII's neighbours (borders, the
+// sparkline, …) are remembered: Show asks for every cell of every frame.
+func (d *diffScreen) width(r rune) int {
 	if r < 0x1100 {
 		return 1
 	}
-	return max(1, tview.TaggedStringWidth(string(r)))
+	w, ok := d.widths[r]
+	if !ok {
+		if d.widths == nil {
+			d.widths = map[rune]int{}
+		}
+		w = max(1, tview.TaggedStringWidth(string(r)))
+		d.widths[r] = w
+	}
+	return w
 }
 
 func (d *diffScreen) ShowCursor(x, y int) {
@@ -183,11 +195,11 @@ func (d *diffScreen) Show() {
 				d.Screen.SetContent(x, y, c.r, comb, c.style)
 				d.shown[i] = c
 				changed = true
-				if cellWidth(c.r) > 1 && x+1 < d.w {
+				if d.width(c.r) > 1 && x+1 < d.w {
 					d.shown[i+1] = dcell{covered: true}
 				}
 			}
-			if cellWidth(c.r) > 1 {
+			if d.width(c.r) > 1 {
 				x++
 			}
 		}
