@@ -183,8 +183,13 @@ func defaultRegistry() registry {
 		{id: actMarkRange, keys: []keySpec{{key: tcell.KeyCtrlSpace}, ctrlRune(' ')}, label: "Ctrl-Space", desc: "mark the rows from the last one marked to the selected one", forRepairs: true, needs: repairCaps, panes: inMarks},
 		{id: actMarkAll, keys: []keySpec{runeKey('*')}, label: "*", desc: "mark every row the pane shows (again: unmark them)", forRepairs: true, needs: repairCaps, panes: inMarks},
 		{id: actClearMarks, keys: []keySpec{{key: tcell.KeyCtrlBackslash}}, label: "Ctrl-\\", desc: "clear every mark", forRepairs: true, needs: repairCaps, panes: inMarks},
-		{id: actRequeue, keys: []keySpec{runeKey('R')}, short: "requeue", hint: 90, label: "R", desc: "requeue the marked leases or the selected one; on Agents all the agent owes, to another agent",
-			dangerous: true, needs: []string{capAdmin, capRequeue}, panes: inLeases | inAgents},
+		{id: actRequeue, keys: []keySpec{runeKey('R')}, short: "requeue", hint: 90, label: "R", desc: "requeue the marked leases or the selected one",
+			dangerous: true, needs: []string{capAdmin, capRequeue}, panes: inLeases},
+		// On Agents, R and E open one dialog for everything the agent owes
+		// (leases, queued tasks, questions, undrained results): R with its
+		// work handed to another agent, E with its leases ended.
+		{id: actRequeue, keys: []keySpec{runeKey('R')}, short: "settle all it owes", hint: 90, label: "R", desc: "settle all the agent owes in one dialog, its work handed to another agent",
+			dangerous: true, needs: []string{capAdmin, capRequeue}, panes: inAgents},
 		{id: actMoveQueued, keys: []keySpec{runeKey('R')}, short: "move", hint: 90, label: "R", desc: "move the marked queued tasks (or the selected one) to another recipient",
 			dangerous: true, needs: []string{capAdmin, capRequeue}, panes: inQueue},
 		{id: actCancelQueued, keys: []keySpec{runeKey('E')}, short: "cancel", hint: 85, label: "E", desc: "cancel the marked queued tasks (or the selected one): each sender gets an error",
@@ -192,8 +197,10 @@ func defaultRegistry() registry {
 		// Not offered on the Waiting pane (no hint), but an operator used to
 		// R on a stuck task is told why nothing happens, and what would.
 		{id: actRequeueWaiting, keys: []keySpec{runeKey('R')}, label: "R", desc: "says why R does nothing to a waiting task: only its sender's reply (or E) ends the wait", panes: inWaiting},
-		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", hint: 85, label: "E", desc: "force an error on the marked leases or the selected one; on Waiting the questions; on Agents all it owes",
-			dangerous: true, needs: []string{capAdmin, capForceError}, panes: inLeases | inAgents | inWaiting},
+		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "force error", hint: 85, label: "E", desc: "force an error on the marked leases or the selected one; on Waiting the marked questions or the selected one",
+			dangerous: true, needs: []string{capAdmin, capForceError}, panes: inLeases | inWaiting},
+		{id: actForceError, keys: []keySpec{runeKey('E')}, short: "end all it owes", hint: 85, label: "E", desc: "settle all the agent owes in one dialog, its leases and questions ended",
+			dangerous: true, needs: []string{capAdmin, capForceError}, panes: inAgents},
 		{id: actPushRetry, keys: []keySpec{runeKey('R')}, short: "retry", hint: 90, label: "R", desc: "retry the marked dead-lettered notifications, or the selected one, now (audited)",
 			dangerous: true, needs: []string{capAdmin}, panes: inDeliveries},
 		{id: actPushDrop, keys: []keySpec{runeKey('D')}, short: "drop", hint: 85, label: "D", desc: "drop the marked notifications, or the selected one, pending or dead, with a reason (audited)",

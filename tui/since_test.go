@@ -51,7 +51,9 @@ func TestFormatSince(t *testing.T) {
 
 // An agent whose long poll waits is seen, however long ago the poll
 // began: its SEEN says so, and it is not probably gone while it holds a
-// lease older than the stale limit.
+// lease older than the stale limit. The daemon has just restarted, as in
+// an incident: the worker's last action is ten minutes old, and the long
+// poll it makes now is what shows it alive.
 func TestAnAgentInALongPollIsSeen(t *testing.T) {
 	t.Parallel()
 	clk := testclock.New(time.Now())
@@ -60,6 +62,7 @@ func TestAnAgentInALongPollIsSeen(t *testing.T) {
 	api.send("worker-a@local", "migrate the schemas")
 	api.lease("worker-a@local")
 	clk.Advance(10 * time.Minute)
+	d.Restart()
 	r := runConsoleSized(t, api.c, Options{Addr: d.URL(), Now: clk.Now}, 200, 50)
 	r.scr.waitForText(t, "● live")
 	r.scr.press(char('5'))
