@@ -122,26 +122,7 @@ func TestRequeueToAnotherRecipient(t *testing.T) {
 		"router":        {auth.CapRequeue, auth.CapForceError, "a2a.send.coder2@local"},
 		"reader":        {auth.CapRead},
 	}
-	var cfg []auth.Token
-	for p, caps := range tokens {
-		cfg = append(cfg, auth.Token{Principal: p, Token: "t-" + p, Caps: caps})
-	}
-	d := daemontest.Start(t, daemontest.Options{Tokens: cfg})
-	as := func(p string) map[string]string { return map[string]string{"Authorization": "Bearer t-" + p} }
-	do := func(p, method, path, body string, out any) reply {
-		t.Helper()
-		ctype := ""
-		if body != "" {
-			ctype = "application/json"
-		}
-		r := request(t, d, method, path, ctype, body, as(p))
-		if out != nil && r.status == http.StatusOK {
-			if err := json.Unmarshal(r.body, out); err != nil {
-				t.Fatalf("%s %s: %s: %v", method, path, r.body, err)
-			}
-		}
-		return r
-	}
+	_, do := asTokens(t, tokens)
 	var sent mailbox.TaskQueuedResponse
 	do("planner@local", "POST", "/a2a/tasks", `{"sender":"planner@local","recipient":"coder@local","intent_text":"fix it"}`, &sent)
 	var leased mailbox.TaskOptResponse

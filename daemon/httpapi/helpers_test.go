@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -119,4 +120,31 @@ func leaseTask(t *testing.T, d *daemontest.Daemon, recipient string) mailbox.Tas
 
 func task(from, to, intent string) mailbox.Task {
 	return mailbox.Task{Sender: from, Recipient: to, IntentText: intent}
+}
+
+// asTokens starts a daemon whose tokens are "t-"+principal with the given
+// capabilities, and returns it with do: a raw request as principal p,
+// whose 200 answer is decoded into out (when not nil).
+func asTokens(t *testing.T, tokens map[string][]string) (*daemontest.Daemon, func(p, method, path, body string, out any) reply) {
+	t.Helper()
+	var cfg []auth.Token
+	for p, caps := range tokens {
+		cfg = append(cfg, auth.Token{Principal: p, Token: "t-" + p, Caps: caps})
+	}
+	d := daemontest.Start(t, daemontest.Options{Tokens: cfg})
+	do := func(p, method, path, body string, out any) reply {
+		t.Helper()
+		ctype := ""
+		if body != "" {
+			ctype = "application/json"
+		}
+		r := request(t, d, method, path, ctype, body, map[string]string{"Authorization": "Bearer t-" + p})
+		if out != nil && r.status == http.StatusOK {
+			if err := json.Unmarshal(r.body, out); err != nil {
+				t.Fatalf("%s %s: %s: %v", method, path, r.body, err)
+			}
+		}
+		return r
+	}
+	return d, do
 }

@@ -2,12 +2,10 @@ package httpapi_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/auth"
-	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -27,25 +25,7 @@ func TestMoveAndCancelQueuedTasks(t *testing.T) {
 		"reader":        {auth.CapRead},
 		"root":          {auth.CapAdmin},
 	}
-	var cfg []auth.Token
-	for p, caps := range tokens {
-		cfg = append(cfg, auth.Token{Principal: p, Token: "t-" + p, Caps: caps})
-	}
-	d := daemontest.Start(t, daemontest.Options{Tokens: cfg})
-	do := func(p, method, path, body string, out any) reply {
-		t.Helper()
-		ctype := ""
-		if body != "" {
-			ctype = "application/json"
-		}
-		r := request(t, d, method, path, ctype, body, map[string]string{"Authorization": "Bearer t-" + p})
-		if out != nil && r.status == http.StatusOK {
-			if err := json.Unmarshal(r.body, out); err != nil {
-				t.Fatalf("%s %s: %s: %v", method, path, r.body, err)
-			}
-		}
-		return r
-	}
+	d, do := asTokens(t, tokens)
 	send := func(to, intent string) string {
 		t.Helper()
 		var sent mailbox.TaskQueuedResponse
