@@ -269,21 +269,7 @@ func (c *Console) showPushOutcome(act actionID, out pushOutcome) {
 		fmt.Fprintf(&b, "notification %s (task %s, %s): you saw it %s.\n  It is %s.\n", sk.n.ID, mailbox.ShortID(sk.n.TaskID), sk.n.Event, sk.n.State, sk.now)
 	}
 	b.WriteString("\nThe Deliveries pane shows the current state.")
-	text := tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true).SetText(escapeTags(b.String()))
-	closePage := func() {
-		c.pages.RemovePage(pageOutcome)
-		c.focusPane(c.focus)
-	}
-	ok := tview.NewForm().AddButton("OK", closePage)
-	ok.SetCancelFunc(closePage)
-	ok.SetBorderPadding(0, 0, 1, 1)
-	box := tview.NewFlex().SetDirection(tview.FlexRow).AddItem(text, 0, 1, false).AddItem(ok, 1, 0, true)
-	box.SetBorder(true).SetTitle(fmt.Sprintf(" %d done, %d skipped: they had changed ", out.done, len(out.skipped))).SetBorderColor(tcell.ColorRed)
-	c.pages.AddPage(pageOutcome, &modal{Primitive: box, size: func(sw, sh int) (int, int) {
-		w := min(dialogWidth, sw)
-		return w, min(sh, 3+wrappedRows(text.GetText(false), w-2)+1)
-	}}, true, true)
-	c.app.SetFocus(ok)
+	c.showRefusals(b.String(), fmt.Sprintf(" %d done, %d skipped: they had changed ", out.done, len(out.skipped)))
 	c.flash(false, out.summary(act))
 }
 

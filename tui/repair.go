@@ -1503,15 +1503,6 @@ func (c *Console) showOutcome(d *repairDialog, total int) {
 		}
 	}
 	b.WriteString("\nThe panes show the current state.")
-	text := tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true).SetText(escapeTags(b.String()))
-	closePage := func() {
-		c.pages.RemovePage(pageOutcome)
-		c.focusPane(c.focus)
-	}
-	ok := tview.NewForm().AddButton("OK", closePage)
-	ok.SetCancelFunc(closePage)
-	ok.SetBorderPadding(0, 0, 1, 1)
-	box := tview.NewFlex().SetDirection(tview.FlexRow).AddItem(text, 0, 1, false).AddItem(ok, 1, 0, true)
 	what := "the lease"
 	if k := d.conflicts[0].target.what(); k == kindQueued || k == kindResult {
 		what = "the task"
@@ -1523,12 +1514,7 @@ func (c *Console) showOutcome(d *repairDialog, total int) {
 	if total > 1 {
 		title = fmt.Sprintf(" %d repaired, %d refused: %s had changed ", d.total(), len(d.conflicts), what)
 	}
-	box.SetBorder(true).SetTitle(title).SetBorderColor(tcell.ColorRed)
-	c.pages.AddPage(pageOutcome, &modal{Primitive: box, size: func(sw, sh int) (int, int) {
-		w := min(dialogWidth, sw)
-		return w, min(sh, 3+wrappedRows(text.GetText(false), w-2)+1)
-	}}, true, true)
-	c.app.SetFocus(ok)
+	c.showRefusals(b.String(), title)
 	c.flash(false, fmt.Sprintf("%d of %d repairs refused: %s had changed", len(d.conflicts), total, what))
 }
 
@@ -1576,4 +1562,24 @@ func (c *Console) refuseRequeueWaiting() {
 	e := &c.rows.waiting[i]
 	c.flash(false, fmt.Sprintf("cannot requeue task %s: it waits on %s to answer its worker's question (%s); the reply queues it again%s",
 		mailbox.ShortID(e.Task.ID), e.Task.Sender, questionOf(&e.Task).Status, orE))
+}
+
+// showRefusals shows what a repair left alone because it had changed: the
+// text, an OK that closes it, under a red title; the panes show the rest.
+func (c *Console) showRefusals(body, title string) {
+	text := tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true).SetText(escapeTags(body))
+	closePage := func() {
+		c.pages.RemovePage(pageOutcome)
+		c.focusPane(c.focus)
+	}
+	ok := tview.NewForm().AddButton("OK", closePage)
+	ok.SetCancelFunc(closePage)
+	ok.SetBorderPadding(0, 0, 1, 1)
+	box := tview.NewFlex().SetDirection(tview.FlexRow).AddItem(text, 0, 1, false).AddItem(ok, 1, 0, true)
+	box.SetBorder(true).SetTitle(title).SetBorderColor(tcell.ColorRed)
+	c.pages.AddPage(pageOutcome, &modal{Primitive: box, size: func(sw, sh int) (int, int) {
+		w := min(dialogWidth, sw)
+		return w, min(sh, 3+wrappedRows(text.GetText(false), w-2)+1)
+	}}, true, true)
+	c.app.SetFocus(ok)
 }
