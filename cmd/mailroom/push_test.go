@@ -28,23 +28,13 @@ func TestPushVerbs(t *testing.T) {
 		}
 	}))
 	defer rcv.Close()
-	d := daemontest.Start(t, daemontest.Options{
-		Config: func(c *config.Config) { c.PushMaxAttempts = 2 },
-		Daemon: []daemon.Option{daemon.WithNotifier(func(o *pushnotify.Options) { o.RetryMin, o.RetryMax = time.Millisecond, 2*time.Millisecond })},
-	})
-	addr := d.Addr()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	c, err := client.New(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, c, ctx := pushDaemon(t, 2)
 	if _, err := c.RegisterAgent(ctx, "coder@local", mailbox.AgentCard{Name: "Coder"}); err != nil {
 		t.Fatal(err)
 	}
 	body := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"m-1","parts":[{"kind":"text","text":"hi"}]},` +
 		`"configuration":{"blocking":false,"pushNotificationConfig":{"url":"` + rcv.URL + `/hook","token":"t"}}}}`
-	resp, err := http.Post(d.URL()+"/agents/coder@local/", "application/json", strings.NewReader(body))
+	resp, err := http.Post("http://"+addr+"/agents/coder@local/", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,17 +139,7 @@ func TestPushBulkRetryAndDrop(t *testing.T) {
 		}
 	}))
 	defer rcv.Close()
-	d := daemontest.Start(t, daemontest.Options{
-		Config: func(c *config.Config) { c.PushMaxAttempts = 1 },
-		Daemon: []daemon.Option{daemon.WithNotifier(func(o *pushnotify.Options) { o.RetryMin, o.RetryMax = time.Millisecond, 2*time.Millisecond })},
-	})
-	addr := d.Addr()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	c, err := client.New(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, c, ctx := pushDaemon(t, 1)
 	hook := rcv.URL + "/results"
 	mustCLI(t, addr, "agent", "register", "planner@local", "--name", "Planner", "--webhook", hook)
 	for range 3 {
@@ -282,4 +262,22 @@ func TestPushBulkRetryAndDrop(t *testing.T) {
 	if l := waitDeliveries(t, ctx, c, deadN(1)); l.Notifications[0].ID != kept {
 		t.Fatalf("after the bulk drop the outbox holds %+v, want only %s (retried, failed again)", l.Notifications, kept)
 	}
+}
+
+// pushDaemon starts a daemon that tries a push notification attempts
+// times, a millisecond or two apart, and returns its address, a client of
+// it and a context that gives the test 30 s.
+func pushDaemon(t *testing.T, attempts int) (string, *client.Client, context.Context) {
+	t.Helper()
+	d := daemontest.Start(t, daemontest.Options{
+		Config: func(c *config.Config) { c.PushMaxAttempts = attempts },
+		Daemon: []daemon.Option{daemon.WithNotifier(func(o *pushnotify.Options) { o.RetryMin, o.RetryMax = time.Millisecond, 2*time.Millisecond })},
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	c, err := client.New(d.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Addr(), c, ctx
 }
