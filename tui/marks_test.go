@@ -12,8 +12,8 @@ import (
 	"github.com/gdamore/tcell/v2"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/notify"
 	"github.com/mailroom/mailroom/mailbox"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 
-	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/httpapi"
 	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/daemon/config"
 )
 
 // tokenFrom picks the token line out of 'token new's text output.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/mailbox"
 )
 

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/cmd/mailroom/internal/bench"
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/mailbox"
 )

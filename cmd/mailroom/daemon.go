@@ -7,8 +7,8 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/config"
 )
 
 const daemonSummary = "run the mailbox daemon until SIGINT or SIGTERM"

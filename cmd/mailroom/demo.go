@@ -11,8 +11,8 @@ import (
 
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/cmd/mailroom/internal/demo"
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/tui"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/config"
 )
 
 // defaultAddr is where the CLI looks for the daemon: where it listens unless

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/daemon/store/storetest"
 	"github.com/mailroom/mailroom/mailbox"

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/internal/remotetest"
 	"github.com/mailroom/mailroom/mcpface/facetest"
 )

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	pushnotify "github.com/mailroom/mailroom/daemon/notify"
 	"github.com/mailroom/mailroom/mailbox"

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/mailbox"
 )
 

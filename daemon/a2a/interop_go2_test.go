@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 )
 

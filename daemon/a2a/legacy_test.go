@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )

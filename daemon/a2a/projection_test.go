@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/internal/sse/ssetest"
 	"github.com/mailroom/mailroom/mailbox"

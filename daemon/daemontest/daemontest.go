@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
 	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/internal/sse/ssetest"
 	"github.com/mailroom/mailroom/mailbox"
 )

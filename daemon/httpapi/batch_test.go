@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )

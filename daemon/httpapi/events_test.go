@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/internal/sse/ssetest"
 	"github.com/mailroom/mailroom/mailbox"

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/internal/golden"
 	"github.com/mailroom/mailroom/internal/sse/ssetest"

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	pushnotify "github.com/mailroom/mailroom/daemon/notify"
 	"github.com/mailroom/mailroom/internal/testclock"

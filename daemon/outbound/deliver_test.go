@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/mailbox"
 )
 

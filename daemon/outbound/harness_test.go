@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/outbound"
 	"github.com/mailroom/mailroom/internal/testlog"

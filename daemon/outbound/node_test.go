@@ -8,8 +8,8 @@ import (
 
 	"github.com/mailroom/mailroom/internal/remotetest"
 
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/mailbox"
 )
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/config"
 	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
 	"github.com/mailroom/mailroom/internal/testlog"

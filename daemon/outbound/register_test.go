@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mailroom/mailroom/config"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
