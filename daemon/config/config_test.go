@@ -450,7 +450,7 @@ func TestFlagsHelpAndErrors(t *testing.T) {
 // TestReadmeConfigExample keeps the README's example file true: it must
 // load and validate as it stands.
 func TestReadmeConfigExample(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
