@@ -229,96 +229,134 @@ func (s *State) OutboxOverflow(b OutboxBounds, nowMs int64, limit int) []OutboxD
 	if limit <= 0 || len(s.outbox) == 0 {
 		return nil
 	}
-	var out []OutboxDrop
-	var gone map[string]bool
-	drop := func(n *Notification, reason string) bool {
-		if gone[n.ID] {
-			return true
-		}
-		if gone == nil {
-			gone = map[string]bool{}
-		}
-		gone[n.ID] = true
-		out = append(out, OutboxDrop{ID: n.ID, Reason: reason})
-		return len(out) < limit
+	d := &drops{limit: limit}
+	if s.dropDeadPastRetention(b, nowMs, d) && s.dropPastPerReceiver(b, d) {
+		s.dropPastTotal(b, d)
 	}
-	if b.DeadRetention > 0 && s.outboxIx.dead > 0 {
-		cutoff := nowMs - b.DeadRetention.Milliseconds()
-		var old []*Notification // a look at every notification: dead letters are rare
-		for _, n := range s.outbox {
-			if n.Dead && n.DeadAtMs <= cutoff {
-				old = append(old, n)
-			}
-		}
-		sort.Slice(old, func(i, j int) bool { return notificationBefore(old[i], old[j]) })
-		reason := "dead-lettered longer than push_dead_retention=" + b.DeadRetention.String() + " allows"
-		for _, n := range old {
-			if !drop(n, reason) {
-				return out
-			}
-		}
+	return d.out
+}
+
+// drops collects OutboxOverflow's answer: each notification once, at most
+// limit of them.
+type drops struct {
+	out   []OutboxDrop
+	gone  map[string]bool
+	limit int
+}
+
+// add drops n for reason, unless it is dropped already, and reports
+// whether there is room for more.
+func (d *drops) add(n *Notification, reason string) bool {
+	if d.gone[n.ID] {
+		return true
 	}
-	if b.PerReceiver > 0 && s.outboxIx.counts.most > b.PerReceiver {
-		var rs []receiver
-		for r, n := range s.outboxIx.counts.of {
-			if n > b.PerReceiver {
-				rs = append(rs, r)
-			}
-		}
-		sort.Slice(rs, func(i, j int) bool {
-			a, b := rs[i], rs[j]
-			return a.agent < b.agent || a.agent == b.agent && (a.task < b.task || a.task == b.task && a.config < b.config)
-		})
-		for _, r := range rs {
-			// A config is one line; a sender's webhook has a line per task.
-			var q []*Notification
-			if r.agent == "" {
-				q = s.outboxIx.queues[outboxKey{r.task, r.config}]
-			} else {
-				for k, line := range s.outboxIx.queues {
-					if k.config == "" && line[0].Agent == r.agent {
-						q = append(q, line...)
-					}
-				}
-			}
-			var left []*Notification
-			for _, n := range q {
-				if !gone[n.ID] {
-					left = append(left, n)
-				}
-			}
-			if len(left) <= b.PerReceiver {
-				continue
-			}
-			sort.Slice(left, func(i, j int) bool { return notificationBefore(left[i], left[j]) })
-			name := r.agent + "'s webhook"
-			if r.agent == "" {
-				name = "push config " + strconv.Quote(r.config) + " of task " + r.task
-			}
-			reason := fmt.Sprintf("the outbox bound push_outbox_per_receiver=%d was passed by %s: its oldest notifications are dropped", b.PerReceiver, name)
-			for _, n := range left[:len(left)-b.PerReceiver] {
-				if !drop(n, reason) {
-					return out
-				}
-			}
+	if d.gone == nil {
+		d.gone = map[string]bool{}
+	}
+	d.gone[n.ID] = true
+	d.out = append(d.out, OutboxDrop{ID: n.ID, Reason: reason})
+	return len(d.out) < d.limit
+}
+
+// dropDeadPastRetention drops the dead letters kept longer than
+// DeadRetention, the oldest first; false when d is full.
+func (s *State) dropDeadPastRetention(b OutboxBounds, nowMs int64, d *drops) bool {
+	if b.DeadRetention <= 0 || s.outboxIx.dead == 0 {
+		return true
+	}
+	cutoff := nowMs - b.DeadRetention.Milliseconds()
+	var old []*Notification // a look at every notification: dead letters are rare
+	for _, n := range s.outbox {
+		if n.Dead && n.DeadAtMs <= cutoff {
+			old = append(old, n)
 		}
 	}
-	if excess := len(s.outbox) - len(gone) - b.Total; b.Total > 0 && excess > 0 {
-		reason := fmt.Sprintf("the outbox bound push_outbox_max=%d was passed: the oldest notifications are dropped", b.Total)
-		for _, n := range s.outboxIx.order[s.outboxIx.head:] {
-			if excess == 0 {
-				break
+	sort.Slice(old, func(i, j int) bool { return notificationBefore(old[i], old[j]) })
+	reason := "dead-lettered longer than push_dead_retention=" + b.DeadRetention.String() + " allows"
+	for _, n := range old {
+		if !d.add(n, reason) {
+			return false
+		}
+	}
+	return true
+}
+
+// dropPastPerReceiver drops, for each receiver holding more than
+// PerReceiver, its oldest; false when d is full.
+func (s *State) dropPastPerReceiver(b OutboxBounds, d *drops) bool {
+	if b.PerReceiver <= 0 || s.outboxIx.counts.most <= b.PerReceiver {
+		return true
+	}
+	var rs []receiver
+	for r, n := range s.outboxIx.counts.of {
+		if n > b.PerReceiver {
+			rs = append(rs, r)
+		}
+	}
+	sort.Slice(rs, func(i, j int) bool {
+		a, b := rs[i], rs[j]
+		return a.agent < b.agent || a.agent == b.agent && (a.task < b.task || a.task == b.task && a.config < b.config)
+	})
+	for _, r := range rs {
+		var left []*Notification
+		for _, n := range s.receiverLine(r) {
+			if !d.gone[n.ID] {
+				left = append(left, n)
 			}
-			if n.taken || gone[n.ID] {
-				continue
-			}
-			excess--
-			if !drop(n, reason) {
-				return out
+		}
+		if len(left) <= b.PerReceiver {
+			continue
+		}
+		sort.Slice(left, func(i, j int) bool { return notificationBefore(left[i], left[j]) })
+		name := r.agent + "'s webhook"
+		if r.agent == "" {
+			name = "push config " + strconv.Quote(r.config) + " of task " + r.task
+		}
+		reason := fmt.Sprintf("the outbox bound push_outbox_per_receiver=%d was passed by %s: its oldest notifications are dropped", b.PerReceiver, name)
+		for _, n := range left[:len(left)-b.PerReceiver] {
+			if !d.add(n, reason) {
+				return false
 			}
 		}
 	}
-	return out
+	return true
+}
+
+// receiverLine is what one receiver holds: a config is one line; a
+// sender's webhook has a line per task.
+func (s *State) receiverLine(r receiver) []*Notification {
+	if r.agent == "" {
+		return s.outboxIx.queues[outboxKey{r.task, r.config}]
+	}
+	var q []*Notification
+	for k, line := range s.outboxIx.queues {
+		if k.config == "" && line[0].Agent == r.agent {
+			q = append(q, line...)
+		}
+	}
+	return q
+}
+
+// dropPastTotal drops the oldest of the whole outbox past Total, not
+// counting what is dropped already.
+func (s *State) dropPastTotal(b OutboxBounds, d *drops) {
+	excess := len(s.outbox) - len(d.gone) - b.Total
+	if b.Total <= 0 || excess <= 0 {
+		return
+	}
+	reason := fmt.Sprintf("the outbox bound push_outbox_max=%d was passed: the oldest notifications are dropped", b.Total)
+	for _, n := range s.outboxIx.order[s.outboxIx.head:] {
+		if excess == 0 {
+			return
+		}
+		if n.taken || d.gone[n.ID] {
+			continue
+		}
+		excess--
+		if !d.add(n, reason) {
+			return
+		}
+	}
 }
 
 // OutboxWithin reports whether the outbox is within the count bounds, as
