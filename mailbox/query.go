@@ -174,7 +174,7 @@ func (s *State) Query(f QueueFilter, nowMs int64) QueueView {
 		}
 		return true
 	}
-	view := QueueView{Tasks: []QueueEntry{}, Results: []PendingResult{}}
+	view := QueueView{Tasks: []QueueEntry{}}
 	take := func(t *taskRec) bool {
 		if keep(t) {
 			view.Tasks = append(view.Tasks, t.entry())
@@ -219,23 +219,31 @@ func (s *State) Query(f QueueFilter, nowMs int64) QueueView {
 			}
 		}
 	}
+	view.Results = s.pendingResults(f.Agent, limit)
+	return view
+}
+
+// pendingResults are up to limit pending results, oldest first; with an
+// agent, the ones sent by it or answering a task sent to it.
+func (s *State) pendingResults(agent string, limit int) []PendingResult {
+	out := []PendingResult{}
 	add := func(r *resultRec) bool {
-		if len(view.Results) >= limit {
+		if len(out) >= limit {
 			return false
 		}
-		view.Results = append(view.Results, r.PendingResult)
+		out = append(out, r.PendingResult)
 		return true
 	}
-	if f.Agent == "" {
+	if agent == "" {
 		s.resultsAll.Ascend(add)
-	} else {
-		for _, r := range s.agentResults(f.Agent) {
-			if !add(r) {
-				break
-			}
+		return out
+	}
+	for _, r := range s.agentResults(agent) {
+		if !add(r) {
+			break
 		}
 	}
-	return view
+	return out
 }
 
 // agentLeases are the in-flight tasks sent to agent or leased by it,

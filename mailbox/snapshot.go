@@ -48,28 +48,54 @@ func (s *State) Restore(snap *Snapshot) error {
 		}
 		n.Limits = snap.Limits.canonical()
 	}
+	if err := n.restoreTasks(snap); err != nil {
+		return err
+	}
+	if err := n.restoreResults(snap); err != nil {
+		return err
+	}
+	for _, c := range snap.ResultCache {
+		c := c
+		n.cache[c.Key] = &c
+		n.cacheOrder = append(n.cacheOrder, &c)
+	}
+	n.audit = append([]AuditRecord(nil), snap.Audit...)
+	if err := n.restoreRegistry(snap); err != nil {
+		return err
+	}
+	if err := n.restoreOutbox(snap.Seq, snap.Outbox); err != nil {
+		return err
+	}
+	n.Seq = snap.Seq
+	*s = *n
+	return nil
+}
+
+// restoreTasks puts the snapshot's tasks in the indexes of their states;
+// drained tasks are remembered in the order they were finished.
+func (s *State) restoreTasks(snap *Snapshot) error {
 	var done []*taskRec
 	for _, tr := range snap.Tasks {
-		if _, dup := n.tasks[tr.Task.ID]; dup {
+		if _, dup := s.tasks[tr.Task.ID]; dup {
 			return fmt.Errorf("snapshot %d: task %s appears twice", snap.Seq, tr.Task.ID)
 		}
 		t := &taskRec{TaskRecord: tr, gidx: -1, ridx: -1, lidx: -1}
 		t.History = append([]HistoryEntry(nil), tr.History...)
-		n.addTask(t)
-		n.actedFromHistory(t)
+		s.addTask(t)
+		s.actedFromHistory(t)
 		switch t.State {
 		case TaskQueued:
-			n.enqueue(t)
-			n.trackLive(t)
+			s.enqueue(t)
+			s.trackLive(t)
 		case TaskInFlight:
-			n.holdLease(t)
-			n.trackLive(t)
+			s.holdLease(t)
+			s.trackLive(t)
 		case TaskWaiting:
 			if len(t.Task.Turns) == 0 || t.Task.Turns[len(t.Task.Turns)-1].Role != RoleWorker {
 				return fmt.Errorf("snapshot %d: task %s waits on its sender without a question", snap.Seq, tr.Task.ID)
 			}
-			n.waiting[t.Task.ID] = t
-			n.trackLive(t)
+			s.waiting[t.Task.ID] = t
+			s.trackLive(t)
 		case TaskDone, TaskCanceled:
 			done = append(done, t)
 		case TaskResultPending:
@@ -79,44 +105,44 @@ func (s *State) Restore(snap *Snapshot) error {
 	}
 	sort.Slice(done, func(i, j int) bool { return done[i].DoneSeq < done[j].DoneSeq })
 	for _, t := range done {
-		n.remember(t.Task.ID)
+		s.remember(t.Task.ID)
 	}
+	return nil
+}
+
+// restoreResults puts the snapshot's pending results, in their order, on
+// the tasks waiting for them; every task waiting for a result must get one.
+func (s *State) restoreResults(snap *Snapshot) error {
 	for i, pr := range snap.Results {
-		t, ok := n.tasks[pr.TaskID]
+		t, ok := s.tasks[pr.TaskID]
 		if !ok || (t.State != TaskResultPending && t.State != TaskWaiting) {
 			return fmt.Errorf("snapshot %d: result for task %s, which is not waiting for one", snap.Seq, pr.TaskID)
 		}
 		r := &resultRec{PendingResult: pr, seq: uint64(i), gidx: -1, sidx: -1}
-		n.results[pr.TaskID] = r
-		n.resultsAll.Push(r)
-		n.senderHeap(r.Sender).Push(r)
+		s.results[pr.TaskID] = r
+		s.resultsAll.Push(r)
+		s.senderHeap(r.Sender).Push(r)
 	}
-	for id, t := range n.tasks {
-		if _, ok := n.results[id]; t.State == TaskResultPending && !ok {
+	for id, t := range s.tasks {
+		if _, ok := s.results[id]; t.State == TaskResultPending && !ok {
 			return fmt.Errorf("snapshot %d: task %s waits for a result the snapshot does not have", snap.Seq, id)
 		}
 	}
-	for _, c := range snap.ResultCache {
-		c := c
-		n.cache[c.Key] = &c
-		n.cacheOrder = append(n.cacheOrder, &c)
-	}
-	n.audit = append([]AuditRecord(nil), snap.Audit...)
+	return nil
+}
+
+// restoreRegistry restores the registered agents' cards.
+func (s *State) restoreRegistry(snap *Snapshot) error {
 	for _, r := range snap.Registry {
 		if err := validAgentIDChars("agent", r.Agent); err != nil {
 			return fmt.Errorf("snapshot %d: registry: %w", snap.Seq, err)
 		}
-		if _, dup := n.registry[r.Agent]; dup {
+		if _, dup := s.registry[r.Agent]; dup {
 			return fmt.Errorf("snapshot %d: agent %s registered twice", snap.Seq, r.Agent)
 		}
 		r := r
-		n.registry[r.Agent] = &r
+		s.registry[r.Agent] = &r
 	}
-	if err := n.restoreOutbox(snap.Seq, snap.Outbox); err != nil {
-		return err
-	}
-	n.Seq = snap.Seq
-	*s = *n
 	return nil
 }
 
