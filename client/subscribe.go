@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"mime"
 	"net/http"
 	"net/url"
@@ -17,15 +16,14 @@ import (
 
 	"github.com/r3labs/sse/v2"
 
+	"github.com/mailroom/mailroom/internal/retry"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
 // How Subscribe reconnects: exponential backoff between these bounds, with
-// no limit on attempts (a console should outlive any daemon restart).
-const (
-	minReconnectDelay = 100 * time.Millisecond
-	maxReconnectDelay = 5 * time.Second
-)
+// no limit on attempts (a console should outlive any daemon restart), its
+// jitter so a restarted daemon is not hit by every console at once.
+var reconnect = retry.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 
 // maxEventBytes bounds one SSE event. Snapshots carry the whole state and
 // can be many MB; r3labs/sse refuses anything over its 64 KiB default.
@@ -105,12 +103,8 @@ func (s *subscription) run(ctx context.Context) {
 		}
 		attempt++
 		s.report(false, attempt, err)
-		t := time.NewTimer(reconnectDelay(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !retry.Sleep(ctx, reconnect.After(attempt)) {
 			return
-		case <-t.C:
 		}
 	}
 }
@@ -119,16 +113,6 @@ func (s *subscription) report(live bool, attempt int, err error) {
 	if s.onState != nil {
 		s.onState(ConnState{Live: live, Attempt: attempt, Err: err, LastSeq: s.last, Since: time.Now()})
 	}
-}
-
-// reconnectDelay doubles from minReconnectDelay up to maxReconnectDelay,
-// with jitter so a restarted daemon is not hit by every console at once.
-func reconnectDelay(attempt int) time.Duration {
-	d := maxReconnectDelay
-	if attempt < 16 {
-		d = min(minReconnectDelay<<(attempt-1), maxReconnectDelay)
-	}
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
 // connect runs one connection until it ends and says why.
