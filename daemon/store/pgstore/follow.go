@@ -121,6 +121,7 @@ func (s *Store) followOnce(ctx context.Context, apply func(mailbox.Event) error)
 			return s.connErr("reading the leader row", err)
 		}
 		s.setRole(r)
+		s.lost.Add(1)
 	}
 	// Wait for the leader's next batch (or a resignation), at most until
 	// the next campaign; a wake (Close, a control step) waits that long

@@ -108,6 +108,9 @@ type Store struct {
 	// lastCampaign and campaignNow pace a follower's campaigns (writer-owned).
 	lastCampaign time.Time
 	campaignNow  bool
+	// lost counts the campaigns this instance lost: a test waits on it
+	// to know a follower has tried, instead of sleeping.
+	lost atomic.Uint64
 
 	// apply and roleFn are set by Follow (under fmu).
 	fmu    sync.Mutex
@@ -172,67 +175,15 @@ func scrub(msg, conn string) string {
 // (every CampaignInterval), takes over (the epoch goes up by one, waiting
 // for any append of the old term to finish) and reports Leader.
 func Open(ctx context.Context, o Options) (*Store, error) {
-	if o.Schema == "" {
-		o.Schema = DefaultSchema
-	}
-	if err := ValidateSchema(o.Schema); err != nil {
+	o, err := o.withDefaults()
+	if err != nil {
 		return nil, err
 	}
-	if o.SessionTimeout == 0 {
-		o.SessionTimeout = DefaultSessionTimeout
-	}
-	if o.SessionTimeout < time.Second {
-		return nil, fmt.Errorf("postgres_session_timeout: got %v, expected at least 1s (a shorter one fails over a busy leader)", o.SessionTimeout)
-	}
-	if o.CampaignInterval <= 0 {
-		o.CampaignInterval = DefaultCampaignInterval
-	}
-	if o.MaxBatch <= 0 {
-		o.MaxBatch = DefaultMaxBatch
-	}
-	if o.Holder == "" {
-		host, _ := os.Hostname()
-		o.Holder = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8])
-	}
-	logger := o.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	cfg, err := pgx.ParseConfig(o.URL)
+	s, err := newStore(o)
 	if err != nil {
-		return nil, fmt.Errorf("postgres_url: got %s, expected a postgres:// URL or key=value connection string: %s", Redact(o.URL), scrub(errors.Unwrap(err).Error(), o.URL))
+		return nil, err
 	}
-	s := &Store{
-		o: o, log: logger, q: pgx.Identifier{o.Schema}.Sanitize(),
-		appName:  fmt.Sprintf("mailroom-writer:%08x:%s", uint32(lockKey(o.Schema)), o.Holder),
-		connCfg:  cfg,
-		maxBatch: o.MaxBatch,
-		commits:  metrics.NewHistogram(commitBuckets...),
-	}
-	if len(s.appName) > 63 {
-		s.appName = s.appName[:63]
-	}
-	s.channel = fmt.Sprintf("mailroom_%08x", uint32(lockKey(o.Schema)))
-	s.appendQ = strings.ReplaceAll(strings.ReplaceAll(appendSQL, "{{s}}", s.q), "{{channel}}", s.channel)
-	s.snapQ = strings.ReplaceAll(snapshotSQL, "{{s}}", s.q)
-	s.stopCtx, s.stop = context.WithCancel(context.Background())
-
-	poolCfg, err := pgxpool.ParseConfig(o.URL)
-	if err != nil {
-		return nil, fmt.Errorf("postgres_url: %s", scrub(err.Error(), o.URL))
-	}
-	poolCfg.MaxConns = 2
-	poolCfg.ConnConfig.RuntimeParams["application_name"] = "mailroom-reader:" + o.Holder
-	if s.pool, err = pgxpool.NewWithConfig(ctx, poolCfg); err != nil {
-		return nil, s.connErr("opening the read pool", err)
-	}
-	var version int
-	if err := s.pool.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
-		s.pool.Close()
-		return nil, s.connErr("connecting (to read the server's version)", err)
-	}
-	if err := checkVersion(version); err != nil {
-		s.pool.Close()
+	if err := s.openPool(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.connect(ctx); err != nil {
@@ -258,6 +209,84 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s.writerDone = make(chan struct{})
 	go s.run()
 	return s, nil
+}
+
+// withDefaults checks o and fills in the defaults of what it leaves out.
+func (o Options) withDefaults() (Options, error) {
+	if o.Schema == "" {
+		o.Schema = DefaultSchema
+	}
+	if err := ValidateSchema(o.Schema); err != nil {
+		return o, err
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.SessionTimeout < time.Second {
+		return o, fmt.Errorf("postgres_session_timeout: got %v, expected at least 1s (a shorter one fails over a busy leader)", o.SessionTimeout)
+	}
+	if o.CampaignInterval <= 0 {
+		o.CampaignInterval = DefaultCampaignInterval
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.Holder == "" {
+		host, _ := os.Hostname()
+		o.Holder = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// newStore is the store of o, connected to nothing yet: its names (the
+// writer's application_name, the channel) and statements for o's schema.
+func newStore(o Options) (*Store, error) {
+	cfg, err := pgx.ParseConfig(o.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres_url: got %s, expected a postgres:// URL or key=value connection string: %s", Redact(o.URL), scrub(errors.Unwrap(err).Error(), o.URL))
+	}
+	s := &Store{
+		o: o, log: o.Logger, q: pgx.Identifier{o.Schema}.Sanitize(),
+		appName:  fmt.Sprintf("mailroom-writer:%08x:%s", uint32(lockKey(o.Schema)), o.Holder),
+		connCfg:  cfg,
+		maxBatch: o.MaxBatch,
+		commits:  metrics.NewHistogram(commitBuckets...),
+	}
+	if len(s.appName) > 63 {
+		s.appName = s.appName[:63]
+	}
+	s.channel = fmt.Sprintf("mailroom_%08x", uint32(lockKey(o.Schema)))
+	s.appendQ = strings.ReplaceAll(strings.ReplaceAll(appendSQL, "{{s}}", s.q), "{{channel}}", s.channel)
+	s.snapQ = strings.ReplaceAll(snapshotSQL, "{{s}}", s.q)
+	s.stopCtx, s.stop = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// openPool opens the read pool and refuses a server too old to fence a
+// paused leader (checkVersion).
+func (s *Store) openPool(ctx context.Context) error {
+	poolCfg, err := pgxpool.ParseConfig(s.o.URL)
+	if err != nil {
+		return fmt.Errorf("postgres_url: %s", scrub(err.Error(), s.o.URL))
+	}
+	poolCfg.MaxConns = 2
+	poolCfg.ConnConfig.RuntimeParams["application_name"] = "mailroom-reader:" + s.o.Holder
+	if s.pool, err = pgxpool.NewWithConfig(ctx, poolCfg); err != nil {
+		return s.connErr("opening the read pool", err)
+	}
+	var version int
+	if err := s.pool.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
+		s.pool.Close()
+		return s.connErr("connecting (to read the server's version)", err)
+	}
+	if err := checkVersion(version); err != nil {
+		s.pool.Close()
+		return err
+	}
+	return nil
 }
 
 // checkVersion refuses a server older than PostgreSQL 14: a leader that

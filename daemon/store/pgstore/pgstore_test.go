@@ -58,6 +58,17 @@ func killWriter(t *testing.T, url, holder string) {
 	}
 }
 
+// waitFor polls cond, a condition the test cannot be told of, until it
+// holds; it fails the test after 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30s for %s", what)
+		}
+	}
+}
+
 func TestASecondInstanceWaitsThenTakesOverWithTheNextEpoch(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
@@ -72,7 +83,9 @@ func TestASecondInstanceWaitsThenTakesOverWithTheNextEpoch(t *testing.T) {
 	if r := b.Role(); r.Holder+" "+r.LeaderURL != "a http://a:7717" {
 		t.Errorf("b waits for %q, want a http://a:7717", r.Holder+" "+r.LeaderURL)
 	}
-	time.Sleep(600 * time.Millisecond)
+	// b campaigns every CampaignInterval; once it has lost three, it has
+	// tried and been refused.
+	waitFor(t, "b to lose three campaigns", func() bool { return b.LostCampaigns() >= 3 })
 	if b.Role().Leader {
 		t.Fatal("b leads while a leads")
 	}
@@ -294,7 +307,12 @@ func TestATakeoverWaitsForTheOldLeadersBatchInFlight(t *testing.T) {
 
 	b := follow(t, pgstore.Options{URL: url, Schema: schema, Holder: "inflight-b"})
 	defer b.Close()
-	time.Sleep(500 * time.Millisecond)
+	// b won the lock and now waits, in its takeover, on the row the old
+	// term's batch holds.
+	waitFor(t, "b's takeover to wait on the old term's batch", func() bool {
+		return query(t, url, `SELECT count(*) FROM pg_stat_activity
+		   WHERE application_name LIKE 'mailroom-writer:%:' || $1 AND wait_event_type = 'Lock'`, "inflight-b") == 1
+	})
 	if b.Role().Leader {
 		t.Fatal("the takeover finished while the old term's batch was in flight")
 	}
