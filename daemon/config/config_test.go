@@ -450,15 +450,15 @@ func TestFlagsHelpAndErrors(t *testing.T) {
 // TestReadmeConfigExample keeps the README's example file true: it must
 // load and validate as it stands.
 func TestReadmeConfigExample(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## Configuration\n")
+	_, section, ok := strings.Cut(string(readme), "# Configuration\n")
 	_, block, ok2 := strings.Cut(section, "```yaml\n")
 	example, _, ok3 := strings.Cut(block, "```")
 	if !ok || !ok2 || !ok3 {
-		t.Fatal("README.md has no ```yaml example under ## Configuration")
+		t.Fatal("docs/configuration.md has no ```yaml example under # Configuration")
 	}
 	c, err := Parse(base(), []byte(example))
 	if err == nil {
