@@ -165,6 +165,8 @@ type Engine struct {
 	rebuild atomic.Bool // decided must be rebuilt from durable before the next decision
 	opened  atomic.Bool
 	role    atomic.Pointer[store.Role]
+	// roles tells the role's every change to those listening (ListenRole).
+	roles roles
 	// seqWaiters counts WaitDurable calls; while there are any, each
 	// applied event closes advanced (and replaces it) to wake them.
 	seqWaiters atomic.Int32
@@ -214,6 +216,7 @@ func Open(st store.Store, opts Options) (*Engine, error) {
 		sh.Follow(durable.Seq, e.applyFollowed, e.roleChanged)
 	} else {
 		e.leading.Store(true)
+		e.roles.set(store.Role{Leader: true}, true)
 	}
 	if e.leading.Load() {
 		if err := e.setLimits(opts.limits()); err != nil {
@@ -268,10 +271,15 @@ func (e *Engine) wakeSeqWaiters() {
 // starts or stops leading the shared log. It takes no lock the decision
 // path holds: the next decision rebuilds the decided state from the
 // durable one, which holds every event up to the head by now.
+//
+// Those listening to the role (ListenRole, WhileLeading) are told last,
+// when a decision would already see the new role.
 func (e *Engine) roleChanged(r store.Role) {
 	e.role.Store(&r)
+	began := r.Leader && !e.leading.Load()
+	defer func() { e.roles.set(r, began) }()
 	switch {
-	case r.Leader && !e.leading.Load():
+	case began:
 		e.rebuild.Store(true)
 		e.leading.Store(true)
 		e.log.Info("this instance leads the shared mailbox", "epoch", r.Epoch, "seq", e.DurableSeq())
