@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/config"
+	"github.com/mailroom/mailroom/internal/testlog"
 )
 
 // tokenFrom picks the token line out of 'token new's text output.
@@ -112,10 +111,8 @@ func TestDaemonWithTokens(t *testing.T) {
 	t.Parallel()
 	var good newToken
 	mustJSON(t, "", &good, "token", "new", "--principal", "oncall", "--cap", auth.CapRead, "--json")
-	var logs lockedWriter
-	var buf bytes.Buffer
-	logs.w = &buf
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs := &testlog.Buffer{}
+	logger := logs.Logger()
 	addr := startDaemonWith(t, func(c *config.Config) {
 		c.Tokens = []auth.Token{{Principal: "oncall", SHA256: good.SHA256, Caps: good.Caps}}
 	}, logger)
@@ -136,9 +133,7 @@ func TestDaemonWithTokens(t *testing.T) {
 	}
 	wantContains(t, "forbidden stderr", o.stderr, auth.CapRequeue)
 
-	logs.mu.Lock()
-	text := buf.String()
-	logs.mu.Unlock()
+	text := logs.String()
 	for _, secret := range []string{good.Token, wrong} {
 		if strings.Contains(text, secret) || strings.Contains(o.stderr, secret) {
 			t.Errorf("a token appears in the daemon's log or the CLI's output")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -239,8 +240,7 @@ func TestConsoleAndDemoUsageErrors(t *testing.T) {
 
 // demoRun is a headless demo running in-process until stop.
 type demoRun struct {
-	stdout *lockedWriter
-	buf    *bytes.Buffer
+	stdout *testlog.Buffer
 	stop   context.CancelFunc
 	exited chan outcome
 }
@@ -248,8 +248,7 @@ type demoRun struct {
 func startDemo(t *testing.T, args ...string) *demoRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	d := &demoRun{buf: &bytes.Buffer{}, stop: cancel, exited: make(chan outcome, 1)}
-	d.stdout = &lockedWriter{w: d.buf}
+	d := &demoRun{stdout: &testlog.Buffer{}, stop: cancel, exited: make(chan outcome, 1)}
 	go func() {
 		var stderr bytes.Buffer
 		code := run(ctx, append([]string{"demo", "--headless"}, args...), d.stdout, &stderr, func(string) string { return "" })
@@ -263,9 +262,7 @@ func startDemo(t *testing.T, args ...string) *demoRun {
 }
 
 func (d *demoRun) output() string {
-	d.stdout.mu.Lock()
-	defer d.stdout.mu.Unlock()
-	return d.buf.String()
+	return d.stdout.String()
 }
 
 // waitFor polls the demo's output until re matches it.

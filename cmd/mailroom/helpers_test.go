@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/auth"
@@ -159,16 +157,4 @@ func wantContains(t *testing.T, what, got string, wants ...string) {
 			t.Errorf("%s = %q, want it to contain %q", what, got, w)
 		}
 	}
-}
-
-// lockedWriter lets goroutines share one writer.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

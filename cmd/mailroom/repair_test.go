@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/config"
+	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -151,10 +152,10 @@ func TestDaemonVerb(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	pr, pw := io.Pipe()
-	var stderr strings.Builder
+	var stderr testlog.Buffer
 	exited := make(chan int, 1)
 	go func() {
-		code := run(ctx, []string{"daemon", "--addr", "127.0.0.1:0", "--data-dir", dir}, pw, &lockedWriter{w: &stderr}, func(string) string { return "" })
+		code := run(ctx, []string{"daemon", "--addr", "127.0.0.1:0", "--data-dir", dir}, pw, &stderr, func(string) string { return "" })
 		pw.Close()
 		exited <- code
 	}()
