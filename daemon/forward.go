@@ -60,33 +60,38 @@ type forwarder struct {
 	lctx context.Context
 }
 
-// roleWatch is how often the forwarder looks for a moved lead.
-const roleWatch = 20 * time.Millisecond
-
 func newForwarder(next http.Handler, eng *engine.Engine, log *slog.Logger, stop <-chan struct{}) *forwarder {
 	f := &forwarder{next: next, eng: eng, role: eng.Role, log: log, proxies: map[string]*httputil.ReverseProxy{}}
-	go f.watch(stop)
+	// Listening before the goroutine starts: no move is missed.
+	sub := eng.ListenRole()
+	go func() {
+		defer sub.Close()
+		f.watch(sub.C(), stop)
+	}()
 	return f
 }
 
-// watch ends the forwarded writes in flight when the lead moves.
-func (f *forwarder) watch(stop <-chan struct{}) {
-	t := time.NewTicker(roleWatch)
-	defer t.Stop()
+// watch ends the forwarded writes in flight the moment the engine says
+// the lead moved.
+func (f *forwarder) watch(roles <-chan engine.Leadership, stop <-chan struct{}) {
 	for {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case r := <-roles:
+			f.leadMoved(r.Role)
 		}
-		r := f.role()
-		f.mu.Lock()
-		if f.gone != nil && (r.Leader || r.LeaderURL != f.to) {
-			f.log.Warn("the lead moved: ending the writes in flight to the old leader (their outcome is unknown to their clients)", "old_leader", f.to, "leader", r.LeaderURL)
-			f.gone()
-			f.gone, f.lctx, f.to = nil, nil, ""
-		}
-		f.mu.Unlock()
+	}
+}
+
+// leadMoved ends the writes in flight to a leader that no longer leads.
+func (f *forwarder) leadMoved(r store.Role) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone != nil && (r.Leader || r.LeaderURL != f.to) {
+		f.log.Warn("the lead moved: ending the writes in flight to the old leader (their outcome is unknown to their clients)", "old_leader", f.to, "leader", r.LeaderURL)
+		f.gone()
+		f.gone, f.lctx, f.to = nil, nil, ""
 	}
 }
 

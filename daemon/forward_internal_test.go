@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/store"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -89,4 +90,35 @@ func TestForwarderHintsRetryOnlyWhenNothingWasDone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The writes in flight to a leader end the moment the engine says the
+// lead moved (another instance leads, or this one does), and only then.
+func TestForwarderEndsWritesInFlightWhenTheLeadMoves(t *testing.T) {
+	f := &forwarder{log: slog.New(slog.DiscardHandler), proxies: map[string]*httputil.ReverseProxy{}}
+	roles := make(chan engine.Leadership)
+	stop := make(chan struct{})
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		f.watch(roles, stop)
+	}()
+	defer func() {
+		close(stop)
+		<-watching
+	}()
+	toA := f.leaderContext("http://a")
+	// Told of a change that leaves a in the lead (its epoch read again):
+	// the writes go on. The send returns once watch took it; the next
+	// send, once watch has acted on it.
+	roles <- engine.Leadership{Role: store.Role{Epoch: 4, Holder: "a", LeaderURL: "http://a"}}
+	roles <- engine.Leadership{Role: store.Role{Epoch: 4, Holder: "a", LeaderURL: "http://a"}}
+	if toA.Err() != nil {
+		t.Fatal("the writes to a ended while a still led")
+	}
+	roles <- engine.Leadership{Role: store.Role{Epoch: 5, Holder: "b", LeaderURL: "http://b"}}
+	<-toA.Done()
+	toB := f.leaderContext("http://b")
+	roles <- engine.Leadership{Role: store.Role{Leader: true, Epoch: 6}, Term: 1}
+	<-toB.Done()
 }
