@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mailroom/mailroom/daemon/httpapi"
 	"github.com/mailroom/mailroom/internal/sse/ssetest"
@@ -108,7 +107,7 @@ func (f *fedSubscription) Close()                              {}
 // them: the stream gives the events first, whatever order the two channels
 // are ready in.
 func TestAListingWaitsForTheEventsItCounts(t *testing.T) {
-	sub := &fedSubscription{events: make(chan *mailbox.Event, 8), agents: make(chan mailbox.AgentsUpdate, 1)}
+	sub := &fedSubscription{events: make(chan *mailbox.Event, 8), agents: make(chan mailbox.AgentsUpdate)}
 	h := httpapi.New(orderedService{sub: sub}, httpapi.Options{Logger: slog.New(slog.DiscardHandler), FlushDelay: -1})
 	resp, err := http.Get(serve(t, h) + "/a2a/events?agents=true")
 	if err != nil {
@@ -121,8 +120,9 @@ func TestAListingWaitsForTheEventsItCounts(t *testing.T) {
 	if b, err := rd.NextEvent(); err != nil || b.Event != mailbox.EventSnapshot {
 		t.Fatalf("first block %+v, %v; want the snapshot", b, err)
 	}
+	// Unbuffered: once this send returns, the stream has taken the
+	// listing and must hold it.
 	sub.agents <- mailbox.AgentsUpdate{Type: mailbox.EventAgents, AtMs: 1, Agents: []mailbox.AgentInfo{{Agent: "w@x", Queued: 2}}, Seq: 2}
-	time.Sleep(50 * time.Millisecond) // the stream has taken the listing and must hold it
 	for seq := uint64(1); seq <= 2; seq++ {
 		sub.events <- &mailbox.Event{Seq: seq, AtMs: 1, Type: mailbox.EventTaskSent,
 			Task: &mailbox.Task{ID: "6f9619ff-8b86-4d11-b42d-00c04fc964f" + fmt.Sprint(seq), Sender: "p@x", Recipient: "w@x", IntentText: "x"}}

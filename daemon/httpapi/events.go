@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -53,93 +54,124 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 	w.Header()["Vary"] = varyAuthorization // what a stream shows depends on the token
 	out := sse.OpenUnframed(w, a.opts.WriteTimeout)
 	defer out.Close()
-	write := out.Write
-	if err := write(nil); err != nil { // headers now: the client sees it is connected
+	if err := out.Write(nil); err != nil { // headers now: the client sees it is connected
 		a.log.Info("event stream ended", "err", err)
 		return nil
 	}
-
-	heartbeat := time.NewTicker(a.opts.HeartbeatInterval)
-	defer heartbeat.Stop()
-	events := sub.Events()
+	s := &eventStream{a: a, out: out, sub: sub, events: sub.Events()}
+	if after != nil {
+		s.sent = *after
+	}
 	// A nil channel is never ready: a stream that did not ask for the
 	// agents listing never carries it.
-	var agents <-chan mailbox.AgentsUpdate
 	if withAgents {
-		agents = sub.Agents()
+		s.agents = sub.Agents()
 	}
-	var buf bytes.Buffer
+	return s.serve(ctx)
+}
+
+// eventStream is one subscriber's stream while it lasts.
+type eventStream struct {
+	a      *api
+	out    *sse.Writer
+	sub    mailbox.Subscription
+	events <-chan *mailbox.Event
+	agents <-chan mailbox.AgentsUpdate
+	buf    bytes.Buffer
 	// sent is the seq of the last event put on the stream. pending is a
 	// listing that counts events not sent yet (its Seq is past sent): it
 	// waits for them, so it never reaches the client first. This is the
 	// one place that keeps the listing behind the events.
-	var sent uint64
-	if after != nil {
-		sent = *after
-	}
-	var pending *mailbox.AgentsUpdate
+	sent    uint64
+	pending *mailbox.AgentsUpdate
+}
+
+// serve writes the events, the listings and the heartbeats until the
+// client goes or the subscription ends.
+func (s *eventStream) serve(ctx context.Context) error {
+	heartbeat := time.NewTicker(s.a.opts.HeartbeatInterval)
+	defer heartbeat.Stop()
 	for {
-		buf.Reset()
+		s.buf.Reset()
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-heartbeat.C:
-			if err := out.Ping(); err != nil {
-				a.log.Info("event stream ended: write failed", "err", err)
+			if err := s.out.Ping(); err != nil {
+				s.a.log.Info("event stream ended: write failed", "err", err)
 				return nil
 			}
 			continue
-		case ev, ok := <-events:
+		case ev, ok := <-s.events:
 			if !ok {
-				a.endStream(sub.Err())
+				s.a.endStream(s.sub.Err())
 				return nil
 			}
-			// Let the events of the next few milliseconds gather (in the
-			// service's bounded buffer) so they leave in one write: with
-			// hundreds of subscribers, a write per event per subscriber is
-			// what the fan-out profile spent its time on.
-			if d := a.flushDelay(); d > 0 {
-				t := time.NewTimer(d)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return nil
-				case <-t.C:
-				}
+			if !s.a.letGather(ctx) {
+				return nil
 			}
-			if err := appendEvent(&buf, ev, &sent); err != nil {
+			if err := appendEvent(&s.buf, ev, &s.sent); err != nil {
 				return err
 			}
-		case up := <-agents:
-			pending = &up
+		case up := <-s.agents:
+			s.pending = &up
 		}
-		open, err := gather(&buf, events, &sent)
-		if err != nil {
+		if ended, err := s.write(); ended || err != nil {
 			return err
 		}
-		if pending != nil && pending.Seq <= sent {
-			if err := appendAgents(&buf, *pending); err != nil {
-				return err
-			}
-			pending = nil
-		}
-		if buf.Len() == 0 && open {
-			continue // a listing waiting for its events
-		}
-		if err := write(buf.Bytes()); err != nil {
-			a.log.Info("event stream ended: write failed", "err", err)
-			return nil
-		}
-		if buf.Cap() > 4*maxBatchBytes {
-			// A snapshot grew the buffer; do not keep megabytes per idle
-			// subscriber for the life of its stream.
-			buf = bytes.Buffer{}
-		}
-		if !open {
-			a.endStream(sub.Err())
-			return nil
-		}
 	}
+}
+
+// letGather lets the events of the next few milliseconds gather (in the
+// service's bounded buffer) so they leave in one write: with hundreds of
+// subscribers, a write per event per subscriber is what the fan-out
+// profile spent its time on. It reports false if the client went.
+func (a *api) letGather(ctx context.Context) bool {
+	d := a.flushDelay()
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// write adds the events ready now, and the pending listing once every
+// event it counts is sent, to what serve put in buf, and writes it in one
+// chunk; ended reports that the stream is over.
+func (s *eventStream) write() (ended bool, err error) {
+	open, err := gather(&s.buf, s.events, &s.sent)
+	if err != nil {
+		return true, err
+	}
+	if s.pending != nil && s.pending.Seq <= s.sent {
+		if err := appendAgents(&s.buf, *s.pending); err != nil {
+			return true, err
+		}
+		s.pending = nil
+	}
+	if s.buf.Len() == 0 && open {
+		return false, nil // a listing waiting for its events
+	}
+	if err := s.out.Write(s.buf.Bytes()); err != nil {
+		s.a.log.Info("event stream ended: write failed", "err", err)
+		return true, nil
+	}
+	if s.buf.Cap() > 4*maxBatchBytes {
+		// A snapshot grew the buffer; do not keep megabytes per idle
+		// subscriber for the life of its stream.
+		s.buf = bytes.Buffer{}
+	}
+	if !open {
+		s.a.endStream(s.sub.Err())
+		return true, nil
+	}
+	return false, nil
 }
 
 // endStream logs why the service closed a subscription. A slow subscriber
