@@ -71,106 +71,137 @@ func firstText(m *a2apkg.Message) string {
 	return ""
 }
 
+// Execute plays the behaviour its message's first word names (goBehaviours);
+// a task it is asked about again (the answer to its question) completes.
 func (e *GoExecutor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
 	e.mu.Lock()
 	e.seen = append(e.seen, rc.Message)
 	e.mu.Unlock()
-	write := func(ev a2apkg.Event) error { return q.Write(ctx, ev) }
-	status := func(st a2apkg.TaskState, text string, final bool) error {
-		var m *a2apkg.Message
-		if text != "" {
-			m = a2apkg.NewMessageForTask(a2apkg.MessageRoleAgent, rc, a2apkg.TextPart{Text: text})
-		}
-		ev := a2apkg.NewStatusUpdateEvent(rc, st, m)
-		ev.Final = final
-		return write(ev)
-	}
+	x := &goTurn{e: e, ctx: ctx, rc: rc, q: q}
 	text := firstText(rc.Message)
-	if rc.StoredTask == nil && !strings.HasPrefix(text, "say") {
-		if err := status(a2apkg.TaskStateSubmitted, "", false); err != nil {
-			return err
-		}
-	}
 	if rc.StoredTask != nil {
 		// The answer to the question asked.
-		if err := write(a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: "using " + text})); err != nil {
-			return err
-		}
-		return status(a2apkg.TaskStateCompleted, "", true)
+		return x.done("using " + text)
 	}
-	working := func() error { return status(a2apkg.TaskStateWorking, "", false) }
-	done := func(artifact string) error {
-		if err := write(a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: artifact})); err != nil {
+	if !strings.HasPrefix(text, "say") {
+		if err := x.status(a2apkg.TaskStateSubmitted, "", false); err != nil {
 			return err
 		}
-		return status(a2apkg.TaskStateCompleted, "", true)
 	}
-	switch strings.Fields(text + " x")[0] {
-	case "fail":
-		return status(a2apkg.TaskStateFailed, "the disk is full", true)
-	case "reject":
-		return status(a2apkg.TaskStateRejected, "not my kind of work", true)
-	case "ask":
-		return status(a2apkg.TaskStateInputRequired, "which database?", true)
-	case "say":
-		// No task at all: the answer is a message.
-		return write(a2apkg.NewMessage(a2apkg.MessageRoleAgent, a2apkg.TextPart{Text: "hello yourself"}))
-	case "auth":
-		return status(a2apkg.TaskStateAuthRequired, "sign in at https://example.test/login", true)
-	case "stream":
-		if err := working(); err != nil {
+	if play, ok := goBehaviours[strings.Fields(text + " x")[0]]; ok {
+		return play(x)
+	}
+	if err := x.write(a2apkg.NewArtifactEvent(rc, rc.Message.Parts...)); err != nil {
+		return err
+	}
+	return x.status(a2apkg.TaskStateCompleted, "", true)
+}
+
+// goTurn is one Execute call: what its behaviour writes to.
+type goTurn struct {
+	e   *GoExecutor
+	ctx context.Context
+	rc  *a2asrv.RequestContext
+	q   eventqueue.Queue
+}
+
+func (x *goTurn) write(ev a2apkg.Event) error { return x.q.Write(x.ctx, ev) }
+
+func (x *goTurn) status(st a2apkg.TaskState, text string, final bool) error {
+	var m *a2apkg.Message
+	if text != "" {
+		m = a2apkg.NewMessageForTask(a2apkg.MessageRoleAgent, x.rc, a2apkg.TextPart{Text: text})
+	}
+	ev := a2apkg.NewStatusUpdateEvent(x.rc, st, m)
+	ev.Final = final
+	return x.write(ev)
+}
+
+func (x *goTurn) working() error { return x.status(a2apkg.TaskStateWorking, "", false) }
+
+func (x *goTurn) done(artifact string) error {
+	if err := x.write(a2apkg.NewArtifactEvent(x.rc, a2apkg.TextPart{Text: artifact})); err != nil {
+		return err
+	}
+	return x.status(a2apkg.TaskStateCompleted, "", true)
+}
+
+// goBehaviours are what a message's first word asks the Go remote to do;
+// any other message is echoed back as the task's artifact.
+var goBehaviours = map[string]func(*goTurn) error{
+	"fail":   func(x *goTurn) error { return x.status(a2apkg.TaskStateFailed, "the disk is full", true) },
+	"reject": func(x *goTurn) error { return x.status(a2apkg.TaskStateRejected, "not my kind of work", true) },
+	"ask":    func(x *goTurn) error { return x.status(a2apkg.TaskStateInputRequired, "which database?", true) },
+	// No task at all: the answer is a message.
+	"say": func(x *goTurn) error {
+		return x.write(a2apkg.NewMessage(a2apkg.MessageRoleAgent, a2apkg.TextPart{Text: "hello yourself"}))
+	},
+	"auth": func(x *goTurn) error {
+		return x.status(a2apkg.TaskStateAuthRequired, "sign in at https://example.test/login", true)
+	},
+	"stream": (*goTurn).stream,
+	"slow":   (*goTurn).slow,
+	"tick":   (*goTurn).tick,
+	"hang":   (*goTurn).hang,
+}
+
+// stream sends the executor's chunks as one artifact, appended to.
+func (x *goTurn) stream() error {
+	if err := x.working(); err != nil {
+		return err
+	}
+	first := a2apkg.NewArtifactEvent(x.rc, a2apkg.TextPart{Text: x.e.chunks[0]})
+	if err := x.write(first); err != nil {
+		return err
+	}
+	for _, chunk := range x.e.chunks[1:] {
+		ev := a2apkg.NewArtifactUpdateEvent(x.rc, first.Artifact.ID, a2apkg.TextPart{Text: chunk})
+		ev.Append = true
+		if err := x.write(ev); err != nil {
 			return err
 		}
-		first := a2apkg.NewArtifactEvent(rc, a2apkg.TextPart{Text: e.chunks[0]})
-		if err := write(first); err != nil {
-			return err
-		}
-		for _, chunk := range e.chunks[1:] {
-			ev := a2apkg.NewArtifactUpdateEvent(rc, first.Artifact.ID, a2apkg.TextPart{Text: chunk})
-			ev.Append = true
-			if err := write(ev); err != nil {
-				return err
-			}
-		}
-		return status(a2apkg.TaskStateCompleted, "", true)
-	case "slow":
-		if err := working(); err != nil {
+	}
+	return x.status(a2apkg.TaskStateCompleted, "", true)
+}
+
+// slow works until the test releases it.
+func (x *goTurn) slow() error {
+	if err := x.working(); err != nil {
+		return err
+	}
+	select {
+	case <-x.e.Release:
+	case <-x.ctx.Done():
+		return nil
+	}
+	return x.done("slowly done")
+}
+
+// tick sends a status update per tick until released: a resubscriber gets
+// its first event (and, from a2a-go, its headers) from a tick.
+func (x *goTurn) tick() error {
+	for {
+		if err := x.working(); err != nil {
 			return err
 		}
 		select {
-		case <-e.Release:
-		case <-ctx.Done():
+		case <-x.e.Tick:
+			continue
+		case <-x.e.Release:
+		case <-x.ctx.Done():
 			return nil
 		}
-		return done("slowly done")
-	case "tick":
-		// A status update per tick until released: a resubscriber gets
-		// its first event (and, from a2a-go, its headers) from a tick.
-		for {
-			if err := working(); err != nil {
-				return err
-			}
-			select {
-			case <-e.Tick:
-				continue
-			case <-e.Release:
-			case <-ctx.Done():
-				return nil
-			}
-			break
-		}
-		return done("ticked")
-	case "hang":
-		if err := working(); err != nil {
-			return err
-		}
-		<-ctx.Done()
-		return nil
+		return x.done("ticked")
 	}
-	if err := write(a2apkg.NewArtifactEvent(rc, rc.Message.Parts...)); err != nil {
+}
+
+// hang works until the call is cancelled.
+func (x *goTurn) hang() error {
+	if err := x.working(); err != nil {
 		return err
 	}
-	return status(a2apkg.TaskStateCompleted, "", true)
+	<-x.ctx.Done()
+	return nil
 }
 
 func (e *GoExecutor) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
