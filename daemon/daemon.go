@@ -208,7 +208,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	if o.notify != nil {
 		o.notify(&nopts)
 	}
-	notifier := notify.New(eng, nopts)
+	notifier := notify.New(eng, eng.Push(), nopts)
 	if len(cfg.Remotes) > 0 {
 		agents := make([]string, len(cfg.Remotes))
 		for i, r := range cfg.Remotes {

@@ -56,7 +56,7 @@ func checkOutboxBound(t *testing.T, store func(*config.Config)) {
 			store(c)
 			c.PushOutboxPerReceiver, c.PushOutboxMax, c.PushDeadRetention, c.PushMaxAttempts = bound, 0, 0, 1000
 		},
-		Daemon: []daemon.Option{daemon.WithNotifier(func(o *pushnotify.Options) { o.LeaderPoll, o.Timeout = 10*time.Millisecond, time.Hour })},
+		Daemon: []daemon.Option{daemon.WithNotifier(func(o *pushnotify.Options) { o.LookEvery, o.Timeout = 10*time.Millisecond, time.Hour })},
 	}
 	d := daemontest.Start(t, opts)
 	addr := d.Addr()

@@ -9,9 +9,8 @@ import (
 
 // Push configs and the outbox (mailbox/push.go). The configs are set by
 // the A2A edge for its callers; the outbox is delivered by the daemon's
-// notifier, which records what it learns through PushDelivered and
-// PushDeadLettered; an operator repairs it with RetryNotification and
-// DropNotification.
+// notifier through Push (outbox.go); an operator repairs it with
+// RetryNotification and DropNotification.
 
 // checkPushConfig normalizes c for task taskID and holds its URL to the
 // daemon's configuration (Options.CheckPushURL): refused, nothing is
@@ -152,14 +151,6 @@ func (e *Engine) DeletePushConfig(ctx context.Context, taskID, configID string) 
 	return err
 }
 
-// SetPushStatus has the operator's view of the outbox ask status for what
-// the notifier knows of its deliveries: whether it delivers (this
-// instance leads), its attempts by notification id, its bounds and what
-// it dropped by them.
-func (e *Engine) SetPushStatus(status func() mailbox.PushStatus) {
-	e.pushStatus.Store(&status)
-}
-
 // Deliveries is the operator's view of the outbox: every notification
 // (only the failing and dead ones when failedOnly), with what the
 // notifier knows of its delivery.
@@ -179,101 +170,6 @@ func (e *Engine) Deliveries(ctx context.Context, failedOnly bool) (mailbox.PushL
 		e.durableMu.RUnlock()
 	})
 	return out, err
-}
-
-// Outbox returns the push notifications not yet delivered (pending and
-// dead), in the order they were made.
-func (e *Engine) Outbox(ctx context.Context) ([]mailbox.Notification, error) {
-	var out []mailbox.Notification
-	err := e.read(func() {
-		e.durableMu.RLock()
-		out = e.durable.Outbox()
-		e.durableMu.RUnlock()
-	})
-	return out, err
-}
-
-// OutboxHeads returns the oldest pending notification of each line (a
-// task's push config, or its sender's webhook) that busy does not report
-// busy, in the order they were made, and how many notifications are
-// pending and dead: what the notifier's look needs, without a copy of the
-// outbox (mailbox.State.OutboxHeads). busy is called under the durable
-// state's read lock.
-func (e *Engine) OutboxHeads(ctx context.Context, busy func(taskID, configID string) bool) (heads []mailbox.Notification, pending, dead int, err error) {
-	err = e.read(func() {
-		e.durableMu.RLock()
-		heads, pending, dead = e.durable.OutboxHeads(busy)
-		e.durableMu.RUnlock()
-	})
-	return heads, pending, dead, err
-}
-
-// NotificationPending reports whether notification id is still to be
-// delivered (not delivered, dropped or dead).
-func (e *Engine) NotificationPending(ctx context.Context, id string) (bool, error) {
-	var ok bool
-	err := e.read(func() {
-		e.durableMu.RLock()
-		ok = e.durable.NotificationPending(id)
-		e.durableMu.RUnlock()
-	})
-	return ok, err
-}
-
-// TrimOutbox drops the notifications the bounds b do not allow, at most
-// limit of them, the oldest first (mailbox.State.OutboxOverflow chooses
-// them): a push_dropped event each, on the daemon's word
-// (mailbox.OutboxPrincipal) with the reason naming the bound, so a drop
-// is audited and every replay drops the same. They are chosen from the
-// durable state, outside the decision lock, and decided one by one: one
-// delivered or dropped meanwhile is passed over. It returns how many were
-// dropped.
-func (e *Engine) TrimOutbox(ctx context.Context, b mailbox.OutboxBounds, limit int) (int, error) {
-	var drops []mailbox.OutboxDrop
-	if err := e.read(func() {
-		e.durableMu.RLock()
-		drops = e.durable.OutboxOverflow(b, e.opts.Now().UnixMilli(), limit)
-		e.durableMu.RUnlock()
-	}); err != nil || len(drops) == 0 {
-		return 0, err
-	}
-	next := 0
-	n, err := e.decideN(len(drops), func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
-		for next < len(drops) {
-			d := drops[next]
-			next++
-			if ev, err := s.DecidePushDrop(d.ID, mailbox.OutboxPrincipal, d.Reason, false, now); err == nil {
-				return ev, true, nil
-			}
-		}
-		return mailbox.Event{}, false, nil
-	}, nil)
-	if n > 0 {
-		e.log.Warn("push notifications dropped: the outbox passed a bound", "dropped", n, "reason", drops[0].Reason)
-	}
-	return n, err
-}
-
-// PushDelivered records that notification id's receiver acknowledged it
-// after attempts attempts. Refused (conflict, not found) when it is no
-// longer pending: an operator dropped it, or another leader delivered it.
-func (e *Engine) PushDelivered(ctx context.Context, id string, attempts int) error {
-	_, _, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
-		return must(s.DecidePushDelivered(id, attempts, now))
-	}, nil)
-	return err
-}
-
-// PushDeadLettered records that notification id's retries ran out after
-// attempts attempts, the last failing with lastError.
-func (e *Engine) PushDeadLettered(ctx context.Context, id string, attempts int, lastError string) error {
-	_, _, err := e.decide(func(s *mailbox.State, now int64) (mailbox.Event, bool, error) {
-		return must(s.DecidePushDeadLettered(id, attempts, lastError, now))
-	}, nil)
-	if err == nil {
-		e.log.Warn("push notification dead-lettered", "notification", id, "attempts", attempts, "last_error", lastError)
-	}
-	return err
 }
 
 // RetryNotification puts dead notification id back in line, on the

@@ -67,17 +67,17 @@ func TestSendWithPush(t *testing.T) {
 		t.Errorf("set naming the daemon: %v, want invalid", err)
 	}
 	mustLease(t, e, "w@local")
-	before, err := e.Outbox(ctx)
+	before, err := e.Push().Outbox(ctx)
 	if err != nil || len(before) != 4 {
 		t.Fatalf("outbox = %+v, %v; want each setting and the lease told to both", before, err)
 	}
-	if err := e.PushDelivered(ctx, before[0].ID, 1); err != nil {
+	if err := e.Push().Delivered(ctx, before[0].ID, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.PushDeadLettered(ctx, before[1].ID, 5, "500 Internal Server Error"); err != nil {
+	if err := e.Push().DeadLettered(ctx, before[1].ID, 5, "500 Internal Server Error"); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := e.Outbox(ctx)
+	want, _ := e.Push().Outbox(ctx)
 	if _, err := e.Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestSendWithPush(t *testing.T) {
 		t.Fatal(err)
 	}
 	e = open(t, dir, Options{})
-	got, err := e.Outbox(ctx)
+	got, err := e.Push().Outbox(ctx)
 	if err != nil || len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Errorf("outbox after a compaction and a restart = %+v, %v; want %+v", got, err, want)
 	}

@@ -50,11 +50,11 @@ func BenchmarkScan(b *testing.B) {
 	}
 	close(work)
 	wg.Wait()
-	box, err := eng.Outbox(ctx)
+	box, err := eng.Push().Outbox(ctx)
 	if err != nil || len(box) != 2*tasks {
 		b.Fatalf("outbox of %d notifications, %v; want %d", len(box), err, 2*tasks)
 	}
-	n := New(eng, Options{})
+	n := New(eng, eng.Push(), Options{})
 	for _, x := range box {
 		n.active[key{x.TaskID, x.ConfigID}] = true
 	}

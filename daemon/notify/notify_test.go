@@ -114,7 +114,7 @@ func start(t *testing.T, dir string, o notify.Options) *box {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	b := &box{t: t, ctx: ctx, dir: dir, eng: eng, n: notify.New(eng, o), ran: make(chan struct{})}
+	b := &box{t: t, ctx: ctx, dir: dir, eng: eng, n: notify.New(eng, eng.Push(), o), ran: make(chan struct{})}
 	rctx, stop := context.WithCancel(ctx)
 	b.run = stop
 	go func() { defer close(b.ran); b.n.Run(rctx) }()
@@ -159,7 +159,7 @@ func (b *box) work(status string) {
 func (b *box) outbox(what string, ok func([]mailbox.Notification) bool) []mailbox.Notification {
 	b.t.Helper()
 	for {
-		ns, err := b.eng.Outbox(b.ctx)
+		ns, err := b.eng.Push().Outbox(b.ctx)
 		if err != nil {
 			b.t.Fatal(err)
 		}

@@ -45,7 +45,7 @@ func TestOnlyTheLeaderDeliversAndATakeoverContinues(t *testing.T) {
 				c.PostgresCampaignInterval = 20 * time.Millisecond
 			},
 			Daemon: []daemon.Option{daemon.WithNotifier(func(o *notify.Options) {
-				o.RetryMin, o.RetryMax, o.MaxAttempts, o.LeaderPoll = time.Millisecond, 5*time.Millisecond, 1000000, 20*time.Millisecond
+				o.RetryMin, o.RetryMax, o.MaxAttempts, o.LookEvery = time.Millisecond, 5*time.Millisecond, 1000000, 20*time.Millisecond
 			})},
 		})
 		c, err := client.New(d.Addr())

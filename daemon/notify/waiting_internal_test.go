@@ -56,7 +56,7 @@ func TestLinesWaitingOutTheirBackoffHoldNoGoroutine(t *testing.T) {
 	}
 	sends.Wait()
 	before := runtime.NumGoroutine()
-	n := New(eng, Options{RetryMin: 200 * time.Millisecond, RetryMax: 200 * time.Millisecond, MaxAttempts: 1000})
+	n := New(eng, eng.Push(), Options{RetryMin: 200 * time.Millisecond, RetryMax: 200 * time.Millisecond, MaxAttempts: 1000})
 	rctx, stop := context.WithCancel(ctx)
 	ran := make(chan struct{})
 	go func() { defer close(ran); n.Run(rctx) }()
@@ -79,7 +79,7 @@ func TestLinesWaitingOutTheirBackoffHoldNoGoroutine(t *testing.T) {
 	up = true
 	mu.Unlock()
 	waitFor(t, ctx, "the outbox delivered", func() bool {
-		box, err := eng.Outbox(ctx)
+		box, err := eng.Push().Outbox(ctx)
 		return err == nil && len(box) == 0
 	})
 	mu.Lock()

@@ -424,7 +424,7 @@ const remote, triage, dispatcher, gone = "remote@local", "triage@local", "dispat
 
 // outbox returns the id of the i-th notification of the outbox.
 func (g *scenario) outbox(i int) string {
-	ns, err := g.eng.Outbox(context.Background())
+	ns, err := g.eng.Push().Outbox(context.Background())
 	if err != nil || len(ns) <= i {
 		log.Fatalf("outbox = %+v, %v, want a notification %d", ns, err, i)
 	}
@@ -450,13 +450,13 @@ func (g *scenario) deletePush(n int, id string) {
 }
 
 func (g *scenario) deadLetter(id string, attempts int, lastError string) {
-	if err := g.eng.PushDeadLettered(context.Background(), id, attempts, lastError); err != nil {
+	if err := g.eng.Push().DeadLettered(context.Background(), id, attempts, lastError); err != nil {
 		log.Fatalf("dead-letter %s: %v", id, err)
 	}
 }
 
 func (g *scenario) pushDelivered(id string, attempts int) {
-	if err := g.eng.PushDelivered(context.Background(), id, attempts); err != nil {
+	if err := g.eng.Push().Delivered(context.Background(), id, attempts); err != nil {
 		log.Fatalf("push delivered %s: %v", id, err)
 	}
 }
