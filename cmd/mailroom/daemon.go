@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,18 +13,13 @@ import (
 const daemonSummary = "run the mailbox daemon until SIGINT or SIGTERM"
 
 func runDaemon(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, verbHelp{
-		verb:    "daemon",
-		summary: daemonSummary,
-		usage:   "[--config FILE] [flags]",
-		example: "mailroom daemon --config /etc/mailroom.yaml --addr 127.0.0.1:7717 --log-level debug",
-	})
-	configPath := fs.String("config", "", "YAML config file (keys as the flags below, with _ for -)")
-	// The keys as the command line gives them, each checked as it is parsed
-	// so a bad one is a flag error; they are applied after the file and the
-	// environment, so flags win.
-	given := config.DefaultFor(e.getenv)
-	given.AddFlags(fs.FlagSet)
+	// The flags win over the file, yet one of them names the file. So the
+	// command line is parsed twice: first into a Config thrown away, which
+	// refuses a bad flag (before any file is read, as a usage error) and
+	// finds --config; then, in loadDaemonConfig, over the Config the file
+	// and the environment made, last, so the flags win with nothing copied.
+	probe := config.DefaultFor(e.getenv)
+	fs, configPath := daemonFlags(e, &probe)
 	if _, err := parseExact(fs, args); err != nil {
 		return err
 	}
@@ -34,7 +28,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 			return &usageError{msg: err.Error()}
 		}
 	}
-	cfg, err := loadDaemonConfig(*configPath, given, fs.FlagSet, e.getenv)
+	cfg, err := loadDaemonConfig(e, *configPath, args)
 	if err != nil {
 		return err
 	}
@@ -52,21 +46,38 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	return d.Run(ctx)
 }
 
-// loadDaemonConfig applies defaults < file < environment < the keys given on
-// cmdline (bound to given by AddFlags) and validates the result. Every
-// problem is a usage error naming the key.
-func loadDaemonConfig(path string, given config.Config, cmdline *flag.FlagSet, getenv func(string) string) (config.Config, error) {
-	cfg := config.DefaultFor(getenv)
+// daemonFlags is the daemon verb's flag set, every key bound to its field
+// in cfg, and where --config is parsed to.
+func daemonFlags(e *env, cfg *config.Config) (*verbFlags, *string) {
+	fs := newFlagSet(e, verbHelp{
+		verb:    "daemon",
+		summary: daemonSummary,
+		usage:   "[--config FILE] [flags]",
+		example: "mailroom daemon --config /etc/mailroom.yaml --addr 127.0.0.1:7717 --log-level debug",
+	})
+	path := fs.String("config", "", "YAML config file (keys as the flags below, with _ for -)")
+	cfg.AddFlags(fs.FlagSet)
+	return fs, path
+}
+
+// loadDaemonConfig applies defaults < the file at path < the environment <
+// the flags in args (parsed once already: they parse again) and validates
+// the result. Every problem is a usage error naming the key.
+func loadDaemonConfig(e *env, path string, args []string) (config.Config, error) {
+	cfg := config.DefaultFor(e.getenv)
 	if path != "" {
 		var err error
 		if cfg, err = config.LoadOver(cfg, path); err != nil {
 			return cfg, &usageError{msg: err.Error()}
 		}
 	}
-	if err := config.ApplyEnv(&cfg, getenv); err != nil {
+	if err := config.ApplyEnv(&cfg, e.getenv); err != nil {
 		return cfg, &usageError{msg: err.Error()}
 	}
-	config.ApplyFlags(&cfg, given, cmdline)
+	fs, _ := daemonFlags(e, &cfg)
+	if _, err := parseExact(fs, args); err != nil {
+		return cfg, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, &usageError{msg: "invalid configuration: " + err.Error()}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +14,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -226,14 +224,8 @@ func TestDaemonConfigPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	vars := map[string]string{"HOME": "/home/op", "MAILROOM_ADDR": "127.0.0.1:1002", "MAILROOM_RETAIN_DONE": "6"}
-	getenv := func(k string) string { return vars[k] }
-	given := config.DefaultFor(getenv)
-	flags := flag.NewFlagSet("daemon", flag.ContinueOnError)
-	given.AddFlags(flags)
-	if err := flags.Parse([]string{"--addr", "127.0.0.1:1003"}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := loadDaemonConfig(path, given, flags, getenv)
+	e := &env{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return vars[k] }}
+	cfg, err := loadDaemonConfig(e, path, []string{"--config", path, "--addr", "127.0.0.1:1003"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -342,13 +342,13 @@ func TestPrecedence(t *testing.T) {
 	if err := ApplyEnv(&c, env(map[string]string{"MAILROOM_ADDR": "127.0.0.1:2", "MAILROOM_RETAIN_DONE": "6"})); err != nil {
 		t.Fatal(err)
 	}
-	given := base()
+	// The flags bound to the config the file and the environment made,
+	// parsed last, as the daemon does.
 	flags := flag.NewFlagSet("daemon", flag.ContinueOnError)
-	given.AddFlags(flags)
+	c.AddFlags(flags)
 	if err := flags.Parse([]string{"--addr", "127.0.0.1:3"}); err != nil {
 		t.Fatal(err)
 	}
-	ApplyFlags(&c, given, flags)
 	if c.Addr != "127.0.0.1:3" || c.RetainDone != 6 || c.LogLevel != "debug" || c.SSEBuffer != engine.DefaultSubscriberBuffer {
 		t.Errorf("after file, env, flag: %+v", c)
 	}
@@ -395,8 +395,16 @@ func TestKeysCoverEveryField(t *testing.T) {
 	if n != typ.NumField()-2 {
 		t.Fatalf("AddFlags defines %d flags, want one per Config field but tokens and remotes (%d)", n, typ.NumField()-2)
 	}
+	// The key table lists the keys in the order Config declares them:
+	// Validate checks them so, and a message naming them all lists them so.
+	if names := keyNames(); len(names) != typ.NumField() {
+		t.Errorf("the key table has %d keys %v, want one per Config field (%d)", len(names), names, typ.NumField())
+	}
 	for i := range typ.NumField() {
 		name := typ.Field(i).Tag.Get("yaml")
+		if names := keyNames(); i < len(names) && names[i] != name {
+			t.Errorf("key %d of the table is %s, want %s, Config's field %d", i, names[i], name, i)
+		}
 		f := flags.Lookup(strings.ReplaceAll(name, "_", "-"))
 		if fileOnly(name) {
 			if f != nil {

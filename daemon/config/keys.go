@@ -7,10 +7,10 @@ import (
 	"math"
 	"net"
 	"net/url"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mailroom/mailroom/internal/editdist"
@@ -20,26 +20,45 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// The key table is a flag.FlagSet. Every key but tokens is a flag whose
-// Value parses text into the key's field of a Config and refuses what the
-// key does not allow, naming the key, the value and what was expected. The
-// file and the environment go through its Set, the command line through its
-// Parse, so all three are read by the same code and refused in the same
-// words; Validate sets each field again from its own text. tokens
-// has no flag: a secret in argv or the environment ends up in process
-// listings and shell histories, so only the file sets it.
+// The key table (keyTable) is written once, in the order Config declares
+// its fields, and given to a flag.FlagSet: every key but tokens and remotes
+// is a flag whose Value parses text into the key's field of a Config and
+// refuses what the key does not allow, naming the key, the value and what
+// was expected. The file and the environment go through its Set, the
+// command line through its Parse, so all three are read by the same code
+// and refused in the same words; Validate sets each field again from its
+// own text. The daemon binds the flags to the Config it will run with and
+// parses its command line last, over the file and the environment, so the
+// flags win with nothing copied. tokens and remotes have no flag: a secret
+// in argv or the environment ends up in process listings and shell
+// histories, so only the file sets them.
 
 const aDuration = " (a duration such as 15s)"
 
-// AddFlags defines on fs a flag for every key but tokens, bound to the key's
-// field in c and showing c's value as its default.
+// AddFlags defines on fs a flag for every key but tokens and remotes,
+// bound to the key's field in c and showing c's value as its default.
 func (c *Config) AddFlags(fs *flag.FlagSet) {
-	for _, k := range []struct {
-		v     keyValue
-		usage string
-	}{
+	for _, k := range c.keyTable() {
+		if !fileOnly(k.v.name()) {
+			fs.Var(k.v, flagName(k.v.name()), k.usage+" (env "+envName(k.v.name())+")")
+		}
+	}
+}
+
+// keyDef is one key of the table: its Value and its help line.
+type keyDef struct {
+	v     keyValue
+	usage string
+}
+
+// keyTable is every key bound to its field in c, in the order Config
+// declares them: the order Validate checks them in and messages list
+// them.
+func (c *Config) keyTable() []keyDef {
+	return []keyDef{
 		{&text{"addr", &c.Addr, validListenAddr, "host:port such as 127.0.0.1:7717 (port 0 picks a free port)"},
 			"listen address host:port (port 0 picks a free port)"},
+		{v: fileList("tokens")},
 		{&text{"data_dir", &c.DataDir, func(s string) bool { return strings.TrimSpace(s) != "" },
 			"a directory path (set data_dir, MAILROOM_DATA_DIR or --data-dir; the default needs $XDG_DATA_HOME or $HOME)"},
 			"directory holding the log and snapshots"},
@@ -70,8 +89,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 			"a comma-separated list of hosts: loopback, a host name, *.domain, an IP address, a CIDR prefix, or *"},
 			"the hosts push notification webhooks may name (the daemon's own address never)"},
 		{&count{"push_max_attempts", &c.PushMaxAttempts, 1, 1000}, "tries of a push notification before it is dead-lettered"},
-		{&count{"remote_resend_max", &c.RemoteResendMax, 0, 1000}, "times an idempotent task is sent again to a remote agent after sends that may have reached it, when the remote cannot say whether it holds it; past it the lease is left to the operator (0: never)"},
 		{positive("push_retry_max", &c.PushRetryMax), "the longest wait between tries of a push notification (the wait doubles from 1s)" + aDuration},
+		{&count{"remote_resend_max", &c.RemoteResendMax, 0, 1000}, "times an idempotent task is sent again to a remote agent after sends that may have reached it, when the remote cannot say whether it holds it; past it the lease is left to the operator (0: never)"},
 		{&count{"push_outbox_per_receiver", &c.PushOutboxPerReceiver, 0, math.MaxInt}, "most undelivered push notifications one receiver (a task's push config, a sender's webhook) may have; past it the oldest are dropped (0: no bound)"},
 		{&count{"push_outbox_max", &c.PushOutboxMax, 0, math.MaxInt}, "most undelivered push notifications the outbox may hold; past it the oldest are dropped (0: no bound)"},
 		{&duration{"push_dead_retention", &c.PushDeadRetention, 0, "0 (kept until an operator acts) or a positive Go duration such as 168h"},
@@ -88,8 +107,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		{&duration{"postgres_campaign_interval", &c.PostgresCampaignInterval, 10 * time.Millisecond, "a Go duration of at least 10ms such as 250ms"},
 			"with store postgres: how often an instance that does not lead tries to" + aDuration},
 		{&boolean{"mcp_http", &c.MCPHTTP}, "serve the MCP face over streamable HTTP at /mcp, behind the bearer tokens: true or false"},
-	} {
-		fs.Var(k.v, flagName(k.v.name()), k.usage+" (env "+envName(k.v.name())+")")
+		{v: fileList("remotes")},
 	}
 }
 
@@ -180,22 +198,6 @@ func closestEnv(name string) string {
 	return best
 }
 
-// ApplyFlags sets in cfg every key given on cmdline, whose key flags
-// AddFlags bound to given. The flags were parsed, and checked, once: into
-// given, as the command line came; copying them over the file and the
-// environment is what makes them win.
-func ApplyFlags(cfg *Config, given Config, cmdline *flag.FlagSet) {
-	dst, src := reflect.ValueOf(cfg).Elem(), reflect.ValueOf(given)
-	names := keyNames()
-	cmdline.Visit(func(f *flag.Flag) {
-		for i, name := range names {
-			if !fileOnly(name) && flagName(name) == f.Name {
-				dst.Field(i).Set(src.Field(i))
-			}
-		}
-	})
-}
-
 // keys is the key table bound to c.
 func (c *Config) keys() *flag.FlagSet {
 	fs := flag.NewFlagSet("config", flag.ContinueOnError)
@@ -203,15 +205,15 @@ func (c *Config) keys() *flag.FlagSet {
 	return fs
 }
 
-// keyNames lists the keys in the order Config declares them.
-func keyNames() []string {
-	t := reflect.TypeFor[Config]()
-	names := make([]string, t.NumField())
-	for i := range names {
-		names[i] = t.Field(i).Tag.Get("yaml")
+// keyNames lists the keys in the order Config declares them, from the
+// key table (bound to a Config of its own: only the names are read).
+var keyNames = sync.OnceValue(func() []string {
+	var names []string
+	for _, k := range new(Config).keyTable() {
+		names = append(names, k.v.name())
 	}
 	return names
-}
+})
 
 func isKey(name string) bool { return slices.Contains(keyNames(), name) }
 
@@ -246,6 +248,16 @@ func show[T any](p *T, format func(T) string) string {
 	}
 	return format(*p)
 }
+
+// fileList is a list the file alone sets (tokens, remotes): it is in the
+// table for its name and place, and no flag or variable ever reaches it.
+type fileList string
+
+func (v fileList) name() string { return string(v) }
+
+func (v fileList) String() string { return "" }
+
+func (v fileList) Set(string) error { return fmt.Errorf("%s: set in the config file only", string(v)) }
 
 // The Values below store nothing they refuse, and their String is text
 // their Set accepts, which is how Validate checks a field with their rules.
