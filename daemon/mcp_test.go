@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
@@ -39,13 +40,23 @@ func mcpOver(t *testing.T, url, token string, o facetest.Session) *mcp.ClientSes
 
 func withMCP(c *config.Config) { c.MCPHTTP = true }
 
+// mcpDaemon is the MCP suite's Factory here: a daemon serving /mcp,
+// requiring the suite's tokens.
+func mcpDaemon(t *testing.T, grants []facetest.Grant) facetest.Target {
+	var tokens []auth.Token
+	for _, g := range grants {
+		tokens = append(tokens, auth.Token{Principal: g.Principal, SHA256: g.SHA256(), Caps: g.Caps})
+	}
+	return daemontest.Start(t, daemontest.Options{Tokens: tokens, Config: withMCP})
+}
+
 // TestMCPOverHTTP runs the MCP face's suite against the daemon's own /mcp
 // route over streamable HTTP, each session with its principal's token.
 func TestMCPOverHTTP(t *testing.T) {
 	facetest.Run(t, func(t *testing.T, d *facetest.Daemon, token string, o facetest.Session) *mcp.ClientSession {
 		t.Helper()
 		return mcpOver(t, d.URL()+"/mcp", token, o)
-	}, withMCP)
+	}, mcpDaemon)
 }
 
 // initialize is a raw MCP initialize request, as a host's first POST.
@@ -75,7 +86,7 @@ func post(t *testing.T, url, token, session, body string) (*http.Response, strin
 // answers only its own token; without tokens the session names its agent
 // in the query; and the route is off unless configured.
 func TestMCPOverHTTPAccess(t *testing.T) {
-	d := facetest.StartDaemon(t, withMCP)
+	d := facetest.StartDaemon(t, mcpDaemon)
 	url := d.URL() + "/mcp"
 	resp, body := post(t, url, "", "", initialize)
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, `"code":"unauthorized"`) {
@@ -257,7 +268,7 @@ func TestMCPOnAPostgresFollower(t *testing.T) {
 // 2025-11-25, so a client asking for either gets it, and a refused
 // resources/subscribe is a JSON-RPC error with a code a host can act on.
 func TestMCPOverHTTPProtocols(t *testing.T) {
-	d := facetest.StartDaemon(t, withMCP)
+	d := facetest.StartDaemon(t, mcpDaemon)
 	planner := d.Tokens[facetest.Planner]
 	for _, c := range []struct{ ask, want string }{{"", "2026-07-28"}, {"2026-07-28", "2026-07-28"}, {"2025-11-25", "2025-11-25"}, {"2025-06-18", "2025-06-18"}} {
 		s := mcpOver(t, d.URL()+"/mcp", planner, facetest.Session{Protocol: c.ask})

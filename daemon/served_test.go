@@ -56,7 +56,7 @@ var v10 = map[string]string{"A2A-Version": "1.0"}
 // it; the exposition keeps the Prometheus text format's rules, and no
 // label holds a task id or an agent id.
 func TestMetricsCountEveryRoute(t *testing.T) {
-	d := facetest.StartDaemon(t, withMCP)
+	d := facetest.StartDaemon(t, mcpDaemon)
 	if _, err := d.Client(t, facetest.Oncall).RegisterAgent(t.Context(), facetest.Coder, mailbox.AgentCard{Name: "Coder"}); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestMetricsCountEveryRoute(t *testing.T) {
 // WWW-Authenticate challenge RFC 6750 asks for, and names the refused
 // token as invalid_token when one was sent.
 func TestUnauthorizedSaysBearer(t *testing.T) {
-	d := facetest.StartDaemon(t, withMCP)
+	d := facetest.StartDaemon(t, mcpDaemon)
 	if _, err := d.Client(t, facetest.Oncall).RegisterAgent(t.Context(), facetest.Coder, mailbox.AgentCard{Name: "Coder"}); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestUnauthorizedSaysBearer(t *testing.T) {
 // token is never kept by a shared cache (no-store, or private) and says
 // it varies with Authorization; the public card is cacheable.
 func TestTokenAnswersAreNotShared(t *testing.T) {
-	d := facetest.StartDaemon(t, withMCP)
+	d := facetest.StartDaemon(t, mcpDaemon)
 	if _, err := d.Client(t, facetest.Oncall).RegisterAgent(t.Context(), facetest.Coder, mailbox.AgentCard{Name: "Coder"}); err != nil {
 		t.Fatal(err)
 	}

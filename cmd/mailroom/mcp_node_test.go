@@ -21,7 +21,7 @@ import (
 // (CI=true), where it fails: .ci/run installs both.
 func TestMCPTypeScriptInterop(t *testing.T) {
 	node, dir := remotetest.Node(t, "the @modelcontextprotocol/sdk interop test", "@modelcontextprotocol/sdk")
-	d := facetest.StartDaemon(t, func(c *config.Config) { c.MCPHTTP = true })
+	d := facetest.StartDaemon(t, faceDaemon(func(c *config.Config) { c.MCPHTTP = true }))
 	// The binary under test is this test binary, run as `mailroom` when
 	// asMainEnv is set (e2e_proc_test.go): node passes its environment on
 	// to the servers it spawns.

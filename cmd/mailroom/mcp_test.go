@@ -7,9 +7,25 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/daemon/config"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/internal/testlog"
 	"github.com/mailroom/mailroom/mcpface/facetest"
 )
+
+// faceDaemon is the MCP suite's Factory here: a daemon in this process
+// requiring the suite's tokens, the rest of its configuration changed by
+// change (nil: nothing).
+func faceDaemon(change func(*config.Config)) facetest.Factory {
+	return func(t *testing.T, grants []facetest.Grant) facetest.Target {
+		var tokens []auth.Token
+		for _, g := range grants {
+			tokens = append(tokens, auth.Token{Principal: g.Principal, SHA256: g.SHA256(), Caps: g.Caps})
+		}
+		return daemontest.Start(t, daemontest.Options{Tokens: tokens, Config: change})
+	}
+}
 
 // mcpProc starts the real binary as `mailroom mcp` with token, as an MCP
 // host launches it, and connects the Go SDK's client to its stdin and
@@ -32,7 +48,7 @@ func mcpProc(t *testing.T, d *facetest.Daemon, token string, o facetest.Session)
 // subprocesses over stdio: a full cycle between two sessions, long polls,
 // a guarded repair, refusals, resources and subscriptions.
 func TestMCPStdio(t *testing.T) {
-	facetest.Run(t, mcpProc, nil)
+	facetest.Run(t, mcpProc, faceDaemon(nil))
 }
 
 // TestMCPUsage: what `mailroom mcp` refuses before it serves anything.
