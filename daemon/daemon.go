@@ -18,6 +18,7 @@ import (
 	"github.com/mailroom/mailroom/internal/webhook"
 
 	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/a2a/remote"
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/covenant"
@@ -292,7 +293,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 // outboundOptions are the dispatcher's options: the remotes' credentials
 // from cfg, then what the caller changes.
 func outboundOptions(cfg config.Config, logger *slog.Logger, hooks *webhook.Policy, change func(*outbound.Options)) outbound.Options {
-	o := outbound.Options{Logger: logger, Auth: map[string]a2a.RemoteAuth{}, ResendMax: cfg.RemoteResendMax,
+	o := outbound.Options{Logger: logger, Auth: map[string]remote.Auth{}, ResendMax: cfg.RemoteResendMax,
 		CheckURL: func(u *url.URL) error {
 			return hooks.CheckSelf("remote.url", u, "a remote agent", "the daemon would deliver the agent's tasks to itself")
 		}}
@@ -300,7 +301,7 @@ func outboundOptions(cfg config.Config, logger *slog.Logger, hooks *webhook.Poli
 		o.ResendMax = -1 // 0 in the configuration: never sent again
 	}
 	for _, r := range cfg.Remotes {
-		o.Auth[r.Agent] = a2a.RemoteAuth{Bearer: r.Bearer, Header: r.Header, Value: r.Value}
+		o.Auth[r.Agent] = remote.Auth{Bearer: r.Bearer, Header: r.Header, Value: r.Value}
 	}
 	if change != nil {
 		change(&o)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/mailbox"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
 
 // card serves the agent's card at .well-known/agent-card.json (and the
@@ -56,7 +58,7 @@ func (e *Edge) card(w http.ResponseWriter, r *http.Request, req request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h.Set("Content-Type", contentTypeJSON)
+	h.Set("Content-Type", wire.ContentTypeJSON)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf.Bytes())
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/mailroom/mailroom/mailbox"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
 
 // Conversations through the edge. A worker that asks its sender
@@ -35,24 +37,24 @@ func (e *Edge) reply(ctx context.Context, agent string, p sendParams) (string, u
 	m := p.msg
 	// A task that is not this agent's (or not there) is TaskNotFound, as
 	// for a read; one the caller may not read is refused here too.
-	rec, err := e.read(ctx, agent, m.taskID)
+	rec, err := e.read(ctx, agent, m.TaskID)
 	if err != nil {
 		return "", 0, err
 	}
-	if m.contextID != "" && m.contextID != rec.Task.A2A.ContextID {
-		return "", 0, &rpcError{code: codeInvalidParams, field: "message.contextId",
-			msg: "message.contextId: got " + strconv.Quote(m.contextID) + ", but task " + rec.Task.ID + " is in context " + strconv.Quote(rec.Task.A2A.ContextID) + "; send the task's contextId, or none"}
+	if m.ContextID != "" && m.ContextID != rec.Task.A2A.ContextID {
+		return "", 0, &wire.Error{Code: wire.CodeInvalidParams, Field: "message.contextId",
+			Message: "message.contextId: got " + strconv.Quote(m.ContextID) + ", but task " + rec.Task.ID + " is in context " + strconv.Quote(rec.Task.A2A.ContextID) + "; send the task's contextId, or none"}
 	}
 	// A retry of an answer is answered without asking the service, but
 	// only to the one who gave it: any other token goes to the service,
 	// which refuses a caller who may not answer (and takes an admin's
 	// answer as an answer).
 	if who := mailbox.PrincipalFrom(ctx); who == "" || who == rec.Task.Sender {
-		if seq, ok := answered(rec, p.version, m.messageID); ok {
+		if seq, ok := answered(rec, p.version, m.MessageID); ok {
 			return rec.Task.ID, seq, nil
 		}
 	}
-	origin := &mailbox.A2AOrigin{Version: p.version, MessageID: m.messageID, ContextID: rec.Task.A2A.ContextID, Message: p.raw}
+	origin := &mailbox.A2AOrigin{Version: p.version, MessageID: m.MessageID, ContextID: rec.Task.A2A.ContextID, Message: p.raw}
 	return e.answer(ctx, rec, replyContent(m), origin, "message.taskId", "send a message without taskId")
 }
 
@@ -65,7 +67,7 @@ func (e *Edge) answer(ctx context.Context, rec mailbox.TaskRecord, content []mai
 	case err == nil:
 	case mailbox.ErrorCode(err) == mailbox.CodeConflict:
 		// Not waiting on its sender: queued, in flight or finished.
-		return "", 0, &rpcError{code: codeUnsupported, field: field, msg: field + ": " + mailbox.ErrorMessage(err) + "; to start new work, " + fresh}
+		return "", 0, &wire.Error{Code: wire.CodeUnsupported, Field: field, Message: field + ": " + mailbox.ErrorMessage(err) + "; to start new work, " + fresh}
 	case mailbox.ErrorCode(err) == mailbox.CodeForbidden && isField(err, "sender"):
 		return "", 0, &mailbox.Error{Code: mailbox.CodeForbidden, Details: &mailbox.ErrorDetails{Field: field, Capability: "a2a.admin"},
 			Message: field + ": task " + rec.Task.ID + " was sent by " + strconv.Quote(rec.Task.Sender) + ", and only its sender (or an a2a.admin token) answers its questions; this token speaks for " + strconv.Quote(mailbox.PrincipalFrom(ctx))}
@@ -98,14 +100,14 @@ func answered(rec mailbox.TaskRecord, v, messageID string) (uint64, bool) {
 // replyContent is what a worker reads of an answer: its text parts as
 // text and its data parts as json. File parts are not copied: the whole
 // message is on the turn (turn.a2a), as on the task for a send.
-func replyContent(m message) []mailbox.Content {
+func replyContent(m wire.Message) []mailbox.Content {
 	out := []mailbox.Content{}
-	for _, p := range m.parts {
-		switch p.kind {
+	for _, p := range m.Parts {
+		switch p.Kind {
 		case "text":
-			out = append(out, mailbox.Content{Type: mailbox.ContentText, Text: p.text})
+			out = append(out, mailbox.Content{Type: mailbox.ContentText, Text: p.Text})
 		case "data":
-			out = append(out, mailbox.Content{Type: mailbox.ContentJSON, Value: p.data})
+			out = append(out, mailbox.Content{Type: mailbox.ContentJSON, Value: p.Data})
 		}
 	}
 	return out

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/mailbox"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
 
 // Prefix is where every agent's base URL starts.
@@ -175,7 +177,7 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, req request, err e
 	if req.rest == "" && r.Method == http.MethodPost {
 		v, verr := version(r)
 		if verr != nil {
-			v = v03
+			v = wire.V03
 		}
 		writeRPCError(w, r, v, peekID(w, r), rpcErrorFrom(err, v))
 		return

@@ -7,75 +7,50 @@ import (
 
 	"github.com/mailroom/mailroom/internal/served"
 	"github.com/mailroom/mailroom/mailbox"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
-
-// JSON-RPC error codes: the standard ones and A2A's own.
-const (
-	codeParse             = -32700
-	codeInvalidRequest    = -32600
-	codeMethodNotFound    = -32601
-	codeInvalidParams     = -32602
-	codeInternal          = -32603
-	codeTaskNotFound      = -32001
-	codeTaskNotCancelable = -32002
-	codePushNotSupported  = -32003
-	codeUnsupported       = -32004
-	codeContentType       = -32005
-	codeVersion           = -32009
-)
-
-// rpcError is an A2A error: a JSON-RPC code and a message that names the
-// problem. status, when set, is the HTTP status it travels with (an
-// authentication failure is a 401 whatever the binding).
-type rpcError struct {
-	code   int
-	msg    string
-	field  string
-	status int
-}
-
-func (e *rpcError) Error() string { return e.msg }
 
 // rpcErrorFrom turns any error into an A2A error. The mailbox's own
 // errors keep their message; anything else is an internal error whose
 // text is not shown.
-func rpcErrorFrom(err error, _ string) *rpcError {
-	var re *rpcError
+func rpcErrorFrom(err error, _ string) *wire.Error {
+	var re *wire.Error
 	if errors.As(err, &re) {
 		return re
 	}
 	var me *mailbox.Error
 	if !errors.As(err, &me) {
-		return &rpcError{code: codeInternal, msg: "internal error; the daemon's log has the details", status: http.StatusInternalServerError}
+		return &wire.Error{Code: wire.CodeInternal, Message: "internal error; the daemon's log has the details", Status: http.StatusInternalServerError}
 	}
-	e := &rpcError{msg: me.Message, status: mailbox.HTTPStatus(me.Code)}
+	e := &wire.Error{Message: me.Message, Status: mailbox.HTTPStatus(me.Code)}
 	if me.Details != nil {
-		e.field = me.Details.Field
+		e.Field = me.Details.Field
 	}
 	switch me.Code {
 	case mailbox.CodeInvalid:
-		e.code, e.status = codeInvalidParams, 0
+		e.Code, e.Status = wire.CodeInvalidParams, 0
 	case mailbox.CodeNotFound:
-		e.code = codeInvalidRequest
+		e.Code = wire.CodeInvalidRequest
 	case mailbox.CodeConflict:
-		e.code, e.status = codeInvalidRequest, 0
+		e.Code, e.Status = wire.CodeInvalidRequest, 0
 	case mailbox.CodeUnavailable, mailbox.CodeInternal:
-		e.code = codeInternal
+		e.Code = wire.CodeInternal
 	default: // unauthorized, forbidden, too large, method not allowed
-		e.code = codeInvalidRequest
+		e.Code = wire.CodeInvalidRequest
 	}
 	return e
 }
 
 // writeRPCError answers a JSON-RPC request of version v with an error. id
 // is the request's id as it came (nil: null).
-func writeRPCError(w http.ResponseWriter, r *http.Request, v string, id json.RawMessage, e *rpcError) {
+func writeRPCError(w http.ResponseWriter, r *http.Request, v string, id json.RawMessage, e *wire.Error) {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	served.RPCError(w, e.code) // /metrics: the JSON-RPC error answered
+	served.RPCError(w, e.Code) // /metrics: the JSON-RPC error answered
 	body := obj{"jsonrpc": "2.0", "id": id, "error": rpcErrorBody(v, e)}
-	status := e.status
+	status := e.Status
 	if status == 0 {
 		status = http.StatusOK
 	}
@@ -90,52 +65,31 @@ func writeRPCError(w http.ResponseWriter, r *http.Request, v string, id json.Raw
 // an array of typed objects, as the spec says: a google.rpc.BadRequest
 // naming the field of an invalid request, a google.rpc.ErrorInfo with the
 // reason of an A2A error.
-func rpcErrorBody(v string, e *rpcError) obj {
-	b := obj{"code": e.code, "message": e.msg}
-	if v != v10 {
-		if e.field != "" {
-			b["data"] = obj{"field": e.field}
+func rpcErrorBody(v string, e *wire.Error) obj {
+	b := obj{"code": e.Code, "message": e.Message}
+	if v != wire.V10 {
+		if e.Field != "" {
+			b["data"] = obj{"field": e.Field}
 		}
 		return b
 	}
 	var details []obj
-	if e.field != "" {
+	if e.Field != "" {
 		details = append(details, obj{"@type": "type.googleapis.com/google.rpc.BadRequest",
-			"fieldViolations": []obj{{"field": e.field, "description": e.msg}}})
+			"fieldViolations": []obj{{"field": e.Field, "description": e.Message}}})
 	}
-	if e.code >= codeVersion && e.code <= codeTaskNotFound {
+	if e.Code >= wire.CodeVersion && e.Code <= wire.CodeTaskNotFound {
 		meta := obj{}
-		if e.field != "" {
-			meta["field"] = e.field
+		if e.Field != "" {
+			meta["field"] = e.Field
 		}
 		details = append(details, obj{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
-			"reason": restReasons[e.code].reason, "domain": "a2a-protocol.org", "metadata": meta})
+			"reason": wire.RESTReasons[e.Code].Reason, "domain": "a2a-protocol.org", "metadata": meta})
 	}
 	if details != nil {
 		b["data"] = details
 	}
 	return b
-}
-
-// REST errors: the google.rpc.Status shape, with an ErrorInfo whose reason
-// the v1.0 SDKs map to their typed errors.
-
-var restReasons = map[int]struct {
-	status int
-	grpc   string
-	reason string
-}{
-	codeParse:             {http.StatusBadRequest, "INVALID_ARGUMENT", "PARSE_ERROR"},
-	codeInvalidRequest:    {http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_REQUEST"},
-	codeMethodNotFound:    {http.StatusNotFound, "NOT_FOUND", "METHOD_NOT_FOUND"},
-	codeInvalidParams:     {http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_PARAMS"},
-	codeInternal:          {http.StatusInternalServerError, "INTERNAL", "INTERNAL_ERROR"},
-	codeTaskNotFound:      {http.StatusNotFound, "NOT_FOUND", "TASK_NOT_FOUND"},
-	codeTaskNotCancelable: {http.StatusBadRequest, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"}, // spec 5.4: 400, not 409
-	codePushNotSupported:  {http.StatusBadRequest, "UNIMPLEMENTED", "PUSH_NOTIFICATION_NOT_SUPPORTED"},
-	codeUnsupported:       {http.StatusBadRequest, "UNIMPLEMENTED", "UNSUPPORTED_OPERATION"},
-	codeContentType:       {http.StatusUnsupportedMediaType, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED"},
-	codeVersion:           {http.StatusBadRequest, "UNIMPLEMENTED", "VERSION_NOT_SUPPORTED"},
 }
 
 // authReasons are the ErrorInfo reasons of a refused token (401) and a
@@ -163,7 +117,7 @@ var grpcStatus = map[int]string{
 // binding) with an error, in the JSON media type the request accepts
 // (answerType).
 func writeRESTError(w http.ResponseWriter, r *http.Request, err error) {
-	status, body := restError(rpcErrorFrom(err, v10))
+	status, body := restError(rpcErrorFrom(err, wire.V10))
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mailroom"`)
 	}
@@ -171,13 +125,13 @@ func writeRESTError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // restError is an error's HTTP status and google.rpc.Status body.
-func restError(e *rpcError) (int, obj) {
-	r := restReasons[e.code]
-	status, gs := r.status, r.grpc
-	if e.status != 0 {
+func restError(e *wire.Error) (int, obj) {
+	r := wire.RESTReasons[e.Code]
+	status, gs := r.Status, r.GRPC
+	if e.Status != 0 {
 		// A status the error travels with (401, 403, 413, 503, ...)
 		// says more than the code's usual one.
-		status, gs = e.status, grpcStatus[e.status]
+		status, gs = e.Status, grpcStatus[e.Status]
 	}
 	switch {
 	case status == 0:
@@ -190,15 +144,15 @@ func restError(e *rpcError) (int, obj) {
 		gs = "INTERNAL"
 	}
 	meta := obj{}
-	if e.field != "" {
-		meta["field"] = e.field
+	if e.Field != "" {
+		meta["field"] = e.Field
 	}
-	reason := r.reason
+	reason := r.Reason
 	if ar, ok := authReasons[status]; ok {
 		reason = ar
 	}
 	info := obj{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "a2a-protocol.org", "metadata": meta}
-	return status, obj{"error": obj{"code": status, "status": gs, "message": e.msg, "details": []obj{info}}}
+	return status, obj{"error": obj{"code": status, "status": gs, "message": e.Message, "details": []obj{info}}}
 }
 
 func writeJSONAs(w http.ResponseWriter, status int, ctype string, v any) {
@@ -211,3 +165,6 @@ func writeJSONAs(w http.ResponseWriter, status int, ctype string, v any) {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
+
+// obj is a JSON object being written.
+type obj = map[string]any

@@ -13,35 +13,37 @@ import (
 	"github.com/mailroom/mailroom/internal/sse"
 	"github.com/mailroom/mailroom/internal/strictjson"
 	"github.com/mailroom/mailroom/mailbox"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
 
 // MaxBodyBytes bounds a request body, as on the native routes.
 const MaxBodyBytes = mailbox.MaxBodyBytes
 
 // version reads the A2A-Version header: none is v0.3.
-func version(r *http.Request) (string, *rpcError) {
+func version(r *http.Request) (string, *wire.Error) {
 	v := strings.TrimSpace(r.Header.Get("A2A-Version"))
 	switch v {
 	case "", "0.3", "0.3.0":
-		return v03, nil
+		return wire.V03, nil
 	case "1.0", "1", "1.0.0":
-		return v10, nil
+		return wire.V10, nil
 	}
-	return "", &rpcError{code: codeVersion, msg: "A2A-Version: got " + strconv.Quote(v) + ", expected 0.3 (or no header) or 1.0"}
+	return "", &wire.Error{Code: wire.CodeVersion, Message: "A2A-Version: got " + strconv.Quote(v) + ", expected 0.3 (or no header) or 1.0"}
 }
 
 // readBody reads a JSON body: the content type, the size bound, UTF-8,
 // duplicate keys and depth, as the native routes check them.
-func readBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, *rpcError) {
+func readBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, *wire.Error) {
 	body, prob := sse.ReadBody(w, r, MaxBodyBytes, jsonOrA2A)
 	if prob != nil {
 		return nil, problem(prob)
 	}
 	if !json.Valid(body) {
-		return nil, &rpcError{code: codeParse, msg: "request body: not valid JSON"}
+		return nil, &wire.Error{Code: wire.CodeParse, Message: "request body: not valid JSON"}
 	}
 	if err := strictjson.CheckValue(body, "", mailbox.MaxValueDepth); err != nil {
-		return nil, &rpcError{code: codeInvalidRequest, msg: err.Error()}
+		return nil, &wire.Error{Code: wire.CodeInvalidRequest, Message: err.Error()}
 	}
 	return body, nil
 }
@@ -55,13 +57,13 @@ type envelope struct {
 
 // readEnvelope reads a JSON-RPC request object. A refusal comes with the
 // id to answer it under: the request's when it could be read, else nil.
-func readEnvelope(w http.ResponseWriter, r *http.Request) (envelope, *rpcError) {
+func readEnvelope(w http.ResponseWriter, r *http.Request) (envelope, *wire.Error) {
 	body, rerr := readBody(w, r)
 	if rerr != nil {
 		return envelope{}, rerr
 	}
 	if t := bytes.TrimLeft(body, " \t\r\n"); t[0] == '[' {
-		return envelope{}, &rpcError{code: codeInvalidRequest, msg: "batch requests are not supported; send one JSON-RPC request object per HTTP request"}
+		return envelope{}, &wire.Error{Code: wire.CodeInvalidRequest, Message: "batch requests are not supported; send one JSON-RPC request object per HTTP request"}
 	}
 	var env struct {
 		JSONRPC *string          `json:"jsonrpc"`
@@ -70,7 +72,7 @@ func readEnvelope(w http.ResponseWriter, r *http.Request) (envelope, *rpcError) 
 		Params  *json.RawMessage `json:"params"`
 	}
 	if err := json.Unmarshal(body, &env); err != nil {
-		return envelope{}, &rpcError{code: codeInvalidRequest, msg: "request: expected a JSON-RPC request object {\"jsonrpc\":\"2.0\",\"id\",\"method\",\"params\"}: " + err.Error()}
+		return envelope{}, &wire.Error{Code: wire.CodeInvalidRequest, Message: "request: expected a JSON-RPC request object {\"jsonrpc\":\"2.0\",\"id\",\"method\",\"params\"}: " + err.Error()}
 	}
 	if err := checkID(env.ID); err != nil {
 		return envelope{}, err
@@ -78,13 +80,13 @@ func readEnvelope(w http.ResponseWriter, r *http.Request) (envelope, *rpcError) 
 	out := envelope{id: env.ID}
 	switch {
 	case env.JSONRPC == nil:
-		return out, &rpcError{code: codeInvalidRequest, msg: `jsonrpc: missing, expected "2.0"`, field: "jsonrpc"}
+		return out, &wire.Error{Code: wire.CodeInvalidRequest, Message: `jsonrpc: missing, expected "2.0"`, Field: "jsonrpc"}
 	case *env.JSONRPC != "2.0":
-		return out, &rpcError{code: codeInvalidRequest, msg: `jsonrpc: got ` + strconv.Quote(*env.JSONRPC) + `, expected "2.0"`, field: "jsonrpc"}
+		return out, &wire.Error{Code: wire.CodeInvalidRequest, Message: `jsonrpc: got ` + strconv.Quote(*env.JSONRPC) + `, expected "2.0"`, Field: "jsonrpc"}
 	case env.Method == nil || *env.Method == "":
-		return out, &rpcError{code: codeInvalidRequest, msg: "method: missing, expected an A2A method such as message/send (v0.3) or SendMessage (v1.0)", field: "method"}
+		return out, &wire.Error{Code: wire.CodeInvalidRequest, Message: "method: missing, expected an A2A method such as message/send (v0.3) or SendMessage (v1.0)", Field: "method"}
 	case len(env.ID) == 0:
-		return out, &rpcError{code: codeInvalidRequest, msg: "id: missing; A2A requests are calls, never notifications, so each needs an id", field: "id"}
+		return out, &wire.Error{Code: wire.CodeInvalidRequest, Message: "id: missing; A2A requests are calls, never notifications, so each needs an id", Field: "id"}
 	}
 	out.method = *env.Method
 	if env.Params != nil {
@@ -99,7 +101,7 @@ func readEnvelope(w http.ResponseWriter, r *http.Request) (envelope, *rpcError) 
 // readers) would write back otherwise: 1.5e400 (out of range), 1.0, 1e2,
 // -0, 9007199254740993. Integers up to 2^53 and plain decimals such as
 // 1.5 echo exactly.
-func checkID(id json.RawMessage) *rpcError {
+func checkID(id json.RawMessage) *wire.Error {
 	if len(id) == 0 {
 		return nil
 	}
@@ -108,7 +110,7 @@ func checkID(id json.RawMessage) *rpcError {
 		return nil
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 	default:
-		return &rpcError{code: codeInvalidRequest, msg: "id: expected a string, a number or null", field: "id"}
+		return &wire.Error{Code: wire.CodeInvalidRequest, Message: "id: expected a string, a number or null", Field: "id"}
 	}
 	s := string(id)
 	f, err := strconv.ParseFloat(s, 64)
@@ -118,8 +120,8 @@ func checkID(id json.RawMessage) *rpcError {
 		if len(shown) > 40 {
 			shown = shown[:40] + "..."
 		}
-		return &rpcError{code: codeInvalidRequest, field: "id",
-			msg: "id: got " + shown + ", which would not read back as written; expected a string, null, or a number written as JavaScript writes it (an integer up to 2^53 such as 42, or a plain decimal such as 1.5)"}
+		return &wire.Error{Code: wire.CodeInvalidRequest, Field: "id",
+			Message: "id: got " + shown + ", which would not read back as written; expected a string, null, or a number written as JavaScript writes it (an integer up to 2^53 such as 42, or a plain decimal such as 1.5)"}
 	}
 	return nil
 }
@@ -130,7 +132,7 @@ func (e *Edge) jsonrpc(w http.ResponseWriter, r *http.Request, req request) {
 	// asked for, if it is one.
 	form, verr := version(r)
 	if verr != nil {
-		form = v03
+		form = wire.V03
 	}
 	env, rerr := readEnvelope(w, r)
 	if rerr != nil {
@@ -144,8 +146,8 @@ func (e *Edge) jsonrpc(w http.ResponseWriter, r *http.Request, req request) {
 	}
 	v := form
 	params := env.params
-	if !isObject(params) {
-		writeRPCError(w, r, v, id, &rpcError{code: codeInvalidParams, msg: "params: expected an object", field: "params"})
+	if !wire.IsObject(params) {
+		writeRPCError(w, r, v, id, &wire.Error{Code: wire.CodeInvalidParams, Message: "params: expected an object", Field: "params"})
 		return
 	}
 	method := env.method
@@ -158,7 +160,7 @@ func (e *Edge) jsonrpc(w http.ResponseWriter, r *http.Request, req request) {
 	c := call{edge: e, w: w, r: r, req: req, v: v, id: id, params: params}
 	if err := m(&c); err != nil {
 		re := rpcErrorFrom(err, v)
-		if v == v03 && (method == "message/stream" || method == "tasks/resubscribe") {
+		if v == wire.V03 && (method == "message/stream" || method == "tasks/resubscribe") {
 			// A v0.3 stream that fails before its first event is still a
 			// stream, holding the error as its one event: a2a-go and
 			// a2a-js answer so, and clients that read only data: lines
@@ -202,7 +204,7 @@ func (c *call) answer(result any) error {
 type method func(c *call) error
 
 var methods = map[string]map[string]method{
-	v03: {
+	wire.V03: {
 		"message/send":                        func(c *call) error { return c.send(false) },
 		"message/stream":                      func(c *call) error { return c.send(true) },
 		"tasks/get":                           (*call).get,
@@ -214,7 +216,7 @@ var methods = map[string]map[string]method{
 		"tasks/pushNotificationConfig/delete": (*call).pushDelete03,
 		"agent/getAuthenticatedExtendedCard":  extendedUnsupported,
 	},
-	v10: {
+	wire.V10: {
 		"SendMessage":                      func(c *call) error { return c.send(false) },
 		"SendStreamingMessage":             func(c *call) error { return c.send(true) },
 		"GetTask":                          (*call).get,
@@ -230,26 +232,26 @@ var methods = map[string]map[string]method{
 	},
 }
 
-func unknownMethod(v, m string) *rpcError {
-	other := v10
-	if v == v10 {
-		other = v03
+func unknownMethod(v, m string) *wire.Error {
+	other := wire.V10
+	if v == wire.V10 {
+		other = wire.V03
 	}
 	if _, ok := methods[other][m]; ok {
 		hint := "send it without an A2A-Version header (v0.3)"
-		if other == v10 {
+		if other == wire.V10 {
 			hint = "send it with the header A2A-Version: 1.0"
 		}
-		return &rpcError{code: codeMethodNotFound, msg: "method: " + strconv.Quote(m) + " is an A2A " + other + " method, but this request is " + v + "; " + hint}
+		return &wire.Error{Code: wire.CodeMethodNotFound, Message: "method: " + strconv.Quote(m) + " is an A2A " + other + " method, but this request is " + v + "; " + hint}
 	}
 	if m == "tasks/send" {
-		return &rpcError{code: codeMethodNotFound, msg: "method: \"tasks/send\" is the pre-0.2 protocol's, which this agent serves at its base URL + rpc (/agents/{agent}/rpc); here, send message/send (v0.3) or SendMessage (v1.0)"}
+		return &wire.Error{Code: wire.CodeMethodNotFound, Message: "method: \"tasks/send\" is the pre-0.2 protocol's, which this agent serves at its base URL + rpc (/agents/{agent}/rpc); here, send message/send (v0.3) or SendMessage (v1.0)"}
 	}
-	return &rpcError{code: codeMethodNotFound, msg: "method: " + strconv.Quote(m) + " is not an A2A " + v + " method this server knows"}
+	return &wire.Error{Code: wire.CodeMethodNotFound, Message: "method: " + strconv.Quote(m) + " is not an A2A " + v + " method this server knows"}
 }
 
 func extendedUnsupported(c *call) error {
-	return &rpcError{code: codeUnsupported, msg: "this agent has no extended card; its card at .well-known/agent-card.json is the whole card"}
+	return &wire.Error{Code: wire.CodeUnsupported, Message: "this agent has no extended card; its card at .well-known/agent-card.json is the whole card"}
 }
 
 // sendRequest is MessageSendParams (v0.3) or SendMessageRequest (v1.0).
@@ -270,13 +272,13 @@ type sendRequest struct {
 // decodeSend decodes a send's params; field prefixes error names.
 func decodeSend(v string, raw json.RawMessage, field string) (sendParams, error) {
 	var s sendRequest
-	if err := strictUnmarshal(raw, &s, strings.TrimSuffix(field, ".")); err != nil {
+	if err := wire.StrictUnmarshal(raw, &s, strings.TrimSuffix(field, ".")); err != nil {
 		return sendParams{}, err
 	}
 	if len(s.Message) == 0 || string(s.Message) == "null" {
-		return sendParams{}, invalidParams(field+"message", "expected the message to send", (*string)(nil))
+		return sendParams{}, wire.InvalidParams(field+"message", "expected the message to send", (*string)(nil))
 	}
-	m, err := decodeMessage(v, s.Message, field+"message")
+	m, err := wire.DecodeMessage(v, s.Message, field+"message")
 	if err != nil {
 		return sendParams{}, err
 	}
@@ -285,18 +287,18 @@ func decodeSend(v string, raw json.RawMessage, field string) (sendParams, error)
 	// the SDKs' own servers read it; v1.0 returnImmediately: true).
 	p.blocking = true
 	if cfg := s.Configuration; cfg != nil {
-		if v == v03 && cfg.Blocking != nil {
+		if v == wire.V03 && cfg.Blocking != nil {
 			p.blocking = *cfg.Blocking
 		}
-		if v == v10 && cfg.ReturnImmediately != nil {
+		if v == wire.V10 && cfg.ReturnImmediately != nil {
 			p.blocking = !*cfg.ReturnImmediately
 		}
 		if cfg.HistoryLength != nil && *cfg.HistoryLength < 0 {
-			return p, invalidParams(field+"configuration.historyLength", "expected 0 or more", strconv.Itoa(*cfg.HistoryLength))
+			return p, wire.InvalidParams(field+"configuration.historyLength", "expected 0 or more", strconv.Itoa(*cfg.HistoryLength))
 		}
 		p.historyLength = cfg.HistoryLength
 		name, raw := "pushNotificationConfig", cfg.PushNotificationConfig
-		if v == v10 {
+		if v == wire.V10 {
 			name, raw = "taskPushNotificationConfig", cfg.TaskPushNotificationConfig
 		}
 		if len(raw) > 0 && string(raw) != "null" {
@@ -308,8 +310,8 @@ func decodeSend(v string, raw json.RawMessage, field string) (sendParams, error)
 			p.push, p.pushField = &c, f
 		}
 	}
-	if len(m.metadata) > 0 {
-		_ = json.Unmarshal(m.metadata, &p.meta)
+	if len(m.Metadata) > 0 {
+		_ = json.Unmarshal(m.Metadata, &p.meta)
 	}
 	return p, nil
 }
@@ -333,15 +335,15 @@ func (c *call) send(stream bool) error {
 	}
 	// From the message on: the task as it was sent (or answered), then
 	// every change.
-	return c.edge.stream(c.w, c.r, tv.id, &from, true, rpcBinding(c.v, c.id))
+	return c.edge.stream(c.w, c.r, tv.ID, &from, true, rpcBinding(c.v, c.id))
 }
 
 // sendResult is a send's answer: v0.3 the Task itself, v1.0 {"task": Task}.
-func sendResult(v string, tv taskView) any {
-	if v == v03 {
-		return encodeTask(v, tv, true)
+func sendResult(v string, tv wire.TaskView) any {
+	if v == wire.V03 {
+		return wire.EncodeTask(v, tv, true)
 	}
-	return obj{"task": encodeTask(v, tv, true)}
+	return obj{"task": wire.EncodeTask(v, tv, true)}
 }
 
 // idParams is TaskQueryParams / TaskIdParams (v0.3) or GetTaskRequest,
@@ -353,14 +355,14 @@ type idParams struct {
 
 func (c *call) taskID() (idParams, error) {
 	var p idParams
-	if err := strictUnmarshal(c.params, &p, "params"); err != nil {
+	if err := wire.StrictUnmarshal(c.params, &p, "params"); err != nil {
 		return p, err
 	}
 	if p.ID == nil || *p.ID == "" {
-		return p, invalidParams("params.id", "expected the task's id", p.ID)
+		return p, wire.InvalidParams("params.id", "expected the task's id", p.ID)
 	}
 	if p.HistoryLength != nil && *p.HistoryLength < 0 {
-		return p, invalidParams("params.historyLength", "expected 0 or more", strconv.Itoa(*p.HistoryLength))
+		return p, wire.InvalidParams("params.historyLength", "expected 0 or more", strconv.Itoa(*p.HistoryLength))
 	}
 	return p, nil
 }
@@ -374,7 +376,7 @@ func (c *call) get() error {
 	if err != nil {
 		return err
 	}
-	return c.answer(encodeTask(c.v, tv, true))
+	return c.answer(wire.EncodeTask(c.v, tv, true))
 }
 
 func (c *call) cancel() error {
@@ -386,7 +388,7 @@ func (c *call) cancel() error {
 	if err != nil {
 		return err
 	}
-	return c.answer(encodeTask(c.v, tv, true))
+	return c.answer(wire.EncodeTask(c.v, tv, true))
 }
 
 func (c *call) subscribe() error {
@@ -402,8 +404,8 @@ func (c *call) subscribe() error {
 	if err != nil {
 		return err
 	}
-	if resume == nil && c.v == v10 && terminal(view(rec, nil).state) {
-		return &rpcError{code: codeUnsupported, msg: "task " + *p.ID + " has finished (" + view(rec, nil).state + "); read it with GetTask instead of subscribing"}
+	if resume == nil && c.v == wire.V10 && wire.Terminal(wire.View(rec, nil).State) {
+		return &wire.Error{Code: wire.CodeUnsupported, Message: "task " + *p.ID + " has finished (" + wire.View(rec, nil).State + "); read it with GetTask instead of subscribing"}
 	}
 	return c.edge.stream(c.w, c.r, rec.Task.ID, resume, resume == nil, rpcBinding(c.v, c.id))
 }
@@ -421,25 +423,25 @@ type listRequest struct {
 func (lr listRequest) decode(field string) (listParams, bool, error) {
 	p := listParams{contextID: lr.ContextID, pageToken: lr.PageToken, historyLength: lr.HistoryLength}
 	if lr.Status != "" && lr.Status != "TASK_STATE_UNSPECIFIED" {
-		if p.state = state10(lr.Status); p.state == "" {
-			return p, false, invalidParams(field+"status", "expected a task state such as TASK_STATE_WORKING", lr.Status)
+		if p.state = wire.State10(lr.Status); p.state == "" {
+			return p, false, wire.InvalidParams(field+"status", "expected a task state such as TASK_STATE_WORKING", lr.Status)
 		}
 	}
 	if lr.PageSize != nil {
 		if *lr.PageSize < 1 || *lr.PageSize > mailbox.MaxAgentTasksPage {
-			return p, false, invalidParams(field+"pageSize", "expected 1 to "+strconv.Itoa(mailbox.MaxAgentTasksPage), strconv.Itoa(*lr.PageSize))
+			return p, false, wire.InvalidParams(field+"pageSize", "expected 1 to "+strconv.Itoa(mailbox.MaxAgentTasksPage), strconv.Itoa(*lr.PageSize))
 		}
 		p.pageSize = *lr.PageSize
 	}
 	if lr.HistoryLength != nil && *lr.HistoryLength < 0 {
-		return p, false, invalidParams(field+"historyLength", "expected 0 or more", strconv.Itoa(*lr.HistoryLength))
+		return p, false, wire.InvalidParams(field+"historyLength", "expected 0 or more", strconv.Itoa(*lr.HistoryLength))
 	}
 	return p, lr.IncludeArtifacts != nil && *lr.IncludeArtifacts, nil
 }
 
 func (c *call) list() error {
 	var lr listRequest
-	if err := strictUnmarshal(c.params, &lr, "params"); err != nil {
+	if err := wire.StrictUnmarshal(c.params, &lr, "params"); err != nil {
 		return err
 	}
 	p, arts, err := lr.decode("params.")
@@ -461,7 +463,7 @@ func (e *Edge) listAnswer(ctx context.Context, agent string, p listParams, artif
 	}
 	out := make([]obj, len(tasks))
 	for i, tv := range tasks {
-		out[i] = encodeTask(v10, tv, artifacts)
+		out[i] = wire.EncodeTask(wire.V10, tv, artifacts)
 	}
 	size := p.pageSize
 	if size == 0 {
@@ -485,20 +487,20 @@ func jsonOrA2A(mt string, _ map[string]string) bool {
 }
 
 // problem puts a request the shared reader refused in the edge's words.
-func problem(p *sse.Problem) *rpcError {
+func problem(p *sse.Problem) *wire.Error {
 	switch p.Kind {
 	case sse.ContentType:
-		return &rpcError{code: codeContentType, msg: "Content-Type: got " + strconv.Quote(p.Value) + ", expected application/json", status: http.StatusUnsupportedMediaType}
+		return &wire.Error{Code: wire.CodeContentType, Message: "Content-Type: got " + strconv.Quote(p.Value) + ", expected application/json", Status: http.StatusUnsupportedMediaType}
 	case sse.TooLarge:
-		return &rpcError{code: codeInvalidRequest, msg: "request body: larger than the limit of " + strconv.FormatInt(p.Limit, 10) + " bytes (1 MiB); send a smaller message (large files belong behind a url part)", status: http.StatusRequestEntityTooLarge}
+		return &wire.Error{Code: wire.CodeInvalidRequest, Message: "request body: larger than the limit of " + strconv.FormatInt(p.Limit, 10) + " bytes (1 MiB); send a smaller message (large files belong behind a url part)", Status: http.StatusRequestEntityTooLarge}
 	case sse.Unreadable:
-		return &rpcError{code: codeParse, msg: "request body: could not be read: " + p.Err.Error()}
+		return &wire.Error{Code: wire.CodeParse, Message: "request body: could not be read: " + p.Err.Error()}
 	case sse.Empty:
-		return &rpcError{code: codeParse, msg: "request body: empty, expected a JSON-RPC request object"}
+		return &wire.Error{Code: wire.CodeParse, Message: "request body: empty, expected a JSON-RPC request object"}
 	case sse.BadUTF8:
-		return &rpcError{code: codeParse, msg: "request body: invalid UTF-8, expected UTF-8 JSON"}
+		return &wire.Error{Code: wire.CodeParse, Message: "request body: invalid UTF-8, expected UTF-8 JSON"}
 	case sse.BadLastEventID:
-		return &rpcError{code: codeInvalidRequest, msg: p.Field + ": got " + strconv.Quote(p.Value) + ", expected the id of the last event received (a number)", field: p.Field}
+		return &wire.Error{Code: wire.CodeInvalidRequest, Message: p.Field + ": got " + strconv.Quote(p.Value) + ", expected the id of the last event received (a number)", Field: p.Field}
 	}
-	return &rpcError{code: codeInvalidRequest, msg: p.Error()}
+	return &wire.Error{Code: wire.CodeInvalidRequest, Message: p.Error()}
 }

@@ -5,15 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-)
 
-// Content types of answers. A JSON answer (a success or an error, in any
-// binding: JSON-RPC v1.0 and v0.3, HTTP+JSON, the legacy dialect) is one
-// of the two JSON media types A2A speaks, whichever the request accepts
-// (answerType); streams are text/event-stream, the card application/json.
-const (
-	contentTypeJSON = "application/json"
-	contentTypeA2A  = "application/a2a+json"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
 
 // answerType is the media type of a JSON answer to r, negotiated from its
@@ -34,14 +27,14 @@ func answerType(r *http.Request) string {
 	}
 	switch {
 	case qA2A > qJSON:
-		return contentTypeA2A
+		return wire.ContentTypeA2A
 	case qJSON > qA2A || qJSON == 0:
-		return contentTypeJSON
+		return wire.ContentTypeJSON
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == contentTypeA2A {
-		return contentTypeA2A
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == wire.ContentTypeA2A {
+		return wire.ContentTypeA2A
 	}
-	return contentTypeJSON
+	return wire.ContentTypeJSON
 }
 
 // acceptQ is the weight an Accept header gives the media type typ/sub: the

@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mailroom/mailroom/mailbox"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
 
 // The operations every binding shares. Each takes and returns the neutral
@@ -19,7 +21,7 @@ import (
 // on the task) and the send's configuration.
 type sendParams struct {
 	version       string
-	msg           message
+	msg           wire.Message
 	raw           json.RawMessage
 	meta          map[string]json.RawMessage // the message's metadata
 	blocking      bool
@@ -40,36 +42,36 @@ var taskNamespace = uuid.MustParse("5b7e0f3a-8f0c-4d43-9a41-6a2a6d61726f")
 // when blocking, it waits until the task finishes, asks again, or the
 // bound passes. It returns the task and the seq its stream of this
 // message begins at.
-func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, uint64, error) {
+func (e *Edge) send(ctx context.Context, agent string, p sendParams) (wire.TaskView, uint64, error) {
 	m := p.msg
 	var id string
 	var from uint64
-	if m.taskID != "" {
+	if m.TaskID != "" {
 		if p.push != nil {
 			// An answer that carries a config: the config goes on the
 			// task first, so a refusal of it answers nothing.
-			if _, _, err := e.setPush(ctx, agent, m.taskID, *p.push, p.version, p.pushField); err != nil {
-				return taskView{}, 0, err
+			if _, _, err := e.setPush(ctx, agent, m.TaskID, *p.push, p.version, p.pushField); err != nil {
+				return wire.TaskView{}, 0, err
 			}
 		}
 		var err error
 		if id, from, err = e.reply(ctx, agent, p); err != nil {
-			return taskView{}, 0, err
+			return wire.TaskView{}, 0, err
 		}
 	} else {
 		sender := e.caller(ctx, p.meta)
-		contextID := m.contextID
+		contextID := m.ContextID
 		if contextID == "" {
 			contextID = uuid.NewString()
 		}
 		var err error
-		id, err = e.enqueue(ctx, uuid.NewSHA1(taskNamespace, []byte(agent+"\x00"+sender+"\x00"+m.messageID)).String(), sender, agent, m, p,
-			&mailbox.A2AOrigin{Version: p.version, MessageID: m.messageID, ContextID: contextID, Message: p.raw})
+		id, err = e.enqueue(ctx, uuid.NewSHA1(taskNamespace, []byte(agent+"\x00"+sender+"\x00"+m.MessageID)).String(), sender, agent, m, p,
+			&mailbox.A2AOrigin{Version: p.version, MessageID: m.MessageID, ContextID: contextID, Message: p.raw})
 		if err != nil {
-			return taskView{}, 0, err
+			return wire.TaskView{}, 0, err
 		}
 	}
-	var tv taskView
+	var tv wire.TaskView
 	var err error
 	if p.blocking {
 		tv, err = e.wait(ctx, agent, id, p.historyLength)
@@ -77,7 +79,7 @@ func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, 
 		tv, err = e.get(ctx, agent, id, p.historyLength)
 	}
 	if from == 0 {
-		from = tv.sendSeq
+		from = tv.SendSeq
 	}
 	return tv, from, err
 }
@@ -86,8 +88,8 @@ func (e *Edge) send(ctx context.Context, agent string, p sendParams) (taskView, 
 // origin, and returns the task's id: the task a retry of the same message
 // already made, too. Metadata mailroom.idempotent with
 // mailroom.idempotency_key maps to the mailbox's idempotency policy.
-func (e *Edge) enqueue(ctx context.Context, id, sender, agent string, m message, p sendParams, origin *mailbox.A2AOrigin) (string, error) {
-	t := mailbox.Task{ID: id, Sender: sender, Recipient: agent, IntentText: textOf(m), Context: contextOf(m), A2A: origin}
+func (e *Edge) enqueue(ctx context.Context, id, sender, agent string, m wire.Message, p sendParams, origin *mailbox.A2AOrigin) (string, error) {
+	t := mailbox.Task{ID: id, Sender: sender, Recipient: agent, IntentText: wire.TextOf(m), Context: contextOf(m), A2A: origin}
 	if on, ok := metaBool(p.meta, "idempotent"); ok && on {
 		key, _ := metaString(p.meta, "idempotency_key")
 		t.Idempotency = &mailbox.Idempotency{DuplicateSafety: mailbox.DuplicateIdempotent, Key: key}
@@ -112,24 +114,24 @@ func (e *Edge) enqueue(ctx context.Context, id, sender, agent string, m message,
 
 // wait follows a task until it finishes, its worker asks its caller, or
 // the blocking bound passes, and returns it as it then stands.
-func (e *Edge) wait(ctx context.Context, agent, id string, historyLength *int) (taskView, error) {
+func (e *Edge) wait(ctx context.Context, agent, id string, historyLength *int) (wire.TaskView, error) {
 	wctx, cancel := context.WithTimeout(ctx, e.opts.BlockingTimeout)
 	defer cancel()
-	err := e.follow(wctx, id, nil, false, func(ev streamEvent) error { return nil }, nil)
+	err := e.follow(wctx, id, nil, false, func(ev wire.StreamEvent) error { return nil }, nil)
 	if err != nil && ctx.Err() != nil {
-		return taskView{}, err
+		return wire.TaskView{}, err
 	}
 	return e.get(ctx, agent, id, historyLength)
 }
 
 // get reads a task the caller may read, and marks its result delivered
 // when the caller is its sender and it has finished.
-func (e *Edge) get(ctx context.Context, agent, id string, historyLength *int) (taskView, error) {
+func (e *Edge) get(ctx context.Context, agent, id string, historyLength *int) (wire.TaskView, error) {
 	rec, err := e.read(ctx, agent, id)
 	if err != nil {
-		return taskView{}, err
+		return wire.TaskView{}, err
 	}
-	tv := view(rec, decodeOrigin(rec))
+	tv := wire.View(rec, wire.DecodeOrigin(rec))
 	trimHistory(&tv, historyLength)
 	e.delivered(ctx, tv)
 	return tv, nil
@@ -166,7 +168,7 @@ func (e *Edge) readWith(ctx context.Context, svc interface {
 		return mailbox.TaskRecord{}, taskNotFound(id)
 	}
 	if rec.Task.A2A == nil {
-		return rec, &rpcError{code: codeTaskNotFound, msg: "task " + id + " was not sent through the A2A edge; read it with `mailroom task " + id + "`"}
+		return rec, &wire.Error{Code: wire.CodeTaskNotFound, Message: "task " + id + " was not sent through the A2A edge; read it with `mailroom task " + id + "`"}
 	}
 	return rec, nil
 }
@@ -174,30 +176,30 @@ func (e *Edge) readWith(ctx context.Context, svc interface {
 // delivered marks a finished task's result, or the question a task waits
 // on, delivered to its caller, once: the caller reads it on the task, and
 // nobody is left to drain it.
-func (e *Edge) delivered(ctx context.Context, tv taskView) {
-	if !tv.resultPending || !terminal(tv.state) && !interrupted(tv.state) {
+func (e *Edge) delivered(ctx context.Context, tv wire.TaskView) {
+	if !tv.ResultPending || !wire.Terminal(tv.State) && !wire.Interrupted(tv.State) {
 		return
 	}
-	if err := e.svc.Delivered(actor(ctx), tv.id); err != nil && mailbox.ErrorCode(err) != mailbox.CodeForbidden {
-		e.log.Warn("could not mark an A2A result delivered", "task_id", tv.id, "err", err)
+	if err := e.svc.Delivered(actor(ctx), tv.ID); err != nil && mailbox.ErrorCode(err) != mailbox.CodeForbidden {
+		e.log.Warn("could not mark an A2A result delivered", "task_id", tv.ID, "err", err)
 	}
 }
 
 // cancel cancels a task of agent the caller sent (or any, with a2a.admin).
-func (e *Edge) cancel(ctx context.Context, agent, id string) (taskView, error) {
+func (e *Edge) cancel(ctx context.Context, agent, id string) (wire.TaskView, error) {
 	// Whether the caller may cancel is the guard's to say (its sender, or
 	// a2a.admin); here only whether it is an A2A task of agent at all.
 	if _, err := e.readWith(ctx, e.feed, agent, id); err != nil {
-		return taskView{}, err
+		return wire.TaskView{}, err
 	}
 	rec, err := e.svc.Cancel(actor(ctx), id, "canceled through the A2A edge")
 	if err != nil {
 		if mailbox.ErrorCode(err) == mailbox.CodeConflict {
-			return taskView{}, &rpcError{code: codeTaskNotCancelable, msg: mailbox.ErrorMessage(err)}
+			return wire.TaskView{}, &wire.Error{Code: wire.CodeTaskNotCancelable, Message: mailbox.ErrorMessage(err)}
 		}
-		return taskView{}, err
+		return wire.TaskView{}, err
 	}
-	return view(rec, decodeOrigin(rec)), nil
+	return wire.View(rec, wire.DecodeOrigin(rec)), nil
 }
 
 // listParams is a decoded ListTasks.
@@ -210,12 +212,12 @@ type listParams struct {
 }
 
 // list lists the agent's A2A tasks the caller may see, newest first.
-func (e *Edge) list(ctx context.Context, agent string, p listParams) ([]taskView, string, int, error) {
+func (e *Edge) list(ctx context.Context, agent string, p listParams) ([]wire.TaskView, string, int, error) {
 	q := mailbox.AgentTasksQuery{Recipient: agent, ContextID: p.contextID, PageSize: p.pageSize}
 	if p.pageToken != "" {
 		b, err := strconv.ParseUint(p.pageToken, 36, 64)
 		if err != nil || b == 0 {
-			return nil, "", 0, &rpcError{code: codeInvalidParams, msg: "pageToken: got " + strconv.Quote(p.pageToken) + ", expected the nextPageToken of an earlier page"}
+			return nil, "", 0, &wire.Error{Code: wire.CodeInvalidParams, Message: "pageToken: got " + strconv.Quote(p.pageToken) + ", expected the nextPageToken of an earlier page"}
 		}
 		q.Before = b
 	}
@@ -223,15 +225,15 @@ func (e *Edge) list(ctx context.Context, agent string, p listParams) ([]taskView
 		if r.Task.A2A == nil {
 			return false
 		}
-		return p.state == "" || view(*r, nil).state == p.state
+		return p.state == "" || wire.View(*r, nil).State == p.state
 	}
 	page, err := e.svc.AgentTasks(ctx, q)
 	if err != nil {
 		return nil, "", 0, err
 	}
-	out := make([]taskView, len(page.Tasks))
+	out := make([]wire.TaskView, len(page.Tasks))
 	for i, rec := range page.Tasks {
-		out[i] = view(rec, decodeOrigin(rec))
+		out[i] = wire.View(rec, wire.DecodeOrigin(rec))
 		trimHistory(&out[i], p.historyLength)
 		e.delivered(ctx, out[i])
 	}
@@ -242,30 +244,10 @@ func (e *Edge) list(ctx context.Context, agent string, p listParams) ([]taskView
 	return out, next, page.Total, nil
 }
 
-func trimHistory(tv *taskView, n *int) {
-	if n != nil && *n < len(tv.history) {
-		tv.history = tv.history[len(tv.history)-*n:]
+func trimHistory(tv *wire.TaskView, n *int) {
+	if n != nil && *n < len(tv.History) {
+		tv.History = tv.History[len(tv.History)-*n:]
 	}
-}
-
-// decodeOrigin decodes the message a task was sent with; nil when it
-// cannot be (it was checked when sent, so only a bug makes that happen).
-func decodeOrigin(rec mailbox.TaskRecord) *message {
-	o := rec.Task.A2A
-	if o == nil {
-		return nil
-	}
-	if o.Version == versionLegacy {
-		return legacyOrigin(o)
-	}
-	m, err := decodeMessage(o.Version, o.Message, "message")
-	if err != nil {
-		return nil
-	}
-	if m.contextID == "" {
-		m.contextID = o.ContextID
-	}
-	return &m
 }
 
 func isField(err error, field string) bool {
@@ -273,8 +255,8 @@ func isField(err error, field string) bool {
 	return errors.As(err, &me) && me.Details != nil && me.Details.Field == field
 }
 
-func taskNotFound(id string) *rpcError {
-	return &rpcError{code: codeTaskNotFound, msg: "task " + strconv.Quote(id) + " not found: it was never sent to this daemon, or finished long ago and was forgotten"}
+func taskNotFound(id string) *wire.Error {
+	return &wire.Error{Code: wire.CodeTaskNotFound, Message: "task " + strconv.Quote(id) + " not found: it was never sent to this daemon, or finished long ago and was forgotten"}
 }
 
 // metaString reads a mailroom metadata key, written either flat
@@ -312,13 +294,13 @@ func metaValue(meta map[string]json.RawMessage, key string) (json.RawMessage, bo
 // contextOf is the task context a message carries: its first data part
 // (an object: the decoders refuse any other), which a native worker reads
 // as the task's context; the whole message stays on the task, in task.a2a.
-func contextOf(m message) json.RawMessage {
-	for _, p := range m.parts {
-		if p.kind != "data" {
+func contextOf(m wire.Message) json.RawMessage {
+	for _, p := range m.Parts {
+		if p.Kind != "data" {
 			continue
 		}
-		if d := bytes.TrimSpace(p.data); len(d) > 0 && d[0] == '{' {
-			return p.data
+		if d := bytes.TrimSpace(p.Data); len(d) > 0 && d[0] == '{' {
+			return p.Data
 		}
 	}
 	return nil

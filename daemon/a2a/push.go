@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/mailroom/mailroom/mailbox"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
 
 // Push notification configs, in every binding. v0.3 nests the config in
@@ -75,15 +77,15 @@ func (c pushConfig10) neutral() mailbox.PushConfig {
 // field names it in refusals.
 func decodePushConfig(v string, raw json.RawMessage, field string) (mailbox.PushConfig, error) {
 	var c mailbox.PushConfig
-	if v == v03 {
+	if v == wire.V03 {
 		var w pushConfig03
-		if err := strictUnmarshal(raw, &w, field); err != nil {
+		if err := wire.StrictUnmarshal(raw, &w, field); err != nil {
 			return c, err
 		}
 		c = w.neutral()
 	} else {
 		var w pushConfig10
-		if err := strictUnmarshal(raw, &w, field); err != nil {
+		if err := wire.StrictUnmarshal(raw, &w, field); err != nil {
 			return c, err
 		}
 		c = w.neutral()
@@ -110,17 +112,17 @@ func pushFieldError(err error, v, field string) error {
 	}
 	name := func(f string) string {
 		rest := strings.TrimPrefix(f, "push")
-		if v == v10 && strings.HasPrefix(rest, ".authentication.schemes") {
+		if v == wire.V10 && strings.HasPrefix(rest, ".authentication.schemes") {
 			rest = ".authentication.scheme"
 		}
 		return strings.TrimPrefix(field+rest, ".")
 	}
 	re := rpcErrorFrom(err, v)
-	re.field = name(me.Details.Field)
-	re.msg = strings.Replace(me.Message, me.Details.Field, re.field, 1)
-	if v == v10 {
-		re.msg = strings.Replace(re.msg, "authentication.schemes[0]", "authentication.scheme", 1)
-		re.msg = strings.Replace(re.msg, "authentication.schemes", "authentication.scheme", 1)
+	re.Field = name(me.Details.Field)
+	re.Message = strings.Replace(me.Message, me.Details.Field, re.Field, 1)
+	if v == wire.V10 {
+		re.Message = strings.Replace(re.Message, "authentication.schemes[0]", "authentication.scheme", 1)
+		re.Message = strings.Replace(re.Message, "authentication.schemes", "authentication.scheme", 1)
 	}
 	return re
 }
@@ -131,7 +133,7 @@ func pushFieldError(err error, v, field string) error {
 // spec's own discussion (a2aproject/A2A#1681) has reads redact them.
 func encodePushConfig(v, taskID string, c mailbox.PushConfig) obj {
 	c = c.Redacted()
-	if v == v03 {
+	if v == wire.V03 {
 		pc := obj{"id": c.ID, "url": c.URL}
 		if c.Token != "" {
 			pc["token"] = c.Token
@@ -207,8 +209,8 @@ func (e *Edge) deletePush(ctx context.Context, agent, id, configID string) error
 // pushNotFound words a config the task does not have.
 func pushNotFound(err error, taskID, configID string) error {
 	if mailbox.ErrorCode(err) == mailbox.CodeNotFound && isField(err, "push.id") {
-		return &rpcError{code: codeInvalidParams, field: "params.pushNotificationConfigId",
-			msg: "task " + taskID + " has no push notification config " + quoteID(configID) + "; list its configs to see their ids"}
+		return &wire.Error{Code: wire.CodeInvalidParams, Field: "params.pushNotificationConfigId",
+			Message: "task " + taskID + " has no push notification config " + quoteID(configID) + "; list its configs to see their ids"}
 	}
 	return err
 }
@@ -235,40 +237,40 @@ type pushIDParams03 struct {
 
 func (c *call) pushSet03() error {
 	var p pushSetParams03
-	if err := strictUnmarshal(c.params, &p, "params"); err != nil {
+	if err := wire.StrictUnmarshal(c.params, &p, "params"); err != nil {
 		return err
 	}
 	if p.TaskID == nil || *p.TaskID == "" {
-		return invalidParams("params.taskId", "expected the id of the task to notify of", p.TaskID)
+		return wire.InvalidParams("params.taskId", "expected the id of the task to notify of", p.TaskID)
 	}
 	if len(p.PushNotificationConfig) == 0 || string(p.PushNotificationConfig) == "null" {
-		return invalidParams("params.pushNotificationConfig", "expected the config, such as {\"url\": \"https://hooks.example.com/a2a\", \"token\": \"...\"}", (*string)(nil))
+		return wire.InvalidParams("params.pushNotificationConfig", "expected the config, such as {\"url\": \"https://hooks.example.com/a2a\", \"token\": \"...\"}", (*string)(nil))
 	}
-	cfg, err := decodePushConfig(v03, p.PushNotificationConfig, "params.pushNotificationConfig")
+	cfg, err := decodePushConfig(wire.V03, p.PushNotificationConfig, "params.pushNotificationConfig")
 	if err != nil {
 		return err
 	}
-	out, id, err := c.edge.setPush(c.ctx(), c.req.agent, *p.TaskID, cfg, v03, "params.pushNotificationConfig")
+	out, id, err := c.edge.setPush(c.ctx(), c.req.agent, *p.TaskID, cfg, wire.V03, "params.pushNotificationConfig")
 	if err != nil {
 		return err
 	}
-	return c.answer(encodePushConfig(v03, id, out))
+	return c.answer(encodePushConfig(wire.V03, id, out))
 }
 
 func (c *call) pushIDs03(needConfig bool) (string, string, error) {
 	var p pushIDParams03
-	if err := strictUnmarshal(c.params, &p, "params"); err != nil {
+	if err := wire.StrictUnmarshal(c.params, &p, "params"); err != nil {
 		return "", "", err
 	}
 	if p.ID == nil || *p.ID == "" {
-		return "", "", invalidParams("params.id", "expected the task's id", p.ID)
+		return "", "", wire.InvalidParams("params.id", "expected the task's id", p.ID)
 	}
 	configID := ""
 	if p.PushNotificationConfigID != nil {
 		configID = *p.PushNotificationConfigID
 	}
 	if needConfig && configID == "" {
-		return "", "", invalidParams("params.pushNotificationConfigId", "expected the id of the config to delete", p.PushNotificationConfigID)
+		return "", "", wire.InvalidParams("params.pushNotificationConfigId", "expected the id of the config to delete", p.PushNotificationConfigID)
 	}
 	return *p.ID, configID, nil
 }
@@ -283,18 +285,18 @@ func (c *call) pushGet03() error {
 		return err
 	}
 	if len(cs) == 0 {
-		return &rpcError{code: codeInvalidParams, field: "params.id", msg: "task " + id + " has no push notification config; set one with tasks/pushNotificationConfig/set"}
+		return &wire.Error{Code: wire.CodeInvalidParams, Field: "params.id", Message: "task " + id + " has no push notification config; set one with tasks/pushNotificationConfig/set"}
 	}
 	if configID == "" && len(cs) > 1 {
 		// TaskIdParams names no config: the one whose id is the task's
 		// (a config set without an id), else the first.
 		for _, x := range cs {
 			if x.ID == tid {
-				return c.answer(encodePushConfig(v03, tid, x))
+				return c.answer(encodePushConfig(wire.V03, tid, x))
 			}
 		}
 	}
-	return c.answer(encodePushConfig(v03, tid, cs[0]))
+	return c.answer(encodePushConfig(wire.V03, tid, cs[0]))
 }
 
 func (c *call) pushList03() error {
@@ -308,7 +310,7 @@ func (c *call) pushList03() error {
 	}
 	out := make([]obj, len(cs))
 	for i, x := range cs {
-		out[i] = encodePushConfig(v03, tid, x)
+		out[i] = encodePushConfig(wire.V03, tid, x)
 	}
 	return c.answer(out)
 }
@@ -337,33 +339,33 @@ type pushIDParams10 struct {
 
 func (c *call) pushCreate10() error {
 	var p pushConfig10
-	if err := strictUnmarshal(c.params, &p, "params"); err != nil {
+	if err := wire.StrictUnmarshal(c.params, &p, "params"); err != nil {
 		return err
 	}
 	if p.TaskID == "" {
-		return invalidParams("params.taskId", "expected the id of the task to notify of", (*string)(nil))
+		return wire.InvalidParams("params.taskId", "expected the id of the task to notify of", (*string)(nil))
 	}
-	cfg, err := decodePushConfig(v10, c.params, "params")
+	cfg, err := decodePushConfig(wire.V10, c.params, "params")
 	if err != nil {
 		return err
 	}
-	out, id, err := c.edge.setPush(c.ctx(), c.req.agent, p.TaskID, cfg, v10, "params")
+	out, id, err := c.edge.setPush(c.ctx(), c.req.agent, p.TaskID, cfg, wire.V10, "params")
 	if err != nil {
 		return err
 	}
-	return c.answer(encodePushConfig(v10, id, out))
+	return c.answer(encodePushConfig(wire.V10, id, out))
 }
 
 func (c *call) pushIDs10(needConfig bool) (pushIDParams10, error) {
 	var p pushIDParams10
-	if err := strictUnmarshal(c.params, &p, "params"); err != nil {
+	if err := wire.StrictUnmarshal(c.params, &p, "params"); err != nil {
 		return p, err
 	}
 	if p.TaskID == nil || *p.TaskID == "" {
-		return p, invalidParams("params.taskId", "expected the task's id", p.TaskID)
+		return p, wire.InvalidParams("params.taskId", "expected the task's id", p.TaskID)
 	}
 	if needConfig && (p.ID == nil || *p.ID == "") {
-		return p, invalidParams("params.id", "expected the config's id", p.ID)
+		return p, wire.InvalidParams("params.id", "expected the config's id", p.ID)
 	}
 	return p, nil
 }
@@ -377,7 +379,7 @@ func (c *call) pushGet10() error {
 	if err != nil {
 		return err
 	}
-	return c.answer(encodePushConfig(v10, tid, cs[0]))
+	return c.answer(encodePushConfig(wire.V10, tid, cs[0]))
 }
 
 func (c *call) pushList10() error {
@@ -397,7 +399,7 @@ func (c *call) pushList10() error {
 func pushList10(taskID string, cs []mailbox.PushConfig) obj {
 	out := make([]obj, len(cs))
 	for i, x := range cs {
-		out[i] = encodePushConfig(v10, taskID, x)
+		out[i] = encodePushConfig(wire.V10, taskID, x)
 	}
 	return obj{"configs": out}
 }
@@ -432,15 +434,15 @@ func (e *Edge) restPush(w http.ResponseWriter, r *http.Request, agent, id, confi
 		if rerr != nil {
 			return rerr
 		}
-		cfg, err := decodePushConfig(v10, body, "")
+		cfg, err := decodePushConfig(wire.V10, body, "")
 		if err != nil {
 			return err
 		}
-		out, tid, err := e.setPush(ctx, agent, id, cfg, v10, "")
+		out, tid, err := e.setPush(ctx, agent, id, cfg, wire.V10, "")
 		if err != nil {
 			return err
 		}
-		writeAnswer(w, r, http.StatusOK, encodePushConfig(v10, tid, out))
+		writeAnswer(w, r, http.StatusOK, encodePushConfig(wire.V10, tid, out))
 		return nil
 	}
 	if err := allow(http.MethodGet, http.MethodDelete); err != nil {
@@ -457,34 +459,6 @@ func (e *Edge) restPush(w http.ResponseWriter, r *http.Request, agent, id, confi
 	if err != nil {
 		return err
 	}
-	writeAnswer(w, r, http.StatusOK, encodePushConfig(v10, tid, cs[0]))
+	writeAnswer(w, r, http.StatusOK, encodePushConfig(wire.V10, tid, cs[0]))
 	return nil
-}
-
-// PushBody is what a push notification of a task's change at seq posts:
-// the task as it stood after that change, in the generation it was sent
-// in: v0.3 the Task (as the v0.3 SDKs' senders post it), v1.0 a
-// StreamResponse holding the Task. A task sent otherwise is told in v1.0.
-func PushBody(rec mailbox.TaskRecord, seq uint64) (body []byte, contentType string) {
-	rec = rewind(rec, seq)
-	v := v10
-	origin := decodeOrigin(rec)
-	switch a := rec.Task.A2A; {
-	case a == nil:
-		// A native task: no message of its own, its id for a context.
-		rec.Task.A2A = &mailbox.A2AOrigin{Version: "1.0", ContextID: rec.Task.ID}
-	case a.Version != "1.0":
-		v = v03
-	}
-	var o any = encodeTask(v, view(rec, origin), true)
-	if v == v10 {
-		o = obj{"task": o}
-	}
-	b, err := json.Marshal(o)
-	if err != nil {
-		// The task's view is made of values the log read back: it always
-		// encodes.
-		panic("a2a: a task view does not encode: " + err.Error())
-	}
-	return b, "application/json"
 }

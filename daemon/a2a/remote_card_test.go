@@ -9,7 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // Card resolution: where the card is read, and which binding is chosen.
@@ -76,32 +77,32 @@ func TestRemoteCardResolution(t *testing.T) {
 		streaming bool
 	}{
 		{name: "agent-card.json, v0.3", paths: map[string]string{"/.well-known/agent-card.json": card03},
-			want: a2a.BindingJSONRPC03, endpoint: "/rpc03", cardName: "Old", asked: "/.well-known/agent-card.json", streaming: true},
+			want: mailbox.BindingJSONRPC03, endpoint: "/rpc03", cardName: "Old", asked: "/.well-known/agent-card.json", streaming: true},
 		{name: "the agent.json fallback", paths: map[string]string{"/a/.well-known/agent.json": card03}, url: "/a",
-			want: a2a.BindingJSONRPC03, endpoint: "/rpc03", cardName: "Old", asked: "/a/.well-known/agent-card.json,/a/.well-known/agent.json", streaming: true},
+			want: mailbox.BindingJSONRPC03, endpoint: "/rpc03", cardName: "Old", asked: "/a/.well-known/agent-card.json,/a/.well-known/agent.json", streaming: true},
 		{name: "a card URL given", paths: map[string]string{"/cards/new.json": card10}, url: "/cards/new.json",
-			want: a2a.BindingJSONRPC10, endpoint: "/rpc10", cardName: "New", asked: "/cards/new.json"},
+			want: mailbox.BindingJSONRPC10, endpoint: "/rpc10", cardName: "New", asked: "/cards/new.json"},
 		{name: "a well-known card URL given", paths: map[string]string{"/x/.well-known/agent.json": card10}, url: "/x/.well-known/agent.json",
-			want: a2a.BindingJSONRPC10, endpoint: "/rpc10", cardName: "New", asked: "/x/.well-known/agent.json"},
+			want: mailbox.BindingJSONRPC10, endpoint: "/rpc10", cardName: "New", asked: "/x/.well-known/agent.json"},
 		{name: "v1.0 prefers JSON-RPC", paths: map[string]string{"/.well-known/agent-card.json": card10},
-			want: a2a.BindingJSONRPC10, endpoint: "/rpc10", cardName: "New"},
+			want: mailbox.BindingJSONRPC10, endpoint: "/rpc10", cardName: "New"},
 		{name: "v1.0 HTTP+JSON before v0.3", paths: map[string]string{"/.well-known/agent-card.json": card10rest},
-			want: a2a.BindingHTTPJSON10, endpoint: "/rest", cardName: "Rest"},
-		{name: "binding forced to v0.3", paths: map[string]string{"/.well-known/agent-card.json": card10}, binding: a2a.BindingJSONRPC03,
-			want: a2a.BindingJSONRPC03, endpoint: "/rpc03", cardName: "New"},
-		{name: "binding forced to HTTP+JSON", paths: map[string]string{"/.well-known/agent-card.json": card10}, binding: a2a.BindingHTTPJSON10,
-			want: a2a.BindingHTTPJSON10, endpoint: "/rest", cardName: "New"},
-		{name: "a forced binding the card lacks is called at the base", paths: map[string]string{"/b/.well-known/agent-card.json": card03}, url: "/b/", binding: a2a.BindingJSONRPC10,
-			want: a2a.BindingJSONRPC10, endpoint: "/b/", cardName: "Old", streaming: true},
-		{name: "legacy with a card", paths: map[string]string{"/.well-known/agent.json": card03}, binding: a2a.BindingLegacy,
-			want: a2a.BindingLegacy, endpoint: "", cardName: "Old"},
-		{name: "legacy without a card", paths: map[string]string{}, url: "/g", binding: a2a.BindingLegacy,
-			want: a2a.BindingLegacy, endpoint: "/g", cardName: ""},
+			want: mailbox.BindingHTTPJSON10, endpoint: "/rest", cardName: "Rest"},
+		{name: "binding forced to v0.3", paths: map[string]string{"/.well-known/agent-card.json": card10}, binding: mailbox.BindingJSONRPC03,
+			want: mailbox.BindingJSONRPC03, endpoint: "/rpc03", cardName: "New"},
+		{name: "binding forced to HTTP+JSON", paths: map[string]string{"/.well-known/agent-card.json": card10}, binding: mailbox.BindingHTTPJSON10,
+			want: mailbox.BindingHTTPJSON10, endpoint: "/rest", cardName: "New"},
+		{name: "a forced binding the card lacks is called at the base", paths: map[string]string{"/b/.well-known/agent-card.json": card03}, url: "/b/", binding: mailbox.BindingJSONRPC10,
+			want: mailbox.BindingJSONRPC10, endpoint: "/b/", cardName: "Old", streaming: true},
+		{name: "legacy with a card", paths: map[string]string{"/.well-known/agent.json": card03}, binding: mailbox.BindingLegacy,
+			want: mailbox.BindingLegacy, endpoint: "", cardName: "Old"},
+		{name: "legacy without a card", paths: map[string]string{}, url: "/g", binding: mailbox.BindingLegacy,
+			want: mailbox.BindingLegacy, endpoint: "/g", cardName: ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := serveCards(t, c.paths)
-			r, card, err := a2a.ResolveRemote(ctx, nil, a2a.RemoteSpec{URL: s.srv.URL + c.url, Binding: c.binding}, a2a.RemoteAuth{})
+			r, card, err := remote.Resolve(ctx, nil, remote.Spec{URL: s.srv.URL + c.url, Binding: c.binding}, remote.Auth{})
 			if err != nil {
 				t.Fatalf("ResolveRemote: %v", err)
 			}
@@ -120,26 +121,26 @@ func TestRemoteCardResolution(t *testing.T) {
 
 func TestRemoteCardRefusals(t *testing.T) {
 	ctx := testCtx(t)
-	auth := a2a.RemoteAuth{Bearer: "tok-very-secret", Header: "X-Api-Key", Value: "hdr-very-secret"}
+	auth := remote.Auth{Bearer: "tok-very-secret", Header: "X-Api-Key", Value: "hdr-very-secret"}
 	cases := []struct {
 		name    string
 		paths   map[string]string
 		url     string
 		binding string
-		kind    a2a.RemoteErrorKind
+		kind    remote.ErrorKind
 		says    []string
 	}{
 		{name: "gRPC only", paths: map[string]string{"/.well-known/agent-card.json": cardGRPC},
-			kind: a2a.RemoteUnusable, says: []string{"gRPC is not supported", "GRPC 1.0 at http://"}},
+			kind: remote.Unusable, says: []string{"gRPC is not supported", "GRPC 1.0 at http://"}},
 		{name: "no card at all", paths: map[string]string{},
-			kind: a2a.RemoteRefused, says: []string{"agent.json", "404"}},
+			kind: remote.Refused, says: []string{"agent.json", "404"}},
 		{name: "not a card", paths: map[string]string{"/.well-known/agent-card.json": `<html>hello</html>`},
-			kind: a2a.RemoteMalformed, says: []string{"not a JSON agent card", "<html>hello"}},
+			kind: remote.Malformed, says: []string{"not a JSON agent card", "<html>hello"}},
 		{name: "a failing server", paths: map[string]string{"/.well-known/agent-card.json": "!500"},
-			kind: a2a.RemoteTransport, says: []string{"500", "upstream broke", "[redacted]"}},
+			kind: remote.Transport, says: []string{"500", "upstream broke", "[redacted]"}},
 		{name: "an unknown binding", paths: map[string]string{}, binding: "grpc",
-			kind: a2a.RemoteUnusable, says: []string{"gRPC is not supported"}},
-		{name: "not a URL", url: "ftp://example", kind: a2a.RemoteUnusable, says: []string{"not an http or https URL"}},
+			kind: remote.Unusable, says: []string{"gRPC is not supported"}},
+		{name: "not a URL", url: "ftp://example", kind: remote.Unusable, says: []string{"not an http or https URL"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -147,8 +148,8 @@ func TestRemoteCardRefusals(t *testing.T) {
 			if u == "" {
 				u = serveCards(t, c.paths).srv.URL
 			}
-			_, _, err := a2a.ResolveRemote(ctx, nil, a2a.RemoteSpec{URL: u, Binding: c.binding}, auth)
-			var re *a2a.RemoteError
+			_, _, err := remote.Resolve(ctx, nil, remote.Spec{URL: u, Binding: c.binding}, auth)
+			var re *remote.Error
 			if !errors.As(err, &re) || re.Kind != c.kind {
 				t.Fatalf("ResolveRemote: %v; want a %s error", err, c.kind)
 			}
@@ -160,7 +161,7 @@ func TestRemoteCardRefusals(t *testing.T) {
 			if strings.Contains(err.Error(), "very-secret") {
 				t.Errorf("error %q shows a credential", err)
 			}
-			if re.Retryable() != (c.kind == a2a.RemoteTransport) {
+			if re.Retryable() != (c.kind == remote.Transport) {
 				t.Errorf("Retryable() = %v for a %s error", re.Retryable(), c.kind)
 			}
 		})
@@ -169,20 +170,20 @@ func TestRemoteCardRefusals(t *testing.T) {
 
 func TestRemoteCredentialsNeverShown(t *testing.T) {
 	ctx := testCtx(t)
-	auth := a2a.RemoteAuth{Bearer: "tok-very-secret", Header: "X-Api-Key", Value: "hdr-very-secret"}
+	auth := remote.Auth{Bearer: "tok-very-secret", Header: "X-Api-Key", Value: "hdr-very-secret"}
 	s := serveCards(t, map[string]string{"/.well-known/agent-card.json": card03, "/rpc03": "!500"})
-	r, card, err := a2a.ResolveRemote(ctx, nil, a2a.RemoteSpec{URL: s.srv.URL}, auth)
+	r, card, err := remote.Resolve(ctx, nil, remote.Spec{URL: s.srv.URL}, auth)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = r.Get(ctx, "t1")
-	if !a2a.RemoteRetryable(err) || !strings.Contains(err.Error(), "[redacted]") || strings.Contains(err.Error(), "very-secret") {
+	if !remote.Retryable(err) || !strings.Contains(err.Error(), "[redacted]") || strings.Contains(err.Error(), "very-secret") {
 		t.Fatalf("Get from a failing server that echoes credentials: %v; want a retryable error without them", err)
 	}
 	// A remote that is not there: a transport error, retryable.
 	s.srv.Close()
 	_, err = r.Get(ctx, "t1")
-	if !a2a.RemoteRetryable(err) || strings.Contains(err.Error(), "very-secret") {
+	if !remote.Retryable(err) || strings.Contains(err.Error(), "very-secret") {
 		t.Fatalf("Get from a closed server: %v; want a retryable transport error", err)
 	}
 	for _, shown := range []string{fmt.Sprint(auth), fmt.Sprintf("%+v", auth), fmt.Sprintf("%#v", auth), fmt.Sprintf("%+v", r), fmt.Sprintf("%+v", card)} {

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -21,14 +22,14 @@ func TestRemoteMailroomEdge(t *testing.T) {
 	it := newInterop(t, daemontest.Options{})
 	base := it.register("coder@local")
 	for _, c := range []struct{ binding, version string }{
-		{a2a.BindingAuto, "1.0"},
-		{a2a.BindingHTTPJSON10, "1.0"},
-		{a2a.BindingJSONRPC03, "0.3"},
-		{a2a.BindingLegacy, "legacy"},
+		{mailbox.BindingAuto, "1.0"},
+		{mailbox.BindingHTTPJSON10, "1.0"},
+		{mailbox.BindingJSONRPC03, "0.3"},
+		{mailbox.BindingLegacy, "legacy"},
 	} {
 		t.Run(c.binding, func(t *testing.T) {
-			r, card := resolve(t, it.ctx, a2a.RemoteSpec{URL: base, Binding: c.binding}, a2a.RemoteAuth{})
-			if card.Name != "Coder" || (c.binding == a2a.BindingAuto && card.Binding != a2a.BindingJSONRPC10) {
+			r, card := resolve(t, it.ctx, remote.Spec{URL: base, Binding: c.binding}, remote.Auth{})
+			if card.Name != "Coder" || (c.binding == mailbox.BindingAuto && card.Binding != mailbox.BindingJSONRPC10) {
 				t.Fatalf("card %+v", card)
 			}
 
@@ -80,14 +81,14 @@ func TestRemoteMailroomEdge(t *testing.T) {
 
 			// The edge does not know a task it never had, and does not
 			// continue tasks.
-			if _, err := r.Get(it.ctx, "6f9619ff-8b86-4d11-b42d-00c04fc964ff"); !errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+			if _, err := r.Get(it.ctx, "6f9619ff-8b86-4d11-b42d-00c04fc964ff"); !errors.Is(err, remote.ErrTaskNotFound) {
 				t.Fatalf("Get of an unknown task: %v; want ErrRemoteTaskNotFound", err)
 			}
 			if c.version == "legacy" {
 				return
 			}
 			task.Turns = []mailbox.Turn{{Seq: 2, Role: mailbox.RoleSender, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "more"}}}}
-			if _, err := r.Send(it.ctx, outbound(t, task, &a2a.RemoteRef{TaskID: sent.ID, ContextID: sent.ContextID}), false); !errors.Is(err, a2a.ErrRemoteUnsupported) {
+			if _, err := r.Send(it.ctx, outbound(t, task, &remote.Ref{TaskID: sent.ID, ContextID: sent.ContextID}), false); !errors.Is(err, remote.ErrUnsupported) {
 				t.Fatalf("a continuation to the edge: %v; want ErrRemoteUnsupported", err)
 			}
 
@@ -107,10 +108,10 @@ func TestRemoteMailroomEdge(t *testing.T) {
 				t.Fatal(err)
 			}
 			canceled, err := r.Cancel(it.ctx, queued.ID)
-			if err != nil || canceled.State != a2a.RemoteCanceled {
+			if err != nil || canceled.State != wire.StateCanceled {
 				t.Fatalf("Cancel: %+v, %v", canceled, err)
 			}
-			if _, err := r.Cancel(it.ctx, queued.ID); !errors.Is(err, a2a.ErrRemoteNotCancelable) {
+			if _, err := r.Cancel(it.ctx, queued.ID); !errors.Is(err, remote.ErrNotCancelable) {
 				t.Fatalf("a second Cancel: %v; want ErrRemoteNotCancelable", err)
 			}
 		})
@@ -120,7 +121,7 @@ func TestRemoteMailroomEdge(t *testing.T) {
 func TestRemoteMailroomEdgeTakesAV03MessageAsV10(t *testing.T) {
 	it := newInterop(t, daemontest.Options{})
 	base := it.register("coder@local")
-	r, _ := resolve(t, it.ctx, a2a.RemoteSpec{URL: base}, a2a.RemoteAuth{})
+	r, _ := resolve(t, it.ctx, remote.Spec{URL: base}, remote.Auth{})
 	task := nativeTask("summarize", "")
 	task.A2A = &mailbox.A2AOrigin{Version: "0.3", MessageID: "caller-1", ContextID: "caller-ctx",
 		Message: json.RawMessage(`{"kind":"message","role":"user","messageId":"caller-1","contextId":"caller-ctx","metadata":{"k":"v"},
@@ -129,7 +130,7 @@ func TestRemoteMailroomEdgeTakesAV03MessageAsV10(t *testing.T) {
 		t.Fatalf("Send: %v", err)
 	}
 	held, _ := it.lease("coder@local")
-	want := `{"role":"ROLE_USER","messageId":"` + task.ID + `","contextId":"` + a2a.ContextIDFor(task.ID) + `","metadata":{"k":"v"},"parts":[{"text":"summarize"},{"data":{"x":1}},{"url":"https://example.test/a.pdf","filename":"a.pdf","mediaType":"application/pdf"}]}`
+	want := `{"role":"ROLE_USER","messageId":"` + task.ID + `","contextId":"` + remote.ContextIDFor(task.ID) + `","metadata":{"k":"v"},"parts":[{"text":"summarize"},{"data":{"x":1}},{"url":"https://example.test/a.pdf","filename":"a.pdf","mediaType":"application/pdf"}]}`
 	if held.A2A == nil || held.A2A.Version != "1.0" || !sameJSON(t, held.A2A.Message, want) || string(held.Context) != `{"x":1}` {
 		t.Fatalf("the edge received %+v, want %s", held.A2A, want)
 	}

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // How the client reports answers it cannot use and calls it gave up on.
@@ -22,27 +24,27 @@ func TestRemoteAnswersThatDoNotParse(t *testing.T) {
 		status int
 		body   string
 		ctype  string
-		kind   a2a.RemoteErrorKind
+		kind   remote.ErrorKind
 		says   []string
 	}{
-		{"an unknown state", 200, `{"jsonrpc":"2.0","id":"mailroom-1","result":{"kind":"task","id":"t1","status":{"state":"bogus"}}}`, "", a2a.RemoteMalformed,
+		{"an unknown state", 200, `{"jsonrpc":"2.0","id":"mailroom-1","result":{"kind":"task","id":"t1","status":{"state":"bogus"}}}`, "", remote.Malformed,
 			[]string{"result.status.state", `"bogus"`, "the answer began"}},
-		{"a task without an id", 200, `{"jsonrpc":"2.0","id":"mailroom-1","result":{"kind":"task","status":{"state":"completed"}}}`, "", a2a.RemoteMalformed,
+		{"a task without an id", 200, `{"jsonrpc":"2.0","id":"mailroom-1","result":{"kind":"task","status":{"state":"completed"}}}`, "", remote.Malformed,
 			[]string{"result.id: missing"}},
-		{"a bad part", 200, `{"jsonrpc":"2.0","id":"mailroom-1","result":{"kind":"task","id":"t1","status":{"state":"completed"},"artifacts":[{"parts":[{"kind":"video"}]}]}}`, "", a2a.RemoteMalformed,
+		{"a bad part", 200, `{"jsonrpc":"2.0","id":"mailroom-1","result":{"kind":"task","id":"t1","status":{"state":"completed"},"artifacts":[{"parts":[{"kind":"video"}]}]}}`, "", remote.Malformed,
 			[]string{"result.artifacts[0].parts[0].kind"}},
-		{"not JSON-RPC", 200, `<html>` + strings.Repeat("x", 1000) + `</html>`, "text/html", a2a.RemoteMalformed,
+		{"not JSON-RPC", 200, `<html>` + strings.Repeat("x", 1000) + `</html>`, "text/html", remote.Malformed,
 			[]string{"expected a JSON-RPC response", "<html>xxx", `..."`}},
-		{"neither result nor error", 200, `{"jsonrpc":"2.0","id":"mailroom-1"}`, "", a2a.RemoteMalformed,
+		{"neither result nor error", 200, `{"jsonrpc":"2.0","id":"mailroom-1"}`, "", remote.Malformed,
 			[]string{"neither result nor error"}},
-		{"too large", 200, huge, "", a2a.RemoteMalformed, []string{"larger than 4 MiB"}},
-		{"invalid params", 200, `{"jsonrpc":"2.0","id":"mailroom-1","error":{"code":-32602,"message":"params.id: expected a string"}}`, "", a2a.RemoteRefused,
+		{"too large", 200, huge, "", remote.Malformed, []string{"larger than 4 MiB"}},
+		{"invalid params", 200, `{"jsonrpc":"2.0","id":"mailroom-1","error":{"code":-32602,"message":"params.id: expected a string"}}`, "", remote.Refused,
 			[]string{"code -32602", "params.id: expected a string"}},
-		{"an answer to another request", 200, `{"jsonrpc":"2.0","id":"someone-else","result":{"kind":"task","id":"t1","status":{"state":"completed"}}}`, "", a2a.RemoteMalformed,
+		{"an answer to another request", 200, `{"jsonrpc":"2.0","id":"someone-else","result":{"kind":"task","id":"t1","status":{"state":"completed"}}}`, "", remote.Malformed,
 			[]string{"not to this one"}},
-		{"a proxy's 502", 502, `bad gateway`, "text/plain", a2a.RemoteTransport, []string{"HTTP 502", "bad gateway"}},
-		{"rate limited", 429, `slow down`, "text/plain", a2a.RemoteTransport, []string{"HTTP 429"}},
-		{"unauthorized", 401, `{"error":"who are you"}`, "application/json", a2a.RemoteRefused, []string{"HTTP 401"}},
+		{"a proxy's 502", 502, `bad gateway`, "text/plain", remote.Transport, []string{"HTTP 502", "bad gateway"}},
+		{"rate limited", 429, `slow down`, "text/plain", remote.Transport, []string{"HTTP 429"}},
+		{"unauthorized", 401, `{"error":"who are you"}`, "application/json", remote.Refused, []string{"HTTP 401"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -56,12 +58,12 @@ func TestRemoteAnswersThatDoNotParse(t *testing.T) {
 				_, _ = w.Write([]byte(c.body))
 			}))
 			defer srv.Close()
-			r, err := a2a.NewRemote(nil, a2a.RemoteCard{Binding: a2a.BindingJSONRPC03, Endpoint: srv.URL}, a2a.RemoteAuth{})
+			r, err := remote.New(nil, remote.Card{Binding: mailbox.BindingJSONRPC03, Endpoint: srv.URL}, remote.Auth{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			_, err = r.Get(ctx, "t1")
-			var re *a2a.RemoteError
+			var re *remote.Error
 			if !errors.As(err, &re) || re.Kind != c.kind {
 				t.Fatalf("Get: %v; want a %s error", err, c.kind)
 			}
@@ -73,7 +75,7 @@ func TestRemoteAnswersThatDoNotParse(t *testing.T) {
 			if len(err.Error()) > 1000 {
 				t.Errorf("error of %d bytes: the excerpt is not bounded", len(err.Error()))
 			}
-			if errors.Is(err, a2a.ErrRemoteInvalidParams) != (c.name == "invalid params") {
+			if errors.Is(err, remote.ErrInvalidParams) != (c.name == "invalid params") {
 				t.Errorf("errors.Is(ErrRemoteInvalidParams) wrong for %v", err)
 			}
 		})
@@ -90,7 +92,7 @@ func TestRemoteCallerGivesUp(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
-	r, err := a2a.NewRemote(nil, a2a.RemoteCard{Binding: a2a.BindingJSONRPC10, Endpoint: srv.URL}, a2a.RemoteAuth{})
+	r, err := remote.New(nil, remote.Card{Binding: mailbox.BindingJSONRPC10, Endpoint: srv.URL}, remote.Auth{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func TestRemoteCallerGivesUp(t *testing.T) {
 		cancel()
 	}()
 	_, err = r.Get(ctx, "t1")
-	if !errors.Is(err, context.Canceled) || !a2a.RemoteRetryable(err) {
+	if !errors.Is(err, context.Canceled) || !remote.Retryable(err) {
 		t.Fatalf("Get abandoned by its caller: %v; want a transport error wrapping context.Canceled", err)
 	}
 }
@@ -116,7 +118,7 @@ func TestRemoteMessageAnswer(t *testing.T) {
 		_, _ = w.Write([]byte(`{"message":{"role":"ROLE_AGENT","messageId":"a1","contextId":"c9","parts":[{"text":"hi there"},{"data":[1,2]}]}}`))
 	}))
 	defer srv.Close()
-	r, err := a2a.NewRemote(nil, a2a.RemoteCard{Binding: a2a.BindingHTTPJSON10, Endpoint: srv.URL + "/base/"}, a2a.RemoteAuth{})
+	r, err := remote.New(nil, remote.Card{Binding: mailbox.BindingHTTPJSON10, Endpoint: srv.URL + "/base/"}, remote.Auth{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func TestRemoteMessageAnswer(t *testing.T) {
 		t.Fatalf("Send: %v", err)
 	}
 	res := outcome(t, got)
-	if !got.Direct || got.State != a2a.RemoteCompleted || got.ContextID != "c9" || contentText(res) != "hi there|[1,2]" {
+	if !got.Direct || got.State != wire.StateCompleted || got.ContextID != "c9" || contentText(res) != "hi there|[1,2]" {
 		t.Fatalf("a message answer read as %+v (%s)", got, contentText(res))
 	}
 }
@@ -135,15 +137,15 @@ func TestRemoteStreamsThatEndBadly(t *testing.T) {
 	working := `{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}`
 	cases := []struct {
 		name, tail string
-		kind       a2a.RemoteErrorKind
+		kind       remote.ErrorKind
 		notFound   bool
 		says       string
 	}{
-		{"cut before the end", "", a2a.RemoteTransport, false, "ended before the task finished"},
-		{"an error event, the remote failing", "event: error\ndata: {\"error\":{\"code\":500,\"status\":\"INTERNAL\",\"message\":\"executor crashed\"}}\n\n", a2a.RemoteTransport, false, "executor crashed"},
+		{"cut before the end", "", remote.Transport, false, "ended before the task finished"},
+		{"an error event, the remote failing", "event: error\ndata: {\"error\":{\"code\":500,\"status\":\"INTERNAL\",\"message\":\"executor crashed\"}}\n\n", remote.Transport, false, "executor crashed"},
 		{"an error event, the task gone", "event: error\ndata: {\"error\":{\"code\":404,\"status\":\"NOT_FOUND\",\"message\":\"no such task\",\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\",\"reason\":\"TASK_NOT_FOUND\"}]}}\n\n",
-			a2a.RemoteRefused, true, "no such task"},
-		{"an event that does not parse", "data: {\"statusUpdate\":{\"taskId\":\"t1\",\"status\":{\"state\":\"DONE\"}}}\n\n", a2a.RemoteMalformed, false, "event.status.state"},
+			remote.Refused, true, "no such task"},
+		{"an event that does not parse", "data: {\"statusUpdate\":{\"taskId\":\"t1\",\"status\":{\"state\":\"DONE\"}}}\n\n", remote.Malformed, false, "event.status.state"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -152,7 +154,7 @@ func TestRemoteStreamsThatEndBadly(t *testing.T) {
 				_, _ = w.Write([]byte(": hello\n\nid: 1\ndata: " + working + "\n\n" + c.tail))
 			}))
 			defer srv.Close()
-			r, err := a2a.NewRemote(nil, a2a.RemoteCard{Binding: a2a.BindingHTTPJSON10, Endpoint: srv.URL, Streaming: true}, a2a.RemoteAuth{})
+			r, err := remote.New(nil, remote.Card{Binding: mailbox.BindingHTTPJSON10, Endpoint: srv.URL, Streaming: true}, remote.Auth{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,12 +164,12 @@ func TestRemoteStreamsThatEndBadly(t *testing.T) {
 			}
 			defer s.Close()
 			first, err := s.Next()
-			if err != nil || first.Task.State != a2a.RemoteWorking || first.Task.ID != "t1" || first.Final {
+			if err != nil || first.Task.State != wire.StateWorking || first.Task.ID != "t1" || first.Final {
 				t.Fatalf("first update %+v, %v", first, err)
 			}
 			_, err = s.Next()
-			var re *a2a.RemoteError
-			if !errors.As(err, &re) || re.Kind != c.kind || errors.Is(err, a2a.ErrRemoteTaskNotFound) != c.notFound || !strings.Contains(err.Error(), c.says) {
+			var re *remote.Error
+			if !errors.As(err, &re) || re.Kind != c.kind || errors.Is(err, remote.ErrTaskNotFound) != c.notFound || !strings.Contains(err.Error(), c.says) {
 				t.Fatalf("the stream ended with %v; want a %s error saying %q (task not found: %v)", err, c.kind, c.says, c.notFound)
 			}
 			if _, err := s.Next(); !errors.Is(err, io.EOF) {

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/a2a/remote"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/internal/remotetest"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // Find asks a remote which task it made of a mailbox task's first message
@@ -17,15 +18,15 @@ import (
 func TestRemoteFind(t *testing.T) {
 	it := newInterop(t, daemontest.Options{})
 	base := it.register("coder@local")
-	check := func(t *testing.T, r *a2a.Remote) {
+	check := func(t *testing.T, r *remote.Client) {
 		t.Helper()
 		sent := nativeTask("keep it", "")
 		got, err := r.Send(it.ctx, outbound(t, sent, nil), false)
 		if err != nil {
 			t.Fatalf("Send: %v", err)
 		}
-		if got.ContextID != a2a.ContextIDFor(sent.ID) {
-			t.Fatalf("the remote's task has context %q, want the one derived from the task, %q", got.ContextID, a2a.ContextIDFor(sent.ID))
+		if got.ContextID != remote.ContextIDFor(sent.ID) {
+			t.Fatalf("the remote's task has context %q, want the one derived from the task, %q", got.ContextID, remote.ContextIDFor(sent.ID))
 		}
 		found, ok, err := r.Find(it.ctx, sent.ID)
 		if err != nil || !ok || found.ID != got.ID {
@@ -36,25 +37,25 @@ func TestRemoteFind(t *testing.T) {
 			t.Fatalf("Find of a task never sent: %+v %v %v, want absent", found, ok, err)
 		}
 	}
-	for _, binding := range []string{a2a.BindingJSONRPC10, a2a.BindingHTTPJSON10} {
+	for _, binding := range []string{mailbox.BindingJSONRPC10, mailbox.BindingHTTPJSON10} {
 		t.Run("mailroom "+binding, func(t *testing.T) {
-			r, _ := resolve(t, it.ctx, a2a.RemoteSpec{URL: base, Binding: binding}, a2a.RemoteAuth{})
+			r, _ := resolve(t, it.ctx, remote.Spec{URL: base, Binding: binding}, remote.Auth{})
 			check(t, r)
 		})
 	}
-	for _, binding := range []string{a2a.BindingJSONRPC03, a2a.BindingLegacy} {
+	for _, binding := range []string{mailbox.BindingJSONRPC03, mailbox.BindingLegacy} {
 		t.Run("mailroom "+binding, func(t *testing.T) {
-			r, _ := resolve(t, it.ctx, a2a.RemoteSpec{URL: base, Binding: binding}, a2a.RemoteAuth{})
+			r, _ := resolve(t, it.ctx, remote.Spec{URL: base, Binding: binding}, remote.Auth{})
 			_, ok, err := r.Find(it.ctx, nativeTask("x", "").ID)
-			if ok || !errors.Is(err, a2a.ErrRemoteCannotList) {
+			if ok || !errors.Is(err, remote.ErrCannotList) {
 				t.Fatalf("Find over %s: %v %v, want ErrRemoteCannotList", binding, ok, err)
 			}
 		})
 	}
-	for _, binding := range []string{a2a.BindingJSONRPC10, a2a.BindingHTTPJSON10} {
+	for _, binding := range []string{mailbox.BindingJSONRPC10, mailbox.BindingHTTPJSON10} {
 		t.Run("js 1.3.0 "+binding, func(t *testing.T) {
 			node := remotetest.NodeRemote(t, "v1")
-			r, _ := resolve(t, it.ctx, a2a.RemoteSpec{URL: node, Binding: binding}, a2a.RemoteAuth{})
+			r, _ := resolve(t, it.ctx, remote.Spec{URL: node, Binding: binding}, remote.Auth{})
 			check(t, r)
 		})
 	}

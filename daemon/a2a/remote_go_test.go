@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/internal/remotetest"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -33,9 +34,9 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func resolve(t *testing.T, ctx context.Context, spec a2a.RemoteSpec, auth a2a.RemoteAuth) (*a2a.Remote, a2a.RemoteCard) {
+func resolve(t *testing.T, ctx context.Context, spec remote.Spec, auth remote.Auth) (*remote.Client, remote.Card) {
 	t.Helper()
-	r, card, err := a2a.ResolveRemote(ctx, nil, spec, auth)
+	r, card, err := remote.Resolve(ctx, nil, spec, auth)
 	if err != nil {
 		t.Fatalf("ResolveRemote(%+v): %v", spec, err)
 	}
@@ -63,9 +64,9 @@ func itoa(n uint64) string {
 	return string(b)
 }
 
-func outbound(t *testing.T, task mailbox.Task, ref *a2a.RemoteRef) a2a.OutboundMessage {
+func outbound(t *testing.T, task mailbox.Task, ref *remote.Ref) remote.Message {
 	t.Helper()
-	m, err := a2a.OutboundMessageFor(task, ref)
+	m, err := remote.MessageFor(task, ref)
 	if err != nil {
 		t.Fatalf("OutboundMessageFor(%s): %v", task.ID, err)
 	}
@@ -73,7 +74,7 @@ func outbound(t *testing.T, task mailbox.Task, ref *a2a.RemoteRef) a2a.OutboundM
 }
 
 // poll reads the remote task until it is finished or asks something.
-func poll(t *testing.T, ctx context.Context, r *a2a.Remote, id string) a2a.RemoteTask {
+func poll(t *testing.T, ctx context.Context, r *remote.Client, id string) remote.Task {
 	t.Helper()
 	for {
 		got, err := r.Get(ctx, id)
@@ -93,7 +94,7 @@ func poll(t *testing.T, ctx context.Context, r *a2a.Remote, id string) a2a.Remot
 
 // outcome maps a remote task to the mailbox result and checks that the
 // mailbox takes it.
-func outcome(t *testing.T, rt a2a.RemoteTask) mailbox.Result {
+func outcome(t *testing.T, rt remote.Task) mailbox.Result {
 	t.Helper()
 	r, final := rt.Outcome()
 	if !final {
@@ -107,10 +108,10 @@ func outcome(t *testing.T, rt a2a.RemoteTask) mailbox.Result {
 }
 
 // collect reads a stream to its end.
-func collect(t *testing.T, s *a2a.RemoteStream) []a2a.RemoteUpdate {
+func collect(t *testing.T, s *remote.Stream) []remote.Update {
 	t.Helper()
 	defer s.Close()
-	var ups []a2a.RemoteUpdate
+	var ups []remote.Update
 	for {
 		u, err := s.Next()
 		if errors.Is(err, io.EOF) {
@@ -138,8 +139,8 @@ func contentText(r mailbox.Result) string {
 func TestRemoteGoSendCompletesAndFails(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, true)
-	r, card := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, a2a.RemoteAuth{})
-	if card.Binding != a2a.BindingJSONRPC03 || card.Endpoint != g.Srv.URL+"/invoke" || card.Name != "Go Coder" || !card.Streaming ||
+	r, card := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
+	if card.Binding != mailbox.BindingJSONRPC03 || card.Endpoint != g.Srv.URL+"/invoke" || card.Name != "Go Coder" || !card.Streaming ||
 		len(card.Skills) != 1 || card.Skills[0].Examples[0] != "fix the bug" || card.Skills[0].Tags[0] != "go" {
 		t.Fatalf("card %+v", card)
 	}
@@ -151,7 +152,7 @@ func TestRemoteGoSendCompletesAndFails(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	if sent.State != a2a.RemoteCompleted || sent.ID == "" || sent.ContextID == "" {
+	if sent.State != wire.StateCompleted || sent.ID == "" || sent.ContextID == "" {
 		t.Fatalf("blocking send answered %+v, want a completed task with ids", sent)
 	}
 	seen := g.Executor().Messages()
@@ -191,14 +192,14 @@ func TestRemoteGoSendCompletesAndFails(t *testing.T) {
 func TestRemoteGoAsksThenCompletesOnTheAnswer(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, a2a.RemoteAuth{})
+	r, _ := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
 	task := nativeTask("ask me", "")
 	got, err := r.Send(ctx, outbound(t, task, nil), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := outcome(t, got)
-	if got.State != a2a.RemoteInputRequired || q.Status != mailbox.StatusInputRequired || contentText(q) != "which database?" {
+	if got.State != wire.StateInputRequired || q.Status != mailbox.StatusInputRequired || contentText(q) != "which database?" {
 		t.Fatalf("send answered %+v, outcome %+v; want the remote's question", got, q)
 	}
 	// The sender answers: the task holds the question and the answer as
@@ -207,7 +208,7 @@ func TestRemoteGoAsksThenCompletesOnTheAnswer(t *testing.T) {
 		{Seq: 7, Role: mailbox.RoleWorker, Agent: "coder@local", Status: q.Status, Content: q.Content},
 		{Seq: 9, Role: mailbox.RoleSender, Agent: "planner@local", Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "staging"}}},
 	}
-	ref := &a2a.RemoteRef{TaskID: got.ID, ContextID: got.ContextID}
+	ref := &remote.Ref{TaskID: got.ID, ContextID: got.ContextID}
 	cont := outbound(t, task, ref)
 	if cont.MessageID == task.ID || cont.TaskID != got.ID {
 		t.Fatalf("continuation %+v: want a new message id and the remote's task id", cont)
@@ -229,7 +230,7 @@ func TestRemoteGoAsksThenCompletesOnTheAnswer(t *testing.T) {
 	}
 	// With nothing new to say, a continuation is refused.
 	task.Turns = task.Turns[:1]
-	if _, err := a2a.OutboundMessageFor(task, ref); err == nil {
+	if _, err := remote.MessageFor(task, ref); err == nil {
 		t.Fatal("a continuation without a new answer was built")
 	}
 }
@@ -237,7 +238,7 @@ func TestRemoteGoAsksThenCompletesOnTheAnswer(t *testing.T) {
 func TestRemoteGoStreams(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, a2a.RemoteAuth{})
+	r, _ := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
 	s, err := r.Stream(ctx, outbound(t, nativeTask("stream please", ""), nil))
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
@@ -248,11 +249,11 @@ func TestRemoteGoStreams(t *testing.T) {
 	}
 	var working bool
 	for _, u := range ups {
-		working = working || u.Task.State == a2a.RemoteWorking
+		working = working || u.Task.State == wire.StateWorking
 	}
 	last := ups[len(ups)-1]
 	res := outcome(t, last.Task)
-	if !working || !last.Final || last.Task.State != a2a.RemoteCompleted || contentText(res) != "one|two|three" || len(last.Task.Artifacts) != 1 {
+	if !working || !last.Final || last.Task.State != wire.StateCompleted || contentText(res) != "one|two|three" || len(last.Task.Artifacts) != 1 {
 		t.Fatalf("stream ended on %+v (working seen: %v), want completed with one artifact one|two|three", last, working)
 	}
 }
@@ -260,7 +261,7 @@ func TestRemoteGoStreams(t *testing.T) {
 func TestRemoteGoSlowPolledAndCanceled(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, a2a.RemoteAuth{})
+	r, _ := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
 
 	sent, err := r.Send(ctx, outbound(t, nativeTask("slow work", ""), nil), false)
 	if err != nil {
@@ -287,7 +288,7 @@ func TestRemoteGoSlowPolledAndCanceled(t *testing.T) {
 		t.Fatal(err)
 	}
 	canceled, err := r.Cancel(ctx, hung.ID)
-	if err != nil || canceled.State != a2a.RemoteCanceled {
+	if err != nil || canceled.State != wire.StateCanceled {
 		t.Fatalf("Cancel: %+v, %v; want canceled", canceled, err)
 	}
 	if res := outcome(t, canceled); res.Status != mailbox.StatusError || !strings.Contains(res.ErrorMessage, "remote agent canceled") {
@@ -298,13 +299,13 @@ func TestRemoteGoSlowPolledAndCanceled(t *testing.T) {
 func TestRemoteGoResubscribe(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, a2a.RemoteAuth{})
+	r, _ := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
 	sent, err := r.Send(ctx, outbound(t, nativeTask("tick tock", ""), nil), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	type opened struct {
-		s   *a2a.RemoteStream
+		s   *remote.Stream
 		err error
 	}
 	done := make(chan opened, 1)
@@ -329,7 +330,7 @@ wait:
 	close(g.Executor().Release)
 	ups := collect(t, o.s)
 	last := ups[len(ups)-1]
-	if !last.Final || last.Task.State != a2a.RemoteCompleted || last.Task.ID != sent.ID {
+	if !last.Final || last.Task.State != wire.StateCompleted || last.Task.ID != sent.ID {
 		t.Fatalf("resubscribe ended on %+v", last)
 	}
 }
@@ -337,20 +338,20 @@ wait:
 func TestRemoteGoLostTaskAfterRestart(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, a2a.RemoteAuth{})
+	r, _ := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
 	sent, err := r.Send(ctx, outbound(t, nativeTask("hang around", ""), nil), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.Restart(true)
 	_, err = r.Get(ctx, sent.ID)
-	if !errors.Is(err, a2a.ErrRemoteTaskNotFound) || a2a.RemoteRetryable(err) {
+	if !errors.Is(err, remote.ErrTaskNotFound) || remote.Retryable(err) {
 		t.Fatalf("Get after the remote restarted: %v; want ErrRemoteTaskNotFound, not retryable", err)
 	}
-	if _, err := r.Resubscribe(ctx, sent.ID); !errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+	if _, err := r.Resubscribe(ctx, sent.ID); !errors.Is(err, remote.ErrTaskNotFound) {
 		t.Fatalf("Resubscribe after the remote restarted: %v; want ErrRemoteTaskNotFound", err)
 	}
-	if _, err := r.Cancel(ctx, sent.ID); !errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+	if _, err := r.Cancel(ctx, sent.ID); !errors.Is(err, remote.ErrTaskNotFound) {
 		t.Fatalf("Cancel after the remote restarted: %v; want ErrRemoteTaskNotFound", err)
 	}
 }
@@ -358,8 +359,8 @@ func TestRemoteGoLostTaskAfterRestart(t *testing.T) {
 func TestRemoteGoCredentialsReachTheServer(t *testing.T) {
 	ctx := testCtx(t)
 	g := startGoRemote(t, false)
-	auth := a2a.RemoteAuth{Bearer: "s3cret-bearer-token", Header: "X-Api-Key", Value: "k3y-value-123"}
-	r, card := resolve(t, ctx, a2a.RemoteSpec{URL: g.Srv.URL}, auth)
+	auth := remote.Auth{Bearer: "s3cret-bearer-token", Header: "X-Api-Key", Value: "k3y-value-123"}
+	r, card := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, auth)
 	if _, err := r.Send(ctx, outbound(t, nativeTask("echo", ""), nil), true); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -119,8 +120,8 @@ func (l *legacyReceiver) params() []json.RawMessage {
 func TestRemoteLegacyTasksSend(t *testing.T) {
 	ctx := testCtx(t)
 	l := startLegacy(t, true)
-	r, card := resolve(t, ctx, a2a.RemoteSpec{URL: l.srv.URL, Binding: a2a.BindingLegacy}, a2a.RemoteAuth{})
-	if card.Name != "search_agent" || card.Binding != a2a.BindingLegacy || card.Streaming || len(card.Skills) != 1 {
+	r, card := resolve(t, ctx, remote.Spec{URL: l.srv.URL, Binding: mailbox.BindingLegacy}, remote.Auth{})
+	if card.Name != "search_agent" || card.Binding != mailbox.BindingLegacy || card.Streaming || len(card.Skills) != 1 {
 		t.Fatalf("card %+v", card)
 	}
 
@@ -165,16 +166,16 @@ func TestRemoteLegacyTasksSend(t *testing.T) {
 	task = nativeTask("a file", "")
 	task.A2A = &mailbox.A2AOrigin{Version: "0.3", MessageID: "m1", ContextID: "c1",
 		Message: json.RawMessage(`{"kind":"message","role":"user","messageId":"m1","parts":[{"kind":"file","file":{"uri":"https://example.test/a.pdf"}}]}`)}
-	var re *a2a.RemoteError
-	if _, err := r.Send(ctx, outbound(t, task, nil), true); !errors.As(err, &re) || re.Kind != a2a.RemoteUnusable || !strings.Contains(err.Error(), "file part") {
+	var re *remote.Error
+	if _, err := r.Send(ctx, outbound(t, task, nil), true); !errors.As(err, &re) || re.Kind != remote.Unusable || !strings.Contains(err.Error(), "file part") {
 		t.Fatalf("Send of a file part to a legacy remote: %v; want an unusable error naming the file part", err)
 	}
 
 	// The receiver's refusals: a crash is -32603, tasks/get is not served.
-	if _, err := r.Send(ctx, outbound(t, nativeTask("crash", ""), nil), true); !errors.As(err, &re) || re.Kind != a2a.RemoteRefused || re.Code != -32603 {
+	if _, err := r.Send(ctx, outbound(t, nativeTask("crash", ""), nil), true); !errors.As(err, &re) || re.Kind != remote.Refused || re.Code != -32603 {
 		t.Fatalf("Send that crashes the agent: %v; want a refusal with code -32603", err)
 	}
-	if _, err := r.Get(ctx, task.ID); !errors.Is(err, a2a.ErrRemoteUnsupported) {
+	if _, err := r.Get(ctx, task.ID); !errors.Is(err, remote.ErrUnsupported) {
 		t.Fatalf("Get from a receiver that serves tasks/send only: %v; want ErrRemoteUnsupported", err)
 	}
 	if _, err := r.Stream(ctx, outbound(t, nativeTask("x", ""), nil)); err == nil {
@@ -185,20 +186,20 @@ func TestRemoteLegacyTasksSend(t *testing.T) {
 func TestRemoteLegacyWithoutCard(t *testing.T) {
 	ctx := testCtx(t)
 	l := startLegacy(t, false)
-	r, card := resolve(t, ctx, a2a.RemoteSpec{URL: l.srv.URL + "/", Binding: a2a.BindingLegacy}, a2a.RemoteAuth{})
+	r, card := resolve(t, ctx, remote.Spec{URL: l.srv.URL + "/", Binding: mailbox.BindingLegacy}, remote.Auth{})
 	if card.Name != "" || card.Endpoint != l.srv.URL+"/" {
 		t.Fatalf("card %+v", card)
 	}
 	got, err := r.Send(ctx, outbound(t, nativeTask("hello", ""), nil), true)
-	if err != nil || got.State != a2a.RemoteCompleted {
+	if err != nil || got.State != wire.StateCompleted {
 		t.Fatalf("Send: %+v, %v", got, err)
 	}
 	// Auto never picks the dialect: the receiver's card reads as a v0.3
 	// JSON-RPC card, whose url is the base, so a client told "auto" would
 	// call message/send there; the operator must ask for legacy.
 	l.card.Store(true)
-	_, card, err = a2a.ResolveRemote(ctx, nil, a2a.RemoteSpec{URL: l.srv.URL}, a2a.RemoteAuth{})
-	if err != nil || card.Binding != a2a.BindingJSONRPC03 {
+	_, card, err = remote.Resolve(ctx, nil, remote.Spec{URL: l.srv.URL}, remote.Auth{})
+	if err != nil || card.Binding != mailbox.BindingJSONRPC03 {
 		t.Fatalf("auto on a legacy receiver's card: %+v, %v", card, err)
 	}
 }

@@ -9,7 +9,8 @@ import (
 
 	"github.com/mailroom/mailroom/internal/remotetest"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -44,15 +45,15 @@ func TestRemoteNodeSDK(t *testing.T) {
 	for _, c := range []struct {
 		sdk, binding, want string
 	}{
-		{"v03", a2a.BindingAuto, a2a.BindingJSONRPC03},
-		{"v1", a2a.BindingAuto, a2a.BindingJSONRPC10},
-		{"v1", a2a.BindingHTTPJSON10, a2a.BindingHTTPJSON10},
+		{"v03", mailbox.BindingAuto, mailbox.BindingJSONRPC03},
+		{"v1", mailbox.BindingAuto, mailbox.BindingJSONRPC10},
+		{"v1", mailbox.BindingHTTPJSON10, mailbox.BindingHTTPJSON10},
 	} {
 		t.Run(c.sdk+" "+c.want, func(t *testing.T) {
 			ctx := testCtx(t)
 			base := remotetest.NodeRemote(t, c.sdk)
-			auth := a2a.RemoteAuth{Bearer: "node-bearer", Header: "X-Api-Key", Value: "node-key"}
-			r, card := resolve(t, ctx, a2a.RemoteSpec{URL: base, Binding: c.binding}, auth)
+			auth := remote.Auth{Bearer: "node-bearer", Header: "X-Api-Key", Value: "node-key"}
+			r, card := resolve(t, ctx, remote.Spec{URL: base, Binding: c.binding}, auth)
 			if card.Binding != c.want || !card.Streaming || !strings.HasPrefix(card.Name, "JS Coder") || len(card.Skills) != 1 || card.Skills[0].Tags[0] != "js" {
 				t.Fatalf("card %+v, want binding %s", card, c.want)
 			}
@@ -130,7 +131,7 @@ func TestRemoteNodeSDK(t *testing.T) {
 						A2A: &mailbox.A2AOrigin{Version: "1.0", MessageID: "ans-1", ContextID: "caller-ctx",
 							Message: json.RawMessage(`{"role":"ROLE_USER","messageId":"ans-1","contextId":"caller-ctx","parts":[{"text":"staging","mediaType":"text/plain"}]}`)}},
 				}
-				done, err := r.Send(ctx, outbound(t, task, &a2a.RemoteRef{TaskID: got.ID, ContextID: got.ContextID}), true)
+				done, err := r.Send(ctx, outbound(t, task, &remote.Ref{TaskID: got.ID, ContextID: got.ContextID}), true)
 				if err != nil {
 					t.Fatalf("Send(continuation): %v", err)
 				}
@@ -175,11 +176,11 @@ func TestRemoteNodeSDK(t *testing.T) {
 					t.Fatalf("Resubscribe: %v", err)
 				}
 				canceled, err := r.Cancel(ctx, sent.ID)
-				if err != nil || canceled.State != a2a.RemoteCanceled {
+				if err != nil || canceled.State != wire.StateCanceled {
 					t.Fatalf("Cancel: %+v, %v", canceled, err)
 				}
 				ups := collect(t, s)
-				if last := ups[len(ups)-1]; last.Task.State != a2a.RemoteCanceled || last.Task.ID != sent.ID {
+				if last := ups[len(ups)-1]; last.Task.State != wire.StateCanceled || last.Task.ID != sent.ID {
 					t.Fatalf("the resubscribed stream ended on %+v", last)
 				}
 				// A finished task is past canceling (a canceled one, the
@@ -188,7 +189,7 @@ func TestRemoteNodeSDK(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := r.Cancel(ctx, done.ID); !errors.Is(err, a2a.ErrRemoteNotCancelable) || a2a.RemoteRetryable(err) {
+				if _, err := r.Cancel(ctx, done.ID); !errors.Is(err, remote.ErrNotCancelable) || remote.Retryable(err) {
 					t.Fatalf("Cancel of a completed task: %v; want ErrRemoteNotCancelable", err)
 				}
 			})
@@ -199,13 +200,13 @@ func TestRemoteNodeSDK(t *testing.T) {
 					t.Fatal(err)
 				}
 				remotetest.Control(t, base, "restart")
-				if _, err := r.Get(ctx, sent.ID); !errors.Is(err, a2a.ErrRemoteTaskNotFound) || a2a.RemoteRetryable(err) {
+				if _, err := r.Get(ctx, sent.ID); !errors.Is(err, remote.ErrTaskNotFound) || remote.Retryable(err) {
 					t.Fatalf("Get after a restart: %v; want ErrRemoteTaskNotFound", err)
 				}
-				if _, err := r.Cancel(ctx, sent.ID); !errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+				if _, err := r.Cancel(ctx, sent.ID); !errors.Is(err, remote.ErrTaskNotFound) {
 					t.Fatalf("Cancel after a restart: %v; want ErrRemoteTaskNotFound", err)
 				}
-				if _, err := r.Resubscribe(ctx, sent.ID); !errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+				if _, err := r.Resubscribe(ctx, sent.ID); !errors.Is(err, remote.ErrTaskNotFound) {
 					t.Fatalf("Resubscribe after a restart: %v; want ErrRemoteTaskNotFound", err)
 				}
 			})

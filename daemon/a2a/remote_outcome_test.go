@@ -9,15 +9,16 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
 // What a remote task means for the mailbox, and what the daemon sends.
 
 func TestRemoteOutcome(t *testing.T) {
-	text := func(s string) a2a.RemotePart { return a2a.RemotePart{Kind: "text", Text: s} }
-	arts := []a2a.RemoteArtifact{{Parts: []a2a.RemotePart{
+	text := func(s string) remote.Part { return remote.Part{Kind: "text", Text: s} }
+	arts := []remote.Artifact{{Parts: []remote.Part{
 		text("the answer"),
 		{Kind: "data", Data: json.RawMessage(`{"rows":3}`)},
 		{Kind: "data", Data: json.RawMessage(`[1,2]`)},
@@ -26,29 +27,29 @@ func TestRemoteOutcome(t *testing.T) {
 	}}}
 	cases := []struct {
 		name    string
-		in      a2a.RemoteTask
+		in      remote.Task
 		final   bool
 		status  string
 		content string // contentText of the result
 		errMsg  string
 	}{
-		{"completed", a2a.RemoteTask{State: a2a.RemoteCompleted, Artifacts: arts}, true, mailbox.StatusOK,
+		{"completed", remote.Task{State: wire.StateCompleted, Artifacts: arts}, true, mailbox.StatusOK,
 			`the answer|{"rows":3}|[1,2]|{"mediaType":"application/pdf","name":"r.pdf","url":"https://example.test/r.pdf"}|{"mediaType":"text/plain","raw":"aGVsbG8="}`, ""},
-		{"completed with its answer in the status", a2a.RemoteTask{State: a2a.RemoteCompleted, StatusMessage: []a2a.RemotePart{text("42")}}, true, mailbox.StatusOK, "42", ""},
-		{"completed with nothing", a2a.RemoteTask{State: a2a.RemoteCompleted}, true, mailbox.StatusOK, "", ""},
-		{"a message answered", a2a.RemoteTask{State: a2a.RemoteCompleted, Direct: true, Artifacts: []a2a.RemoteArtifact{{Parts: []a2a.RemotePart{text("hi")}}}}, true, mailbox.StatusOK, "hi", ""},
-		{"failed", a2a.RemoteTask{State: a2a.RemoteFailed, StatusMessage: []a2a.RemotePart{text("disk full"), {Kind: "data", Data: json.RawMessage(`{"code":28}`)}}}, true, mailbox.StatusError, "", "disk full"},
-		{"failed without a word", a2a.RemoteTask{State: a2a.RemoteFailed}, true, mailbox.StatusError, "", "the remote agent reported that the task failed, without saying why"},
-		{"rejected", a2a.RemoteTask{State: a2a.RemoteRejected, StatusMessage: []a2a.RemotePart{text("not mine")}}, true, mailbox.StatusRejected, "", "not mine"},
-		{"canceled by the remote", a2a.RemoteTask{State: a2a.RemoteCanceled, StatusMessage: []a2a.RemotePart{text("shutting down")}}, true, mailbox.StatusError, "", "the remote agent canceled the task: shutting down"},
-		{"canceled without a word", a2a.RemoteTask{State: a2a.RemoteCanceled}, true, mailbox.StatusError, "", "the remote agent canceled the task"},
-		{"input required", a2a.RemoteTask{State: a2a.RemoteInputRequired, StatusMessage: []a2a.RemotePart{text("which db?"), {Kind: "data", Data: json.RawMessage(`{"choices":["a","b"]}`)}}}, true,
+		{"completed with its answer in the status", remote.Task{State: wire.StateCompleted, StatusMessage: []remote.Part{text("42")}}, true, mailbox.StatusOK, "42", ""},
+		{"completed with nothing", remote.Task{State: wire.StateCompleted}, true, mailbox.StatusOK, "", ""},
+		{"a message answered", remote.Task{State: wire.StateCompleted, Direct: true, Artifacts: []remote.Artifact{{Parts: []remote.Part{text("hi")}}}}, true, mailbox.StatusOK, "hi", ""},
+		{"failed", remote.Task{State: wire.StateFailed, StatusMessage: []remote.Part{text("disk full"), {Kind: "data", Data: json.RawMessage(`{"code":28}`)}}}, true, mailbox.StatusError, "", "disk full"},
+		{"failed without a word", remote.Task{State: wire.StateFailed}, true, mailbox.StatusError, "", "the remote agent reported that the task failed, without saying why"},
+		{"rejected", remote.Task{State: wire.StateRejected, StatusMessage: []remote.Part{text("not mine")}}, true, mailbox.StatusRejected, "", "not mine"},
+		{"canceled by the remote", remote.Task{State: wire.StateCanceled, StatusMessage: []remote.Part{text("shutting down")}}, true, mailbox.StatusError, "", "the remote agent canceled the task: shutting down"},
+		{"canceled without a word", remote.Task{State: wire.StateCanceled}, true, mailbox.StatusError, "", "the remote agent canceled the task"},
+		{"input required", remote.Task{State: wire.StateInputRequired, StatusMessage: []remote.Part{text("which db?"), {Kind: "data", Data: json.RawMessage(`{"choices":["a","b"]}`)}}}, true,
 			mailbox.StatusInputRequired, `which db?|{"choices":["a","b"]}`, ""},
-		{"auth required", a2a.RemoteTask{State: a2a.RemoteAuthRequired, StatusMessage: []a2a.RemotePart{text("sign in")}}, true, mailbox.StatusAuthRequired, "sign in", ""},
-		{"a question without words", a2a.RemoteTask{State: a2a.RemoteInputRequired}, true, mailbox.StatusInputRequired, "the remote agent asks for input without saying what", ""},
-		{"submitted", a2a.RemoteTask{State: a2a.RemoteSubmitted}, false, "", "", ""},
-		{"working", a2a.RemoteTask{State: a2a.RemoteWorking, Artifacts: arts}, false, "", "", ""},
-		{"unknown", a2a.RemoteTask{State: a2a.RemoteUnknown}, false, "", "", ""},
+		{"auth required", remote.Task{State: wire.StateAuthRequired, StatusMessage: []remote.Part{text("sign in")}}, true, mailbox.StatusAuthRequired, "sign in", ""},
+		{"a question without words", remote.Task{State: wire.StateInputRequired}, true, mailbox.StatusInputRequired, "the remote agent asks for input without saying what", ""},
+		{"submitted", remote.Task{State: wire.StateSubmitted}, false, "", "", ""},
+		{"working", remote.Task{State: wire.StateWorking, Artifacts: arts}, false, "", "", ""},
+		{"unknown", remote.Task{State: wire.StateUnknown}, false, "", "", ""},
 	}
 	for _, c := range cases {
 		r, final := c.in.Outcome()
@@ -112,16 +113,16 @@ func (rec *recorder) last() string {
 func TestRemoteMessageBuilding(t *testing.T) {
 	ctx := testCtx(t)
 	rec := startRecorder(t)
-	remote := func(binding string) *a2a.Remote {
-		r, err := a2a.NewRemote(nil, a2a.RemoteCard{Binding: binding, Endpoint: rec.srv.URL}, a2a.RemoteAuth{})
+	client := func(binding string) *remote.Client {
+		r, err := remote.New(nil, remote.Card{Binding: binding, Endpoint: rec.srv.URL}, remote.Auth{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
-	v03, v10 := remote(a2a.BindingJSONRPC03), remote(a2a.BindingJSONRPC10)
+	v03, v10 := client(mailbox.BindingJSONRPC03), client(mailbox.BindingJSONRPC10)
 
-	send := func(r *a2a.Remote, task mailbox.Task, ref *a2a.RemoteRef) string {
+	send := func(r *remote.Client, task mailbox.Task, ref *remote.Ref) string {
 		t.Helper()
 		if _, err := r.Send(ctx, outbound(t, task, ref), true); err != nil {
 			t.Fatalf("Send: %v", err)
@@ -131,11 +132,11 @@ func TestRemoteMessageBuilding(t *testing.T) {
 
 	native := nativeTask("fix the bug", `{"repo":"mailroom"}`)
 	for _, c := range []struct {
-		r    *a2a.Remote
+		r    *remote.Client
 		want string
 	}{
-		{v03, `{"kind":"message","messageId":"` + native.ID + `","contextId":"` + a2a.ContextIDFor(native.ID) + `","parts":[{"kind":"text","text":"fix the bug"},{"data":{"repo":"mailroom"},"kind":"data"}],"role":"user"}`},
-		{v10, `{"messageId":"` + native.ID + `","contextId":"` + a2a.ContextIDFor(native.ID) + `","parts":[{"text":"fix the bug"},{"data":{"repo":"mailroom"}}],"role":"ROLE_USER"}`},
+		{v03, `{"kind":"message","messageId":"` + native.ID + `","contextId":"` + remote.ContextIDFor(native.ID) + `","parts":[{"kind":"text","text":"fix the bug"},{"data":{"repo":"mailroom"},"kind":"data"}],"role":"user"}`},
+		{v10, `{"messageId":"` + native.ID + `","contextId":"` + remote.ContextIDFor(native.ID) + `","parts":[{"text":"fix the bug"},{"data":{"repo":"mailroom"}}],"role":"ROLE_USER"}`},
 	} {
 		if got := send(c.r, native, nil); !sameJSON(t, json.RawMessage(got), c.want) {
 			t.Errorf("native task sent as %s, want %s", got, c.want)
@@ -150,7 +151,7 @@ func TestRemoteMessageBuilding(t *testing.T) {
 	a2aTask.A2A = &mailbox.A2AOrigin{Version: "0.3", MessageID: "caller-1", ContextID: "caller-ctx", Message: json.RawMessage(origin)}
 	// Its context id is the one the daemon derives from the task, not the
 	// caller's: the remote is asked for its tasks of that context later.
-	cid := a2a.ContextIDFor(a2aTask.ID)
+	cid := remote.ContextIDFor(a2aTask.ID)
 	want03 := `{"kind":"message","role":"user","messageId":"` + a2aTask.ID + `","contextId":"` + cid + `","metadata":{"k":"v"},"extensions":["urn:x"],
 		"parts":[{"kind":"text","text":"summarize","metadata":null},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}},{"kind":"data","data":{"x":1}}]}`
 	if got := send(v03, a2aTask, nil); !sameJSON(t, json.RawMessage(got), want03) {
@@ -168,7 +169,7 @@ func TestRemoteMessageBuilding(t *testing.T) {
 		{Seq: 4, Role: mailbox.RoleWorker, Agent: "coder@local", Status: mailbox.StatusInputRequired, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "which part?"}}},
 		{Seq: 5, Role: mailbox.RoleSender, Agent: "planner@local", Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "chapter 2"}, {Type: mailbox.ContentJSON, Value: json.RawMessage(`{"page":7}`)}}},
 	}
-	ref := &a2a.RemoteRef{TaskID: "remote-task", ContextID: "remote-ctx"}
+	ref := &remote.Ref{TaskID: "remote-task", ContextID: "remote-ctx"}
 	msg := outbound(t, a2aTask, ref)
 	got := send(v10, a2aTask, ref)
 	want := `{"role":"ROLE_USER","messageId":"` + msg.MessageID + `","taskId":"remote-task","contextId":"remote-ctx","parts":[{"text":"chapter 2"},{"data":{"page":7}}]}`
@@ -198,7 +199,7 @@ func TestRemoteMessageBuilding(t *testing.T) {
 	if !sameJSON(t, json.RawMessage(got), want) {
 		t.Errorf("a task handed on with its conversation sent as %s, want %s", got, want)
 	}
-	if _, err := a2a.OutboundMessageFor(a2aTask, &a2a.RemoteRef{}); err == nil || !strings.Contains(err.Error(), "remote's task id") {
+	if _, err := remote.MessageFor(a2aTask, &remote.Ref{}); err == nil || !strings.Contains(err.Error(), "remote's task id") {
 		t.Errorf("a continuation without the remote's task id: %v", err)
 	}
 }
@@ -222,7 +223,7 @@ func TestRemoteReadsPythonShapedAnswers(t *testing.T) {
 		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + task + `}`))
 	}))
 	defer srv.Close()
-	r, err := a2a.NewRemote(nil, a2a.RemoteCard{Binding: a2a.BindingJSONRPC03, Endpoint: srv.URL}, a2a.RemoteAuth{})
+	r, err := remote.New(nil, remote.Card{Binding: mailbox.BindingJSONRPC03, Endpoint: srv.URL}, remote.Auth{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestRemoteReadsPythonShapedAnswers(t *testing.T) {
 		t.Fatalf("Get: %v", err)
 	}
 	res := outcome(t, got)
-	if got.State != a2a.RemoteInputRequired || res.Status != mailbox.StatusInputRequired || contentText(res) != "which year?" ||
+	if got.State != wire.StateInputRequired || res.Status != mailbox.StatusInputRequired || contentText(res) != "which year?" ||
 		len(got.Artifacts) != 1 || len(got.Artifacts[0].Parts) != 2 || got.Artifacts[0].Parts[1].Raw != "aGk=" {
 		t.Fatalf("read %+v (%+v)", got, res)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/mailroom/mailroom/mailbox"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
 
 // rest serves the v1.0 HTTP+JSON binding under the agent's base URL:
@@ -29,8 +31,8 @@ func (e *Edge) rest(w http.ResponseWriter, r *http.Request, req request) {
 
 func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) error {
 	if v := strings.TrimSpace(r.Header.Get("A2A-Version")); v != "" {
-		if got, err := version(r); err != nil || got != v10 {
-			return &rpcError{code: codeVersion, msg: "A2A-Version: got " + strconv.Quote(v) + ", but the HTTP+JSON binding is A2A 1.0 only; send A2A-Version: 1.0 (or use JSON-RPC at the base URL for 0.3)"}
+		if got, err := version(r); err != nil || got != wire.V10 {
+			return &wire.Error{Code: wire.CodeVersion, Message: "A2A-Version: got " + strconv.Quote(v) + ", but the HTTP+JSON binding is A2A 1.0 only; send A2A-Version: 1.0 (or use JSON-RPC at the base URL for 0.3)"}
 		}
 	}
 	path := strings.TrimPrefix(req.rest, "v1/")
@@ -53,7 +55,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 		if rerr != nil {
 			return rerr
 		}
-		p, err := decodeSend(v10, body, "")
+		p, err := decodeSend(wire.V10, body, "")
 		if err != nil {
 			return err
 		}
@@ -65,10 +67,10 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			return err
 		}
 		if path == "message:send" {
-			writeAnswer(w, r, http.StatusOK, sendResult(v10, tv))
+			writeAnswer(w, r, http.StatusOK, sendResult(wire.V10, tv))
 			return nil
 		}
-		return e.stream(w, r, tv.id, &from, true, restBinding)
+		return e.stream(w, r, tv.ID, &from, true, restBinding)
 	case path == "tasks":
 		if err := allow(http.MethodGet); err != nil {
 			return err
@@ -115,7 +117,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			if err != nil {
 				return err
 			}
-			writeAnswer(w, r, http.StatusOK, encodeTask(v10, tv, true))
+			writeAnswer(w, r, http.StatusOK, wire.EncodeTask(wire.V10, tv, true))
 			return nil
 		case "cancel":
 			if err := allow(http.MethodPost); err != nil {
@@ -125,7 +127,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			if err != nil {
 				return err
 			}
-			writeAnswer(w, r, http.StatusOK, encodeTask(v10, tv, true))
+			writeAnswer(w, r, http.StatusOK, wire.EncodeTask(wire.V10, tv, true))
 			return nil
 		case "subscribe":
 			// The spec's text says POST, its proto GET: take both.
@@ -140,8 +142,8 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request, req request) er
 			if err != nil {
 				return err
 			}
-			if st := view(rec, nil).state; resume == nil && terminal(st) {
-				return &rpcError{code: codeUnsupported, msg: "task " + id + " has finished (" + st + "); read it with GET tasks/" + id + " instead of subscribing"}
+			if st := wire.View(rec, nil).State; resume == nil && wire.Terminal(st) {
+				return &wire.Error{Code: wire.CodeUnsupported, Message: "task " + id + " has finished (" + st + "); read it with GET tasks/" + id + " instead of subscribing"}
 			}
 			return e.stream(w, r, rec.Task.ID, resume, resume == nil, restBinding)
 		}
@@ -159,7 +161,7 @@ func listQuery(q url.Values) (listRequest, error) {
 		switch k {
 		case "contextId", "status", "pageSize", "pageToken", "historyLength", "includeArtifacts":
 		default:
-			return lr, invalidParams(k, "unknown query parameter; expected contextId, status, pageSize, pageToken, historyLength or includeArtifacts", nil)
+			return lr, wire.InvalidParams(k, "unknown query parameter; expected contextId, status, pageSize, pageToken, historyLength or includeArtifacts", nil)
 		}
 	}
 	lr.ContextID, lr.Status, lr.PageToken = q.Get("contextId"), q.Get("status"), q.Get("pageToken")
@@ -173,7 +175,7 @@ func listQuery(q url.Values) (listRequest, error) {
 	if s := q.Get("includeArtifacts"); s != "" {
 		b, err := strconv.ParseBool(s)
 		if err != nil {
-			return lr, invalidParams("includeArtifacts", "expected true or false", s)
+			return lr, wire.InvalidParams("includeArtifacts", "expected true or false", s)
 		}
 		lr.IncludeArtifacts = &b
 	}
@@ -187,7 +189,7 @@ func intQuery(q url.Values, name string) (*int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return nil, invalidParams(name, "expected an integer", s)
+		return nil, wire.InvalidParams(name, "expected an integer", s)
 	}
 	return &n, nil
 }

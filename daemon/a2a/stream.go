@@ -7,6 +7,8 @@ import (
 
 	"github.com/mailroom/mailroom/internal/served"
 	"github.com/mailroom/mailroom/internal/sse"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
 
 // stream serves a task's events as Server-Sent Events: one `data:` line
@@ -22,12 +24,12 @@ func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, after *
 	if err := out.Flush(); err != nil {
 		return nil
 	}
-	emit := func(ev streamEvent) error {
+	emit := func(ev wire.StreamEvent) error {
 		data, err := json.Marshal(b.event(ev))
 		if err != nil {
 			return err
 		}
-		return out.Write(sse.Block(strconv.FormatUint(ev.task.seq, 10), "", data))
+		return out.Write(sse.Block(strconv.FormatUint(ev.Task.Seq, 10), "", data))
 	}
 	err := e.follow(r.Context(), id, after, initial, emit, out.Ping)
 	if err == nil || r.Context().Err() != nil {
@@ -41,8 +43,8 @@ func (e *Edge) stream(w http.ResponseWriter, r *http.Request, id string, after *
 
 // writeStreamError answers a stream that failed before it began: an event
 // stream holding the error alone.
-func writeStreamError(w http.ResponseWriter, b binding, re *rpcError) {
-	served.RPCError(w, re.code) // /metrics: the JSON-RPC error answered
+func writeStreamError(w http.ResponseWriter, b binding, re *wire.Error) {
+	served.RPCError(w, re.Code) // /metrics: the JSON-RPC error answered
 	sse.Open(w, 0)
 	_, _ = w.Write(b.failure(re))
 }
@@ -50,8 +52,8 @@ func writeStreamError(w http.ResponseWriter, b binding, re *rpcError) {
 // binding is how one protocol binding writes a stream's events and the
 // error that may end it.
 type binding struct {
-	event   func(streamEvent) any
-	failure func(*rpcError) []byte // a whole SSE block
+	event   func(wire.StreamEvent) any
+	failure func(*wire.Error) []byte // a whole SSE block
 }
 
 // rpcBinding streams JSON-RPC responses to request id: the event as the
@@ -59,8 +61,10 @@ type binding struct {
 // an event whose id is not its request's).
 func rpcBinding(v string, id json.RawMessage) binding {
 	return binding{
-		event: func(ev streamEvent) any { return obj{"jsonrpc": "2.0", "id": id, "result": encodeEvent(v, ev)} },
-		failure: func(re *rpcError) []byte {
+		event: func(ev wire.StreamEvent) any {
+			return obj{"jsonrpc": "2.0", "id": id, "result": wire.EncodeEvent(v, ev)}
+		},
+		failure: func(re *wire.Error) []byte {
 			data, _ := json.Marshal(obj{"jsonrpc": "2.0", "id": id, "error": rpcErrorBody(v, re)})
 			return sse.Block("", "", data)
 		},
@@ -70,8 +74,8 @@ func rpcBinding(v string, id json.RawMessage) binding {
 // restBinding streams v1.0 StreamResponses; an error is an `event: error`
 // block holding a google.rpc.Status, as the JS SDK's REST client reads it.
 var restBinding = binding{
-	event: func(ev streamEvent) any { return encodeEvent(v10, ev) },
-	failure: func(re *rpcError) []byte {
+	event: func(ev wire.StreamEvent) any { return wire.EncodeEvent(wire.V10, ev) },
+	failure: func(re *wire.Error) []byte {
 		_, body := restError(re)
 		data, _ := json.Marshal(body)
 		return sse.Block("", "error", data)

@@ -9,7 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	a2aremote "github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -109,7 +110,7 @@ func (r *remote) repaired(ev mailbox.Event) bool {
 	if dl.parked() {
 		// Left for the operator, who has now acted.
 		delete(r.deliveries, dl.lease.LeaseID)
-		a2a.SetDeliveryNote(dl.lease.LeaseID, "")
+		wire.SetDeliveryNote(dl.lease.LeaseID, "")
 		r.mu.Unlock()
 		notify(r.free)
 		r.d.eng.RemoteStatusChanged()
@@ -204,7 +205,7 @@ func (dl *delivery) cancelRemote() {
 	ctx, cancel := context.WithTimeout(context.Background(), dl.r.d.o.CallTimeout)
 	defer cancel()
 	_, err := client.Cancel(ctx, id)
-	if err != nil && !errors.Is(err, a2a.ErrRemoteNotCancelable) {
+	if err != nil && !errors.Is(err, a2aremote.ErrNotCancelable) {
 		dl.r.d.log.Warn("passing a cancel on to the remote failed (its late answer will be refused)", dl.attrs("remote_task_id", id, "err", err)...)
 		return
 	}
@@ -297,7 +298,7 @@ const (
 // that a remote still taking the message has stored it; a remote that
 // does not answer is asked again with backoff while the lease is held.
 // why says, for verdictCannot, why the remote cannot say.
-func (dl *delivery) settle(ctx context.Context, client *a2a.Remote, since time.Time) (t a2a.RemoteTask, v verdict, why string) {
+func (dl *delivery) settle(ctx context.Context, client *a2aremote.Client, since time.Time) (t a2aremote.Task, v verdict, why string) {
 	r := dl.r
 	if client.CanList() {
 		at := since.Add(r.d.o.SettleDelay)
@@ -325,10 +326,10 @@ func (dl *delivery) settle(ctx context.Context, client *a2a.Remote, since time.T
 		case err == nil:
 			r.d.stats.settled("absent")
 			return t, verdictAbsent, ""
-		case errors.Is(err, a2a.ErrRemoteCannotList):
+		case errors.Is(err, a2aremote.ErrCannotList):
 			r.d.stats.settled("cannot")
 			return t, verdictCannot, err.Error()
-		case !a2a.RemoteRetryable(err):
+		case !a2aremote.Retryable(err):
 			r.d.stats.settled("cannot")
 			return t, verdictCannot, "asking it whether it holds the task failed: " + err.Error()
 		}
@@ -343,7 +344,7 @@ func (dl *delivery) settle(ctx context.Context, client *a2a.Remote, since time.T
 // adopt takes a task the remote holds, though its acceptance was never
 // recorded: recorded now, then followed (its outcome read with Get, which
 // carries its artifacts), never sent again.
-func (dl *delivery) adopt(ctx context.Context, client *a2a.Remote, t a2a.RemoteTask) {
+func (dl *delivery) adopt(ctx context.Context, client *a2aremote.Client, t a2aremote.Task) {
 	if !dl.accept(ctx, client, t) {
 		return
 	}
@@ -385,7 +386,7 @@ func (dl *delivery) park(state, why, outcome string) {
 	if state == mailbox.DeliveryLost {
 		note = "the remote agent " + dl.r.agent + " lost this task; the delivery is left to the operator: "
 	}
-	a2a.SetDeliveryNote(dl.lease.LeaseID, note+why)
+	wire.SetDeliveryNote(dl.lease.LeaseID, note+why)
 	dl.set(state, why, time.Time{})
 	dl.r.d.stats.ended(outcome)
 }
@@ -401,9 +402,9 @@ func (dl *delivery) send(ctx context.Context) {
 		return
 	}
 	var (
-		client *a2a.Remote
-		first  a2a.RemoteUpdate
-		st     *a2a.RemoteStream
+		client *a2aremote.Client
+		first  a2aremote.Update
+		st     *a2aremote.Stream
 		// noStream: the remote's card says it streams, but it refused to.
 		noStream bool
 	)
@@ -421,7 +422,7 @@ func (dl *delivery) send(ctx context.Context) {
 			// before it read the answer, which cannot be told from a new
 			// question: so it blocks, for as long as the lease is held.
 			first.Task, err = client.Send(ctx, msg, true)
-		} else if client.Binding() == a2a.BindingLegacy {
+		} else if client.Binding() == mailbox.BindingLegacy {
 			// The dialect answers when the work is done: however long
 			// that takes, while the lease is held. A timeout would resend
 			// work under way.
@@ -438,35 +439,35 @@ func (dl *delivery) send(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if client.Streaming() && !noStream && errors.Is(err, a2a.ErrRemoteUnsupported) {
+		if client.Streaming() && !noStream && errors.Is(err, a2aremote.ErrUnsupported) {
 			// Nothing was started: send it the plain way.
 			r.d.log.Info("the remote refused to stream although its card says it does; sending without a stream", dl.attrs("err", err)...)
 			noStream = true
 			n--
 			continue
 		}
-		if msg.TaskID != "" && errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+		if msg.TaskID != "" && errors.Is(err, a2aremote.ErrTaskNotFound) {
 			r.d.log.Warn("the remote lost the task whose question the sender answered; its lease is left for the operator", dl.attrs("remote_task_id", msg.TaskID)...)
 			dl.accepted(msg.TaskID)
 			dl.park(mailbox.DeliveryLost, "the remote lost this task (it answers that it does not know task "+msg.TaskID+", whose question the sender answered): left for the operator", outcomeLost)
 			return
 		}
-		if msg.TaskID != "" && a2a.RemoteRetryable(err) {
+		if msg.TaskID != "" && a2aremote.Retryable(err) {
 			// The remote holds the task, and may hold the answer: never
 			// sent again, followed.
 			r.d.log.Info("sending an answer to the remote failed; following its task instead of sending the answer again", dl.attrs("remote_task_id", msg.TaskID, "err", err)...)
-			if !dl.accept(ctx, client, a2a.RemoteTask{ID: msg.TaskID, ContextID: msg.ContextID}) {
+			if !dl.accept(ctx, client, a2aremote.Task{ID: msg.TaskID, ContextID: msg.ContextID}) {
 				return
 			}
 			dl.follow(ctx, msg.TaskID)
 			return
 		}
-		if !a2a.RemoteRetryable(err) {
+		if !a2aremote.Retryable(err) {
 			dl.postError(ctx, "the remote agent refused the task: "+err.Error())
 			return
 		}
 		retryErr := err.Error()
-		if msg.TaskID == "" && a2a.RemoteMayHaveReceived(err) {
+		if msg.TaskID == "" && a2aremote.MayHaveReceived(err) {
 			// The remote may hold it (a timeout, a connection broken
 			// before the answer): ask it. Sent again without asking, a
 			// task that is not idempotent may be done twice, and an
@@ -550,7 +551,7 @@ func (dl *delivery) send(ctx context.Context) {
 // Past the bound the stream is cut, and the error is one after which the
 // remote may hold the task (as a timeout of a send is): a task that is
 // not idempotent is then left for the operator, not sent again.
-func (dl *delivery) openStream(ctx context.Context, client *a2a.Remote, msg a2a.OutboundMessage) (*a2a.RemoteStream, a2a.RemoteUpdate, error) {
+func (dl *delivery) openStream(ctx context.Context, client *a2aremote.Client, msg a2aremote.Message) (*a2aremote.Stream, a2aremote.Update, error) {
 	sctx, cut := context.WithCancel(ctx)
 	var silent atomic.Bool
 	timer := time.AfterFunc(dl.r.d.o.CallTimeout, func() {
@@ -558,14 +559,14 @@ func (dl *delivery) openStream(ctx context.Context, client *a2a.Remote, msg a2a.
 		cut()
 	})
 	st, err := client.Stream(sctx, msg)
-	var first a2a.RemoteUpdate
+	var first a2aremote.Update
 	if err == nil {
 		first, err = st.Next()
 	}
 	timer.Stop()
 	switch {
 	case err != nil && silent.Load() && ctx.Err() == nil:
-		err = &a2a.RemoteError{Kind: a2a.RemoteTransport, Op: "message/stream",
+		err = &a2aremote.Error{Kind: a2aremote.Transport, Op: "message/stream",
 			Message: "the remote took the message but sent nothing on its stream within " + dl.r.d.o.CallTimeout.String()}
 	case err == nil:
 		// The stream's context ends with the delivery (finish).
@@ -578,27 +579,27 @@ func (dl *delivery) openStream(ctx context.Context, client *a2a.Remote, msg a2a.
 		st.Close()
 	}
 	cut()
-	return nil, a2a.RemoteUpdate{}, err
+	return nil, a2aremote.Update{}, err
 }
 
 // message is the task's first message, or the sender's answer to the
 // question the remote asked under an earlier lease (continuing its task).
-func (dl *delivery) message(ctx context.Context) (a2a.OutboundMessage, error) {
+func (dl *delivery) message(ctx context.Context) (a2aremote.Message, error) {
 	rec, err := dl.r.d.eng.Task(ctx, dl.task.ID)
 	if err != nil {
-		return a2a.OutboundMessage{}, err
+		return a2aremote.Message{}, err
 	}
 	turns := dl.task.Turns
 	if rd := rec.Remote; rd != nil && rd.Agent == dl.r.agent && len(turns) > 0 && turns[len(turns)-1].Role == mailbox.RoleSender {
-		return a2a.OutboundMessageFor(dl.task, &a2a.RemoteRef{TaskID: rd.TaskID, ContextID: rd.ContextID})
+		return a2aremote.MessageFor(dl.task, &a2aremote.Ref{TaskID: rd.TaskID, ContextID: rd.ContextID})
 	}
-	return a2a.OutboundMessageFor(dl.task, nil)
+	return a2aremote.MessageFor(dl.task, nil)
 }
 
 // accept records the remote's acceptance under the lease before anything
 // else, so a crash from here on follows the remote task. A lease that
 // ended meanwhile refuses it: the remote is told to cancel.
-func (dl *delivery) accept(ctx context.Context, client *a2a.Remote, t a2a.RemoteTask) bool {
+func (dl *delivery) accept(ctx context.Context, client *a2aremote.Client, t a2aremote.Task) bool {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dl.r.d.o.CallTimeout)
 	defer cancel()
 	err := dl.r.d.eng.RemoteAccepted(actx, dl.task.ID, dl.lease.LeaseID, mailbox.RemoteRef{TaskID: t.ID, ContextID: t.ContextID, Binding: client.Binding()})
@@ -624,7 +625,7 @@ func (dl *delivery) accept(ctx context.Context, client *a2a.Remote, t a2a.Remote
 // On the stream of an answer, the task as a whole that a remote may send
 // first is as it stood before the answer: still asking is not taken for
 // a new question (a new one comes as a status update).
-func (dl *delivery) stream(st *a2a.RemoteStream, u a2a.RemoteUpdate, answer bool) (a2a.RemoteTask, bool) {
+func (dl *delivery) stream(st *a2aremote.Stream, u a2aremote.Update, answer bool) (a2aremote.Task, bool) {
 	defer st.Close()
 	dl.set(mailbox.DeliveryStreaming, "", time.Time{})
 	for {
@@ -679,7 +680,7 @@ func (dl *delivery) follow(ctx context.Context, remoteTaskID string) {
 				continue
 			}
 			dl.set(mailbox.DeliveryPolling, "", time.Time{})
-		case errors.Is(err, a2a.ErrRemoteTaskNotFound):
+		case errors.Is(err, a2aremote.ErrTaskNotFound):
 			lost := "the remote lost this task (it answers that it does not know task " + remoteTaskID + ", which it had accepted)"
 			if dl.task.Idempotent() && len(dl.task.Turns) == 0 {
 				// Its task store was reset (a restart of an in-memory
@@ -708,7 +709,7 @@ func (dl *delivery) follow(ctx context.Context, remoteTaskID string) {
 // post records the remote task's outcome under the lease guard.
 // answered records the remote's acceptance of a task it answered at once
 // and its answer, in one unit (engine.RemoteAnswered).
-func (dl *delivery) answered(ctx context.Context, client *a2a.Remote, t a2a.RemoteTask, res mailbox.Result) {
+func (dl *delivery) answered(ctx context.Context, client *a2aremote.Client, t a2aremote.Task, res mailbox.Result) {
 	if dl.aborted.Load() {
 		return
 	}
@@ -730,7 +731,7 @@ func (dl *delivery) answered(ctx context.Context, client *a2a.Remote, t a2a.Remo
 	}
 }
 
-func (dl *delivery) post(ctx context.Context, t a2a.RemoteTask) {
+func (dl *delivery) post(ctx context.Context, t a2aremote.Task) {
 	res, _ := t.Outcome()
 	dl.postResult(ctx, res)
 }

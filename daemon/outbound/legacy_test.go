@@ -10,7 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	a2aremote "github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -162,7 +163,7 @@ func TestLegacyRemote(t *testing.T) {
 	// An A2A sender.
 	e := w.edge("search@remote")
 	sent := w.edgeSend(e, "find papers through the edge")
-	if got := w.edgePoll(e, sent.ID, a2a.RemoteTask.Terminal); got.State != a2a.RemoteCompleted {
+	if got := w.edgePoll(e, sent.ID, a2aremote.Task.Terminal); got.State != wire.StateCompleted {
 		t.Fatalf("the edge's task %+v", got)
 	}
 
@@ -193,7 +194,7 @@ func TestLegacyRemote(t *testing.T) {
 		t.Fatalf("cancel: %v", err)
 	}
 	waitFor(t, "the remote's call hung up", func() bool { return l.hungUpOn(sent.ID) }, func() string { return w.logs.String() })
-	if got, _ := e.Get(w.ctx, sent.ID); got.State != a2a.RemoteCanceled {
+	if got, _ := e.Get(w.ctx, sent.ID); got.State != wire.StateCanceled {
 		t.Fatalf("the edge's task is %s, want canceled", got.State)
 	}
 

@@ -8,7 +8,8 @@ import (
 
 	"github.com/mailroom/mailroom/internal/remotetest"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	a2aremote "github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -93,7 +94,7 @@ func TestNodeSDKRemotes(t *testing.T) {
 			// An A2A sender, and its cancel passed on.
 			e := w.edge("js@remote")
 			sent := w.edgeSend(e, "echo through the edge")
-			if got := w.edgePoll(e, sent.ID, a2a.RemoteTask.Terminal); got.State != a2a.RemoteCompleted {
+			if got := w.edgePoll(e, sent.ID, a2aremote.Task.Terminal); got.State != wire.StateCompleted {
 				t.Fatalf("the edge's task %+v", got)
 			}
 			sent = w.edgeSend(e, "hang on")

@@ -24,7 +24,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	a2aremote "github.com/mailroom/mailroom/daemon/a2a/remote"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/mailbox"
@@ -39,7 +39,7 @@ const Principal = "mailroom-dispatcher"
 type Options struct {
 	Logger *slog.Logger
 	// Auth holds the credentials of each remote agent, by agent id.
-	Auth map[string]a2a.RemoteAuth
+	Auth map[string]a2aremote.Auth
 	// HTTPClient calls the remotes; nil is a client of the dispatcher's
 	// own without a timeout (streams last as long as their task; every
 	// other call is bounded by CallTimeout).
@@ -268,7 +268,7 @@ func (d *Dispatcher) canceledWaiting(ctx context.Context, taskID string) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, d.o.CallTimeout)
 	defer cancel()
-	if _, err := client.Cancel(cctx, rec.Remote.TaskID); err != nil && !errors.Is(err, a2a.ErrRemoteNotCancelable) {
+	if _, err := client.Cancel(cctx, rec.Remote.TaskID); err != nil && !errors.Is(err, a2aremote.ErrNotCancelable) {
 		d.log.Warn("passing a cancel on to the remote failed", "agent", r.agent, "task_id", taskID, "remote_task_id", rec.Remote.TaskID, "err", err)
 		return
 	}

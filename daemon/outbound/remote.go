@@ -10,7 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	a2aremote "github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -37,8 +38,8 @@ type remote struct {
 
 	mu      sync.Mutex
 	spec    mailbox.RemoteSpec
-	client  *a2a.Remote
-	rcard   a2a.RemoteCard
+	client  *a2aremote.Client
+	rcard   a2aremote.Card
 	state   string
 	sinceMs int64
 	lastErr string
@@ -77,7 +78,7 @@ func specOf(ra mailbox.RegisteredAgent) mailbox.RemoteSpec {
 // sawContext notes the context id a remote task of mailbox task taskID
 // came back with.
 func (r *remote) sawContext(taskID, contextID string) {
-	if contextID != "" && contextID == a2a.ContextIDFor(taskID) {
+	if contextID != "" && contextID == a2aremote.ContextIDFor(taskID) {
 		r.contextKept.Store(true)
 	}
 }
@@ -104,7 +105,7 @@ func (r *remote) stop() {
 	<-r.done
 	r.mu.Lock()
 	for id := range r.deliveries {
-		a2a.SetDeliveryNote(id, "")
+		wire.SetDeliveryNote(id, "")
 	}
 	r.mu.Unlock()
 }
@@ -236,7 +237,7 @@ func (r *remote) resolve(ctx context.Context) bool {
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.d.o.CallTimeout)
-	client, card, err := a2a.ResolveRemote(cctx, r.d.o.HTTPClient, a2a.RemoteSpec{URL: spec.URL, Binding: spec.Binding}, r.d.o.Auth[r.agent])
+	client, card, err := a2aremote.Resolve(cctx, r.d.o.HTTPClient, a2aremote.Spec{URL: spec.URL, Binding: spec.Binding}, r.d.o.Auth[r.agent])
 	cancel()
 	if err == nil && r.d.o.CheckURL != nil {
 		// Nor may the remote's card send the daemon to itself.
@@ -275,7 +276,7 @@ func (r *remote) resolve(ctx context.Context) bool {
 // heard of it, and left alone when its remote spec is no longer the one
 // resolved: an operator's re-registration must not be overwritten with
 // the card it replaced (it is resolved next).
-func (r *remote) syncCard(ctx context.Context, spec mailbox.RemoteSpec, rc a2a.RemoteCard) {
+func (r *remote) syncCard(ctx context.Context, spec mailbox.RemoteSpec, rc a2aremote.Card) {
 	var cur mailbox.RegisteredAgent
 	var ok bool
 	r.d.eng.View(func(s *mailbox.State) { cur, ok = s.Registered(r.agent) })
@@ -417,10 +418,10 @@ func (r *remote) observe(err error) {
 	switch {
 	case err == nil:
 		r.answered()
-	case a2a.RemoteRetryable(err) && !errors.Is(err, context.Canceled):
+	case a2aremote.Retryable(err) && !errors.Is(err, context.Canceled):
 		r.failed(err)
 	default:
-		var re *a2a.RemoteError
+		var re *a2aremote.Error
 		if errors.As(err, &re) && !re.Retryable() {
 			r.answered()
 		}
@@ -443,7 +444,7 @@ func (r *remote) circuitOpen() bool {
 	return r.state == mailbox.RemoteCircuitOpen
 }
 
-func (r *remote) currentClient() *a2a.Remote {
+func (r *remote) currentClient() *a2aremote.Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.client

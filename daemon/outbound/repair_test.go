@@ -8,14 +8,15 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	a2aremote "github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
 // edge is an A2A sender's client of the daemon's edge for agent.
-func (w *world) edge(agent string) *a2a.Remote {
+func (w *world) edge(agent string) *a2aremote.Client {
 	w.t.Helper()
-	r, _, err := a2a.ResolveRemote(w.ctx, nil, a2a.RemoteSpec{URL: w.d.URL() + "/agents/" + agent + "/"}, a2a.RemoteAuth{})
+	r, _, err := a2aremote.Resolve(w.ctx, nil, a2aremote.Spec{URL: w.d.URL() + "/agents/" + agent + "/"}, a2aremote.Auth{})
 	if err != nil {
 		w.t.Fatalf("resolving the edge's card of %s: %v", agent, err)
 	}
@@ -23,9 +24,9 @@ func (w *world) edge(agent string) *a2a.Remote {
 }
 
 // edgeSend sends intent to the edge without blocking, as an A2A sender.
-func (w *world) edgeSend(e *a2a.Remote, intent string) a2a.RemoteTask {
+func (w *world) edgeSend(e *a2aremote.Client, intent string) a2aremote.Task {
 	w.t.Helper()
-	msg, err := a2a.OutboundMessageFor(mailbox.Task{ID: uuid.NewString(), IntentText: intent}, nil)
+	msg, err := a2aremote.MessageFor(mailbox.Task{ID: uuid.NewString(), IntentText: intent}, nil)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -37,9 +38,9 @@ func (w *world) edgeSend(e *a2a.Remote, intent string) a2a.RemoteTask {
 }
 
 // edgePoll reads the edge's task until its state satisfies done.
-func (w *world) edgePoll(e *a2a.Remote, id string, done func(a2a.RemoteTask) bool) a2a.RemoteTask {
+func (w *world) edgePoll(e *a2aremote.Client, id string, done func(a2aremote.Task) bool) a2aremote.Task {
 	w.t.Helper()
-	var got a2a.RemoteTask
+	var got a2aremote.Task
 	waitFor(w.t, "the edge's task "+id, func() bool {
 		var err error
 		if got, err = e.Get(w.ctx, id); err != nil {
@@ -58,9 +59,9 @@ func TestA2ASenderGetsTheRemoteResult(t *testing.T) {
 	w.register("coder@remote", g.Srv.URL, 2)
 	e := w.edge("coder@remote")
 	sent := w.edgeSend(e, "hello from A2A")
-	got := w.edgePoll(e, sent.ID, a2a.RemoteTask.Terminal)
+	got := w.edgePoll(e, sent.ID, a2aremote.Task.Terminal)
 	res, _ := got.Outcome()
-	if got.State != a2a.RemoteCompleted || len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, "hello from A2A") {
+	if got.State != wire.StateCompleted || len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, "hello from A2A") {
 		t.Fatalf("the edge's task %+v, want completed with the remote's echo", got)
 	}
 }
@@ -78,7 +79,7 @@ func TestCancelReachesTheRemote(t *testing.T) {
 	}
 	waitFor(t, "the remote's executor canceled", func() bool { return g.Executor().WasCanceled(dl.RemoteTaskID) }, func() string { return w.logs.String() })
 	w.waitRemote("coder@remote", "the delivery gone", func(st *mailbox.RemoteStatus) bool { return delivery(st, sent.ID) == nil && st.InFlight == 0 })
-	if got, _ := e.Get(w.ctx, sent.ID); got.State != a2a.RemoteCanceled {
+	if got, _ := e.Get(w.ctx, sent.ID); got.State != wire.StateCanceled {
 		t.Fatalf("the edge's task is %s, want canceled", got.State)
 	}
 }

@@ -12,7 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	a2aremote "github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/daemon/outbound"
 	"github.com/mailroom/mailroom/internal/remotetest"
 	"github.com/mailroom/mailroom/mailbox"
@@ -164,7 +165,7 @@ func TestRestartSettlesATaskTheRemoteHas(t *testing.T) {
 	if res := w.result("planner@local", id); res.Status != mailbox.StatusOK || text(res) != "slowly done" {
 		t.Fatalf("result %+v", res)
 	}
-	if rec := w.record(id); rec.Remote == nil || rec.Remote.TaskID != dl.RemoteTaskID || rec.Remote.ContextID != a2a.ContextIDFor(id) {
+	if rec := w.record(id); rec.Remote == nil || rec.Remote.TaskID != dl.RemoteTaskID || rec.Remote.ContextID != a2aremote.ContextIDFor(id) {
 		t.Fatalf("record's remote %+v, want the acceptance recorded with the remote's task %s", rec.Remote, dl.RemoteTaskID)
 	}
 	if n := seenMessages(t, node, id); n != 1 {
@@ -279,7 +280,7 @@ func TestUnknownDeliveryShowsInTheA2AStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != a2a.RemoteWorking || !strings.Contains(got.StatusText(), "left to the operator") || !strings.Contains(got.StatusText(), "not idempotent") {
+	if got.State != wire.StateWorking || !strings.Contains(got.StatusText(), "left to the operator") || !strings.Contains(got.StatusText(), "not idempotent") {
 		t.Fatalf("the A2A caller sees %s %q, want working with a status message saying the delivery is left to the operator and why", got.State, got.StatusText())
 	}
 }
@@ -308,7 +309,7 @@ func TestLostIdempotentTaskIsSentAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != a2a.RemoteWorking || !strings.Contains(got.StatusText(), "lost this task") {
+	if got.State != wire.StateWorking || !strings.Contains(got.StatusText(), "lost this task") {
 		t.Fatalf("the A2A caller of the lost task sees %s %q, want working with a status message saying the remote lost it", got.State, got.StatusText())
 	}
 	close(g.Executor().Release)

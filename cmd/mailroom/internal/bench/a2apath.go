@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/a2a"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -119,7 +118,7 @@ func RunA2A(ctx context.Context, opts A2AOptions) (A2AReport, error) {
 	}
 	defer c.DeregisterAgent(context.WithoutCancel(ctx), agent)
 
-	server, err := resolveA2A(ctx, hc, "the A2A server", a2aURL, a2a.BindingJSONRPC03, "")
+	server, err := resolveA2A(ctx, hc, "the A2A server", a2aURL, mailbox.BindingJSONRPC03, "")
 	if err != nil {
 		return A2AReport{}, err
 	}

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -26,17 +27,17 @@ func TestA2AServerWithTheOutboundClient(t *testing.T) {
 	defer srv.Close()
 	ctx := t.Context()
 
-	r, card, err := a2a.ResolveRemote(ctx, srv.Client(), a2a.RemoteSpec{URL: srv.URL, Binding: a2a.BindingAuto}, a2a.RemoteAuth{})
+	r, card, err := remote.Resolve(ctx, srv.Client(), remote.Spec{URL: srv.URL, Binding: mailbox.BindingAuto}, remote.Auth{})
 	if err != nil {
 		t.Fatalf("ResolveRemote: %v", err)
 	}
-	if card.Binding != a2a.BindingJSONRPC03 || card.Endpoint != srv.URL+"/" || card.Streaming || card.Name != "bench-echo" || len(card.Skills) != 1 {
+	if card.Binding != mailbox.BindingJSONRPC03 || card.Endpoint != srv.URL+"/" || card.Streaming || card.Name != "bench-echo" || len(card.Skills) != 1 {
 		t.Errorf("card = %+v; want jsonrpc-0.3 at %s/, not streaming, named bench-echo with one skill", card, srv.URL)
 	}
 
-	msg := func(id string) a2a.OutboundMessage {
+	msg := func(id string) remote.Message {
 		t.Helper()
-		m, err := a2a.OutboundMessageFor(mailbox.Task{ID: id, IntentText: "hello", Context: json.RawMessage(`{"k":1}`)}, nil)
+		m, err := remote.MessageFor(mailbox.Task{ID: id, IntentText: "hello", Context: json.RawMessage(`{"k":1}`)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,21 +69,21 @@ func TestA2AServerWithTheOutboundClient(t *testing.T) {
 	}
 
 	got, err := r.Get(ctx, first.ID)
-	if err != nil || got.ID != first.ID || got.State != a2a.RemoteCompleted {
+	if err != nil || got.ID != first.ID || got.State != wire.StateCompleted {
 		t.Errorf("Get(%s) = %+v, %v; want it completed", first.ID, got, err)
 	}
-	if _, err := r.Get(ctx, "no-such-task"); !errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+	if _, err := r.Get(ctx, "no-such-task"); !errors.Is(err, remote.ErrTaskNotFound) {
 		t.Errorf("Get of an unknown task: %v, want task not found", err)
 	}
-	if _, err := r.Cancel(ctx, first.ID); !errors.Is(err, a2a.ErrRemoteNotCancelable) {
+	if _, err := r.Cancel(ctx, first.ID); !errors.Is(err, remote.ErrNotCancelable) {
 		t.Errorf("Cancel of a completed task: %v, want not cancelable", err)
 	}
-	if _, err := r.Cancel(ctx, "no-such-task"); !errors.Is(err, a2a.ErrRemoteTaskNotFound) {
+	if _, err := r.Cancel(ctx, "no-such-task"); !errors.Is(err, remote.ErrTaskNotFound) {
 		t.Errorf("Cancel of an unknown task: %v, want task not found", err)
 	}
 	cont := msg("continued")
 	cont.TaskID = first.ID
-	if _, err := r.Send(ctx, cont, true); err == nil || a2a.RemoteRetryable(err) {
+	if _, err := r.Send(ctx, cont, true); err == nil || remote.Retryable(err) {
 		t.Errorf("a message continuing a completed task: %v, want a refusal", err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/a2a/remote"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -200,17 +200,17 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 	// card read the same way, over a pooled transport: to the server
 	// directly, through the relay, and (with Via a2a) to the remote
 	// agent's card on the daemon's A2A edge.
-	direct, err := resolveA2A(ctx, hc, "the A2A server", a2aURL, a2a.BindingJSONRPC03, "")
+	direct, err := resolveA2A(ctx, hc, "the A2A server", a2aURL, mailbox.BindingJSONRPC03, "")
 	if err != nil {
 		return RemoteReport{}, err
 	}
-	relay, err := resolveA2A(ctx, hc, "the relay", "http://"+relayLn.Addr().String()+"/", a2a.BindingJSONRPC03, "")
+	relay, err := resolveA2A(ctx, hc, "the relay", "http://"+relayLn.Addr().String()+"/", mailbox.BindingJSONRPC03, "")
 	if err != nil {
 		return RemoteReport{}, err
 	}
-	var edge *a2a.Remote
+	var edge *remote.Client
 	if opts.Via == ViaA2A {
-		if edge, err = resolveA2A(ctx, hc, "the remote agent on the daemon's A2A edge", c.BaseURL()+"/agents/"+agent+"/", a2a.BindingJSONRPC03, opts.Token); err != nil {
+		if edge, err = resolveA2A(ctx, hc, "the remote agent on the daemon's A2A edge", c.BaseURL()+"/agents/"+agent+"/", mailbox.BindingJSONRPC03, opts.Token); err != nil {
 			return RemoteReport{}, err
 		}
 	}
@@ -414,7 +414,7 @@ func (s *remoteSender) task(ctx context.Context) bool {
 // call at a time, with the message the dispatcher would send: the server
 // directly, through the relay, or the remote agent on the daemon's edge.
 type a2aCaller struct {
-	r       *a2a.Remote
+	r       *remote.Client
 	payload string
 	// answer is the text a completed task's artifact must hold ("":
 	// "done", what A2AServer and the bench's workers answer).
@@ -428,7 +428,7 @@ type a2aCaller struct {
 
 func (d *a2aCaller) task(ctx context.Context) bool {
 	start := time.Now()
-	msg, err := a2a.OutboundMessageFor(mailbox.Task{ID: uuid.NewString(), IntentText: d.payload}, nil)
+	msg, err := remote.MessageFor(mailbox.Task{ID: uuid.NewString(), IntentText: d.payload}, nil)
 	if err != nil {
 		d.errors["send: message"]++
 		return false
@@ -439,7 +439,7 @@ func (d *a2aCaller) task(ctx context.Context) bool {
 			return false
 		}
 		kind := "other"
-		var re *a2a.RemoteError
+		var re *remote.Error
 		if errors.As(err, &re) {
 			kind = string(re.Kind)
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/a2a/remote"
 )
 
 // The benches that compare ways to the same A2A work (--remote, --a2a)
@@ -144,8 +144,8 @@ func (o *WaysOptions) connect(idle int) (*http.Client, *client.Client, error) {
 
 // resolveA2A reads the card at u with the outbound client, to call what
 // it describes in binding.
-func resolveA2A(ctx context.Context, hc *http.Client, what, u, binding, bearer string) (*a2a.Remote, error) {
-	r, _, err := a2a.ResolveRemote(ctx, hc, a2a.RemoteSpec{URL: u, Binding: binding}, a2a.RemoteAuth{Bearer: bearer})
+func resolveA2A(ctx context.Context, hc *http.Client, what, u, binding, bearer string) (*remote.Client, error) {
+	r, _, err := remote.Resolve(ctx, hc, remote.Spec{URL: u, Binding: binding}, remote.Auth{Bearer: bearer})
 	if err != nil {
 		return nil, fmt.Errorf("bench: the outbound client cannot resolve %s at %s: %w", what, u, err)
 	}

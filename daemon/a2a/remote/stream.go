@@ -1,4 +1,4 @@
-package a2a
+package remote
 
 import (
 	"bufio"
@@ -11,6 +11,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // Following a remote task as it happens: a streaming send, or a
@@ -19,33 +22,33 @@ import (
 // (v0.3: the event with its kind; v1.0: a StreamResponse) or a bare
 // StreamResponse (HTTP+JSON, an error as an `event: error` block).
 
-// RemoteUpdate is one event of a remote task's stream.
-type RemoteUpdate struct {
+// Update is one event of a remote task's stream.
+type Update struct {
 	// Kind is "task", "message", "status" or "artifact".
 	Kind string
 	// Task is the remote task as known after the event: the stream's
 	// events folded together (status replaced, artifacts added or
 	// appended to).
-	Task RemoteTask
+	Task Task
 	// Final: the task is finished or asks something; the stream ends.
 	Final bool
 }
 
-// RemoteStream reads a remote task's events. Close it when done.
-type RemoteStream struct {
-	c    *Remote
+// Stream reads a remote task's events. Close it when done.
+type Stream struct {
+	c    *Client
 	op   string
 	id   string // the JSON-RPC request's
 	v    string
 	rest bool
 	body io.ReadCloser
 	rd   *bufio.Reader
-	task RemoteTask
+	task Task
 	done bool
 	// first is the first update, read before the stream is handed out so
 	// that a refusal sent as the stream's only event is returned by
 	// Stream or Resubscribe.
-	first *RemoteUpdate
+	first *Update
 }
 
 // Stream sends msg and follows the task it makes (message/stream,
@@ -54,46 +57,46 @@ type RemoteStream struct {
 // once the first event came (some servers send nothing, not even their
 // headers, before it), so an error before the first event is returned
 // here; errors after that come from Next.
-func (c *Remote) Stream(ctx context.Context, msg OutboundMessage) (*RemoteStream, error) {
+func (c *Client) Stream(ctx context.Context, msg Message) (*Stream, error) {
 	v := c.generation()
 	if !c.streaming {
-		return nil, &RemoteError{Kind: RemoteUnusable, Op: "stream", Code: codeUnsupported, Message: "the remote's card does not say it streams (capabilities.streaming); send and poll instead"}
+		return nil, &Error{Kind: Unusable, Op: "stream", Code: wire.CodeUnsupported, Message: "the remote's card does not say it streams (capabilities.streaming); send and poll instead"}
 	}
 	m, err := msg.encode(v)
 	if err != nil {
-		return nil, &RemoteError{Kind: RemoteUnusable, Op: "stream", Message: err.Error()}
+		return nil, &Error{Kind: Unusable, Op: "stream", Message: err.Error()}
 	}
-	if c.binding == BindingHTTPJSON10 {
+	if c.binding == mailbox.BindingHTTPJSON10 {
 		return c.open(ctx, "POST message:stream", "", http.MethodPost, c.restURL("message:stream"), obj{"message": m})
 	}
-	method := map[string]string{v03: "message/stream", v10: "SendStreamingMessage"}[v]
+	method := map[string]string{wire.V03: "message/stream", wire.V10: "SendStreamingMessage"}[v]
 	return c.openRPC(ctx, method, obj{"message": m})
 }
 
 // Resubscribe follows a task the remote already has (tasks/resubscribe,
-// SubscribeToTask, GET tasks/{id}:subscribe). ErrRemoteTaskNotFound says
+// SubscribeToTask, GET tasks/{id}:subscribe). ErrTaskNotFound says
 // the remote does not know it, but beware: a2a-go v0.3 answers
 // TaskNotFound for a task it has finished (it follows only tasks still
 // executing), and other servers refuse a finished task as unsupported, so
 // confirm with Get before concluding that the remote lost the task. Like
 // Stream, it returns once the first event came.
-func (c *Remote) Resubscribe(ctx context.Context, taskID string) (*RemoteStream, error) {
+func (c *Client) Resubscribe(ctx context.Context, taskID string) (*Stream, error) {
 	v := c.generation()
 	if !c.streaming {
-		return nil, &RemoteError{Kind: RemoteUnusable, Op: "resubscribe", Code: codeUnsupported, Message: "the remote's card does not say it streams (capabilities.streaming); poll with Get instead"}
+		return nil, &Error{Kind: Unusable, Op: "resubscribe", Code: wire.CodeUnsupported, Message: "the remote's card does not say it streams (capabilities.streaming); poll with Get instead"}
 	}
-	if c.binding == BindingHTTPJSON10 {
+	if c.binding == mailbox.BindingHTTPJSON10 {
 		return c.open(ctx, "GET tasks/{id}:subscribe", "", http.MethodGet, c.restURL("tasks/"+url.PathEscape(taskID)+":subscribe"), nil)
 	}
-	method := map[string]string{v03: "tasks/resubscribe", v10: "SubscribeToTask"}[v]
+	method := map[string]string{wire.V03: "tasks/resubscribe", wire.V10: "SubscribeToTask"}[v]
 	return c.openRPC(ctx, method, obj{"id": taskID})
 }
 
-func (c *Remote) openRPC(ctx context.Context, method string, params any) (*RemoteStream, error) {
+func (c *Client) openRPC(ctx context.Context, method string, params any) (*Stream, error) {
 	id := c.nextID()
 	body, err := json.Marshal(obj{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
-		return nil, &RemoteError{Kind: RemoteUnusable, Op: method, Message: "encoding the request: " + err.Error()}
+		return nil, &Error{Kind: Unusable, Op: method, Message: "encoding the request: " + err.Error()}
 	}
 	return c.open(ctx, method, id, http.MethodPost, c.endpoint, body)
 }
@@ -101,7 +104,7 @@ func (c *Remote) openRPC(ctx context.Context, method string, params any) (*Remot
 // open starts a stream; body is the request's JSON (a value to encode,
 // or bytes already encoded, or nil), id the JSON-RPC request's ("" for
 // HTTP+JSON).
-func (c *Remote) open(ctx context.Context, op, id, method, u string, body any) (*RemoteStream, error) {
+func (c *Client) open(ctx context.Context, op, id, method, u string, body any) (*Stream, error) {
 	var data []byte
 	switch b := body.(type) {
 	case nil:
@@ -110,7 +113,7 @@ func (c *Remote) open(ctx context.Context, op, id, method, u string, body any) (
 	default:
 		var err error
 		if data, err = json.Marshal(b); err != nil {
-			return nil, &RemoteError{Kind: RemoteUnusable, Op: op, Message: "encoding the request: " + err.Error()}
+			return nil, &Error{Kind: Unusable, Op: op, Message: "encoding the request: " + err.Error()}
 		}
 	}
 	resp, err := c.do(ctx, op, method, u, data, true)
@@ -125,23 +128,23 @@ func (c *Remote) open(ctx context.Context, op, id, method, u string, body any) (
 		if err != nil {
 			return nil, err
 		}
-		if c.binding == BindingHTTPJSON10 || resp.StatusCode >= 300 {
+		if c.binding == mailbox.BindingHTTPJSON10 || resp.StatusCode >= 300 {
 			if resp.StatusCode < 300 {
-				return nil, &RemoteError{Kind: RemoteMalformed, Op: op, HTTPStatus: resp.StatusCode, Message: "expected an event stream (text/event-stream), got " + strconv.Quote(mt) + "; the answer began " + c.auth.excerpt(raw)}
+				return nil, &Error{Kind: Malformed, Op: op, HTTPStatus: resp.StatusCode, Message: "expected an event stream (text/event-stream), got " + strconv.Quote(mt) + "; the answer began " + c.auth.excerpt(raw)}
 			}
 			return nil, c.statusError(op, resp.StatusCode, raw)
 		}
 		if _, err := c.rpcResult(op, id, resp.StatusCode, raw); err != nil {
 			return nil, err
 		}
-		return nil, &RemoteError{Kind: RemoteMalformed, Op: op, HTTPStatus: resp.StatusCode, Message: "expected an event stream (text/event-stream), got " + strconv.Quote(mt) + "; the answer began " + c.auth.excerpt(raw)}
+		return nil, &Error{Kind: Malformed, Op: op, HTTPStatus: resp.StatusCode, Message: "expected an event stream (text/event-stream), got " + strconv.Quote(mt) + "; the answer began " + c.auth.excerpt(raw)}
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
 		raw, _ := c.read(op, resp)
 		return nil, c.statusError(op, resp.StatusCode, raw)
 	}
-	s := &RemoteStream{c: c, op: op, id: id, v: c.generation(), rest: c.binding == BindingHTTPJSON10, body: resp.Body, rd: bufio.NewReaderSize(resp.Body, 64<<10)}
+	s := &Stream{c: c, op: op, id: id, v: c.generation(), rest: c.binding == mailbox.BindingHTTPJSON10, body: resp.Body, rd: bufio.NewReaderSize(resp.Body, 64<<10)}
 	first, err := s.Next()
 	if err != nil {
 		_ = s.body.Close()
@@ -155,26 +158,26 @@ func (c *Remote) open(ctx context.Context, op, id, method, u string, body any) (
 // stream that ended cleanly after it, it returns io.EOF; a stream that
 // ends before its task finished is a transport error (follow the task
 // again with Resubscribe or Get).
-func (s *RemoteStream) Next() (RemoteUpdate, error) {
+func (s *Stream) Next() (Update, error) {
 	if u := s.first; u != nil {
 		s.first = nil
 		return *u, nil
 	}
 	if s.done {
-		return RemoteUpdate{}, io.EOF
+		return Update{}, io.EOF
 	}
 	for {
 		typ, data, err := s.block()
 		if err != nil {
 			s.done = true
 			if errors.Is(err, io.EOF) {
-				return RemoteUpdate{}, &RemoteError{Kind: RemoteTransport, Op: s.op, Message: "the stream ended before the task finished or asked anything", cause: io.ErrUnexpectedEOF}
+				return Update{}, &Error{Kind: Transport, Op: s.op, Message: "the stream ended before the task finished or asked anything", cause: io.ErrUnexpectedEOF}
 			}
-			var re *RemoteError
+			var re *Error
 			if errors.As(err, &re) {
-				return RemoteUpdate{}, err
+				return Update{}, err
 			}
-			return RemoteUpdate{}, &RemoteError{Kind: RemoteTransport, Op: s.op, Message: "reading the stream: " + s.c.auth.scrub(err.Error()), cause: err}
+			return Update{}, &Error{Kind: Transport, Op: s.op, Message: "reading the stream: " + s.c.auth.scrub(err.Error()), cause: err}
 		}
 		if len(bytes.TrimSpace(data)) == 0 {
 			continue
@@ -191,40 +194,40 @@ func (s *RemoteStream) Next() (RemoteUpdate, error) {
 				} `json:"error"`
 			}
 			_ = json.Unmarshal(data, &g)
-			e := s.c.statusError(s.op, g.Error.Code, data).(*RemoteError)
-			if e.Kind == RemoteTransport && g.Error.Code < 500 {
-				e.Kind = RemoteRefused
+			e := s.c.statusError(s.op, g.Error.Code, data).(*Error)
+			if e.Kind == Transport && g.Error.Code < 500 {
+				e.Kind = Refused
 			}
-			return RemoteUpdate{}, e
+			return Update{}, e
 		}
 		if !s.rest {
 			if raw, err = s.c.rpcResult(s.op, s.id, http.StatusOK, data); err != nil {
 				s.done = true
-				return RemoteUpdate{}, err
+				return Update{}, err
 			}
 		}
 		ev, err := decodeRemoteEvent(s.v, raw, "event")
 		if err != nil {
 			s.done = true
-			return RemoteUpdate{}, &RemoteError{Kind: RemoteMalformed, Op: s.op, Message: s.c.auth.scrub(err.Error()) + "; the event began " + s.c.auth.excerpt(raw)}
+			return Update{}, &Error{Kind: Malformed, Op: s.op, Message: s.c.auth.scrub(err.Error()) + "; the event began " + s.c.auth.excerpt(raw)}
 		}
 		s.task = ev.apply(s.task)
 		if ev.final {
 			s.done = true
 		}
-		return RemoteUpdate{Kind: ev.kind, Task: s.task, Final: ev.final}, nil
+		return Update{Kind: ev.kind, Task: s.task, Final: ev.final}, nil
 	}
 }
 
 // Close ends the stream.
-func (s *RemoteStream) Close() error {
+func (s *Stream) Close() error {
 	s.done = true
 	return s.body.Close()
 }
 
 // block reads one event block: its type and its data lines joined, each
-// bounded by MaxRemoteBody.
-func (s *RemoteStream) block() (typ string, data []byte, err error) {
+// bounded by MaxBody.
+func (s *Stream) block() (typ string, data []byte, err error) {
 	var buf bytes.Buffer
 	seen := false
 	for {
@@ -233,8 +236,8 @@ func (s *RemoteStream) block() (typ string, data []byte, err error) {
 			// A long line: gather it whole, within the bound.
 			rest := append([]byte(nil), line...)
 			for errors.Is(err, bufio.ErrBufferFull) {
-				if len(rest) > MaxRemoteBody {
-					return "", nil, &RemoteError{Kind: RemoteMalformed, Op: s.op, Message: "an event larger than " + strconv.Itoa(MaxRemoteBody>>20) + " MiB"}
+				if len(rest) > MaxBody {
+					return "", nil, &Error{Kind: Malformed, Op: s.op, Message: "an event larger than " + strconv.Itoa(MaxBody>>20) + " MiB"}
 				}
 				line, err = s.rd.ReadSlice('\n')
 				rest = append(rest, line...)
@@ -263,8 +266,8 @@ func (s *RemoteStream) block() (typ string, data []byte, err error) {
 			}
 			buf.Write(value)
 			seen = true
-			if buf.Len() > MaxRemoteBody {
-				return "", nil, &RemoteError{Kind: RemoteMalformed, Op: s.op, Message: "an event larger than " + strconv.Itoa(MaxRemoteBody>>20) + " MiB"}
+			if buf.Len() > MaxBody {
+				return "", nil, &Error{Kind: Malformed, Op: s.op, Message: "an event larger than " + strconv.Itoa(MaxBody>>20) + " MiB"}
 			}
 		case "event":
 			typ, seen = string(value), true

@@ -1,4 +1,4 @@
-package a2a
+package remote
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
 
 // How the outbound client reports what went wrong, so the dispatcher can
@@ -14,56 +16,56 @@ import (
 // said no (do not resend the same thing), and a remote whose answer made
 // no sense (a bug on one side; show it to the operator).
 
-// RemoteErrorKind says which of those an error is: unreachable
+// ErrorKind says which of those an error is: unreachable
 // (transport), refused, malformed, or unusable.
-type RemoteErrorKind string
+type ErrorKind string
 
-// Kinds of RemoteError.
+// Kinds of Error.
 const (
 	// RemoteTransport: the remote could not be reached or did not answer
 	// (connection refused, a timeout, a cut stream, an HTTP 5xx or 429).
 	// A request that failed this way may or may not have reached the
 	// remote: after a send, the remote may hold the task.
-	RemoteTransport RemoteErrorKind = "transport"
+	Transport ErrorKind = "transport"
 	// RemoteRefused: the remote answered with a protocol error (a
 	// JSON-RPC error, an HTTP+JSON error status): it did not do what was
 	// asked, and asking again the same way gets the same answer.
-	RemoteRefused RemoteErrorKind = "refused"
+	Refused ErrorKind = "refused"
 	// RemoteMalformed: the remote answered something that does not parse
 	// as the protocol it claims (a card, a task, an event).
-	RemoteMalformed RemoteErrorKind = "malformed"
+	Malformed ErrorKind = "malformed"
 	// RemoteUnusable: the remote's card offers no binding this client
 	// speaks (gRPC only, say), or the configuration asks for one it does
 	// not have.
-	RemoteUnusable RemoteErrorKind = "unusable"
+	Unusable ErrorKind = "unusable"
 )
 
-// Sentinels for errors.Is. A *RemoteError matches the one its code means.
+// Sentinels for errors.Is. A *Error matches the one its code means.
 var (
-	// ErrRemoteTaskNotFound: the remote does not know the task (JSON-RPC
+	// ErrTaskNotFound: the remote does not know the task (JSON-RPC
 	// -32001, HTTP+JSON reason TASK_NOT_FOUND). For a task it had
 	// accepted, the remote has lost it (an in-memory task store that
 	// restarted).
-	ErrRemoteTaskNotFound = errors.New("the remote does not know this task")
-	// ErrRemoteUnsupported: the remote does not support the operation
+	ErrTaskNotFound = errors.New("the remote does not know this task")
+	// ErrUnsupported: the remote does not support the operation
 	// (-32004 UnsupportedOperation, -32601 method not found): a legacy
 	// server asked for tasks/get, a server that does not continue tasks.
-	ErrRemoteUnsupported = errors.New("the remote does not support this operation")
-	// ErrRemoteNotCancelable: the task is past canceling (-32002).
-	ErrRemoteNotCancelable = errors.New("the remote task cannot be canceled")
-	// ErrRemoteInvalidParams: the remote refused the request as invalid
+	ErrUnsupported = errors.New("the remote does not support this operation")
+	// ErrNotCancelable: the task is past canceling (-32002).
+	ErrNotCancelable = errors.New("the remote task cannot be canceled")
+	// ErrInvalidParams: the remote refused the request as invalid
 	// (-32602, -32600): the message this client built does not suit it.
-	ErrRemoteInvalidParams = errors.New("the remote refused the request as invalid")
+	ErrInvalidParams = errors.New("the remote refused the request as invalid")
 )
 
-// RemoteError is every error the outbound client returns (but
-// OutboundMessageFor's, which are the daemon's own). A call the caller's
+// Error is every error the outbound client returns (but
+// MessageFor's, which are the daemon's own). A call the caller's
 // context ended is a transport error wrapping ctx.Err(), so
 // errors.Is(err, context.Canceled) tells it from the remote's failure.
 // Its text never holds a credential: excerpts of what the remote sent are
 // bounded and scrubbed of the configured secrets.
-type RemoteError struct {
-	Kind RemoteErrorKind
+type Error struct {
+	Kind ErrorKind
 	// Op is what was asked: "resolve", "message/send", "GetTask",
 	// "POST message:send", ...
 	Op string
@@ -78,7 +80,7 @@ type RemoteError struct {
 }
 
 // Error says what was asked, the kind, the code, and what happened.
-func (e *RemoteError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("remote ")
 	b.WriteString(e.Op)
@@ -96,40 +98,40 @@ func (e *RemoteError) Error() string {
 
 // Unwrap returns the cause of a transport error (a *url.Error, a
 // context's error), for errors.Is(err, context.DeadlineExceeded).
-func (e *RemoteError) Unwrap() error { return e.cause }
+func (e *Error) Unwrap() error { return e.cause }
 
 // Is matches the sentinel the error's code means.
-func (e *RemoteError) Is(target error) bool {
+func (e *Error) Is(target error) bool {
 	switch target {
-	case ErrRemoteTaskNotFound:
-		return e.Code == codeTaskNotFound
-	case ErrRemoteUnsupported:
-		return e.Code == codeUnsupported || e.Code == codeMethodNotFound
-	case ErrRemoteNotCancelable:
-		return e.Code == codeTaskNotCancelable
-	case ErrRemoteInvalidParams:
-		return e.Code == codeInvalidParams || e.Code == codeInvalidRequest
+	case ErrTaskNotFound:
+		return e.Code == wire.CodeTaskNotFound
+	case ErrUnsupported:
+		return e.Code == wire.CodeUnsupported || e.Code == wire.CodeMethodNotFound
+	case ErrNotCancelable:
+		return e.Code == wire.CodeTaskNotCancelable
+	case ErrInvalidParams:
+		return e.Code == wire.CodeInvalidParams || e.Code == wire.CodeInvalidRequest
 	}
 	return false
 }
 
 // Retryable reports whether trying again later may succeed: the remote
 // was unreachable or failing, not refusing.
-func (e *RemoteError) Retryable() bool { return e.Kind == RemoteTransport }
+func (e *Error) Retryable() bool { return e.Kind == Transport }
 
-// RemoteRetryable reports whether err is a RemoteError worth trying again.
-func RemoteRetryable(err error) bool {
-	var re *RemoteError
+// Retryable reports whether err is a Error worth trying again.
+func Retryable(err error) bool {
+	var re *Error
 	return errors.As(err, &re) && re.Retryable()
 }
 
-// RemoteMayHaveReceived reports whether a failed call may have reached
+// MayHaveReceived reports whether a failed call may have reached
 // the remote and been acted on: anything but a connection never made, or
 // an answer saying the request was not taken (503, 429). A timeout, a
 // connection broken before the answer, or a remote failing with a 5xx may
 // all follow work the remote started.
-func RemoteMayHaveReceived(err error) bool {
-	var re *RemoteError
+func MayHaveReceived(err error) bool {
+	var re *Error
 	if errors.As(err, &re) && (re.HTTPStatus == http.StatusServiceUnavailable || re.HTTPStatus == http.StatusTooManyRequests) {
 		return false
 	}
@@ -142,7 +144,7 @@ const excerptMax = 200
 
 // excerpt quotes the start of what a remote sent, bounded, on one line,
 // with any configured secret replaced.
-func (a RemoteAuth) excerpt(b []byte) string {
+func (a Auth) excerpt(b []byte) string {
 	s := string(b)
 	if len(s) > excerptMax {
 		s = s[:excerptMax]
@@ -156,7 +158,7 @@ func (a RemoteAuth) excerpt(b []byte) string {
 
 // scrub replaces the configured secrets in s: a remote that echoes a
 // request back in its error must not put a token in the daemon's log.
-func (a RemoteAuth) scrub(s string) string {
+func (a Auth) scrub(s string) string {
 	for _, secret := range []string{a.Bearer, a.Value} {
 		if len(secret) >= 4 {
 			s = strings.ReplaceAll(s, secret, "[redacted]")

@@ -1,4 +1,4 @@
-package a2a
+package remote
 
 import (
 	"encoding/json"
@@ -8,13 +8,15 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mailroom/mailroom/mailbox"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
 
 // What the daemon sends a remote for a mailbox task: its first message,
 // or the sender's newest answer to the remote's question.
 
-// OutboundMessage is a message for a remote, ready for any binding.
-type OutboundMessage struct {
+// Message is a message for a remote, ready for any binding.
+type Message struct {
 	// MessageID is the message's id: the mailbox task id for a first
 	// message (a remote that dedupes on it is safe from a resend), an id
 	// made from the task id and the turn's seq for an answer.
@@ -25,7 +27,7 @@ type OutboundMessage struct {
 	TaskID    string
 	ContextID string
 
-	m message // the message, neutral (its ids are set on encoding)
+	m wire.Message // the message, neutral (its ids are set on encoding)
 	// version and raw are the message as its A2A client wrote it ("0.3",
 	// "1.0" or "legacy"), sent verbatim to a remote of that generation.
 	version string
@@ -35,9 +37,9 @@ type OutboundMessage struct {
 	legacyMeta json.RawMessage
 }
 
-// RemoteRef names the task a remote accepted, as the dispatcher recorded
+// Ref names the task a remote accepted, as the dispatcher recorded
 // it.
-type RemoteRef struct {
+type Ref struct {
 	TaskID    string
 	ContextID string
 }
@@ -46,7 +48,7 @@ type RemoteRef struct {
 // of the same answer is the same message, and distinct per turn.
 var turnNamespace = uuid.MustParse("9d3c52e4-7f0a-4b61-8c2d-72656d6f7465")
 
-// OutboundMessageFor builds the message that delivers t. With accepted
+// MessageFor builds the message that delivers t. With accepted
 // nil it is the task's first message: an A2A-origin task's message as its
 // client sent it (re-encoded when the remote speaks another generation),
 // with the task id as its messageId; a native task's intent_text as a
@@ -64,22 +66,22 @@ var turnNamespace = uuid.MustParse("9d3c52e4-7f0a-4b61-8c2d-72656d6f7465")
 // The ids a caller's message carries (taskId, contextId,
 // referenceTaskIds) name things of the caller's mailbox, not the
 // remote's: they are left out.
-func OutboundMessageFor(t mailbox.Task, accepted *RemoteRef) (OutboundMessage, error) {
+func MessageFor(t mailbox.Task, accepted *Ref) (Message, error) {
 	if accepted != nil {
 		if accepted.TaskID == "" {
-			return OutboundMessage{}, errors.New("task " + t.ID + ": the remote's task id is empty; a continuation needs the id the remote accepted the task under")
+			return Message{}, errors.New("task " + t.ID + ": the remote's task id is empty; a continuation needs the id the remote accepted the task under")
 		}
 		if len(t.Turns) == 0 || t.Turns[len(t.Turns)-1].Role != mailbox.RoleSender {
-			return OutboundMessage{}, errors.New("task " + t.ID + ": the remote already holds it, and its newest turn is not a sender's answer; follow the remote task (Get, Resubscribe) instead of sending again")
+			return Message{}, errors.New("task " + t.ID + ": the remote already holds it, and its newest turn is not a sender's answer; follow the remote task (Get, Resubscribe) instead of sending again")
 		}
 		turn := t.Turns[len(t.Turns)-1]
-		out := OutboundMessage{MessageID: uuid.NewSHA1(turnNamespace, []byte(t.ID+"/"+strconv.FormatUint(turn.Seq, 10))).String(),
+		out := Message{MessageID: uuid.NewSHA1(turnNamespace, []byte(t.ID+"/"+strconv.FormatUint(turn.Seq, 10))).String(),
 			TaskID: accepted.TaskID, ContextID: accepted.ContextID}
 		if turn.A2A != nil {
 			return out.verbatim(*turn.A2A)
 		}
-		out.m = message{role: "user", parts: partsOf(turn.Content)}
-		if len(out.m.parts) == 0 {
+		out.m = wire.Message{Role: "user", Parts: partsOf(turn.Content)}
+		if len(out.m.Parts) == 0 {
 			return out, errors.New("task " + t.ID + ": the sender's answer (turn " + strconv.FormatUint(turn.Seq, 10) + ") has no content")
 		}
 		return out, nil
@@ -87,16 +89,16 @@ func OutboundMessageFor(t mailbox.Task, accepted *RemoteRef) (OutboundMessage, e
 	// The context id is the daemon's, derived from the task: the remote
 	// keeps it (the SDKs do), so that the daemon can ask it later which
 	// tasks it made of this one (Find).
-	out := OutboundMessage{MessageID: t.ID, ContextID: ContextIDFor(t.ID)}
+	out := Message{MessageID: t.ID, ContextID: ContextIDFor(t.ID)}
 	if t.A2A != nil {
 		var err error
 		if out, err = out.verbatim(*t.A2A); err != nil {
 			return out, err
 		}
 	} else {
-		out.m = message{role: "user", parts: []part{{kind: "text", text: t.IntentText}}}
+		out.m = wire.Message{Role: "user", Parts: []wire.Part{{Kind: "text", Text: t.IntentText}}}
 		if len(t.Context) > 0 {
-			out.m.parts = append(out.m.parts, part{kind: "data", data: t.Context})
+			out.m.Parts = append(out.m.Parts, wire.Part{Kind: "data", Data: t.Context})
 			out.legacyMeta = t.Context
 		}
 	}
@@ -105,7 +107,7 @@ func OutboundMessageFor(t mailbox.Task, accepted *RemoteRef) (OutboundMessage, e
 		// agent asked, and the task was handed on): it goes along after
 		// the first message's parts, so the message is re-encoded rather
 		// than sent verbatim.
-		out.m.parts = append(out.m.parts, conversationParts(t.Turns)...)
+		out.m.Parts = append(out.m.Parts, conversationParts(t.Turns)...)
 		out.raw = nil
 	}
 	return out, nil
@@ -113,19 +115,19 @@ func OutboundMessageFor(t mailbox.Task, accepted *RemoteRef) (OutboundMessage, e
 
 // conversationParts writes a conversation as parts: each turn a text part
 // saying who asked or answered, then the turn's content.
-func conversationParts(turns []mailbox.Turn) []part {
-	var ps []part
+func conversationParts(turns []mailbox.Turn) []wire.Part {
+	var ps []wire.Part
 	for _, turn := range turns {
 		head := turn.Agent + " answered:"
 		if turn.Role == mailbox.RoleWorker {
 			head = turn.Agent + " asked (" + turn.Status + "):"
 		}
-		ps = append(ps, part{kind: "text", text: head})
+		ps = append(ps, wire.Part{Kind: "text", Text: head})
 		content := partsOf(turn.Content)
 		if turn.A2A != nil {
-			var o OutboundMessage
+			var o Message
 			if v, err := o.verbatim(*turn.A2A); err == nil {
-				content = v.m.parts
+				content = v.m.Parts
 			}
 		}
 		ps = append(ps, content...)
@@ -134,13 +136,13 @@ func conversationParts(turns []mailbox.Turn) []part {
 }
 
 // verbatim sets the message from its A2A origin.
-func (o OutboundMessage) verbatim(a mailbox.A2AOrigin) (OutboundMessage, error) {
-	var m message
+func (o Message) verbatim(a mailbox.A2AOrigin) (Message, error) {
+	var m wire.Message
 	var err error
-	if a.Version == versionLegacy {
-		m, _, err = decodeLegacyMessage(a.Message, "message")
+	if a.Version == wire.VersionLegacy {
+		m, _, err = wire.DecodeLegacyMessage(a.Message, "message")
 	} else {
-		m, err = decodeMessage(a.Version, a.Message, "message")
+		m, err = wire.DecodeMessage(a.Version, a.Message, "message")
 	}
 	if err != nil {
 		return o, errors.New("the A2A message as sent does not decode: " + err.Error())
@@ -150,14 +152,14 @@ func (o OutboundMessage) verbatim(a mailbox.A2AOrigin) (OutboundMessage, error) 
 }
 
 // partsOf maps mailbox content to parts: text to text, json to data.
-func partsOf(cs []mailbox.Content) []part {
-	var ps []part
+func partsOf(cs []mailbox.Content) []wire.Part {
+	var ps []wire.Part
 	for _, c := range cs {
 		switch c.Type {
 		case mailbox.ContentText:
-			ps = append(ps, part{kind: "text", text: c.Text})
+			ps = append(ps, wire.Part{Kind: "text", Text: c.Text})
 		case mailbox.ContentJSON:
-			ps = append(ps, part{kind: "data", data: c.Value})
+			ps = append(ps, wire.Part{Kind: "data", Data: c.Value})
 		}
 	}
 	return ps
@@ -165,7 +167,7 @@ func partsOf(cs []mailbox.Content) []part {
 
 // encode writes the message for generation v (v03, v10 or
 // versionLegacy).
-func (o OutboundMessage) encode(v string) (any, error) {
+func (o Message) encode(v string) (any, error) {
 	if o.raw != nil && o.version == v {
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(o.raw, &fields); err != nil {
@@ -178,7 +180,7 @@ func (o OutboundMessage) encode(v string) (any, error) {
 			b, _ := json.Marshal(s)
 			fields[k] = b
 		}
-		if v == versionLegacy {
+		if v == wire.VersionLegacy {
 			// The dialect names the task in params.id, not the message.
 			return fields, nil
 		}
@@ -192,15 +194,15 @@ func (o OutboundMessage) encode(v string) (any, error) {
 		return fields, nil
 	}
 	m := o.m
-	m.messageID, m.taskID, m.contextID, m.referenceTaskIDs = o.MessageID, o.TaskID, o.ContextID, nil
-	if v == versionLegacy {
+	m.MessageID, m.TaskID, m.ContextID, m.ReferenceTaskIDs = o.MessageID, o.TaskID, o.ContextID, nil
+	if v == wire.VersionLegacy {
 		if o.TaskID == "" {
-			m.contextID = ""
+			m.ContextID = ""
 		}
-		if m.metadata == nil && o.legacyMeta != nil {
-			m.metadata = o.legacyMeta
+		if m.Metadata == nil && o.legacyMeta != nil {
+			m.Metadata = o.legacyMeta
 		}
 		return encodeLegacyMessage(m)
 	}
-	return encodeMessage(v, m), nil
+	return wire.EncodeMessage(v, m), nil
 }

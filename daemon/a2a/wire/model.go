@@ -1,4 +1,4 @@
-package a2a
+package wire
 
 import (
 	"encoding/json"
@@ -13,79 +13,79 @@ import (
 
 // Protocol generations, as the A2A-Version header names them.
 const (
-	v03 = "0.3"
-	v10 = "1.0"
+	V03 = "0.3"
+	V10 = "1.0"
 )
 
-// part is one part of a message or artifact.
-type part struct {
-	kind      string          // "text", "data" or "file"
-	text      string          // text
-	data      json.RawMessage // data: any JSON value
-	fileBytes string          // file: base64 content, or
-	fileURI   string          // file: a URI
-	mediaType string
-	filename  string
-	metadata  json.RawMessage // an object, or nil
+// Part is one part of a message or artifact.
+type Part struct {
+	Kind      string          // "text", "data" or "file"
+	Text      string          // text
+	Data      json.RawMessage // data: any JSON value
+	FileBytes string          // file: base64 content, or
+	FileURI   string          // file: a URI
+	MediaType string
+	Filename  string
+	Metadata  json.RawMessage // an object, or nil
 }
 
-// message is an A2A message.
-type message struct {
-	role             string // "user" or "agent"
-	parts            []part
-	messageID        string
-	contextID        string
-	taskID           string
-	metadata         json.RawMessage
-	extensions       []string
-	referenceTaskIDs []string
+// Message is an A2A message.
+type Message struct {
+	Role             string // "user" or "agent"
+	Parts            []Part
+	MessageID        string
+	ContextID        string
+	TaskID           string
+	Metadata         json.RawMessage
+	Extensions       []string
+	ReferenceTaskIDs []string
 }
 
-// artifact is an output of a task.
-type artifact struct {
-	id    string
-	name  string
-	parts []part
+// Artifact is an output of a task.
+type Artifact struct {
+	ID    string
+	Name  string
+	Parts []Part
 }
 
-// taskView is a mailbox task as an A2A client sees it.
-type taskView struct {
-	id        string
-	contextID string
-	state     string
+// TaskView is a mailbox task as an A2A client sees it.
+type TaskView struct {
+	ID        string
+	ContextID string
+	State     string
 	// statusMessage says why the task is in its state (an error, a
 	// requeue, a cancel, the worker's question), or nil.
-	statusMessage *message
-	timestamp     time.Time
-	artifacts     []artifact
-	history       []message
-	metadata      map[string]any
+	StatusMessage *Message
+	Timestamp     time.Time
+	Artifacts     []Artifact
+	History       []Message
+	Metadata      map[string]any
 	// seq is the log seq of the task's last change: the id of the stream
 	// event that shows this view.
-	seq uint64
+	Seq uint64
 	// resultPending: the task's result (or the question it waits on)
 	// has not been marked delivered.
-	resultPending bool
+	ResultPending bool
 	// questionSeq is the seq of the question an interrupted task waits
 	// on: a stream shows each question once.
-	questionSeq uint64
+	QuestionSeq uint64
 	// sendSeq is the seq of the event that sent the task.
-	sendSeq uint64
+	SendSeq uint64
 }
 
 // view projects a mailbox task that came through the edge. origin is its
 // intent_text. A message without text says what it carries instead.
-func textOf(m message) string {
+func TextOf(m Message) string {
 	var texts []string
 	kinds := map[string]int{}
-	for _, p := range m.parts {
-		if p.kind == "text" {
-			if strings.TrimSpace(p.text) != "" {
-				texts = append(texts, p.text)
+	for _, p := range m.Parts {
+		if p.Kind == "text" {
+			if strings.TrimSpace(p.Text) != "" {
+				texts = append(texts, p.Text)
 			}
 			continue
 		}
-		kinds[p.kind]++
+		kinds[p.Kind]++
 	}
 	if len(texts) > 0 {
 		return strings.Join(texts, "\n")

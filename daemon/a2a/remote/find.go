@@ -1,4 +1,4 @@
-package a2a
+package remote
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // Asking a remote whether it holds a task the daemon may have sent it:
@@ -29,15 +32,15 @@ func ContextIDFor(taskID string) string {
 	return uuid.NewSHA1(contextNamespace, []byte(taskID)).String()
 }
 
-// ErrRemoteCannotList: the remote cannot be asked which tasks it holds
+// ErrCannotList: the remote cannot be asked which tasks it holds
 // (A2A v0.3 and the legacy dialect have no ListTasks; a v1.0 remote may
-// not implement it). The RemoteError's message says which.
-var ErrRemoteCannotList = errors.New("the remote cannot be asked which tasks it holds")
+// not implement it). The Error's message says which.
+var ErrCannotList = errors.New("the remote cannot be asked which tasks it holds")
 
 // CanList reports whether the remote may be asked which tasks it holds
 // (its binding has ListTasks: v1.0). Find says for sure.
-func (c *Remote) CanList() bool {
-	return c.binding == BindingJSONRPC10 || c.binding == BindingHTTPJSON10
+func (c *Client) CanList() bool {
+	return c.binding == mailbox.BindingJSONRPC10 || c.binding == mailbox.BindingHTTPJSON10
 }
 
 // listPages bounds the pages Find reads of one context's tasks (a context
@@ -50,24 +53,24 @@ const listPages = 10
 // nil error with found false means the remote answered a list that would
 // include it, and it is not there. Of several (an idempotent task sent
 // more than once) the first listed that is not finished wins, else the
-// first. An error matching ErrRemoteCannotList says the remote cannot be
+// first. An error matching ErrCannotList says the remote cannot be
 // asked; any other is the call's failure (try again later).
-func (c *Remote) Find(ctx context.Context, taskID string) (t RemoteTask, found bool, err error) {
+func (c *Client) Find(ctx context.Context, taskID string) (t Task, found bool, err error) {
 	cid := ContextIDFor(taskID)
 	switch c.binding {
-	case BindingJSONRPC03:
-		return t, false, &RemoteError{Kind: RemoteUnusable, Op: "find", cause: ErrRemoteCannotList,
+	case mailbox.BindingJSONRPC03:
+		return t, false, &Error{Kind: Unusable, Op: "find", cause: ErrCannotList,
 			Message: "the remote speaks A2A v0.3, which has no way to list tasks (ListTasks is v1.0): whether it holds the task cannot be asked"}
-	case BindingLegacy:
-		return t, false, &RemoteError{Kind: RemoteUnusable, Op: "find", cause: ErrRemoteCannotList,
+	case mailbox.BindingLegacy:
+		return t, false, &Error{Kind: Unusable, Op: "find", cause: ErrCannotList,
 			Message: "the legacy tasks/send dialect has no way to list tasks: whether the remote holds the task cannot be asked"}
 	}
-	var all []RemoteTask
+	var all []Task
 	token := ""
 	for page := 0; page < listPages; page++ {
 		var raw json.RawMessage
 		op := "ListTasks"
-		if c.binding == BindingHTTPJSON10 {
+		if c.binding == mailbox.BindingHTTPJSON10 {
 			op = "GET tasks"
 			q := url.Values{"contextId": {cid}, "pageSize": {"100"}}
 			if token != "" {
@@ -88,13 +91,13 @@ func (c *Remote) Find(ctx context.Context, taskID string) (t RemoteTask, found b
 			Tasks         []json.RawMessage `json:"tasks"`
 			NextPageToken string            `json:"nextPageToken"`
 		}
-		if !isObject(raw) || json.Unmarshal(raw, &list) != nil {
-			return t, false, &RemoteError{Kind: RemoteMalformed, Op: op, Message: "expected a ListTasksResponse object; the answer began " + c.auth.excerpt(raw)}
+		if !wire.IsObject(raw) || json.Unmarshal(raw, &list) != nil {
+			return t, false, &Error{Kind: Malformed, Op: op, Message: "expected a ListTasksResponse object; the answer began " + c.auth.excerpt(raw)}
 		}
 		for i, tr := range list.Tasks {
-			rt, err := decodeRemoteTask(v10, tr, "tasks["+strconv.Itoa(i)+"]")
+			rt, err := decodeRemoteTask(wire.V10, tr, "tasks["+strconv.Itoa(i)+"]")
 			if err != nil {
-				return t, false, &RemoteError{Kind: RemoteMalformed, Op: op, Message: c.auth.scrub(err.Error())}
+				return t, false, &Error{Kind: Malformed, Op: op, Message: c.auth.scrub(err.Error())}
 			}
 			// A remote that ignores the filter lists other contexts too.
 			if rt.ContextID == cid {
@@ -119,15 +122,15 @@ func (c *Remote) Find(ctx context.Context, taskID string) (t RemoteTask, found b
 
 // cannotList marks a refusal that says the remote has no ListTasks (the
 // method is unknown or unsupported, or the route is not there) as
-// ErrRemoteCannotList; other errors are returned as they are.
+// ErrCannotList; other errors are returned as they are.
 func cannotList(err error) error {
-	var re *RemoteError
+	var re *Error
 	if !errors.As(err, &re) {
 		return err
 	}
-	if errors.Is(err, ErrRemoteUnsupported) || re.HTTPStatus == http.StatusNotImplemented ||
-		re.Kind == RemoteRefused && (re.HTTPStatus == http.StatusNotFound || re.HTTPStatus == http.StatusMethodNotAllowed) {
-		return &RemoteError{Kind: RemoteUnusable, Op: re.Op, Code: re.Code, HTTPStatus: re.HTTPStatus, cause: ErrRemoteCannotList,
+	if errors.Is(err, ErrUnsupported) || re.HTTPStatus == http.StatusNotImplemented ||
+		re.Kind == Refused && (re.HTTPStatus == http.StatusNotFound || re.HTTPStatus == http.StatusMethodNotAllowed) {
+		return &Error{Kind: Unusable, Op: re.Op, Code: re.Code, HTTPStatus: re.HTTPStatus, cause: ErrCannotList,
 			Message: "the remote does not list tasks (" + re.Message + "): whether it holds the task cannot be asked"}
 	}
 	return err

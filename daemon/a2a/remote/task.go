@@ -1,59 +1,19 @@
-package a2a
+package remote
 
 import (
 	"encoding/json"
 	"strings"
 
 	"github.com/mailroom/mailroom/mailbox"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
 
 // A remote's task as the daemon sees it, whatever the binding, and what
 // it means for the mailbox task it delivers.
 
-// Neutral states of a remote task.
-const (
-	RemoteSubmitted     = "submitted"
-	RemoteWorking       = "working"
-	RemoteInputRequired = "input-required"
-	RemoteAuthRequired  = "auth-required"
-	RemoteCompleted     = "completed"
-	RemoteFailed        = "failed"
-	RemoteRejected      = "rejected"
-	RemoteCanceled      = "canceled"
-	RemoteUnknown       = "unknown"
-)
-
-// remoteStates10 reads the v1.0 spelling of a state.
-var remoteStates10 = map[string]string{
-	"TASK_STATE_SUBMITTED":      RemoteSubmitted,
-	"TASK_STATE_WORKING":        RemoteWorking,
-	"TASK_STATE_INPUT_REQUIRED": RemoteInputRequired,
-	"TASK_STATE_AUTH_REQUIRED":  RemoteAuthRequired,
-	"TASK_STATE_COMPLETED":      RemoteCompleted,
-	"TASK_STATE_FAILED":         RemoteFailed,
-	"TASK_STATE_REJECTED":       RemoteRejected,
-	"TASK_STATE_CANCELED":       RemoteCanceled,
-	"TASK_STATE_UNSPECIFIED":    RemoteUnknown,
-}
-
-// neutralState reads a state in generation v ("legacy" spells it as v0.3);
-// ok is false for a spelling it does not know.
-func neutralState(v, s string) (string, bool) {
-	if v == v10 {
-		st, ok := remoteStates10[s]
-		return st, ok
-	}
-	switch s {
-	case RemoteSubmitted, RemoteWorking, RemoteInputRequired, RemoteAuthRequired, RemoteCompleted, RemoteFailed, RemoteRejected, RemoteCanceled, RemoteUnknown:
-		return s, true
-	case "cancelled":
-		return RemoteCanceled, true
-	}
-	return "", false
-}
-
-// RemotePart is one part of a remote's message or artifact.
-type RemotePart struct {
+// Part is one part of a remote's message or artifact.
+type Part struct {
 	// Kind is "text", "data" or "file".
 	Kind string `json:"kind"`
 	Text string `json:"text,omitempty"`
@@ -66,35 +26,35 @@ type RemotePart struct {
 	Name      string `json:"name,omitempty"`
 }
 
-// RemoteArtifact is an output of a remote task.
-type RemoteArtifact struct {
-	ID    string       `json:"id,omitempty"`
-	Name  string       `json:"name,omitempty"`
-	Parts []RemotePart `json:"parts"`
+// Artifact is an output of a remote task.
+type Artifact struct {
+	ID    string `json:"id,omitempty"`
+	Name  string `json:"name,omitempty"`
+	Parts []Part `json:"parts"`
 }
 
-// RemoteTask is a remote's task as last seen.
-type RemoteTask struct {
+// Task is a remote's task as last seen.
+type Task struct {
 	// ID and ContextID are the remote's ids: what a continuation, Get,
 	// Cancel and Resubscribe name. A remote that answered with a message
 	// may give none.
 	ID        string `json:"id"`
 	ContextID string `json:"contextId,omitempty"`
-	// State is one of the Remote* states.
+	// State is one of wire's neutral states (wire.StateCompleted, ...).
 	State string `json:"state"`
 	// StatusMessage is the parts of the status's message: why it failed,
 	// the question it asks; nil when it has none.
-	StatusMessage []RemotePart     `json:"statusMessage,omitempty"`
-	Artifacts     []RemoteArtifact `json:"artifacts,omitempty"`
+	StatusMessage []Part     `json:"statusMessage,omitempty"`
+	Artifacts     []Artifact `json:"artifacts,omitempty"`
 	// Direct: the remote answered with a message, not a task; the
 	// message's parts are the one artifact, and the task is completed.
 	Direct bool `json:"direct,omitempty"`
 }
 
 // Terminal reports whether the remote task is finished.
-func (t RemoteTask) Terminal() bool {
+func (t Task) Terminal() bool {
 	switch t.State {
-	case RemoteCompleted, RemoteFailed, RemoteRejected, RemoteCanceled:
+	case wire.StateCompleted, wire.StateFailed, wire.StateRejected, wire.StateCanceled:
 		return true
 	}
 	return false
@@ -102,12 +62,12 @@ func (t RemoteTask) Terminal() bool {
 
 // Interrupted reports whether the remote waits for its caller: it asked
 // for input or for authentication.
-func (t RemoteTask) Interrupted() bool {
-	return t.State == RemoteInputRequired || t.State == RemoteAuthRequired
+func (t Task) Interrupted() bool {
+	return t.State == wire.StateInputRequired || t.State == wire.StateAuthRequired
 }
 
 // StatusText is the status message's text parts, joined by newlines.
-func (t RemoteTask) StatusText() string {
+func (t Task) StatusText() string {
 	var texts []string
 	for _, p := range t.StatusMessage {
 		if p.Kind == "text" && strings.TrimSpace(p.Text) != "" {
@@ -126,37 +86,37 @@ func (t RemoteTask) StatusText() string {
 // (by the remote: a cancel the daemon asked for is the daemon's to
 // record) is an error saying so; input-required and auth-required are the
 // mailbox's questions, the status message's parts their content.
-func (t RemoteTask) Outcome() (r mailbox.Result, final bool) {
+func (t Task) Outcome() (r mailbox.Result, final bool) {
 	r.Content = []mailbox.Content{}
 	for _, a := range t.Artifacts {
 		r.Content = append(r.Content, contentOf(a.Parts)...)
 	}
 	why := t.StatusText()
 	switch t.State {
-	case RemoteCompleted:
+	case wire.StateCompleted:
 		r.Status = mailbox.StatusOK
 		if len(r.Content) == 0 {
 			r.Content = contentOf(t.StatusMessage)
 		}
-	case RemoteFailed:
+	case wire.StateFailed:
 		r.Status, r.ErrorMessage = mailbox.StatusError, or(why, "the remote agent reported that the task failed, without saying why")
-	case RemoteRejected:
+	case wire.StateRejected:
 		r.Status, r.ErrorMessage = mailbox.StatusRejected, or(why, "the remote agent rejected the task, without saying why")
-	case RemoteCanceled:
+	case wire.StateCanceled:
 		r.Status, r.ErrorMessage = mailbox.StatusError, "the remote agent canceled the task"
 		if why != "" {
 			r.ErrorMessage += ": " + why
 		}
-	case RemoteInputRequired, RemoteAuthRequired:
+	case wire.StateInputRequired, wire.StateAuthRequired:
 		r.Status = mailbox.StatusInputRequired
-		if t.State == RemoteAuthRequired {
+		if t.State == wire.StateAuthRequired {
 			r.Status = mailbox.StatusAuthRequired
 		}
 		r.Content = contentOf(t.StatusMessage)
 		if len(r.Content) == 0 {
 			// The mailbox needs a question to show the sender.
 			r.Content = []mailbox.Content{{Type: mailbox.ContentText, Text: "the remote agent asks for " +
-				map[bool]string{true: "authentication", false: "input"}[t.State == RemoteAuthRequired] + " without saying what"}}
+				map[bool]string{true: "authentication", false: "input"}[t.State == wire.StateAuthRequired] + " without saying what"}}
 		}
 	default:
 		return mailbox.Result{}, false
@@ -173,7 +133,7 @@ func or(s, otherwise string) string {
 
 // contentOf maps parts to mailbox content: text to text, data to json,
 // a file to json {"url"|"raw", "mediaType", "name"}.
-func contentOf(ps []RemotePart) []mailbox.Content {
+func contentOf(ps []Part) []mailbox.Content {
 	out := []mailbox.Content{}
 	for _, p := range ps {
 		switch p.Kind {
@@ -202,15 +162,15 @@ func contentOf(ps []RemotePart) []mailbox.Content {
 }
 
 // remoteParts maps neutral parts to RemoteParts.
-func remoteParts(ps []part) []RemotePart {
+func remoteParts(ps []wire.Part) []Part {
 	if len(ps) == 0 {
 		return nil
 	}
-	out := make([]RemotePart, len(ps))
+	out := make([]Part, len(ps))
 	for i, p := range ps {
-		rp := RemotePart{Kind: p.kind, Text: p.text, Data: p.data, MediaType: p.mediaType, Name: p.filename}
-		if p.kind == "file" {
-			rp.URL, rp.Raw = p.fileURI, p.fileBytes
+		rp := Part{Kind: p.Kind, Text: p.Text, Data: p.Data, MediaType: p.MediaType, Name: p.Filename}
+		if p.Kind == "file" {
+			rp.URL, rp.Raw = p.FileURI, p.FileBytes
 		}
 		out[i] = rp
 	}

@@ -1,12 +1,14 @@
-package a2a
+package remote
 
 import (
 	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 )
 
-// Reading what a remote answers, in each generation, into RemoteTask.
+// Reading what a remote answers, in each generation, into Task.
 // The edge's decoders are strict, as a server must be with its callers;
 // a client reads remotes more leniently (a status message without an id or
 // a role, a task without a context id), but never guesses at a task's id
@@ -22,9 +24,9 @@ func malformed(field, want string) error { return &wireError{field + ": " + want
 // asWire turns a decoder's refusal (an *rpcError naming the field) into
 // a wireError.
 func asWire(err error) error {
-	var re *rpcError
+	var re *wire.Error
 	if errors.As(err, &re) {
-		return &wireError{re.msg}
+		return &wireError{re.Message}
 	}
 	return err
 }
@@ -32,7 +34,7 @@ func asWire(err error) error {
 // decodeRemoteMessage reads a message from a remote, defaulting what a
 // lenient server leaves out (the id, the role); a message without parts
 // is nil.
-func decodeRemoteMessage(v string, raw json.RawMessage, field string) (*message, error) {
+func decodeRemoteMessage(v string, raw json.RawMessage, field string) (*wire.Message, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -48,15 +50,15 @@ func decodeRemoteMessage(v string, raw json.RawMessage, field string) (*message,
 		fields["messageId"] = json.RawMessage(`"remote"`)
 	}
 	if r, ok := fields["role"]; !ok || string(r) == "null" || string(r) == `""` {
-		fields["role"] = json.RawMessage(map[string]string{v03: `"agent"`, v10: `"ROLE_AGENT"`}[v])
+		fields["role"] = json.RawMessage(map[string]string{wire.V03: `"agent"`, wire.V10: `"ROLE_AGENT"`}[v])
 	}
 	patched, _ := json.Marshal(fields)
-	m, err := decodeMessage(v, patched, field)
+	m, err := wire.DecodeMessage(v, patched, field)
 	if err != nil {
 		return nil, asWire(err)
 	}
-	if m.messageID == "remote" {
-		m.messageID = ""
+	if m.MessageID == "remote" {
+		m.MessageID = ""
 	}
 	return &m, nil
 }
@@ -81,40 +83,40 @@ type taskWire struct {
 
 // decodeRemoteTask reads a task of generation v (v03, v10 or
 // versionLegacy).
-func decodeRemoteTask(v string, raw json.RawMessage, field string) (RemoteTask, error) {
+func decodeRemoteTask(v string, raw json.RawMessage, field string) (Task, error) {
 	var w taskWire
-	if !isObject(raw) {
-		return RemoteTask{}, malformed(field, "expected a task object")
+	if !wire.IsObject(raw) {
+		return Task{}, malformed(field, "expected a task object")
 	}
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return RemoteTask{}, malformed(field, "expected a task object: "+err.Error())
+		return Task{}, malformed(field, "expected a task object: "+err.Error())
 	}
 	if w.ID == "" {
-		return RemoteTask{}, malformed(field+".id", "missing, expected the task's id")
+		return Task{}, malformed(field+".id", "missing, expected the task's id")
 	}
-	t := RemoteTask{ID: w.ID, ContextID: w.ContextID}
-	if v == versionLegacy && t.ContextID == "" {
+	t := Task{ID: w.ID, ContextID: w.ContextID}
+	if v == wire.VersionLegacy && t.ContextID == "" {
 		t.ContextID = w.SessionID
 	}
-	st, ok := neutralState(v, w.Status.State)
+	st, ok := wire.ParseState(v, w.Status.State)
 	if !ok {
 		return t, malformed(field+".status.state", "got "+strconv.Quote(w.Status.State)+", expected a task state of A2A "+v)
 	}
 	t.State = st
-	if v == versionLegacy {
+	if v == wire.VersionLegacy {
 		var s *string
 		if len(w.Status.Message) > 0 && json.Unmarshal(w.Status.Message, &s) != nil {
 			// A status message that is an object is the newer wire; read
 			// it so, rather than fail as the dialect's own client does.
-			m, err := decodeRemoteMessage(v03, w.Status.Message, field+".status.message")
+			m, err := decodeRemoteMessage(wire.V03, w.Status.Message, field+".status.message")
 			if err != nil {
 				return t, err
 			}
 			if m != nil {
-				t.StatusMessage = remoteParts(m.parts)
+				t.StatusMessage = remoteParts(m.Parts)
 			}
 		} else if s != nil && *s != "" {
-			t.StatusMessage = []RemotePart{{Kind: "text", Text: *s}}
+			t.StatusMessage = []Part{{Kind: "text", Text: *s}}
 		}
 	} else {
 		m, err := decodeRemoteMessage(v, w.Status.Message, field+".status.message")
@@ -122,12 +124,12 @@ func decodeRemoteTask(v string, raw json.RawMessage, field string) (RemoteTask, 
 			return t, err
 		}
 		if m != nil {
-			t.StatusMessage = remoteParts(m.parts)
+			t.StatusMessage = remoteParts(m.Parts)
 		}
 	}
 	for i, a := range w.Artifacts {
 		af := field + ".artifacts[" + strconv.Itoa(i) + "]"
-		ra := RemoteArtifact{ID: a.ArtifactID, Name: a.Name}
+		ra := Artifact{ID: a.ArtifactID, Name: a.Name}
 		for j, praw := range a.Parts {
 			p, err := decodeRemotePart(v, praw, af+".parts["+strconv.Itoa(j)+"]")
 			if err != nil {
@@ -140,38 +142,38 @@ func decodeRemoteTask(v string, raw json.RawMessage, field string) (RemoteTask, 
 	return t, nil
 }
 
-func decodeRemotePart(v string, raw json.RawMessage, field string) (RemotePart, error) {
-	if v == versionLegacy {
-		p, err := decodeLegacyPart(raw, field)
+func decodeRemotePart(v string, raw json.RawMessage, field string) (Part, error) {
+	if v == wire.VersionLegacy {
+		p, err := wire.DecodeLegacyPart(raw, field)
 		if err != nil {
-			return RemotePart{}, asWire(err)
+			return Part{}, asWire(err)
 		}
-		return remoteParts([]part{p})[0], nil
+		return remoteParts([]wire.Part{p})[0], nil
 	}
-	p, err := decodePart(v, raw, field)
+	p, err := wire.DecodePart(v, raw, field)
 	if err != nil {
-		return RemotePart{}, asWire(err)
+		return Part{}, asWire(err)
 	}
-	return remoteParts([]part{p})[0], nil
+	return remoteParts([]wire.Part{p})[0], nil
 }
 
 // messageTask is a message a remote answered with, as a completed task.
-func messageTask(m message) RemoteTask {
-	return RemoteTask{ID: m.taskID, ContextID: m.contextID, State: RemoteCompleted, Direct: true,
-		Artifacts: []RemoteArtifact{{Name: "message", Parts: remoteParts(m.parts)}}}
+func messageTask(m wire.Message) Task {
+	return Task{ID: m.TaskID, ContextID: m.ContextID, State: wire.StateCompleted, Direct: true,
+		Artifacts: []Artifact{{Name: "message", Parts: remoteParts(m.Parts)}}}
 }
 
 // decodeSendResult reads a send's answer: v0.3 a Task or a Message (told
 // apart by kind, or by the fields they have), v1.0 {"task"} or
 // {"message"}.
-func decodeSendResult(v string, raw json.RawMessage, field string) (RemoteTask, error) {
-	if v == v10 {
+func decodeSendResult(v string, raw json.RawMessage, field string) (Task, error) {
+	if v == wire.V10 {
 		var w struct {
 			Task    json.RawMessage `json:"task"`
 			Message json.RawMessage `json:"message"`
 		}
-		if !isObject(raw) || json.Unmarshal(raw, &w) != nil {
-			return RemoteTask{}, malformed(field, `expected {"task": ...} or {"message": ...}`)
+		if !wire.IsObject(raw) || json.Unmarshal(raw, &w) != nil {
+			return Task{}, malformed(field, `expected {"task": ...} or {"message": ...}`)
 		}
 		switch {
 		case len(w.Task) > 0 && string(w.Task) != "null":
@@ -179,24 +181,24 @@ func decodeSendResult(v string, raw json.RawMessage, field string) (RemoteTask, 
 		case len(w.Message) > 0 && string(w.Message) != "null":
 			m, err := decodeRemoteMessage(v, w.Message, field+".message")
 			if err != nil || m == nil {
-				return RemoteTask{}, errors.Join(err, malformed(field+".message", "expected a message with parts"))
+				return Task{}, errors.Join(err, malformed(field+".message", "expected a message with parts"))
 			}
 			return messageTask(*m), nil
 		}
-		return RemoteTask{}, malformed(field, `expected {"task": ...} or {"message": ...}`)
+		return Task{}, malformed(field, `expected {"task": ...} or {"message": ...}`)
 	}
 	var probe struct {
 		Kind   string          `json:"kind"`
 		Status json.RawMessage `json:"status"`
 		Parts  json.RawMessage `json:"parts"`
 	}
-	if !isObject(raw) || json.Unmarshal(raw, &probe) != nil {
-		return RemoteTask{}, malformed(field, "expected a task or a message object")
+	if !wire.IsObject(raw) || json.Unmarshal(raw, &probe) != nil {
+		return Task{}, malformed(field, "expected a task or a message object")
 	}
 	if probe.Kind == "message" || (probe.Kind == "" && len(probe.Status) == 0 && len(probe.Parts) > 0) {
 		m, err := decodeRemoteMessage(v, raw, field)
 		if err != nil || m == nil {
-			return RemoteTask{}, errors.Join(err, malformed(field, "expected a message with parts"))
+			return Task{}, errors.Join(err, malformed(field, "expected a message with parts"))
 		}
 		return messageTask(*m), nil
 	}
@@ -207,12 +209,12 @@ func decodeSendResult(v string, raw json.RawMessage, field string) (RemoteTask, 
 // kind, v1.0 a StreamResponse naming its case.
 type remoteEvent struct {
 	kind     string // "task", "message", "status", "artifact"
-	task     RemoteTask
+	task     Task
 	taskID   string
 	ctxID    string
 	state    string
-	status   []RemotePart
-	artifact RemoteArtifact
+	status   []Part
+	artifact Artifact
 	appendTo bool
 	final    bool
 }
@@ -220,9 +222,9 @@ type remoteEvent struct {
 func decodeRemoteEvent(v string, raw json.RawMessage, field string) (remoteEvent, error) {
 	var body json.RawMessage
 	var kind string
-	if v == v10 {
+	if v == wire.V10 {
 		var w map[string]json.RawMessage
-		if !isObject(raw) || json.Unmarshal(raw, &w) != nil {
+		if !wire.IsObject(raw) || json.Unmarshal(raw, &w) != nil {
 			return remoteEvent{}, malformed(field, "expected a StreamResponse object")
 		}
 		for k, kk := range map[string]string{"task": "task", "message": "message", "statusUpdate": "status-update", "artifactUpdate": "artifact-update"} {
@@ -237,7 +239,7 @@ func decodeRemoteEvent(v string, raw json.RawMessage, field string) (remoteEvent
 		var probe struct {
 			Kind string `json:"kind"`
 		}
-		if !isObject(raw) || json.Unmarshal(raw, &probe) != nil {
+		if !wire.IsObject(raw) || json.Unmarshal(raw, &probe) != nil {
 			return remoteEvent{}, malformed(field, "expected an event object")
 		}
 		body, kind = raw, probe.Kind
@@ -266,7 +268,7 @@ func decodeRemoteEvent(v string, raw json.RawMessage, field string) (remoteEvent
 		if err := json.Unmarshal(body, &w); err != nil {
 			return remoteEvent{}, malformed(field, "expected a status update: "+err.Error())
 		}
-		st, ok := neutralState(v, w.Status.State)
+		st, ok := wire.ParseState(v, w.Status.State)
 		if !ok {
 			return remoteEvent{}, malformed(field+".status.state", "got "+strconv.Quote(w.Status.State)+", expected a task state of A2A "+v)
 		}
@@ -276,12 +278,12 @@ func decodeRemoteEvent(v string, raw json.RawMessage, field string) (remoteEvent
 		}
 		ev := remoteEvent{kind: "status", taskID: w.TaskID, ctxID: w.ContextID, state: st, final: w.Final}
 		if m != nil {
-			ev.status = remoteParts(m.parts)
+			ev.status = remoteParts(m.Parts)
 		}
 		// v1.0 has no final flag: the stream ends after a terminal or
 		// interrupted state.
 		if st != "" {
-			t := RemoteTask{State: st}
+			t := Task{State: st}
 			ev.final = ev.final || t.Terminal() || t.Interrupted()
 		}
 		return ev, nil
@@ -300,7 +302,7 @@ func decodeRemoteEvent(v string, raw json.RawMessage, field string) (remoteEvent
 			return remoteEvent{}, malformed(field, "expected an artifact update: "+err.Error())
 		}
 		ev := remoteEvent{kind: "artifact", taskID: w.TaskID, ctxID: w.ContextID, appendTo: w.Append,
-			artifact: RemoteArtifact{ID: w.Artifact.ArtifactID, Name: w.Artifact.Name}}
+			artifact: Artifact{ID: w.Artifact.ArtifactID, Name: w.Artifact.Name}}
 		for j, praw := range w.Artifact.Parts {
 			p, err := decodeRemotePart(v, praw, field+".artifact.parts["+strconv.Itoa(j)+"]")
 			if err != nil {
@@ -314,7 +316,7 @@ func decodeRemoteEvent(v string, raw json.RawMessage, field string) (remoteEvent
 }
 
 // apply folds an event into the task as known so far.
-func (ev remoteEvent) apply(t RemoteTask) RemoteTask {
+func (ev remoteEvent) apply(t Task) Task {
 	switch ev.kind {
 	case "task", "message":
 		return ev.task
@@ -329,11 +331,11 @@ func (ev remoteEvent) apply(t RemoteTask) RemoteTask {
 	case "status":
 		t.State, t.StatusMessage = ev.state, ev.status
 	case "artifact":
-		arts := append([]RemoteArtifact(nil), t.Artifacts...)
+		arts := append([]Artifact(nil), t.Artifacts...)
 		for i, a := range arts {
 			if a.ID != "" && a.ID == ev.artifact.ID {
 				if ev.appendTo {
-					a.Parts = append(append([]RemotePart(nil), a.Parts...), ev.artifact.Parts...)
+					a.Parts = append(append([]Part(nil), a.Parts...), ev.artifact.Parts...)
 					arts[i] = a
 				} else {
 					arts[i] = ev.artifact
@@ -349,29 +351,29 @@ func (ev remoteEvent) apply(t RemoteTask) RemoteTask {
 
 // encodeLegacyMessage writes a message in the tasks/send dialect: typed
 // parts (text and data only), metadata as given.
-func encodeLegacyMessage(m message) (obj, error) {
-	parts := make([]obj, 0, len(m.parts))
-	for i, p := range m.parts {
-		switch p.kind {
+func encodeLegacyMessage(m wire.Message) (obj, error) {
+	parts := make([]obj, 0, len(m.Parts))
+	for i, p := range m.Parts {
+		switch p.Kind {
 		case "text":
-			parts = append(parts, obj{"type": "text", "text": p.text, "data": nil})
+			parts = append(parts, obj{"type": "text", "text": p.Text, "data": nil})
 		case "data":
-			data := p.data
-			if !isObject(data) {
+			data := p.Data
+			if !wire.IsObject(data) {
 				data = json.RawMessage(`{"value":` + string(data) + `}`)
 			}
 			parts = append(parts, obj{"type": "data", "text": nil, "data": data})
 		default:
-			return nil, malformed("message.parts["+strconv.Itoa(i)+"]", "a "+p.kind+" part, which the legacy tasks/send dialect cannot carry (text and data only)")
+			return nil, malformed("message.parts["+strconv.Itoa(i)+"]", "a "+p.Kind+" part, which the legacy tasks/send dialect cannot carry (text and data only)")
 		}
 	}
-	role := m.role
+	role := m.Role
 	if role == "" {
 		role = "user"
 	}
 	o := obj{"role": role, "parts": parts}
-	if m.metadata != nil {
-		o["metadata"] = m.metadata
+	if m.Metadata != nil {
+		o["metadata"] = m.Metadata
 	}
 	return o, nil
 }

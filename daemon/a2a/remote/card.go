@@ -1,4 +1,4 @@
-package a2a
+package remote
 
 import (
 	"context"
@@ -8,24 +8,15 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // Finding a remote agent: its card, and the binding to call it by.
 
-// Bindings a remote is called by. BindingAuto picks one from the card.
-const (
-	BindingAuto       = "auto"
-	BindingJSONRPC03  = "jsonrpc-0.3"
-	BindingJSONRPC10  = "jsonrpc-1.0"
-	BindingHTTPJSON10 = "http+json-1.0"
-	// BindingLegacy is the pre-0.2 tasks/send dialect (gmf_forge's):
-	// synchronous, at {base}/rpc, with no card to say so; it is used only
-	// when asked for.
-	BindingLegacy = "legacy"
-)
-
-// RemoteSpec says where a remote agent is and how to call it.
-type RemoteSpec struct {
+// Spec says where a remote agent is and how to call it.
+type Spec struct {
 	// URL is the agent's base URL, or its card's URL
 	// (.../.well-known/agent-card.json or agent.json). For the legacy
 	// binding it is the base the dialect appends /rpc to.
@@ -34,17 +25,17 @@ type RemoteSpec struct {
 	Binding string
 }
 
-// RemoteAuth is the credential sent with every request to a remote: a
+// Auth is the credential sent with every request to a remote: a
 // bearer token, or a header and its value, or both. It comes from the
 // configuration and is never written to a log or an error; String hides it.
-type RemoteAuth struct {
+type Auth struct {
 	Bearer string
 	Header string
 	Value  string
 }
 
-// String hides the secrets, so printing a RemoteAuth by mistake shows none.
-func (a RemoteAuth) String() string {
+// String hides the secrets, so printing a Auth by mistake shows none.
+func (a Auth) String() string {
 	var what []string
 	if a.Bearer != "" {
 		what = append(what, "bearer [redacted]")
@@ -59,9 +50,9 @@ func (a RemoteAuth) String() string {
 }
 
 // GoString hides the secrets from %#v too.
-func (a RemoteAuth) GoString() string { return "a2a.RemoteAuth{" + a.String() + "}" }
+func (a Auth) GoString() string { return "remote.Auth{" + a.String() + "}" }
 
-func (a RemoteAuth) apply(h http.Header) {
+func (a Auth) apply(h http.Header) {
 	if a.Bearer != "" {
 		h.Set("Authorization", "Bearer "+a.Bearer)
 	}
@@ -70,8 +61,8 @@ func (a RemoteAuth) apply(h http.Header) {
 	}
 }
 
-// RemoteSkill is a skill the remote's card lists.
-type RemoteSkill struct {
+// Skill is a skill the remote's card lists.
+type Skill struct {
 	ID          string   `json:"id"`
 	Name        string   `json:"name"`
 	Description string   `json:"description"`
@@ -79,14 +70,14 @@ type RemoteSkill struct {
 	Examples    []string `json:"examples,omitempty"`
 }
 
-// RemoteCard is what the daemon learns of a remote from its card, and how
+// Card is what the daemon learns of a remote from its card, and how
 // it calls it. A legacy remote that serves no card has only Binding and
 // Endpoint.
-type RemoteCard struct {
-	Name        string        `json:"name"`
-	Description string        `json:"description"`
-	Version     string        `json:"version,omitempty"`
-	Skills      []RemoteSkill `json:"skills"`
+type Card struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Version     string  `json:"version,omitempty"`
+	Skills      []Skill `json:"skills"`
 	// Streaming: the card says the remote streams (capabilities.streaming).
 	Streaming bool `json:"streaming"`
 	// Binding is the binding chosen (never BindingAuto), and Endpoint the
@@ -100,10 +91,10 @@ type RemoteCard struct {
 
 // cardWire is both generations' card, as far as this client reads it.
 type cardWire struct {
-	Name         string        `json:"name"`
-	Description  string        `json:"description"`
-	Version      string        `json:"version"`
-	Skills       []RemoteSkill `json:"skills"`
+	Name         string  `json:"name"`
+	Description  string  `json:"description"`
+	Version      string  `json:"version"`
+	Skills       []Skill `json:"skills"`
 	Capabilities struct {
 		Streaming bool `json:"streaming"`
 	} `json:"capabilities"`
@@ -133,11 +124,11 @@ func generation(v string) string {
 	v = strings.TrimPrefix(strings.TrimSpace(v), "v")
 	switch {
 	case v == "1" || strings.HasPrefix(v, "1."):
-		return v10
+		return wire.V10
 	case strings.HasPrefix(v, "0."):
 		// 0.2 cards are read as 0.3: the wire differs in no field this
 		// client sends.
-		return v03
+		return wire.V03
 	}
 	return ""
 }
@@ -151,7 +142,7 @@ func (c cardWire) interfaces() []cardInterface {
 	if c.URL != "" {
 		v := generation(c.ProtocolVersion)
 		if v == "" {
-			v = v03
+			v = wire.V03
 		}
 		t := strings.ToUpper(c.PreferredTransport)
 		if t == "" {
@@ -169,18 +160,18 @@ func (c cardWire) interfaces() []cardInterface {
 // not speak it.
 func bindingOf(i cardInterface) string {
 	switch {
-	case i.binding == "JSONRPC" && i.version == v10:
-		return BindingJSONRPC10
-	case i.binding == "HTTP+JSON" && i.version == v10:
-		return BindingHTTPJSON10
-	case i.binding == "JSONRPC" && i.version == v03:
-		return BindingJSONRPC03
+	case i.binding == "JSONRPC" && i.version == wire.V10:
+		return mailbox.BindingJSONRPC10
+	case i.binding == "HTTP+JSON" && i.version == wire.V10:
+		return mailbox.BindingHTTPJSON10
+	case i.binding == "JSONRPC" && i.version == wire.V03:
+		return mailbox.BindingJSONRPC03
 	}
 	return ""
 }
 
 // preference is the order auto picks in.
-var preference = []string{BindingJSONRPC10, BindingHTTPJSON10, BindingJSONRPC03}
+var preference = []string{mailbox.BindingJSONRPC10, mailbox.BindingHTTPJSON10, mailbox.BindingJSONRPC03}
 
 // choose picks the interface for binding want (BindingAuto: the first of
 // preference the card offers).
@@ -193,7 +184,7 @@ func (c cardWire) choose(want string) (binding, endpoint string, ok bool) {
 			}
 		}
 	}
-	if want != BindingAuto {
+	if want != mailbox.BindingAuto {
 		u, ok := offered[want]
 		return want, u, ok
 	}
@@ -229,7 +220,7 @@ var cardPaths = []string{".well-known/agent-card.json", ".well-known/agent.json"
 func cardURLs(u string) (tries []string, base string, err error) {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		return nil, "", &RemoteError{Kind: RemoteUnusable, Op: "resolve", Message: "the remote's URL " + strconv.Quote(redactURL(u)) + " is not an http or https URL"}
+		return nil, "", &Error{Kind: Unusable, Op: "resolve", Message: "the remote's URL " + strconv.Quote(redactURL(u)) + " is not an http or https URL"}
 	}
 	if i := strings.Index(p.Path, "/.well-known/"); i >= 0 || strings.HasSuffix(p.Path, ".json") {
 		b := *p
@@ -268,7 +259,7 @@ func redactURL(u string) string {
 	return p.String()
 }
 
-// ResolveRemote reads the remote's card and returns a client for it, with
+// Resolve reads the remote's card and returns a client for it, with
 // what the card says. The card is read at {base}/.well-known/agent-card.json,
 // then {base}/.well-known/agent.json; a spec URL that is a card's is read
 // as is. With spec.Binding auto, the binding is the card's v1.0 JSON-RPC
@@ -280,37 +271,37 @@ func redactURL(u string) string {
 //
 // hc may be nil (http.DefaultClient). Its Timeout, if any, bounds every
 // call, streams included: give one without and bound calls with ctx.
-func ResolveRemote(ctx context.Context, hc *http.Client, spec RemoteSpec, auth RemoteAuth) (*Remote, RemoteCard, error) {
+func Resolve(ctx context.Context, hc *http.Client, spec Spec, auth Auth) (*Client, Card, error) {
 	binding := spec.Binding
 	if binding == "" {
-		binding = BindingAuto
+		binding = mailbox.BindingAuto
 	}
 	switch binding {
-	case BindingAuto, BindingJSONRPC03, BindingJSONRPC10, BindingHTTPJSON10, BindingLegacy:
+	case mailbox.BindingAuto, mailbox.BindingJSONRPC03, mailbox.BindingJSONRPC10, mailbox.BindingHTTPJSON10, mailbox.BindingLegacy:
 	default:
-		return nil, RemoteCard{}, &RemoteError{Kind: RemoteUnusable, Op: "resolve",
+		return nil, Card{}, &Error{Kind: Unusable, Op: "resolve",
 			Message: "binding " + strconv.Quote(binding) + " is not one this client speaks; expected auto, jsonrpc-0.3, jsonrpc-1.0, http+json-1.0 or legacy (gRPC is not supported)"}
 	}
 	tries, base, err := cardURLs(spec.URL)
 	if err != nil {
-		return nil, RemoteCard{}, err
+		return nil, Card{}, err
 	}
-	c := &Remote{hc: hc, auth: &auth}
+	c := &Client{hc: hc, auth: &auth}
 	if c.hc == nil {
 		c.hc = http.DefaultClient
 	}
 	cw, cardURL, err := c.fetchCard(ctx, tries)
 	if err != nil {
-		var re *RemoteError
-		legacyWithoutCard := binding == BindingLegacy && errors.As(err, &re) && re.Kind == RemoteRefused
+		var re *Error
+		legacyWithoutCard := binding == mailbox.BindingLegacy && errors.As(err, &re) && re.Kind == Refused
 		if !legacyWithoutCard {
-			return nil, RemoteCard{}, err
+			return nil, Card{}, err
 		}
 	}
-	card := RemoteCard{Name: cw.Name, Description: cw.Description, Version: cw.Version, Skills: cw.Skills,
+	card := Card{Name: cw.Name, Description: cw.Description, Version: cw.Version, Skills: cw.Skills,
 		Streaming: cw.Capabilities.Streaming, CardURL: cardURL}
 	if card.Skills == nil {
-		card.Skills = []RemoteSkill{}
+		card.Skills = []Skill{}
 	}
 	for i, s := range card.Skills {
 		if s.Name == "" {
@@ -318,37 +309,37 @@ func ResolveRemote(ctx context.Context, hc *http.Client, spec RemoteSpec, auth R
 		}
 	}
 	switch binding {
-	case BindingLegacy:
+	case mailbox.BindingLegacy:
 		// The dialect has no streaming, whatever a card says.
-		card.Binding, card.Endpoint, card.Streaming = BindingLegacy, base, false
+		card.Binding, card.Endpoint, card.Streaming = mailbox.BindingLegacy, base, false
 	default:
 		b, endpoint, ok := cw.choose(binding)
 		switch {
 		case ok:
 			card.Binding, card.Endpoint = b, endpoint
-		case binding != BindingAuto:
+		case binding != mailbox.BindingAuto:
 			card.Binding, card.Endpoint = binding, base
 		default:
-			return nil, card, &RemoteError{Kind: RemoteUnusable, Op: "resolve",
+			return nil, card, &Error{Kind: Unusable, Op: "resolve",
 				Message: "the card at " + redactURL(cardURL) + " offers " + cw.offers() +
 					"; this client speaks JSON-RPC (v1.0 and v0.3) and HTTP+JSON (v1.0) only: gRPC is not supported. Serve one of those, or register the agent with --binding legacy if it speaks tasks/send"}
 		}
 	}
 	if _, err := url.Parse(card.Endpoint); err != nil || !strings.HasPrefix(card.Endpoint, "http") {
-		return nil, card, &RemoteError{Kind: RemoteMalformed, Op: "resolve", Message: "the card's interface URL " + strconv.Quote(redactURL(card.Endpoint)) + " is not an http or https URL"}
+		return nil, card, &Error{Kind: Malformed, Op: "resolve", Message: "the card's interface URL " + strconv.Quote(redactURL(card.Endpoint)) + " is not an http or https URL"}
 	}
-	r, err := NewRemote(hc, card, auth)
+	r, err := New(hc, card, auth)
 	return r, card, err
 }
 
 // fetchCard reads the first card of tries that exists. A 404 moves on to
 // the next; anything else is the answer.
-func (c *Remote) fetchCard(ctx context.Context, tries []string) (cardWire, string, error) {
+func (c *Client) fetchCard(ctx context.Context, tries []string) (cardWire, string, error) {
 	var last error
 	for _, u := range tries {
 		body, err := c.get(ctx, "GET card", u)
 		if err != nil {
-			var re *RemoteError
+			var re *Error
 			if errors.As(err, &re) && re.HTTPStatus == http.StatusNotFound {
 				last = err
 				continue
@@ -356,8 +347,8 @@ func (c *Remote) fetchCard(ctx context.Context, tries []string) (cardWire, strin
 			return cardWire{}, u, err
 		}
 		var cw cardWire
-		if err := json.Unmarshal(body, &cw); err != nil || !isObject(body) {
-			return cardWire{}, u, &RemoteError{Kind: RemoteMalformed, Op: "GET card",
+		if err := json.Unmarshal(body, &cw); err != nil || !wire.IsObject(body) {
+			return cardWire{}, u, &Error{Kind: Malformed, Op: "GET card",
 				Message: "the card at " + redactURL(u) + " is not a JSON agent card: " + c.auth.excerpt(body)}
 		}
 		return cw, u, nil
