@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -24,66 +21,33 @@ func runSend(ctx context.Context, e *env, args []string) error {
 		example: "mailroom send --from planner@local --to coder@local --intent 'fix the flaky test' --kind code --deadline 30m\nmailroom send --from planner@local --to coder@local --intent 'review' --context '{\"repo\":\"mailroom\",\"pr\":42}'\nmailroom send --file tasks.jsonl    # one task object a line (as POST /a2a/tasks takes it), sent 100 a request; - reads stdin",
 	})
 	cf := addClientFlags(fs, e)
-	from := fs.String("from", "", "sending agent, which later drains the result (required)")
-	to := fs.String("to", "", "recipient agent, which leases the task (required)")
-	intent := fs.String("intent", "", "what the recipient should do (required)")
-	kind := fs.String("kind", "", "task kind, such as review or summarize")
-	parent := fs.String("parent", "", "id of the task this one was split from (a unique prefix of 6+ characters will do while it is queued, in flight or has a result pending)")
-	deadline := fs.String("deadline", "", "deadline: a duration from now (10m) or an RFC 3339 time")
-	key := fs.String("idempotency-key", "", "key identifying the work, for de-duplication and safe requeue")
-	idempotent := fs.Bool("idempotent", false, "the task is safe to run twice (needs --idempotency-key)")
-	id := fs.String("id", "", "task id (a UUID); the daemon picks one when absent")
-	taskContext := fs.String("context", "", "structured input for the worker beside the intent: a JSON object, carried in its lease")
-	file := fs.String("file", "", "send the tasks in this file, one JSON task a line (- for stdin), in batches of 100; prints one line a task")
-	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON (with --file, one answer a line)")
+	var f sendFlags
+	f.bind(fs)
 	if _, err := parseExact(fs, args); err != nil {
 		return err
 	}
-	if *file != "" {
+	if f.file != "" {
 		for _, name := range []string{"from", "to", "intent", "kind", "parent", "deadline", "idempotency-key", "idempotent", "id", "context"} {
 			if given(fs, name) {
 				return usagef("--%s: the tasks of --file say everything about themselves; give one or the other", name)
 			}
 		}
-		return sendFile(ctx, e, cf, *file, *asJSON)
+		return sendFile(ctx, e, cf, f.file, f.json)
 	}
 	if err := required(fs, "from", "to", "intent"); err != nil {
 		return err
 	}
-	t := mailbox.Task{ID: *id, Sender: *from, Recipient: *to, IntentText: *intent}
-	if *kind != "" {
-		t.TaskKind = kind
-	}
-	if given(fs, "context") {
-		if !json.Valid([]byte(*taskContext)) {
-			return usagef("--context: got %q, which is not JSON; expected a JSON object such as '{\"repo\":\"mailroom\"}'", *taskContext)
-		}
-		t.Context = json.RawMessage(*taskContext)
-	}
-	if *deadline != "" {
-		ms, err := parseDeadline(*deadline, time.Now())
-		if err != nil {
-			return err
-		}
-		t.DeadlineMs = &ms
-	}
-	switch {
-	case *idempotent && *key == "":
-		return usagef("--idempotent needs --idempotency-key: the key is how a duplicate is recognised")
-	case *key != "":
-		safety := mailbox.DuplicateUnsafe
-		if *idempotent {
-			safety = mailbox.DuplicateIdempotent
-		}
-		t.Idempotency = &mailbox.Idempotency{DuplicateSafety: safety, Key: *key}
+	t, err := f.task(given(fs, "context"))
+	if err != nil {
+		return err
 	}
 	c, ctx, cancel, err := cf.connect(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	if *parent != "" {
-		if t.Parent, err = resolveTaskID(ctx, c, *parent, "--parent"); err != nil {
+	if f.parent != "" {
+		if t.Parent, err = resolveTaskID(ctx, c, f.parent, "--parent"); err != nil {
 			return err
 		}
 	}
@@ -91,7 +55,7 @@ func runSend(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if f.json {
 		return writeJSON(e.stdout, resp)
 	}
 	fmt.Fprintln(e.stdout, resp.TaskID)
@@ -99,6 +63,61 @@ func runSend(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "mailroom send: an identical idempotent task was already sent; its id is %s\n", resp.TaskID)
 	}
 	return nil
+}
+
+// sendFlags are send's flags as parsed.
+type sendFlags struct {
+	from, to, intent, kind, parent, deadline, key, id, context, file string
+	idempotent, json                                                 bool
+}
+
+func (f *sendFlags) bind(fs *verbFlags) {
+	fs.StringVar(&f.from, "from", "", "sending agent, which later drains the result (required)")
+	fs.StringVar(&f.to, "to", "", "recipient agent, which leases the task (required)")
+	fs.StringVar(&f.intent, "intent", "", "what the recipient should do (required)")
+	fs.StringVar(&f.kind, "kind", "", "task kind, such as review or summarize")
+	fs.StringVar(&f.parent, "parent", "", "id of the task this one was split from (a unique prefix of 6+ characters will do while it is queued, in flight or has a result pending)")
+	fs.StringVar(&f.deadline, "deadline", "", "deadline: a duration from now (10m) or an RFC 3339 time")
+	fs.StringVar(&f.key, "idempotency-key", "", "key identifying the work, for de-duplication and safe requeue")
+	fs.BoolVar(&f.idempotent, "idempotent", false, "the task is safe to run twice (needs --idempotency-key)")
+	fs.StringVar(&f.id, "id", "", "task id (a UUID); the daemon picks one when absent")
+	fs.StringVar(&f.context, "context", "", "structured input for the worker beside the intent: a JSON object, carried in its lease")
+	fs.StringVar(&f.file, "file", "", "send the tasks in this file, one JSON task a line (- for stdin), in batches of 100; prints one line a task")
+	fs.BoolVar(&f.json, "json", false, "print the daemon's answer as JSON (with --file, one answer a line)")
+}
+
+// task is the task the flags describe, but its parent, which may be a
+// prefix only the daemon can resolve. withContext says --context was
+// given (an empty one is refused, not ignored).
+func (f *sendFlags) task(withContext bool) (mailbox.Task, error) {
+	t := mailbox.Task{ID: f.id, Sender: f.from, Recipient: f.to, IntentText: f.intent}
+	if f.kind != "" {
+		t.TaskKind = &f.kind
+	}
+	if withContext {
+		if !json.Valid([]byte(f.context)) {
+			return t, usagef("--context: got %q, which is not JSON; expected a JSON object such as '{\"repo\":\"mailroom\"}'", f.context)
+		}
+		t.Context = json.RawMessage(f.context)
+	}
+	if f.deadline != "" {
+		ms, err := parseDeadline(f.deadline, time.Now())
+		if err != nil {
+			return t, err
+		}
+		t.DeadlineMs = &ms
+	}
+	switch {
+	case f.idempotent && f.key == "":
+		return t, usagef("--idempotent needs --idempotency-key: the key is how a duplicate is recognised")
+	case f.key != "":
+		safety := mailbox.DuplicateUnsafe
+		if f.idempotent {
+			safety = mailbox.DuplicateIdempotent
+		}
+		t.Idempotency = &mailbox.Idempotency{DuplicateSafety: safety, Key: f.key}
+	}
+	return t, nil
 }
 
 // parseDeadline reads a deadline relative to now ("10m") or absolute
@@ -227,119 +246,4 @@ func nonNilLeases(l []mailbox.LeasedTask) []mailbox.LeasedTask {
 		return []mailbox.LeasedTask{}
 	}
 	return l
-}
-
-// sendFile sends the tasks of a JSON-lines file (or stdin) in batches and
-// prints one line a task, in file order: its id, or why it was refused.
-// It fails (exit 1) when any task was refused.
-func sendFile(ctx context.Context, e *env, cf *clientFlags, path string, asJSON bool) error {
-	var in io.Reader
-	if path == "-" {
-		in = e.stdin
-		if in == nil {
-			in = os.Stdin
-		}
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return usagef("--file: %v", err)
-		}
-		defer f.Close()
-		in = f
-	}
-	c, ctx, cancel, err := cf.connect(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), mailbox.MaxBodyBytes)
-	// pending is one line waiting for its answer: a task to send, or the
-	// refusal it met already (answers are printed in file order).
-	type pending struct {
-		line    int
-		task    mailbox.Task
-		refusal *mailbox.BatchItem
-	}
-	var batch []pending
-	refused, line := 0, 0
-	report := func(line int, it mailbox.BatchItem) error {
-		if !it.OK() {
-			refused++
-		}
-		if asJSON {
-			it.Index = line
-			return writeJSON(e.stdout, it)
-		}
-		if it.OK() {
-			fmt.Fprintln(e.stdout, it.TaskID)
-		} else {
-			fmt.Fprintf(e.stdout, "error: line %d: %s\n", line, it.Message)
-		}
-		return nil
-	}
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		var tasks []mailbox.Task
-		for _, p := range batch {
-			if p.refusal == nil {
-				tasks = append(tasks, p.task)
-			}
-		}
-		var items []mailbox.BatchItem
-		if len(tasks) > 0 {
-			var err error
-			if items, err = c.SendBatch(ctx, tasks); err != nil {
-				return fmt.Errorf("sending lines %d to %d: %w (the lines before them were sent)", batch[0].line, batch[len(batch)-1].line, err)
-			}
-		}
-		k := 0
-		for _, p := range batch {
-			it := mailbox.BatchItem{}
-			if p.refusal != nil {
-				it = *p.refusal
-			} else {
-				it = items[k]
-				it.Message = strings.Replace(it.Message, fmt.Sprintf("tasks[%d]", k), "task", 1)
-				k++
-			}
-			if err := report(p.line, it); err != nil {
-				return err
-			}
-		}
-		batch = batch[:0]
-		return nil
-	}
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
-			continue
-		}
-		var t mailbox.Task
-		dec := json.NewDecoder(strings.NewReader(text))
-		dec.DisallowUnknownFields()
-		p := pending{line: line}
-		if err := dec.Decode(&t); err != nil {
-			p.refusal = &mailbox.BatchItem{Kind: mailbox.KindError, Code: mailbox.CodeInvalid, Message: "not a task: " + strings.TrimPrefix(err.Error(), "json: ")}
-		}
-		p.task = t
-		if batch = append(batch, p); len(batch) == mailbox.DefaultBatchMax {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading %s at line %d: %w", path, line+1, err)
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if refused > 0 {
-		return fmt.Errorf("%d of the tasks were refused (their lines say why); the others were sent", refused)
-	}
-	return nil
 }
