@@ -2,12 +2,10 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/mailroom/mailroom/daemon/store"
 	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -349,19 +347,6 @@ func (e *Engine) query(f mailbox.QueueFilter) mailbox.QueueView {
 	e.durableMu.RLock()
 	defer e.durableMu.RUnlock()
 	return e.durable.Query(f, now)
-}
-
-// Compact folds the log into a snapshot of the durable state.
-func (e *Engine) Compact(ctx context.Context) (mailbox.CompactOutcome, error) {
-	out, err := e.st.Compact(e.snapshot)
-	if err != nil {
-		if errors.Is(err, store.ErrClosed) {
-			return out, mailbox.Errorf(mailbox.CodeUnavailable, "the mailbox is shutting down")
-		}
-		return out, &mailbox.Error{Code: mailbox.CodeUnavailable, Message: "compaction failed, the log is unchanged: " + err.Error()}
-	}
-	e.log.Info("log compacted", "seq", out.Seq, "bytes_before", out.BytesBefore, "bytes_after", out.BytesAfter, "principal", mailbox.PrincipalFrom(ctx))
-	return out, nil
 }
 
 // View runs fn with the durable state, read-only. Tests read the state
