@@ -35,14 +35,93 @@ func openShared(t *testing.T, url, schema string) (*Engine, *pgstore.Store) {
 	return e, st
 }
 
+// asking is a shared store that tells the test each time the engine
+// hands it a question (Confirm: is my view current?, AppendUnit: a
+// decision): with the store's writer paused, that is where the question
+// waits.
+type asking struct {
+	*pgstore.Store
+	asked chan struct{}
+}
+
+func (a *asking) told() {
+	select {
+	case a.asked <- struct{}{}:
+	default: // a test waits for as many as it asked; more never block
+	}
+}
+
+func (a *asking) Confirm(ctx context.Context) error {
+	a.told()
+	return a.Store.Confirm(ctx)
+}
+
+func (a *asking) AppendUnit(evs []mailbox.Event, done func(error)) {
+	a.told()
+	a.Store.AppendUnit(evs, done)
+}
+
+// openAsking is openShared on a store that says when a question reaches
+// it.
+func openAsking(t *testing.T, url, schema string) (*Engine, *asking) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	holder := "i-" + uuid.NewString()[:8]
+	st, err := pgstore.Open(ctx, pgstore.Options{URL: url, Schema: schema, Holder: holder, Advertise: "http://" + holder,
+		CampaignInterval: 20 * time.Millisecond, SessionTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &asking{Store: st, asked: make(chan struct{}, 64)}
+	e, err := Open(w, Options{})
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, w
+}
+
+// waitAsked waits until n questions have reached the store.
+func (a *asking) waitAsked(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-a.asked:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("fewer than %d questions reached the store", n)
+		}
+	}
+}
+
+// drain forgets the questions asked so far.
+func (a *asking) drain() {
+	for {
+		select {
+		case <-a.asked:
+		default:
+			return
+		}
+	}
+}
+
+// waitLeading waits until the engine says the instance leads (or
+// follows, want false).
 func waitLeading(t *testing.T, e *Engine, want bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for e.Leading() != want {
-		if time.Now().After(deadline) {
+	sub := e.ListenRole()
+	defer sub.Close()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case l := <-sub.C():
+			if l.Leader == want {
+				return
+			}
+		case <-deadline:
 			t.Fatalf("the instance's leading is still %v", !want)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -56,7 +135,7 @@ func waitLeading(t *testing.T, e *Engine, want bool) {
 func TestAPausedLeaderAnswersNothingFromItsStaleState(t *testing.T) {
 	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, url, t.Name())
-	a, sa := openShared(t, url, schema)
+	a, sa := openAsking(t, url, schema)
 	waitLeading(t, a, true)
 	b, _ := openShared(t, url, schema)
 	ctx := context.Background()
@@ -125,10 +204,11 @@ func TestAPausedLeaderAnswersNothingFromItsStaleState(t *testing.T) {
 		},
 	}
 	answers := make(chan answer, len(questions))
+	sa.drain()
 	for _, q := range questions {
 		go func() { answers <- q() }()
 	}
-	time.Sleep(100 * time.Millisecond) // the questions wait on the paused writer
+	sa.waitAsked(t, len(questions)) // the questions wait on the paused writer
 	resume()
 	for range questions {
 		got := <-answers
@@ -156,7 +236,7 @@ func TestAPausedFollowerCatchesUpBeforeItAnswers(t *testing.T) {
 	schema := pgtest.Schema(t, url, t.Name())
 	a, _ := openShared(t, url, schema)
 	waitLeading(t, a, true)
-	b, sb := openShared(t, url, schema)
+	b, sb := openAsking(t, url, schema)
 	ctx := context.Background()
 	mustSend(t, a, "p@pg", "w@pg")
 	deadline := time.Now().Add(30 * time.Second)
@@ -169,9 +249,15 @@ func TestAPausedFollowerCatchesUpBeforeItAnswers(t *testing.T) {
 
 	resume := sb.Pause()
 	fresh := mustSend(t, a, "p@pg", "w@pg")
-	// Longer than the follower's lease on its view (4 campaign
-	// intervals): it knows it has not read the table since.
-	time.Sleep(150 * time.Millisecond)
+	// Past the follower's lease on its view (4 campaign intervals): it
+	// knows it has not read the table since.
+	for sb.CurrentAt(time.Now()) {
+		if time.Now().After(deadline) {
+			t.Fatal("the paused follower's view never stopped being current")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	sb.drain()
 	got := make(chan error, 2)
 	go func() {
 		rec, err := b.Task(ctx, fresh)
@@ -187,7 +273,7 @@ func TestAPausedFollowerCatchesUpBeforeItAnswers(t *testing.T) {
 		}
 		got <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // the questions wait on the paused writer
+	sb.waitAsked(t, 2) // the questions wait on the paused writer
 	resume()
 	for range 2 {
 		if err := <-got; err != nil {
