@@ -193,6 +193,21 @@ func roleLine(r *mailbox.StoreRole) string {
 
 // printStatus writes the totals, what of them is listed, and the lists.
 func printStatus(w io.Writer, rep statusReport, now time.Time) {
+	printTotals(w, rep)
+	waiting := printListed(w, rep)
+	if len(rep.Tasks) > 0 {
+		printTasks(w, rep.Tasks, now)
+	}
+	if waiting > 0 {
+		printWaiting(w, rep.Tasks, now)
+	}
+	if len(rep.Results) > 0 {
+		printResults(w, rep.Results, now)
+	}
+}
+
+// printTotals writes which instance answered and the mailbox's counts.
+func printTotals(w io.Writer, rep statusReport) {
 	if rep.Store != nil {
 		fmt.Fprintln(w, roleLine(rep.Store))
 	}
@@ -209,8 +224,14 @@ func printStatus(w io.Writer, rep statusReport, now time.Time) {
 	}
 	fmt.Fprintf(w, "%d queued, %d in flight, %s stale (leased over %s)%s, %d results pending\n",
 		n.Queued, n.InFlight, stale, time.Duration(n.StaleAfterMs)*time.Millisecond, waitingNote, n.ResultsPending)
+}
 
-	var queued, inFlight, waiting int
+// printListed says what of the totals the lists below hold, when that is
+// not all of them, and returns how many of the tasks listed wait on their
+// senders.
+func printListed(w io.Writer, rep statusReport) (waiting int) {
+	n := rep.Counts
+	var queued, inFlight int
 	for _, t := range rep.Tasks {
 		switch t.State {
 		case mailbox.TaskInFlight:
@@ -237,51 +258,56 @@ func printStatus(w io.Writer, rep statusReport, now time.Time) {
 		}
 		fmt.Fprintln(w)
 	}
+	return waiting
+}
 
-	if len(rep.Tasks) > 0 {
-		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "STATE\tTASK\tSENDER -> RECIPIENT\tKIND\tATTEMPT\tLEASE AGE\tLEASED TO\tINTENT")
-		for _, t := range rep.Tasks {
-			leaseAge := "-"
-			if t.State == mailbox.TaskInFlight {
-				leaseAge = age(now, t.LeasedAtMs)
-			}
-			if t.State == mailbox.TaskWaiting {
-				// A waiting task holds no lease; its age is how long its
-				// question has waited.
-				leaseAge = "waited " + age(now, t.WaitingSinceMs)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s -> %s\t%s\t%d\t%s\t%s\t%s\n", t.State, t.Task.ID, t.Task.Sender, t.Task.Recipient,
-				orDash(t.Task.Kind()), t.Attempt, leaseAge, orDash(t.LeasedTo), truncate(t.Task.IntentText, 48))
+func printTasks(w io.Writer, tasks []mailbox.QueueEntry, now time.Time) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATE\tTASK\tSENDER -> RECIPIENT\tKIND\tATTEMPT\tLEASE AGE\tLEASED TO\tINTENT")
+	for _, t := range tasks {
+		leaseAge := "-"
+		if t.State == mailbox.TaskInFlight {
+			leaseAge = age(now, t.LeasedAtMs)
 		}
-		tw.Flush()
-	}
-	if waiting > 0 {
-		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "WAITING TASK\tWAITING ON\tASKED BY\tWAITED\tTURNS\tQUESTION")
-		for _, t := range rep.Tasks {
-			if t.State != mailbox.TaskWaiting {
-				continue
-			}
-			q, _ := t.Task.Question()
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", t.Task.ID, t.Task.Sender, q.Agent, age(now, t.WaitingSinceMs), len(t.Task.Turns),
-				truncate(q.Status+": "+contentLine(mailbox.Result{Content: q.Content}), 60))
+		if t.State == mailbox.TaskWaiting {
+			// A waiting task holds no lease; its age is how long its
+			// question has waited.
+			leaseAge = "waited " + age(now, t.WaitingSinceMs)
 		}
-		tw.Flush()
+		fmt.Fprintf(tw, "%s\t%s\t%s -> %s\t%s\t%d\t%s\t%s\t%s\n", t.State, t.Task.ID, t.Task.Sender, t.Task.Recipient,
+			orDash(t.Task.Kind()), t.Attempt, leaseAge, orDash(t.LeasedTo), truncate(t.Task.IntentText, 48))
 	}
-	if len(rep.Results) > 0 {
-		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "RESULT FOR TASK\tSTATUS\tRECIPIENT -> SENDER\tWAITING\tCONTENT")
-		for _, r := range rep.Results {
-			status := r.Status
-			if r.Forced {
-				status += " (forced)"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s -> %s\t%s\t%s\n", r.TaskID, status, r.Recipient, r.Sender, age(now, r.PostedAtMs), truncate(contentLine(r.Result), 48))
+	tw.Flush()
+}
+
+// printWaiting lists the tasks waiting on their senders, with the
+// question each waits on.
+func printWaiting(w io.Writer, tasks []mailbox.QueueEntry, now time.Time) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WAITING TASK\tWAITING ON\tASKED BY\tWAITED\tTURNS\tQUESTION")
+	for _, t := range tasks {
+		if t.State != mailbox.TaskWaiting {
+			continue
 		}
-		tw.Flush()
+		q, _ := t.Task.Question()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", t.Task.ID, t.Task.Sender, q.Agent, age(now, t.WaitingSinceMs), len(t.Task.Turns),
+			truncate(q.Status+": "+contentLine(mailbox.Result{Content: q.Content}), 60))
 	}
+	tw.Flush()
+}
+
+func printResults(w io.Writer, results []mailbox.PendingResult, now time.Time) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RESULT FOR TASK\tSTATUS\tRECIPIENT -> SENDER\tWAITING\tCONTENT")
+	for _, r := range results {
+		status := r.Status
+		if r.Forced {
+			status += " (forced)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s -> %s\t%s\t%s\n", r.TaskID, status, r.Recipient, r.Sender, age(now, r.PostedAtMs), truncate(contentLine(r.Result), 48))
+	}
+	tw.Flush()
 }
