@@ -21,6 +21,18 @@ import (
 // since (retried meanwhile, by a colleague or the CLI) is skipped and
 // listed, never retried or dropped unseen.
 
+// pushDialog is an open retry or drop dialog on notifications.
+type pushDialog struct {
+	act  actionID
+	verb string // "Retry" or "Drop"
+	// ns are the notifications still to send: after a failure, only
+	// those the run did not reach.
+	ns            []mailbox.NotificationStatus
+	form          *tview.Form
+	info, message *tview.TextView
+	busy          bool
+}
+
 // openPushDialog opens the retry or drop dialog for the marked
 // notifications, or the selected one.
 func (c *Console) openPushDialog(act actionID) {
@@ -34,16 +46,7 @@ func (c *Console) openPushDialog(act actionID) {
 		}
 		idx = []int{i}
 	}
-	var ns []mailbox.NotificationStatus
-	notDead := 0
-	for _, i := range idx {
-		n := c.rows.deliveries[i]
-		if act == actPushRetry && n.State != mailbox.DeliveryDead {
-			notDead++
-			continue
-		}
-		ns = append(ns, n)
-	}
+	ns, notDead := c.pushTargets(act, idx)
 	if len(ns) == 0 {
 		n := c.rows.deliveries[idx[0]]
 		if len(idx) == 1 {
@@ -53,21 +56,60 @@ func (c *Console) openPushDialog(act actionID) {
 		}
 		return
 	}
-	verb, confirm := "Retry", "Retry now"
+	d := &pushDialog{act: act, verb: "Retry", ns: ns, form: tview.NewForm(),
+		info:    tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true),
+		message: tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true)}
 	if act == actPushDrop {
-		verb, confirm = "Drop", "Drop"
+		d.verb = "Drop"
 	}
-	if len(ns) > 1 {
-		confirm = fmt.Sprintf("%s %d", verb, len(ns))
-		if act == actPushRetry {
-			confirm += " now"
+	d.describe(notDead)
+	d.form.SetBorderPadding(0, 0, 1, 1)
+	d.form.AddInputField("reason", "", fieldWidth, nil, nil)
+	d.form.AddButton(d.confirmLabel(), func() { c.submitPush(d) })
+	d.form.AddButton("Cancel", c.closePushDialog)
+	d.form.SetCancelFunc(c.closePushDialog)
+	d.form.SetFocus(0)
+	c.showPushDialog(d)
+}
+
+// pushTargets are the notifications at idx of the Deliveries rows the
+// dialog acts on; a retry leaves out (and counts in notDead) those not
+// dead-lettered, which the daemon tries on its own.
+func (c *Console) pushTargets(act actionID, idx []int) (ns []mailbox.NotificationStatus, notDead int) {
+	for _, i := range idx {
+		n := c.rows.deliveries[i]
+		if act == actPushRetry && n.State != mailbox.DeliveryDead {
+			notDead++
+			continue
 		}
+		ns = append(ns, n)
 	}
-	info := tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true)
+	return ns, notDead
+}
+
+// confirmLabel is "Retry now", "Drop", "Retry 3 now", "Drop 3".
+func (d *pushDialog) confirmLabel() string {
+	if len(d.ns) == 1 {
+		if d.act == actPushDrop {
+			return "Drop"
+		}
+		return "Retry now"
+	}
+	confirm := fmt.Sprintf("%s %d", d.verb, len(d.ns))
+	if d.act == actPushRetry {
+		confirm += " now"
+	}
+	return confirm
+}
+
+// describe says what the dialog acts on: one notification in full, or
+// how many to each receiver.
+func (d *pushDialog) describe(notDead int) {
+	verb, ns := strings.ToLower(d.verb), d.ns
 	if len(ns) == 1 {
 		n := ns[0]
-		info.SetText(fmt.Sprintf("%s push notification [::b]%s[::-] (%s) of task %s, %s, to %s.\n%s",
-			strings.ToLower(verb), n.ID, n.State, n.TaskID, n.Event, tview.Escape(orDash(visible(n.URL))), pushDialogNote(act, ns)))
+		d.info.SetText(fmt.Sprintf("%s push notification [::b]%s[::-] (%s) of task %s, %s, to %s.\n%s",
+			verb, n.ID, n.State, n.TaskID, n.Event, tview.Escape(orDash(visible(n.URL))), pushDialogNote(d.act, ns)))
 	} else {
 		hooks := map[string]int{}
 		var order []string
@@ -82,84 +124,90 @@ func (c *Console) openPushDialog(act actionID) {
 		for _, u := range order {
 			list = append(list, fmt.Sprintf("%s (%d)", tview.Escape(orDash(u)), hooks[u]))
 		}
-		info.SetText(fmt.Sprintf("%s [::b]%d push notifications[::-] to %s.\n%s", strings.ToLower(verb), len(ns), strings.Join(list, ", "), pushDialogNote(act, ns)))
+		d.info.SetText(fmt.Sprintf("%s [::b]%d push notifications[::-] to %s.\n%s", verb, len(ns), strings.Join(list, ", "), pushDialogNote(d.act, ns)))
 	}
 	if notDead > 0 {
-		info.SetText(info.GetText(false) + fmt.Sprintf("\n[yellow]%d of the marked are not dead-lettered: the daemon tries them on its own, so they are left alone.[-]", notDead))
+		d.info.SetText(d.info.GetText(false) + fmt.Sprintf("\n[yellow]%d of the marked are not dead-lettered: the daemon tries them on its own, so they are left alone.[-]", notDead))
 	}
-	message := tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetWordWrap(true)
-	form := tview.NewForm()
-	form.SetBorderPadding(0, 0, 1, 1)
-	form.AddInputField("reason", "", fieldWidth, nil, nil)
-	closeDialog := func() {
-		c.pages.RemovePage(pageDialog)
-		c.focusPane(c.focus)
+}
+
+// closePushDialog closes the retry or drop dialog.
+func (c *Console) closePushDialog() {
+	c.pages.RemovePage(pageDialog)
+	c.focusPane(c.focus)
+}
+
+// submitPush checks the reason (a drop's is required) and sends the
+// repairs off the UI goroutine; the outcome comes back through
+// QueueUpdateDraw.
+func (c *Console) submitPush(d *pushDialog) {
+	if d.busy {
+		return
 	}
-	busy := false
-	form.AddButton(confirm, func() {
-		if busy {
-			return
-		}
-		reason := strings.TrimSpace(form.GetFormItemByLabel("reason").(*tview.InputField).GetText())
-		if act == actPushDrop && reason == "" {
-			message.SetText("[red]a reason is required: say why, it goes into the audit history[-]")
-			form.SetFocus(0)
-			c.app.SetFocus(form)
-			return
-		}
-		busy = true
-		message.SetText("[yellow]sending…[-]")
-		ctx := c.runCtx
-		c.bg.spawn(func() {
-			out := c.pushRepairs(ctx, act, ns, reason)
-			c.app.QueueUpdateDraw(func() {
-				busy = false
-				if out.err != nil {
-					// The dialog stays, with the daemon's words, and
-					// only what is left to do.
-					ns = out.rest
-					prefix := ""
-					if out.done > 0 || len(out.skipped) > 0 {
-						prefix = out.summary(act) + "; "
-					}
-					message.SetText("[red]" + tview.Escape(prefix+mailbox.ErrorMessage(out.err)) + "[-]")
-					return
-				}
-				closeDialog()
-				switch {
-				case len(out.skipped) > 0:
-					c.showPushOutcome(act, out)
-				case out.done == 1 && act == actPushRetry:
-					c.flash(true, "notification "+ns[0].ID+" is back in line")
-				case out.done == 1:
-					c.flash(true, "notification "+ns[0].ID+" dropped")
-				default:
-					c.flash(true, out.summary(act))
-				}
-			})
-		})
+	reason := strings.TrimSpace(d.form.GetFormItemByLabel("reason").(*tview.InputField).GetText())
+	if d.act == actPushDrop && reason == "" {
+		d.message.SetText("[red]a reason is required: say why, it goes into the audit history[-]")
+		d.form.SetFocus(0)
+		c.app.SetFocus(d.form)
+		return
+	}
+	d.busy = true
+	d.message.SetText("[yellow]sending…[-]")
+	ctx, ns := c.runCtx, d.ns
+	c.bg.spawn(func() {
+		out := c.pushRepairs(ctx, d.act, ns, reason)
+		c.app.QueueUpdateDraw(func() { c.pushDone(d, out) })
 	})
-	form.AddButton("Cancel", closeDialog)
-	form.SetCancelFunc(closeDialog)
-	form.SetFocus(0)
+}
+
+// pushDone shows what a retry or drop did; it runs on the UI goroutine.
+// A failure keeps the dialog open with the daemon's words, and only what
+// is left to do.
+func (c *Console) pushDone(d *pushDialog, out pushOutcome) {
+	d.busy = false
+	if out.err != nil {
+		d.ns = out.rest
+		prefix := ""
+		if out.done > 0 || len(out.skipped) > 0 {
+			prefix = out.summary(d.act) + "; "
+		}
+		d.message.SetText("[red]" + tview.Escape(prefix+mailbox.ErrorMessage(out.err)) + "[-]")
+		return
+	}
+	c.closePushDialog()
+	switch {
+	case len(out.skipped) > 0:
+		c.showPushOutcome(d.act, out)
+	case out.done == 1 && d.act == actPushRetry:
+		c.flash(true, "notification "+d.ns[0].ID+" is back in line")
+	case out.done == 1:
+		c.flash(true, "notification "+d.ns[0].ID+" dropped")
+	default:
+		c.flash(true, out.summary(d.act))
+	}
+}
+
+// showPushDialog puts the dialog in front: the description, the reason
+// and the buttons, and the message, sized to the screen.
+func (c *Console) showPushDialog(d *pushDialog) {
 	box := tview.NewFlex().SetDirection(tview.FlexRow).
-		AddItem(info, 0, 0, false).
-		AddItem(form, 3, 0, true).
-		AddItem(message, 0, 1, false)
-	title := " " + verb + " push notification "
-	if len(ns) > 1 {
-		title = fmt.Sprintf(" %s %d push notifications ", verb, len(ns))
+		AddItem(d.info, 0, 0, false).
+		AddItem(d.form, 3, 0, true).
+		AddItem(d.message, 0, 1, false)
+	title := " " + d.verb + " push notification "
+	if len(d.ns) > 1 {
+		title = fmt.Sprintf(" %s %d push notifications ", d.verb, len(d.ns))
 	}
 	box.SetBorder(true).SetTitle(title).SetBorderColor(tcell.ColorYellow)
 	c.pages.AddPage(pageDialog, &modal{Primitive: box, size: func(sw, sh int) (int, int) {
 		w := min(dialogWidth, sw)
-		infoRows := wrappedRows(info.GetText(false), w-2)
-		msgRows := max(1, wrappedRows(message.GetText(false), w-2))
+		infoRows := wrappedRows(d.info.GetText(false), w-2)
+		msgRows := max(1, wrappedRows(d.message.GetText(false), w-2))
 		h := min(2+infoRows+3+msgRows, sh)
-		box.ResizeItem(info, max(1, min(infoRows, h-2-3-1)), 0)
+		box.ResizeItem(d.info, max(1, min(infoRows, h-2-3-1)), 0)
 		return w, h
 	}}, true, true)
-	c.app.SetFocus(form)
+	c.app.SetFocus(d.form)
 }
 
 // pushOutcome is what a retry or drop of notifications did.

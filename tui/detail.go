@@ -112,10 +112,34 @@ func renderDetail(id string, d detail, nowMs int64) string {
 		return b.String()
 	}
 	r := d.record
-	fmt.Fprintf(&b, "[::b]task[::-] %s\n", escapeTags(r.Task.ID))
-	fmt.Fprintf(&b, "[::b]state[::-] %s   [::b]attempt[::-] %d   [::b]duplicate safety[::-] %s\n", r.State, r.Attempt, escapeTags(r.Task.DuplicateSafety()))
-	fmt.Fprintf(&b, "[::b]sender[::-] %s -> [::b]recipient[::-] %s   [::b]kind[::-] %s\n", escapeTags(r.Task.Sender), escapeTags(r.Task.Recipient), escapeTags(orDash(r.Task.Kind())))
-	fmt.Fprintf(&b, "[::b]intent[::-] %s\n", escapeTags(r.Task.IntentText))
+	renderTaskHead(&b, d, nowMs)
+	renderFamily(&b, d)
+
+	// Repairs first: they are few, and they are why an operator opens a
+	// task from the Audit pane; a long lease history would push them below
+	// the fold.
+	renderRepairs(&b, d, nowMs)
+	renderTurns(&b, r.Task.Turns)
+	renderLeaseHistory(&b, r.History)
+
+	if d.result != nil {
+		b.WriteString("\n[::b]Pending result[::-]\n")
+		b.WriteString(escapeTags(indentJSON(d.result)) + "\n")
+	}
+	b.WriteString("\n[::b]Record[::-]\n")
+	b.WriteString(escapeTags(indentJSON(r)) + "\n")
+	return b.String()
+}
+
+// renderTaskHead writes what the task is and where it stands: its fields,
+// where it came from (A2A, Covenant), who canceled it, its lease, its
+// remote delivery and the question it waits on.
+func renderTaskHead(b *strings.Builder, d detail, nowMs int64) {
+	r := d.record
+	fmt.Fprintf(b, "[::b]task[::-] %s\n", escapeTags(r.Task.ID))
+	fmt.Fprintf(b, "[::b]state[::-] %s   [::b]attempt[::-] %d   [::b]duplicate safety[::-] %s\n", r.State, r.Attempt, escapeTags(r.Task.DuplicateSafety()))
+	fmt.Fprintf(b, "[::b]sender[::-] %s -> [::b]recipient[::-] %s   [::b]kind[::-] %s\n", escapeTags(r.Task.Sender), escapeTags(r.Task.Recipient), escapeTags(orDash(r.Task.Kind())))
+	fmt.Fprintf(b, "[::b]intent[::-] %s\n", escapeTags(r.Task.IntentText))
 	if c := r.Task.Context; c != nil {
 		// One line; the whole value is in the record below.
 		var buf bytes.Buffer
@@ -123,37 +147,48 @@ func renderDetail(id string, d detail, nowMs int64) string {
 		if json.Compact(&buf, c) == nil {
 			line = buf.String()
 		}
-		fmt.Fprintf(&b, "[::b]task context[::-] %s\n", escapeTags(truncate(line, 400)))
+		fmt.Fprintf(b, "[::b]task context[::-] %s\n", escapeTags(truncate(line, 400)))
 	}
 	if o := r.Task.A2A; o != nil {
-		renderA2A(&b, o)
+		renderA2A(b, o)
 	}
 	if o := r.Task.Covenant; o != nil {
 		// Sent through Covenant's dialect: the keys its AgentIds carried.
-		fmt.Fprintf(&b, "[::b]covenant[::-] sender key %s\n[::b]covenant[::-] recipient key %s\n", escapeTags(o.SenderPubkey), escapeTags(o.RecipientPubkey))
+		fmt.Fprintf(b, "[::b]covenant[::-] sender key %s\n[::b]covenant[::-] recipient key %s\n", escapeTags(o.SenderPubkey), escapeTags(o.RecipientPubkey))
 	}
 	if r.State == mailbox.TaskCanceled {
-		for i := len(r.History) - 1; i >= 0; i-- {
-			if h := r.History[i]; h.Type == mailbox.EventTaskCanceled {
-				fmt.Fprintf(&b, "[yellow]canceled[-] by %s at %s", escapeTags(orDash(h.Principal)), formatClock(h.AtMs))
-				if h.Reason != "" {
-					fmt.Fprintf(&b, ": %s", escapeTags(h.Reason))
-				}
-				b.WriteString("\n")
-				break
-			}
-		}
+		renderCanceled(b, r.History)
 	}
 	if r.LeaseID != "" {
-		fmt.Fprintf(&b, "[::b]lease[::-] %s held by %s since %s\n", r.LeaseID, escapeTags(r.LeasedTo), formatClock(r.LeasedAtMs))
+		fmt.Fprintf(b, "[::b]lease[::-] %s held by %s since %s\n", r.LeaseID, escapeTags(r.LeasedTo), formatClock(r.LeasedAtMs))
 	}
-	renderRemote(&b, d, nowMs)
+	renderRemote(b, d, nowMs)
 	if since := r.WaitingSince(); since != 0 {
 		q, _ := r.Task.Question()
-		fmt.Fprintf(&b, "[aqua::b]waiting on[-::-] %s since %s (%s): %s\n", escapeTags(r.Task.Sender), formatClock(since),
+		fmt.Fprintf(b, "[aqua::b]waiting on[-::-] %s since %s (%s): %s\n", escapeTags(r.Task.Sender), formatClock(since),
 			formatAge(msAge(nowMs, since)), escapeTags(q.Status))
 	}
-	// Parent and children are links (regions) in the order links() lists.
+}
+
+// renderCanceled says who canceled the task, when, and why: the last
+// cancel in its history.
+func renderCanceled(b *strings.Builder, history []mailbox.HistoryEntry) {
+	for i := len(history) - 1; i >= 0; i-- {
+		if h := history[i]; h.Type == mailbox.EventTaskCanceled {
+			fmt.Fprintf(b, "[yellow]canceled[-] by %s at %s", escapeTags(orDash(h.Principal)), formatClock(h.AtMs))
+			if h.Reason != "" {
+				fmt.Fprintf(b, ": %s", escapeTags(h.Reason))
+			}
+			b.WriteString("\n")
+			break
+		}
+	}
+}
+
+// renderFamily writes the task's parent and children as links (regions),
+// in the order links() lists them.
+func renderFamily(b *strings.Builder, d detail) {
+	r := d.record
 	link := 0
 	linkTo := func(id string) string {
 		s := `["` + linkRegion(link) + `"]` + escapeTags(id) + `[""]`
@@ -163,32 +198,29 @@ func renderDetail(id string, d detail, nowMs int64) string {
 	if r.Task.Parent == "" {
 		b.WriteString("[::b]parent[::-] -\n")
 	} else {
-		fmt.Fprintf(&b, "[::b]parent[::-] %s\n", linkTo(r.Task.Parent))
+		fmt.Fprintf(b, "[::b]parent[::-] %s\n", linkTo(r.Task.Parent))
 	}
 	if len(d.children) == 0 {
 		b.WriteString("[::b]children[::-] -\n")
-	} else {
-		// One a line: a full id must not wrap at its dashes.
-		for i, id := range d.children {
-			label := "         "
-			if i == 0 {
-				label = "[::b]children[::-] "
-			}
-			b.WriteString(label + linkTo(id) + "\n")
-		}
+		return
 	}
+	// One a line: a full id must not wrap at its dashes.
+	for i, id := range d.children {
+		label := "         "
+		if i == 0 {
+			label = "[::b]children[::-] "
+		}
+		b.WriteString(label + linkTo(id) + "\n")
+	}
+}
 
-	// Repairs first: they are few, and they are why an operator opens a
-	// task from the Audit pane; a long lease history would push them below
-	// the fold.
-	renderRepairs(&b, d, nowMs)
-	renderTurns(&b, r.Task.Turns)
-
+// renderLeaseHistory writes the task's history, two lines an event: the
+// second carries the full lease id and holder, which do not fit beside
+// the rest on an 80-column terminal.
+func renderLeaseHistory(b *strings.Builder, history []mailbox.HistoryEntry) {
 	b.WriteString("\n[::b]Lease history[::-]\n")
-	// Two lines an event: the second carries the full lease id and holder,
-	// which do not fit beside the rest on an 80-column terminal.
-	fmt.Fprintf(&b, "[gray]%-8s %-8s %-19s %-4s %s[-]\n", "SEQ", "TIME", "EVENT", "ATT", "DETAIL")
-	for _, h := range r.History {
+	fmt.Fprintf(b, "[gray]%-8s %-8s %-19s %-4s %s[-]\n", "SEQ", "TIME", "EVENT", "ATT", "DETAIL")
+	for _, h := range history {
 		var more []string
 		if h.Status != "" {
 			more = append(more, "status "+h.Status)
@@ -208,19 +240,11 @@ func renderDetail(id string, d detail, nowMs int64) string {
 		if h.RemoteTaskID != "" {
 			more = append(more, "remote task "+visible(h.RemoteTaskID))
 		}
-		fmt.Fprintf(&b, "%-8d %-8s %-19s %-4d %s\n", h.Seq, formatClock(h.AtMs), h.Type, h.Attempt, escapeTags(strings.Join(more, ", ")))
+		fmt.Fprintf(b, "%-8d %-8s %-19s %-4d %s\n", h.Seq, formatClock(h.AtMs), h.Type, h.Attempt, escapeTags(strings.Join(more, ", ")))
 		if h.LeaseID != "" || h.LeasedTo != "" {
-			fmt.Fprintf(&b, "%-8s lease %s  leased to %s\n", "", orDash(h.LeaseID), escapeTags(orDash(h.LeasedTo)))
+			fmt.Fprintf(b, "%-8s lease %s  leased to %s\n", "", orDash(h.LeaseID), escapeTags(orDash(h.LeasedTo)))
 		}
 	}
-
-	if d.result != nil {
-		b.WriteString("\n[::b]Pending result[::-]\n")
-		b.WriteString(escapeTags(indentJSON(d.result)) + "\n")
-	}
-	b.WriteString("\n[::b]Record[::-]\n")
-	b.WriteString(escapeTags(indentJSON(r)) + "\n")
-	return b.String()
 }
 
 // turnRunes bounds one turn's text in the conversation; the record below

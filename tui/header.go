@@ -74,45 +74,16 @@ func (v *fitView) Draw(screen tcell.Screen) {
 // headerText writes the two header lines for width cells: where and how
 // the console is connected, then the counts.
 func (c *Console) headerText(width int) string {
+	return fitSegments(c.headerTop(width), width, "   ", "  ") + "\n" + fitSegments(c.headerCounts(), width, "   ", "  ")
+}
+
+// headerTop is the first header line: the daemon and whom the token
+// speaks for, the instance's part, the connection, and the modes.
+func (c *Console) headerTop(width int) []segment {
 	st := c.status
-	var top []segment
-	addr := escapeTags(c.opts.Addr)
-	// Whom repairs are recorded under, next to where they go: an operator
-	// holding two tokens must see which one this console uses.
-	who, short := "", ""
-	switch {
-	case c.whoErr != nil:
-		who = " [red]token refused: " + escapeTags(oneLine(c.whoErr.Error())) + "[-]"
-		short = " [red]token refused[-]"
-	case c.who != nil && !c.who.Auth:
-		who = " [gray]no auth[-]"
-	case c.who != nil:
-		who = " as [::b]" + escapeTags(c.who.Principal) + "[::-]"
-		short = " as [::b]" + escapeTags(truncate(c.who.Principal, agentCap(width))) + "[::-]"
-	case c.opts.Principal != "":
-		who = " as [::b]" + escapeTags(c.opts.Principal) + "[::-]"
-		short = " as [::b]" + escapeTags(truncate(c.opts.Principal, agentCap(width))) + "[::-]"
-	default:
-		// Until the daemon answers, nobody knows whether it has tokens.
-		who = " [gray]whoami…[-]"
-	}
-	if short == "" {
-		short = who
-	}
-	top = append(top, segment{prio: 100, variants: []string{"[::b]mailroom[::-] " + addr + who, addr + who, addr + short}})
+	top := []segment{c.whereSegment(width)}
 	if r := c.role; r != nil {
-		switch {
-		case r.Role == "leader":
-			top = append(top, segment{prio: 85, variants: []string{fmt.Sprintf("[green]leader[-] (epoch %d)", r.Epoch), "[green]leader[-]"}})
-		case r.LeaderURL == "":
-			top = append(top, segment{prio: 85, variants: []string{"[yellow]follower, no leader (election)[-]", "[yellow]no leader[-]"}})
-		default:
-			behind := ""
-			if r.Behind > 0 {
-				behind = fmt.Sprintf(", %s behind", commas(int(r.Behind)))
-			}
-			top = append(top, segment{prio: 85, variants: []string{"follower of " + escapeTags(r.LeaderURL) + behind, "follower"}})
-		}
+		top = append(top, roleSegment(r))
 	}
 	switch {
 	case !st.connSeen:
@@ -138,33 +109,61 @@ func (c *Console) headerText(width int) string {
 	} else if c.who != nil && !c.keys.has(actRequeue) && !c.keys.has(actForceError) {
 		top = append(top, segment{prio: 70, variants: []string{"[aqua]no repair rights[-]", ""}})
 	}
+	return top
+}
 
-	staleN := c.rows.countStale(staleness{nowMs: c.opts.Now().UnixMilli(), afterMs: c.opts.StaleAfter.Milliseconds()})
+// whereSegment says where the console is connected and whom repairs are
+// recorded under, next to where they go: an operator holding two tokens
+// must see which one this console uses.
+func (c *Console) whereSegment(width int) segment {
+	addr := escapeTags(c.opts.Addr)
+	who, short := "", ""
+	switch {
+	case c.whoErr != nil:
+		who = " [red]token refused: " + escapeTags(oneLine(c.whoErr.Error())) + "[-]"
+		short = " [red]token refused[-]"
+	case c.who != nil && !c.who.Auth:
+		who = " [gray]no auth[-]"
+	case c.who != nil:
+		who = " as [::b]" + escapeTags(c.who.Principal) + "[::-]"
+		short = " as [::b]" + escapeTags(truncate(c.who.Principal, agentCap(width))) + "[::-]"
+	case c.opts.Principal != "":
+		who = " as [::b]" + escapeTags(c.opts.Principal) + "[::-]"
+		short = " as [::b]" + escapeTags(truncate(c.opts.Principal, agentCap(width))) + "[::-]"
+	default:
+		// Until the daemon answers, nobody knows whether it has tokens.
+		who = " [gray]whoami…[-]"
+	}
+	if short == "" {
+		short = who
+	}
+	return segment{prio: 100, variants: []string{"[::b]mailroom[::-] " + addr + who, addr + who, addr + short}}
+}
+
+// roleSegment says the instance's part in a shared mailbox.
+func roleSegment(r *mailbox.StoreRole) segment {
+	switch {
+	case r.Role == "leader":
+		return segment{prio: 85, variants: []string{fmt.Sprintf("[green]leader[-] (epoch %d)", r.Epoch), "[green]leader[-]"}}
+	case r.LeaderURL == "":
+		return segment{prio: 85, variants: []string{"[yellow]follower, no leader (election)[-]", "[yellow]no leader[-]"}}
+	}
+	behind := ""
+	if r.Behind > 0 {
+		behind = fmt.Sprintf(", %s behind", commas(int(r.Behind)))
+	}
+	return segment{prio: 85, variants: []string{"follower of " + escapeTags(r.LeaderURL) + behind, "follower"}}
+}
+
+// headerCounts is the second header line: the counts an incident starts
+// from, the event rate and the seq.
+func (c *Console) headerCounts() []segment {
+	st := c.status
+	now := staleness{nowMs: c.opts.Now().UnixMilli(), afterMs: c.opts.StaleAfter.Milliseconds()}
+	staleN := c.rows.countStale(now)
 	stale := "stale 0"
 	if staleN > 0 {
 		stale = "[red::b]stale " + commas(staleN) + "[-::-]"
-	}
-	// Questions unanswered past the stale limit make the waiting count
-	// red and as important as the stale leases: both are incidents. With
-	// nothing waiting, the count is what a narrow header drops first.
-	waitingN := c.rows.len(paneWaiting)
-	waiting := segment{prio: 75, variants: []string{"waiting " + commas(waitingN)}}
-	switch staleW := c.rows.countStaleWaiting(staleness{nowMs: c.opts.Now().UnixMilli(), afterMs: c.opts.StaleAfter.Milliseconds()}); {
-	case staleW > 0:
-		waiting = segment{prio: 95, variants: []string{
-			"[red::b]waiting " + commas(waitingN) + " (" + commas(staleW) + " stale)[-::-]",
-			"[red::b]" + staleMarker + "waiting " + commas(waitingN) + "[-::-]",
-		}}
-	case waitingN == 0:
-		waiting = segment{prio: 40, variants: []string{"waiting 0", ""}}
-	}
-	perS := float64(sum(c.spark[len(c.spark)-rateSeconds:])) / rateSeconds
-	rate := fmt.Sprintf("events/s %.1f", perS)
-	spark, seq := c.spark, "seq "+commas(int(st.seq))
-	if c.sigMode {
-		// The digest of what a frame would show leaves out what every
-		// event changes (redraw.go): the same widths, no figures.
-		rate, spark, seq = zeroDigits(rate), [sparkSeconds]int{}, zeroDigits(seq)
 	}
 	bottom := []segment{
 		{prio: 90, variants: []string{"queued " + commas(c.rows.len(paneQueue))}},
@@ -173,15 +172,51 @@ func (c *Console) headerText(width int) string {
 	}
 	// What an incident starts from, said where it is seen on any terminal:
 	// agents probably gone (5 finds them) and dead letters (7).
-	if n := c.rows.countGone(staleness{nowMs: c.opts.Now().UnixMilli(), afterMs: c.opts.StaleAfter.Milliseconds()}); n > 0 {
+	if n := c.rows.countGone(now); n > 0 {
 		bottom = append(bottom, segment{prio: 98, variants: []string{"[red::b]gone " + commas(n) + "[-::-]"}})
 	}
 	if n := c.rows.countDead(); n > 0 {
 		bottom = append(bottom, segment{prio: 96, variants: []string{"[red::b]dead letters " + commas(n) + "[-::-]", "[red::b]dead " + commas(n) + "[-::-]"}})
 	}
-	bottom = append(bottom, []segment{
-		waiting,
-		{prio: 80, variants: []string{"results pending " + commas(c.rows.len(paneResults)), "results " + commas(c.rows.len(paneResults))}},
+	bottom = append(bottom, c.waitingSegment(now),
+		segment{prio: 80, variants: []string{"results pending " + commas(c.rows.len(paneResults)), "results " + commas(c.rows.len(paneResults))}})
+	bottom = append(bottom, c.rateSegments()...)
+	if st.connSeen && (!st.conn.Live || st.gap != nil) {
+		bottom = append(bottom, segment{prio: 95, variants: []string{"[yellow]showing the last state received (stale)[-]", "[yellow](stale)[-]"}})
+	}
+	return bottom
+}
+
+// waitingSegment counts the tasks waiting on their senders. Questions
+// unanswered past the stale limit make the count red and as important as
+// the stale leases: both are incidents. With nothing waiting, the count
+// is what a narrow header drops first.
+func (c *Console) waitingSegment(now staleness) segment {
+	waitingN := c.rows.len(paneWaiting)
+	switch staleW := c.rows.countStaleWaiting(now); {
+	case staleW > 0:
+		return segment{prio: 95, variants: []string{
+			"[red::b]waiting " + commas(waitingN) + " (" + commas(staleW) + " stale)[-::-]",
+			"[red::b]" + staleMarker + "waiting " + commas(waitingN) + "[-::-]",
+		}}
+	case waitingN == 0:
+		return segment{prio: 40, variants: []string{"waiting 0", ""}}
+	}
+	return segment{prio: 75, variants: []string{"waiting " + commas(waitingN)}}
+}
+
+// rateSegments are the events per second with their sparkline, and the
+// seq.
+func (c *Console) rateSegments() []segment {
+	perS := float64(sum(c.spark[len(c.spark)-rateSeconds:])) / rateSeconds
+	rate := fmt.Sprintf("events/s %.1f", perS)
+	spark, seq := c.spark, "seq "+commas(int(c.status.seq))
+	if c.sigMode {
+		// The digest of what a frame would show leaves out what every
+		// event changes (redraw.go): the same widths, no figures.
+		rate, spark, seq = zeroDigits(rate), [sparkSeconds]int{}, zeroDigits(seq)
+	}
+	return []segment{
 		{prio: 60, variants: []string{
 			rate + " [aqua]" + sparkline(spark[:]) + "[-]",
 			rate + " [aqua]" + sparkline(spark[len(spark)-30:]) + "[-]",
@@ -189,11 +224,7 @@ func (c *Console) headerText(width int) string {
 			rate, "",
 		}},
 		{prio: 50, variants: []string{seq, ""}},
-	}...)
-	if st.connSeen && (!st.conn.Live || st.gap != nil) {
-		bottom = append(bottom, segment{prio: 95, variants: []string{"[yellow]showing the last state received (stale)[-]", "[yellow](stale)[-]"}})
 	}
-	return fitSegments(top, width, "   ", "  ") + "\n" + fitSegments(bottom, width, "   ", "  ")
 }
 
 // rateSeconds is the window the header's events/s averages over.

@@ -290,26 +290,8 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 		if vp.agent != "" && !r.involves(p, i, vp.agent) {
 			continue
 		}
-		if filter != "" && p == paneAgents {
-			if !containsFold(r.agents[i].Agent, filter) {
-				continue
-			}
-		} else if filter != "" && p == paneAudit {
-			if !auditMatches(&r.audit[i], filter) {
-				continue
-			}
-		} else if filter != "" && p == paneDeliveries {
-			if !deliveryMatches(&r.deliveries[i], filter) {
-				continue
-			}
-		} else if filter != "" {
-			id, sender, recipient, kind, intent := r.fields(p, i)
-			if !containsFold(id, filter) && !containsFold(sender, filter) && !containsFold(recipient, filter) &&
-				!containsFold(kind, filter) && !containsFold(intent, filter) &&
-				(p != paneWaiting || !containsFold(questionText(&r.waiting[i].Task), filter)) &&
-				(p != paneLeases || !r.remoteMatches(r.leases[i].LeaseID, filter)) {
-				continue
-			}
+		if filter != "" && !r.matches(p, i, filter) {
+			continue
 		}
 		idx = append(idx, int32(i))
 	}
@@ -321,6 +303,24 @@ func selectRows(r *rows, p paneID, vp viewParams, st staleness) []int32 {
 		sortRows(r, p, vp.sort, idx)
 	}
 	return idx
+}
+
+// matches reports whether row i of pane p has filter in a field the pane
+// shows.
+func (r *rows) matches(p paneID, i int, filter string) bool {
+	switch p {
+	case paneAgents:
+		return containsFold(r.agents[i].Agent, filter)
+	case paneAudit:
+		return auditMatches(&r.audit[i], filter)
+	case paneDeliveries:
+		return deliveryMatches(&r.deliveries[i], filter)
+	}
+	id, sender, recipient, kind, intent := r.fields(p, i)
+	return containsFold(id, filter) || containsFold(sender, filter) || containsFold(recipient, filter) ||
+		containsFold(kind, filter) || containsFold(intent, filter) ||
+		p == paneWaiting && containsFold(questionText(&r.waiting[i].Task), filter) ||
+		p == paneLeases && r.remoteMatches(r.leases[i].LeaseID, filter)
 }
 
 // sortAgents puts the agents that are probably gone first, the longest
