@@ -9,7 +9,6 @@ package tui
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -80,14 +79,6 @@ type Options struct {
 // DefaultStaleAfter is how old a lease gets before it is shown as stale.
 const DefaultStaleAfter = 5 * time.Minute
 
-// frameInterval caps drawing at about 30 frames a second, however fast
-// events arrive.
-const frameInterval = time.Second / 30
-
-// idleLookInterval is how often the drawing loop looks for changes once
-// nothing changed for a second.
-const idleLookInterval = 100 * time.Millisecond
-
 // repairTimeout bounds one repair request, so a hung daemon cannot leave a
 // dialog waiting forever.
 const repairTimeout = 30 * time.Second
@@ -144,8 +135,10 @@ type Console struct {
 	sigMode  bool
 	overlay  atomic.Bool
 	wakeMs   atomic.Int64
-	// draws counts the frames drawn, changed or not.
-	draws atomic.Uint64
+	// draws counts the frames drawn, changed or not; looks the drawing
+	// loop's looks, drawn or not (redraw.go): a test that a console
+	// draws nothing waits on the looks, not on the clock.
+	draws, looks atomic.Uint64
 
 	runCtx context.Context
 	quit   context.CancelFunc
@@ -335,85 +328,6 @@ func (c *Console) readStream(ctx context.Context) {
 	}
 }
 
-// drawLoop is the only source of redraws not caused by a key. It looks
-// every frameInterval at what changed (cheaply: nothing is drawn to find
-// out) and asks for a frame only when something shown would change
-// (redraw.go): rows or status changed and the screen's digest with them,
-// a shown age crosses its unit on the console's clock (Options.Now), the
-// header's seq or rate moved (at most once a second), or an info flash is
-// due to go. Rows are copied out of the model here, off the UI goroutine;
-// the UI goroutine only installs them.
-func (c *Console) drawLoop(ctx context.Context) {
-	tick := time.NewTimer(frameInterval)
-	defer tick.Stop()
-	var lastChange time.Time
-	var (
-		builtVer, drawnConn, drawnGap, drawnHeld, drawnRetry, drawnSeq uint64
-		drawnSpark                                                     [sparkSeconds]int
-		timedAt, nextBuild                                             time.Time
-		points                                                         []int64
-		dueMs                                                          int64
-	)
-	staleMs := c.opts.StaleAfter.Milliseconds()
-	timedAt = c.opts.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		// Pacing is real time; what the rows show is the console's clock.
-		now, clock := time.Now(), c.opts.Now()
-		// Looking costs a wake-up: while nothing changes for a second it
-		// looks ten times a second, not thirty (keys draw by themselves).
-		if now.Sub(lastChange) < time.Second {
-			tick.Reset(frameInterval)
-		} else {
-			tick.Reset(idleLookInterval)
-		}
-		nowMs := clock.UnixMilli()
-		st := c.model.status()
-		spark := c.model.eventsPerSecond(nowMs)
-		var fresh *rows
-		if st.version != builtVer && !now.Before(nextBuild) {
-			fresh = c.model.rows()
-			points = timePoints(fresh, staleMs)
-			// A huge state costs milliseconds to copy; build it at most a
-			// quarter of the time so events keep flowing into the model.
-			nextBuild = now.Add(3 * time.Since(now))
-			builtVer = fresh.version
-			if next := nextAgeChange(points, nowMs); dueMs == 0 || next != 0 && next < dueMs {
-				dueMs = next
-			}
-		}
-		statusChanged := st.connVer != drawnConn || st.gapVer != drawnGap || st.retryVer != drawnRetry || uint64(st.held) != drawnHeld
-		// A clock set back (a test's) starts the time-driven frames over.
-		second := clock.Sub(timedAt) >= time.Second || clock.Before(timedAt)
-		timed := clock.Before(timedAt) || dueMs != 0 && nowMs >= dueMs ||
-			second && (spark != drawnSpark || st.seq != drawnSeq || c.overlay.Load())
-		if w := c.wakeMs.Load(); w != 0 && nowMs >= w && c.wakeMs.CompareAndSwap(w, 0) {
-			timed = true
-		}
-		if fresh == nil && !statusChanged && !timed {
-			continue
-		}
-		if fresh != nil || statusChanged {
-			lastChange = now
-		}
-		drawnConn, drawnGap, drawnRetry, drawnHeld = st.connVer, st.gapVer, st.retryVer, uint64(st.held)
-		if timed {
-			timedAt, drawnSpark, drawnSeq = clock, spark, st.seq
-			dueMs = nextAgeChange(points, nowMs)
-		}
-		force := statusChanged || timed
-		c.app.QueueUpdate(func() {
-			if c.install(fresh, st, spark, force) {
-				c.app.ForceDraw()
-			}
-		})
-	}
-}
-
 // Retrying tells the console that its client sent a request again by
 // itself, for reason (client.ReasonLeaderChanged: a shared mailbox's lead
 // changed and nothing was done); the flash line says so until the next
@@ -421,55 +335,6 @@ func (c *Console) drawLoop(ctx context.Context) {
 // client.WithRetryNotice. It may be called from any goroutine, before Run
 // and after it ends.
 func (c *Console) Retrying(reason string) { c.model.noteRetry(reason) }
-
-// install shows new rows and status, and says whether a frame would
-// show anything new: always when force, else when the screen's digest
-// changed. It runs on the UI goroutine.
-func (c *Console) install(fresh *rows, st status, spark [sparkSeconds]int, force bool) bool {
-	if st.gapVer != c.status.gapVer {
-		// A gap can open and close between two frames; say so either way.
-		if st.gap != nil {
-			c.flash(false, "event stream gap ("+st.gap.Error()+"); resyncing from a fresh snapshot")
-		} else {
-			c.flash(true, "resynced from a fresh snapshot after a gap in the event stream")
-		}
-	}
-	if st.retryVer != c.status.retryVer {
-		c.flashNote(st.retry + "; retrying")
-	}
-	if st.reconnects != c.status.reconnects {
-		c.flash(true, fmt.Sprintf("reconnected after %s cut off; resumed after seq %d, nothing missed", formatAge(st.lastCut), st.resumedAfter))
-	}
-	if st.reloads != c.status.reloads {
-		// Said after the reconnect: the snapshot arrives after the stream
-		// is live again.
-		c.flash(true, fmt.Sprintf("the daemon's log was compacted past seq %d while the console was away: reloaded a snapshot at seq %d", st.reloadedFrom, st.seq))
-	}
-	c.status, c.spark = st, spark
-	if fresh != nil {
-		c.rows = fresh
-		for _, p := range c.panes {
-			p.show(fresh)
-		}
-	} else if c.rows != nil {
-		for _, id := range []paneID{paneLeases, paneWaiting} {
-			if p := c.panes[id]; p.params.staleOnly {
-				p.show(c.rows) // leases and questions turn stale as time passes
-			}
-		}
-		c.panes[paneAgents].show(c.rows) // and agents that hold them go quiet
-	}
-	if c.flashOK && !c.flashAt.IsZero() && c.opts.Now().Sub(c.flashAt) > flashFor {
-		c.flashView.SetText("")
-		c.flashAt = time.Time{}
-	}
-	c.refreshDialog()
-	c.renderTitles()
-	if force || c.overlay.Load() {
-		return true
-	}
-	return c.screenSig() != c.drawnSig
-}
 
 // askWhoAmI asks the daemon whom the token speaks for until it answers (it
 // may not be up yet: then again when the stream connects, or after a

@@ -27,7 +27,10 @@ func TestLastSeenOnPostgresFromTheLog(t *testing.T) {
 	api := agentAPI{t, newClient(t, a.URL())}
 	api.send("worker-a@local", "rebuild the search index")
 	api.lease("worker-a@local")
-	time.Sleep(1200 * time.Millisecond) // worker-a goes quiet past the stale limit below
+	// worker-a goes quiet past the stale limit below. Real time has to
+	// pass (no signal stands for it): the daemons stamp when they last saw
+	// an agent with their own clocks.
+	time.Sleep(1200 * time.Millisecond)
 
 	// An instance started now: it never heard worker-a call.
 	b := daemontest.Start(t, daemontest.Options{Config: onPG})

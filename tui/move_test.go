@@ -39,7 +39,9 @@ func TestMoveToAnUnknownAgentIsConfirmed(t *testing.T) {
 		if _, _, err := c.Lease(t.Context(), a); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Millisecond) // a later last-seen millisecond
+		// A later last-seen millisecond: real time has to pass, the
+		// daemon stamps when it last saw an agent with its own clock.
+		time.Sleep(2 * time.Millisecond)
 	}
 
 	r := runConsoleSized(t, c, Options{Addr: d.URL()}, 160, 50)

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,21 +13,38 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-// settle waits until the console has drawn nothing for a while of real
-// time (what it had to show is shown), and returns how many frames it drew.
+// settle waits until the drawing loop has looked quietLooks times in a
+// row without drawing (what it had to show is shown), and returns how
+// many frames the console drew.
 func (r *running) settle(t *testing.T) uint64 {
 	t.Helper()
-	n := r.draws.Load()
-	for deadline := time.Now().Add(screenWait); time.Now().Before(deadline); {
-		time.Sleep(300 * time.Millisecond)
-		m := r.draws.Load()
-		if m == n {
+	const quietLooks = 10
+	deadline := time.Now().Add(screenWait)
+	for time.Now().Before(deadline) {
+		n := r.draws.Load()
+		r.looked(t, quietLooks)
+		if m := r.draws.Load(); m == n {
 			return m
 		}
-		n = m
 	}
 	t.Fatalf("the console kept drawing for %v", screenWait)
 	return 0
+}
+
+// looked waits until the drawing loop has looked n more times and the UI
+// goroutine has run what those looks queued: whatever they asked to draw
+// is drawn.
+func (r *running) looked(t *testing.T, n uint64) {
+	t.Helper()
+	want := r.looks.Load() + n
+	waitUntil(t, fmt.Sprintf("the drawing loop to look %d times", n), func() bool { return r.looks.Load() >= want })
+	done := make(chan struct{})
+	r.app.QueueUpdate(func() { close(done) })
+	select {
+	case <-done:
+	case <-time.After(screenWait):
+		t.Fatalf("the UI goroutine ran nothing for %v", screenWait)
+	}
 }
 
 // An idle console draws nothing: no frame while nothing changes, none for
@@ -51,7 +69,7 @@ func TestAnIdleConsoleDoesNotRedraw(t *testing.T) {
 
 	// Nothing changes: the loop looks many times, draws nothing.
 	drawn := r.settle(t)
-	time.Sleep(time.Second)
+	r.looked(t, 10)
 	if n := r.draws.Load(); n != drawn {
 		t.Errorf("an idle console drew %d frames", n-drawn)
 	}
@@ -61,10 +79,8 @@ func TestAnIdleConsoleDoesNotRedraw(t *testing.T) {
 	if _, err := c.RegisterAgent(t.Context(), "coder@local", card); err != nil {
 		t.Fatal(err)
 	}
-	for r.model.status().seq == seq {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(time.Second)
+	waitUntil(t, "the event in the replica", func() bool { return r.model.status().seq != seq })
+	r.looked(t, 10)
 	if n := r.draws.Load(); n != drawn {
 		t.Errorf("an event that changes nothing shown drew %d frames", n-drawn)
 	}

@@ -190,10 +190,10 @@ func TestRemoteDeliveriesWithTheRealDispatcher(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond for up to 10 s.
+// waitUntil polls cond for up to screenWait.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(screenWait)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
