@@ -273,19 +273,8 @@ func bulkRepair(ctx context.Context, e *env, cf *clientFlags, b *bulkFlags, asJS
 		return err
 	}
 	defer cancel()
-	// A typo in --agent, or in --to without --new-agent, is refused
-	// before anything is listed: by a dry run as by the real one.
-	known, err := c.Agents(ctx)
-	if err != nil {
+	if err := checkBulkAgents(ctx, c, b, cmd); err != nil {
 		return err
-	}
-	if err := knownAgent(known, "--agent", *b.agent, ""); err != nil {
-		return err
-	}
-	if to := cmd.Recipient + cmd.Sender; to != "" && !cmd.NewAgent {
-		if err := knownAgent(known, "--to", to, "--new-agent"); err != nil {
-			return err
-		}
 	}
 	now := time.Now()
 	kinds := b.kinds(cmd)
@@ -298,20 +287,9 @@ func bulkRepair(ctx context.Context, e *env, cf *clientFlags, b *bulkFlags, asJS
 	}
 	sum := bulkSummary{Kind: kindBulkRepair, Action: cmd.Action, Agent: *b.agent, DryRun: *b.dryRun}
 	for _, it := range items {
-		line := it.line
-		line.Kind, line.TaskID, line.What = kindBulkItem, it.req.TaskID, it.what
-		sum.Listed++
-		switch it.what {
-		case debtLeases:
-			sum.Leases++
-		case debtQueued:
-			sum.Queued++
-		case debtQuestions:
-			sum.Questions++
-		case debtResults:
-			sum.Results++
-		}
+		sum.count(it.what)
 		if *b.dryRun {
+			line := it.bulkLine()
 			line.Outcome = "would_repair"
 			what := ""
 			if it.what == debtQuestions || it.what == debtResults {
@@ -320,31 +298,8 @@ func bulkRepair(ctx context.Context, e *env, cf *clientFlags, b *bulkFlags, asJS
 			emitBulk(e.stdout, asJSON, line, fmt.Sprintf("would %s %s%s (%s)%s", verbOf(cmd), what, it.req.TaskID, it.listed, toWhom(cmd)))
 			continue
 		}
-		out, err := c.Repair(ctx, it.req)
-		var me *mailbox.Error
-		switch code := mailbox.ErrorCode(err); {
-		case err == nil:
-			sum.Repaired++
-			line.Outcome, line.Repaired = "repaired", &out
-			var text strings.Builder
-			printOutcome(&text, out)
-			emitBulk(e.stdout, asJSON, line, strings.TrimSuffix(text.String(), "\n"))
-		case code == mailbox.CodeConflict && asMailboxError(err, &me):
-			sum.Conflicts++
-			line.Outcome, line.Error = "conflict", me
-			emitBulk(e.stdout, asJSON, line, strings.TrimSuffix(fmt.Sprintf("conflict on %s (%s listed): %s\n%s", it.req.TaskID, it.seen, errorText(err), conflictDetails(err)), "\n"))
-		case code == mailbox.CodeNotFound && asMailboxError(err, &me),
-			code == mailbox.CodeConflict && asMailboxError(err, &me) && me.Details != nil && me.Details.Field == "task_id":
-			// Gone since it was listed, or never to be repaired so (an
-			// A2A task's result is not handed over): not a change to
-			// look at again.
-			sum.Skipped++
-			line.Outcome, line.Error = "skipped", me
-			emitBulk(e.stdout, asJSON, line, fmt.Sprintf("skipped %s: %s", it.req.TaskID, errorText(err)))
-		default:
-			// Not about this task (the daemon unreachable, the token
-			// lacking the right): stop, saying how far it got.
-			return fmt.Errorf("after %d of %d repaired: %w", sum.Repaired, sum.Listed, err)
+		if err := repairBulkItem(ctx, c, e, asJSON, &sum, it); err != nil {
+			return err
 		}
 	}
 	if asJSON {
@@ -357,6 +312,78 @@ func bulkRepair(ctx context.Context, e *env, cf *clientFlags, b *bulkFlags, asJS
 	if sum.Conflicts > 0 {
 		return &lineError{msg: fmt.Sprintf("mailroom %s: %d of %d %s changed since they were listed and were not repaired; look again with mailroom status --agent %s",
 			verbOf(cmd), sum.Conflicts, sum.Listed, listedNoun(kinds), *b.agent)}
+	}
+	return nil
+}
+
+// checkBulkAgents refuses a typo in --agent, or in --to without
+// --new-agent, before anything is listed: by a dry run as by the real one.
+func checkBulkAgents(ctx context.Context, c bulkClient, b *bulkFlags, cmd mailbox.RepairCommand) error {
+	known, err := c.Agents(ctx)
+	if err != nil {
+		return err
+	}
+	if err := knownAgent(known, "--agent", *b.agent, ""); err != nil {
+		return err
+	}
+	if to := cmd.Recipient + cmd.Sender; to != "" && !cmd.NewAgent {
+		if err := knownAgent(known, "--to", to, "--new-agent"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// count counts one item listed, of its kind.
+func (sum *bulkSummary) count(what string) {
+	sum.Listed++
+	switch what {
+	case debtLeases:
+		sum.Leases++
+	case debtQueued:
+		sum.Queued++
+	case debtQuestions:
+		sum.Questions++
+	case debtResults:
+		sum.Results++
+	}
+}
+
+// bulkLine is the item's line of output, before its outcome.
+func (it bulkItem) bulkLine() bulkLine {
+	line := it.line
+	line.Kind, line.TaskID, line.What = kindBulkItem, it.req.TaskID, it.what
+	return line
+}
+
+// repairBulkItem repairs one item guarded by what was listed and prints
+// its outcome; an error not about this task (the daemon unreachable, the
+// token lacking the right) stops the repair, saying how far it got.
+func repairBulkItem(ctx context.Context, c bulkClient, e *env, asJSON bool, sum *bulkSummary, it bulkItem) error {
+	line := it.bulkLine()
+	out, err := c.Repair(ctx, it.req)
+	var me *mailbox.Error
+	switch code := mailbox.ErrorCode(err); {
+	case err == nil:
+		sum.Repaired++
+		line.Outcome, line.Repaired = "repaired", &out
+		var text strings.Builder
+		printOutcome(&text, out)
+		emitBulk(e.stdout, asJSON, line, strings.TrimSuffix(text.String(), "\n"))
+	case code == mailbox.CodeConflict && asMailboxError(err, &me):
+		sum.Conflicts++
+		line.Outcome, line.Error = "conflict", me
+		emitBulk(e.stdout, asJSON, line, strings.TrimSuffix(fmt.Sprintf("conflict on %s (%s listed): %s\n%s", it.req.TaskID, it.seen, errorText(err), conflictDetails(err)), "\n"))
+	case code == mailbox.CodeNotFound && asMailboxError(err, &me),
+		code == mailbox.CodeConflict && asMailboxError(err, &me) && me.Details != nil && me.Details.Field == "task_id":
+		// Gone since it was listed, or never to be repaired so (an
+		// A2A task's result is not handed over): not a change to
+		// look at again.
+		sum.Skipped++
+		line.Outcome, line.Error = "skipped", me
+		emitBulk(e.stdout, asJSON, line, fmt.Sprintf("skipped %s: %s", it.req.TaskID, errorText(err)))
+	default:
+		return fmt.Errorf("after %d of %d repaired: %w", sum.Repaired, sum.Listed, err)
 	}
 	return nil
 }
