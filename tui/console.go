@@ -120,7 +120,7 @@ type Console struct {
 	role   *mailbox.StoreRole
 	whoErr error
 	// lastRepair's reason and message are offered again by the next
-	// dialog of the same kind, which says so (repair.go).
+	// dialog of the same kind, which says so (repair_dialog.go).
 	lastRepair repairMemory
 	// screen is the terminal the application draws on, for the clipboard.
 	screen tcell.Screen
