@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/remote/clienttest"
 	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
@@ -28,7 +29,7 @@ func TestRemoteMailroomEdge(t *testing.T) {
 		{mailbox.BindingLegacy, "legacy"},
 	} {
 		t.Run(c.binding, func(t *testing.T) {
-			r, card := resolve(t, it.ctx, remote.Spec{URL: base, Binding: c.binding}, remote.Auth{})
+			r, card := clienttest.Resolve(t, it.ctx, remote.Spec{URL: base, Binding: c.binding}, remote.Auth{})
 			if card.Name != "Coder" || (c.binding == mailbox.BindingAuto && card.Binding != mailbox.BindingJSONRPC10) {
 				t.Fatalf("card %+v", card)
 			}
@@ -37,7 +38,7 @@ func TestRemoteMailroomEdge(t *testing.T) {
 			// always blocks, so the worker runs beside the send), leased by
 			// the worker as the A2A message it is, answered, polled to its
 			// end.
-			task := nativeTask("fix the flaky test", `{"repo":"mailroom"}`)
+			task := clienttest.NativeTask("fix the flaky test", `{"repo":"mailroom"}`)
 			leased := make(chan *mailbox.Task, 1)
 			failed := make(chan error, 1)
 			go func() {
@@ -58,7 +59,7 @@ func TestRemoteMailroomEdge(t *testing.T) {
 					return
 				}
 			}()
-			sent, err := r.Send(it.ctx, outbound(t, task, nil), false)
+			sent, err := r.Send(it.ctx, clienttest.Outbound(t, task, nil), false)
 			if err != nil {
 				t.Fatalf("Send: %v", err)
 			}
@@ -75,7 +76,7 @@ func TestRemoteMailroomEdge(t *testing.T) {
 				(c.version != "legacy" && string(held.Context) != `{"repo":"mailroom"}`) {
 				t.Fatalf("the worker leased %+v (a2a %+v), want the message as sent in %s, its id the task id", held, held.A2A, c.version)
 			}
-			if res := outcome(t, poll(t, it.ctx, r, sent.ID)); res.Status != mailbox.StatusOK || contentText(res) != "fixed" {
+			if res := clienttest.Outcome(t, clienttest.Poll(t, it.ctx, r, sent.ID)); res.Status != mailbox.StatusOK || clienttest.ContentText(res) != "fixed" {
 				t.Fatalf("outcome %+v", res)
 			}
 
@@ -88,22 +89,22 @@ func TestRemoteMailroomEdge(t *testing.T) {
 				return
 			}
 			task.Turns = []mailbox.Turn{{Seq: 2, Role: mailbox.RoleSender, Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "more"}}}}
-			if _, err := r.Send(it.ctx, outbound(t, task, &remote.Ref{TaskID: sent.ID, ContextID: sent.ContextID}), false); !errors.Is(err, remote.ErrUnsupported) {
+			if _, err := r.Send(it.ctx, clienttest.Outbound(t, task, &remote.Ref{TaskID: sent.ID, ContextID: sent.ContextID}), false); !errors.Is(err, remote.ErrUnsupported) {
 				t.Fatalf("a continuation to the edge: %v; want ErrRemoteUnsupported", err)
 			}
 
 			// A stream, the worker answering while it runs; then a cancel.
 			wait := it.worker("coder@local", mailbox.StatusError, "the repository is gone")
-			s, err := r.Stream(it.ctx, outbound(t, nativeTask("stream me", ""), nil))
+			s, err := r.Stream(it.ctx, clienttest.Outbound(t, clienttest.NativeTask("stream me", ""), nil))
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}
-			ups := collect(t, s)
+			ups := clienttest.Collect(t, s)
 			wait()
-			if res := outcome(t, ups[len(ups)-1].Task); res.Status != mailbox.StatusError || res.ErrorMessage != "the repository is gone" {
+			if res := clienttest.Outcome(t, ups[len(ups)-1].Task); res.Status != mailbox.StatusError || res.ErrorMessage != "the repository is gone" {
 				t.Fatalf("stream ended on %+v", ups[len(ups)-1])
 			}
-			queued, err := r.Send(it.ctx, outbound(t, nativeTask("never mind", ""), nil), false)
+			queued, err := r.Send(it.ctx, clienttest.Outbound(t, clienttest.NativeTask("never mind", ""), nil), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,17 +122,17 @@ func TestRemoteMailroomEdge(t *testing.T) {
 func TestRemoteMailroomEdgeTakesAV03MessageAsV10(t *testing.T) {
 	it := newInterop(t, daemontest.Options{})
 	base := it.register("coder@local")
-	r, _ := resolve(t, it.ctx, remote.Spec{URL: base}, remote.Auth{})
-	task := nativeTask("summarize", "")
+	r, _ := clienttest.Resolve(t, it.ctx, remote.Spec{URL: base}, remote.Auth{})
+	task := clienttest.NativeTask("summarize", "")
 	task.A2A = &mailbox.A2AOrigin{Version: "0.3", MessageID: "caller-1", ContextID: "caller-ctx",
 		Message: json.RawMessage(`{"kind":"message","role":"user","messageId":"caller-1","contextId":"caller-ctx","metadata":{"k":"v"},
 			"parts":[{"kind":"text","text":"summarize"},{"kind":"data","data":{"x":1}},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}}]}`)}
-	if _, err := r.Send(it.ctx, outbound(t, task, nil), false); err != nil {
+	if _, err := r.Send(it.ctx, clienttest.Outbound(t, task, nil), false); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 	held, _ := it.lease("coder@local")
 	want := `{"role":"ROLE_USER","messageId":"` + task.ID + `","contextId":"` + remote.ContextIDFor(task.ID) + `","metadata":{"k":"v"},"parts":[{"text":"summarize"},{"data":{"x":1}},{"url":"https://example.test/a.pdf","filename":"a.pdf","mediaType":"application/pdf"}]}`
-	if held.A2A == nil || held.A2A.Version != "1.0" || !sameJSON(t, held.A2A.Message, want) || string(held.Context) != `{"x":1}` {
+	if held.A2A == nil || held.A2A.Version != "1.0" || !clienttest.SameJSON(t, held.A2A.Message, want) || string(held.Context) != `{"x":1}` {
 		t.Fatalf("the edge received %+v, want %s", held.A2A, want)
 	}
 	if strings.Contains(string(held.A2A.Message), "caller-ctx") {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/remote/clienttest"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/internal/remotetest"
 	"github.com/mailroom/mailroom/mailbox"
@@ -20,8 +21,8 @@ func TestRemoteFind(t *testing.T) {
 	base := it.register("coder@local")
 	check := func(t *testing.T, r *remote.Client) {
 		t.Helper()
-		sent := nativeTask("keep it", "")
-		got, err := r.Send(it.ctx, outbound(t, sent, nil), false)
+		sent := clienttest.NativeTask("keep it", "")
+		got, err := r.Send(it.ctx, clienttest.Outbound(t, sent, nil), false)
 		if err != nil {
 			t.Fatalf("Send: %v", err)
 		}
@@ -32,21 +33,21 @@ func TestRemoteFind(t *testing.T) {
 		if err != nil || !ok || found.ID != got.ID {
 			t.Fatalf("Find of a task sent: %+v %v %v, want the remote's task %s", found, ok, err, got.ID)
 		}
-		never := nativeTask("never sent", "")
+		never := clienttest.NativeTask("never sent", "")
 		if found, ok, err := r.Find(it.ctx, never.ID); err != nil || ok {
 			t.Fatalf("Find of a task never sent: %+v %v %v, want absent", found, ok, err)
 		}
 	}
 	for _, binding := range []string{mailbox.BindingJSONRPC10, mailbox.BindingHTTPJSON10} {
 		t.Run("mailroom "+binding, func(t *testing.T) {
-			r, _ := resolve(t, it.ctx, remote.Spec{URL: base, Binding: binding}, remote.Auth{})
+			r, _ := clienttest.Resolve(t, it.ctx, remote.Spec{URL: base, Binding: binding}, remote.Auth{})
 			check(t, r)
 		})
 	}
 	for _, binding := range []string{mailbox.BindingJSONRPC03, mailbox.BindingLegacy} {
 		t.Run("mailroom "+binding, func(t *testing.T) {
-			r, _ := resolve(t, it.ctx, remote.Spec{URL: base, Binding: binding}, remote.Auth{})
-			_, ok, err := r.Find(it.ctx, nativeTask("x", "").ID)
+			r, _ := clienttest.Resolve(t, it.ctx, remote.Spec{URL: base, Binding: binding}, remote.Auth{})
+			_, ok, err := r.Find(it.ctx, clienttest.NativeTask("x", "").ID)
 			if ok || !errors.Is(err, remote.ErrCannotList) {
 				t.Fatalf("Find over %s: %v %v, want ErrRemoteCannotList", binding, ok, err)
 			}
@@ -55,7 +56,7 @@ func TestRemoteFind(t *testing.T) {
 	for _, binding := range []string{mailbox.BindingJSONRPC10, mailbox.BindingHTTPJSON10} {
 		t.Run("js 1.3.0 "+binding, func(t *testing.T) {
 			node := remotetest.NodeRemote(t, "v1")
-			r, _ := resolve(t, it.ctx, remote.Spec{URL: node, Binding: binding}, remote.Auth{})
+			r, _ := clienttest.Resolve(t, it.ctx, remote.Spec{URL: node, Binding: binding}, remote.Auth{})
 			check(t, r)
 		})
 	}

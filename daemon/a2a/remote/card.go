@@ -21,7 +21,7 @@ type Spec struct {
 	// (.../.well-known/agent-card.json or agent.json). For the legacy
 	// binding it is the base the dialect appends /rpc to.
 	URL string
-	// Binding is one of the Binding constants; "" is BindingAuto.
+	// Binding is one of mailbox's Binding constants; "" is mailbox.BindingAuto.
 	Binding string
 }
 
@@ -80,7 +80,7 @@ type Card struct {
 	Skills      []Skill `json:"skills"`
 	// Streaming: the card says the remote streams (capabilities.streaming).
 	Streaming bool `json:"streaming"`
-	// Binding is the binding chosen (never BindingAuto), and Endpoint the
+	// Binding is the binding chosen (never mailbox.BindingAuto), and Endpoint the
 	// URL it is called at: the JSON-RPC URL, the HTTP+JSON base, or the
 	// legacy base (without /rpc).
 	Binding  string `json:"binding"`
@@ -173,7 +173,7 @@ func bindingOf(i cardInterface) string {
 // preference is the order auto picks in.
 var preference = []string{mailbox.BindingJSONRPC10, mailbox.BindingHTTPJSON10, mailbox.BindingJSONRPC03}
 
-// choose picks the interface for binding want (BindingAuto: the first of
+// choose picks the interface for binding want (mailbox.BindingAuto: the first of
 // preference the card offers).
 func (c cardWire) choose(want string) (binding, endpoint string, ok bool) {
 	offered := map[string]string{}

@@ -1,4 +1,4 @@
-package a2a_test
+package remote_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/remote/clienttest"
 	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -17,7 +18,7 @@ import (
 // How the client reports answers it cannot use and calls it gave up on.
 
 func TestRemoteAnswersThatDoNotParse(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	huge := `{"jsonrpc":"2.0","id":"mailroom-1","result":{"id":"t","status":{"state":"completed"},"x":"` + strings.Repeat("a", 5<<20) + `"}}`
 	cases := []struct {
 		name   string
@@ -122,18 +123,18 @@ func TestRemoteMessageAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := r.Send(testCtx(t), outbound(t, nativeTask("hello", ""), nil), true)
+	got, err := r.Send(clienttest.Ctx(t), clienttest.Outbound(t, clienttest.NativeTask("hello", ""), nil), true)
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	res := outcome(t, got)
-	if !got.Direct || got.State != wire.StateCompleted || got.ContextID != "c9" || contentText(res) != "hi there|[1,2]" {
-		t.Fatalf("a message answer read as %+v (%s)", got, contentText(res))
+	res := clienttest.Outcome(t, got)
+	if !got.Direct || got.State != wire.StateCompleted || got.ContextID != "c9" || clienttest.ContentText(res) != "hi there|[1,2]" {
+		t.Fatalf("a message answer read as %+v (%s)", got, clienttest.ContentText(res))
 	}
 }
 
 func TestRemoteStreamsThatEndBadly(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	working := `{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}`
 	cases := []struct {
 		name, tail string

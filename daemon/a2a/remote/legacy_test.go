@@ -1,4 +1,4 @@
-package a2a_test
+package remote_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/remote/clienttest"
 	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -118,39 +119,39 @@ func (l *legacyReceiver) params() []json.RawMessage {
 }
 
 func TestRemoteLegacyTasksSend(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	l := startLegacy(t, true)
-	r, card := resolve(t, ctx, remote.Spec{URL: l.srv.URL, Binding: mailbox.BindingLegacy}, remote.Auth{})
+	r, card := clienttest.Resolve(t, ctx, remote.Spec{URL: l.srv.URL, Binding: mailbox.BindingLegacy}, remote.Auth{})
 	if card.Name != "search_agent" || card.Binding != mailbox.BindingLegacy || card.Streaming || len(card.Skills) != 1 {
 		t.Fatalf("card %+v", card)
 	}
 
 	// A native task: the intent is the first text part, the context is
 	// the metadata the receiver reads; the task id is params.id.
-	task := nativeTask("find recent AI papers", `{"locale":"fr"}`)
-	got, err := r.Send(ctx, outbound(t, task, nil), false)
+	task := clienttest.NativeTask("find recent AI papers", `{"locale":"fr"}`)
+	got, err := r.Send(ctx, clienttest.Outbound(t, task, nil), false)
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	res := outcome(t, got)
-	if got.ID != task.ID || res.Status != mailbox.StatusOK || contentText(res) != `did: find recent AI papers with {"locale":"fr"}` {
+	res := clienttest.Outcome(t, got)
+	if got.ID != task.ID || res.Status != mailbox.StatusOK || clienttest.ContentText(res) != `did: find recent AI papers with {"locale":"fr"}` {
 		t.Fatalf("legacy send answered %+v (%+v)", got, res)
 	}
 
 	// A failure's status message is a string.
-	got, err = r.Send(ctx, outbound(t, nativeTask("fail to find", ""), nil), true)
+	got, err = r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("fail to find", ""), nil), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := outcome(t, got); res.Status != mailbox.StatusError || res.ErrorMessage != "no results for that query" {
+	if res := clienttest.Outcome(t, got); res.Status != mailbox.StatusError || res.ErrorMessage != "no results for that query" {
 		t.Fatalf("legacy failure %+v", res)
 	}
 
 	// An A2A-origin task that came through the legacy edge goes verbatim.
 	verbatim := `{"role":"user","parts":[{"type":"text","text":"search verbatim","data":null}],"metadata":{"obo_token":"x"}}`
-	task = nativeTask("search verbatim", "")
+	task = clienttest.NativeTask("search verbatim", "")
 	task.A2A = &mailbox.A2AOrigin{Version: "legacy", MessageID: "client-task-1", ContextID: "c1", Message: json.RawMessage(verbatim)}
-	if _, err := r.Send(ctx, outbound(t, task, nil), true); err != nil {
+	if _, err := r.Send(ctx, clienttest.Outbound(t, task, nil), true); err != nil {
 		t.Fatal(err)
 	}
 	ps := l.params()
@@ -158,39 +159,39 @@ func TestRemoteLegacyTasksSend(t *testing.T) {
 		ID      string          `json:"id"`
 		Message json.RawMessage `json:"message"`
 	}
-	if err := json.Unmarshal(ps[len(ps)-1], &last); err != nil || last.ID != task.ID || !sameJSON(t, last.Message, verbatim) {
+	if err := json.Unmarshal(ps[len(ps)-1], &last); err != nil || last.ID != task.ID || !clienttest.SameJSON(t, last.Message, verbatim) {
 		t.Fatalf("the receiver got %s, want task id %s and the message verbatim", ps[len(ps)-1], task.ID)
 	}
 
 	// A v0.3 message with a file part cannot be said in the dialect.
-	task = nativeTask("a file", "")
+	task = clienttest.NativeTask("a file", "")
 	task.A2A = &mailbox.A2AOrigin{Version: "0.3", MessageID: "m1", ContextID: "c1",
 		Message: json.RawMessage(`{"kind":"message","role":"user","messageId":"m1","parts":[{"kind":"file","file":{"uri":"https://example.test/a.pdf"}}]}`)}
 	var re *remote.Error
-	if _, err := r.Send(ctx, outbound(t, task, nil), true); !errors.As(err, &re) || re.Kind != remote.Unusable || !strings.Contains(err.Error(), "file part") {
+	if _, err := r.Send(ctx, clienttest.Outbound(t, task, nil), true); !errors.As(err, &re) || re.Kind != remote.Unusable || !strings.Contains(err.Error(), "file part") {
 		t.Fatalf("Send of a file part to a legacy remote: %v; want an unusable error naming the file part", err)
 	}
 
 	// The receiver's refusals: a crash is -32603, tasks/get is not served.
-	if _, err := r.Send(ctx, outbound(t, nativeTask("crash", ""), nil), true); !errors.As(err, &re) || re.Kind != remote.Refused || re.Code != -32603 {
+	if _, err := r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("crash", ""), nil), true); !errors.As(err, &re) || re.Kind != remote.Refused || re.Code != -32603 {
 		t.Fatalf("Send that crashes the agent: %v; want a refusal with code -32603", err)
 	}
 	if _, err := r.Get(ctx, task.ID); !errors.Is(err, remote.ErrUnsupported) {
 		t.Fatalf("Get from a receiver that serves tasks/send only: %v; want ErrRemoteUnsupported", err)
 	}
-	if _, err := r.Stream(ctx, outbound(t, nativeTask("x", ""), nil)); err == nil {
+	if _, err := r.Stream(ctx, clienttest.Outbound(t, clienttest.NativeTask("x", ""), nil)); err == nil {
 		t.Fatal("Stream to a legacy remote was attempted")
 	}
 }
 
 func TestRemoteLegacyWithoutCard(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	l := startLegacy(t, false)
-	r, card := resolve(t, ctx, remote.Spec{URL: l.srv.URL + "/", Binding: mailbox.BindingLegacy}, remote.Auth{})
+	r, card := clienttest.Resolve(t, ctx, remote.Spec{URL: l.srv.URL + "/", Binding: mailbox.BindingLegacy}, remote.Auth{})
 	if card.Name != "" || card.Endpoint != l.srv.URL+"/" {
 		t.Fatalf("card %+v", card)
 	}
-	got, err := r.Send(ctx, outbound(t, nativeTask("hello", ""), nil), true)
+	got, err := r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("hello", ""), nil), true)
 	if err != nil || got.State != wire.StateCompleted {
 		t.Fatalf("Send: %+v, %v", got, err)
 	}
@@ -202,15 +203,4 @@ func TestRemoteLegacyWithoutCard(t *testing.T) {
 	if err != nil || card.Binding != mailbox.BindingJSONRPC03 {
 		t.Fatalf("auto on a legacy receiver's card: %+v, %v", card, err)
 	}
-}
-
-func sameJSON(t *testing.T, a json.RawMessage, b string) bool {
-	t.Helper()
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return string(xa) == string(ya)
 }

@@ -1,4 +1,4 @@
-package a2a_test
+package remote_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"github.com/mailroom/mailroom/internal/remotetest"
 
 	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/remote/clienttest"
 	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -50,22 +51,22 @@ func TestRemoteNodeSDK(t *testing.T) {
 		{"v1", mailbox.BindingHTTPJSON10, mailbox.BindingHTTPJSON10},
 	} {
 		t.Run(c.sdk+" "+c.want, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := clienttest.Ctx(t)
 			base := remotetest.NodeRemote(t, c.sdk)
 			auth := remote.Auth{Bearer: "node-bearer", Header: "X-Api-Key", Value: "node-key"}
-			r, card := resolve(t, ctx, remote.Spec{URL: base, Binding: c.binding}, auth)
+			r, card := clienttest.Resolve(t, ctx, remote.Spec{URL: base, Binding: c.binding}, auth)
 			if card.Binding != c.want || !card.Streaming || !strings.HasPrefix(card.Name, "JS Coder") || len(card.Skills) != 1 || card.Skills[0].Tags[0] != "js" {
 				t.Fatalf("card %+v, want binding %s", card, c.want)
 			}
 
 			t.Run("send completes", func(t *testing.T) {
-				task := nativeTask("echo this", `{"repo":"mailroom"}`)
-				got, err := r.Send(ctx, outbound(t, task, nil), true)
+				task := clienttest.NativeTask("echo this", `{"repo":"mailroom"}`)
+				got, err := r.Send(ctx, clienttest.Outbound(t, task, nil), true)
 				if err != nil {
 					t.Fatalf("Send: %v", err)
 				}
-				if res := outcome(t, got); res.Status != mailbox.StatusOK || contentText(res) != `echo this|{"repo":"mailroom"}` {
-					t.Fatalf("outcome %+v (%s)", res, contentText(res))
+				if res := clienttest.Outcome(t, got); res.Status != mailbox.StatusOK || clienttest.ContentText(res) != `echo this|{"repo":"mailroom"}` {
+					t.Fatalf("outcome %+v (%s)", res, clienttest.ContentText(res))
 				}
 				var ids []string
 				for _, s := range seenBy(t, base) {
@@ -82,45 +83,45 @@ func TestRemoteNodeSDK(t *testing.T) {
 				if len(ids) != 1 || ids[0] != task.ID {
 					t.Fatalf("the server got message ids %v, want the task id %s", ids, task.ID)
 				}
-				got, err = r.Send(ctx, outbound(t, nativeTask("fail hard", ""), nil), true)
+				got, err = r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("fail hard", ""), nil), true)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res := outcome(t, got); res.Status != mailbox.StatusError || res.ErrorMessage != "the disk is full" {
+				if res := clienttest.Outcome(t, got); res.Status != mailbox.StatusError || res.ErrorMessage != "the disk is full" {
 					t.Fatalf("failed outcome %+v", res)
 				}
-				got, err = r.Send(ctx, outbound(t, nativeTask("reject it", ""), nil), true)
+				got, err = r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("reject it", ""), nil), true)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res := outcome(t, got); res.Status != mailbox.StatusRejected || res.ErrorMessage != "not my kind of work" {
+				if res := clienttest.Outcome(t, got); res.Status != mailbox.StatusRejected || res.ErrorMessage != "not my kind of work" {
 					t.Fatalf("rejected outcome %+v", res)
 				}
 			})
 
 			t.Run("an A2A-origin message", func(t *testing.T) {
-				task := nativeTask("summarize", "")
+				task := clienttest.NativeTask("summarize", "")
 				task.A2A = &mailbox.A2AOrigin{Version: "0.3", MessageID: "caller-1", ContextID: "caller-ctx",
 					Message: json.RawMessage(`{"kind":"message","role":"user","messageId":"caller-1","contextId":"caller-ctx","metadata":{"k":"v"},
 						"parts":[{"kind":"text","text":"summarize"},{"kind":"data","data":{"x":1}},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}}]}`)}
-				got, err := r.Send(ctx, outbound(t, task, nil), true)
+				got, err := r.Send(ctx, clienttest.Outbound(t, task, nil), true)
 				if err != nil {
 					t.Fatalf("Send: %v", err)
 				}
-				res := outcome(t, got)
-				if res.Status != mailbox.StatusOK || contentText(res) != `summarize|{"x":1}|{"mediaType":"application/pdf","name":"a.pdf","url":"https://example.test/a.pdf"}` {
-					t.Fatalf("outcome %+v (%s)", res, contentText(res))
+				res := clienttest.Outcome(t, got)
+				if res.Status != mailbox.StatusOK || clienttest.ContentText(res) != `summarize|{"x":1}|{"mediaType":"application/pdf","name":"a.pdf","url":"https://example.test/a.pdf"}` {
+					t.Fatalf("outcome %+v (%s)", res, clienttest.ContentText(res))
 				}
 			})
 
 			t.Run("input required, then the answer", func(t *testing.T) {
-				task := nativeTask("ask me", "")
-				got, err := r.Send(ctx, outbound(t, task, nil), true)
+				task := clienttest.NativeTask("ask me", "")
+				got, err := r.Send(ctx, clienttest.Outbound(t, task, nil), true)
 				if err != nil {
 					t.Fatal(err)
 				}
-				q := outcome(t, got)
-				if q.Status != mailbox.StatusInputRequired || contentText(q) != "which database?" {
+				q := clienttest.Outcome(t, got)
+				if q.Status != mailbox.StatusInputRequired || clienttest.ContentText(q) != "which database?" {
 					t.Fatalf("send answered %+v (%+v)", got, q)
 				}
 				task.Turns = []mailbox.Turn{
@@ -131,29 +132,29 @@ func TestRemoteNodeSDK(t *testing.T) {
 						A2A: &mailbox.A2AOrigin{Version: "1.0", MessageID: "ans-1", ContextID: "caller-ctx",
 							Message: json.RawMessage(`{"role":"ROLE_USER","messageId":"ans-1","contextId":"caller-ctx","parts":[{"text":"staging","mediaType":"text/plain"}]}`)}},
 				}
-				done, err := r.Send(ctx, outbound(t, task, &remote.Ref{TaskID: got.ID, ContextID: got.ContextID}), true)
+				done, err := r.Send(ctx, clienttest.Outbound(t, task, &remote.Ref{TaskID: got.ID, ContextID: got.ContextID}), true)
 				if err != nil {
 					t.Fatalf("Send(continuation): %v", err)
 				}
-				if res := outcome(t, done); done.ID != got.ID || res.Status != mailbox.StatusOK || contentText(res) != "using staging" {
+				if res := clienttest.Outcome(t, done); done.ID != got.ID || res.Status != mailbox.StatusOK || clienttest.ContentText(res) != "using staging" {
 					t.Fatalf("continuation answered %+v (%+v)", done, res)
 				}
 			})
 
 			t.Run("stream", func(t *testing.T) {
-				s, err := r.Stream(ctx, outbound(t, nativeTask("stream please", ""), nil))
+				s, err := r.Stream(ctx, clienttest.Outbound(t, clienttest.NativeTask("stream please", ""), nil))
 				if err != nil {
 					t.Fatalf("Stream: %v", err)
 				}
-				ups := collect(t, s)
+				ups := clienttest.Collect(t, s)
 				last := ups[len(ups)-1]
-				if res := outcome(t, last.Task); len(ups) < 4 || !last.Final || res.Status != mailbox.StatusOK || contentText(res) != "one|two|three" {
+				if res := clienttest.Outcome(t, last.Task); len(ups) < 4 || !last.Final || res.Status != mailbox.StatusOK || clienttest.ContentText(res) != "one|two|three" {
 					t.Fatalf("stream %+v ended on %+v", ups, last)
 				}
 			})
 
 			t.Run("slow work polled", func(t *testing.T) {
-				sent, err := r.Send(ctx, outbound(t, nativeTask("slow work", ""), nil), false)
+				sent, err := r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("slow work", ""), nil), false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -161,13 +162,13 @@ func TestRemoteNodeSDK(t *testing.T) {
 					t.Fatalf("Get while slow: %+v, %v", got, err)
 				}
 				remotetest.Control(t, base, "release")
-				if res := outcome(t, poll(t, ctx, r, sent.ID)); contentText(res) != "slowly done" {
+				if res := clienttest.Outcome(t, clienttest.Poll(t, ctx, r, sent.ID)); clienttest.ContentText(res) != "slowly done" {
 					t.Fatalf("slow outcome %+v", res)
 				}
 			})
 
 			t.Run("resubscribe and cancel", func(t *testing.T) {
-				sent, err := r.Send(ctx, outbound(t, nativeTask("hang on", ""), nil), false)
+				sent, err := r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("hang on", ""), nil), false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -179,13 +180,13 @@ func TestRemoteNodeSDK(t *testing.T) {
 				if err != nil || canceled.State != wire.StateCanceled {
 					t.Fatalf("Cancel: %+v, %v", canceled, err)
 				}
-				ups := collect(t, s)
+				ups := clienttest.Collect(t, s)
 				if last := ups[len(ups)-1]; last.Task.State != wire.StateCanceled || last.Task.ID != sent.ID {
 					t.Fatalf("the resubscribed stream ended on %+v", last)
 				}
 				// A finished task is past canceling (a canceled one, the
 				// 1.3.0 server answers as it is).
-				done, err := r.Send(ctx, outbound(t, nativeTask("echo", ""), nil), true)
+				done, err := r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("echo", ""), nil), true)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -195,7 +196,7 @@ func TestRemoteNodeSDK(t *testing.T) {
 			})
 
 			t.Run("the server restarted", func(t *testing.T) {
-				sent, err := r.Send(ctx, outbound(t, nativeTask("echo", ""), nil), true)
+				sent, err := r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("echo", ""), nil), true)
 				if err != nil {
 					t.Fatal(err)
 				}

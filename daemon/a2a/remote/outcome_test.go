@@ -1,4 +1,4 @@
-package a2a_test
+package remote_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/remote/clienttest"
 	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -64,8 +65,8 @@ func TestRemoteOutcome(t *testing.T) {
 		if _, err := mailbox.NormalizeResult(r); err != nil {
 			t.Errorf("%s: the mailbox refuses %+v: %v", c.name, r, err)
 		}
-		if r.Status != c.status || contentText(r) != c.content || r.ErrorMessage != c.errMsg {
-			t.Errorf("%s: Outcome() = %s %q %q, want %s %q %q", c.name, r.Status, contentText(r), r.ErrorMessage, c.status, c.content, c.errMsg)
+		if r.Status != c.status || clienttest.ContentText(r) != c.content || r.ErrorMessage != c.errMsg {
+			t.Errorf("%s: Outcome() = %s %q %q, want %s %q %q", c.name, r.Status, clienttest.ContentText(r), r.ErrorMessage, c.status, c.content, c.errMsg)
 		}
 	}
 }
@@ -111,7 +112,7 @@ func (rec *recorder) last() string {
 }
 
 func TestRemoteMessageBuilding(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	rec := startRecorder(t)
 	client := func(binding string) *remote.Client {
 		r, err := remote.New(nil, remote.Card{Binding: binding, Endpoint: rec.srv.URL}, remote.Auth{})
@@ -124,13 +125,13 @@ func TestRemoteMessageBuilding(t *testing.T) {
 
 	send := func(r *remote.Client, task mailbox.Task, ref *remote.Ref) string {
 		t.Helper()
-		if _, err := r.Send(ctx, outbound(t, task, ref), true); err != nil {
+		if _, err := r.Send(ctx, clienttest.Outbound(t, task, ref), true); err != nil {
 			t.Fatalf("Send: %v", err)
 		}
 		return rec.last()
 	}
 
-	native := nativeTask("fix the bug", `{"repo":"mailroom"}`)
+	native := clienttest.NativeTask("fix the bug", `{"repo":"mailroom"}`)
 	for _, c := range []struct {
 		r    *remote.Client
 		want string
@@ -138,7 +139,7 @@ func TestRemoteMessageBuilding(t *testing.T) {
 		{v03, `{"kind":"message","messageId":"` + native.ID + `","contextId":"` + remote.ContextIDFor(native.ID) + `","parts":[{"kind":"text","text":"fix the bug"},{"data":{"repo":"mailroom"},"kind":"data"}],"role":"user"}`},
 		{v10, `{"messageId":"` + native.ID + `","contextId":"` + remote.ContextIDFor(native.ID) + `","parts":[{"text":"fix the bug"},{"data":{"repo":"mailroom"}}],"role":"ROLE_USER"}`},
 	} {
-		if got := send(c.r, native, nil); !sameJSON(t, json.RawMessage(got), c.want) {
+		if got := send(c.r, native, nil); !clienttest.SameJSON(t, json.RawMessage(got), c.want) {
 			t.Errorf("native task sent as %s, want %s", got, c.want)
 		}
 	}
@@ -147,19 +148,19 @@ func TestRemoteMessageBuilding(t *testing.T) {
 	// messageId, and without the caller's ids), re-encoded for v1.0.
 	origin := `{"kind":"message","role":"user","messageId":"caller-1","contextId":"caller-ctx","taskId":null,"metadata":{"k":"v"},"extensions":["urn:x"],"referenceTaskIds":["mailroom-task"],
 		"parts":[{"kind":"text","text":"summarize","metadata":null},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}},{"kind":"data","data":{"x":1}}]}`
-	a2aTask := nativeTask("summarize", `{"x":1}`)
+	a2aTask := clienttest.NativeTask("summarize", `{"x":1}`)
 	a2aTask.A2A = &mailbox.A2AOrigin{Version: "0.3", MessageID: "caller-1", ContextID: "caller-ctx", Message: json.RawMessage(origin)}
 	// Its context id is the one the daemon derives from the task, not the
 	// caller's: the remote is asked for its tasks of that context later.
 	cid := remote.ContextIDFor(a2aTask.ID)
 	want03 := `{"kind":"message","role":"user","messageId":"` + a2aTask.ID + `","contextId":"` + cid + `","metadata":{"k":"v"},"extensions":["urn:x"],
 		"parts":[{"kind":"text","text":"summarize","metadata":null},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}},{"kind":"data","data":{"x":1}}]}`
-	if got := send(v03, a2aTask, nil); !sameJSON(t, json.RawMessage(got), want03) {
+	if got := send(v03, a2aTask, nil); !clienttest.SameJSON(t, json.RawMessage(got), want03) {
 		t.Errorf("v0.3 origin to v0.3 sent as %s, want %s", got, want03)
 	}
 	want10 := `{"role":"ROLE_USER","messageId":"` + a2aTask.ID + `","contextId":"` + cid + `","metadata":{"k":"v"},"extensions":["urn:x"],
 		"parts":[{"text":"summarize"},{"url":"https://example.test/a.pdf","filename":"a.pdf","mediaType":"application/pdf"},{"data":{"x":1}}]}`
-	if got := send(v10, a2aTask, nil); !sameJSON(t, json.RawMessage(got), want10) {
+	if got := send(v10, a2aTask, nil); !clienttest.SameJSON(t, json.RawMessage(got), want10) {
 		t.Errorf("v0.3 origin to v1.0 sent as %s, want %s", got, want10)
 	}
 
@@ -170,10 +171,10 @@ func TestRemoteMessageBuilding(t *testing.T) {
 		{Seq: 5, Role: mailbox.RoleSender, Agent: "planner@local", Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "chapter 2"}, {Type: mailbox.ContentJSON, Value: json.RawMessage(`{"page":7}`)}}},
 	}
 	ref := &remote.Ref{TaskID: "remote-task", ContextID: "remote-ctx"}
-	msg := outbound(t, a2aTask, ref)
+	msg := clienttest.Outbound(t, a2aTask, ref)
 	got := send(v10, a2aTask, ref)
 	want := `{"role":"ROLE_USER","messageId":"` + msg.MessageID + `","taskId":"remote-task","contextId":"remote-ctx","parts":[{"text":"chapter 2"},{"data":{"page":7}}]}`
-	if !sameJSON(t, json.RawMessage(got), want) || msg.MessageID == a2aTask.ID {
+	if !clienttest.SameJSON(t, json.RawMessage(got), want) || msg.MessageID == a2aTask.ID {
 		t.Errorf("continuation sent as %s, want %s", got, want)
 	}
 	// An answer that came through the edge goes verbatim.
@@ -181,12 +182,12 @@ func TestRemoteMessageBuilding(t *testing.T) {
 		Message: json.RawMessage(`{"role":"ROLE_USER","messageId":"ans-1","contextId":"caller-ctx","taskId":"mailroom-task","parts":[{"text":"chapter 2, please","mediaType":"text/plain"}]}`)}
 	got = send(v10, a2aTask, ref)
 	want = `{"role":"ROLE_USER","messageId":"` + msg.MessageID + `","taskId":"remote-task","contextId":"remote-ctx","parts":[{"text":"chapter 2, please","mediaType":"text/plain"}]}`
-	if !sameJSON(t, json.RawMessage(got), want) {
+	if !clienttest.SameJSON(t, json.RawMessage(got), want) {
 		t.Errorf("verbatim continuation sent as %s, want %s", got, want)
 	}
 	got = send(v03, a2aTask, ref)
 	want = `{"kind":"message","role":"user","messageId":"` + msg.MessageID + `","taskId":"remote-task","contextId":"remote-ctx","parts":[{"kind":"text","text":"chapter 2, please"}]}`
-	if !sameJSON(t, json.RawMessage(got), want) {
+	if !clienttest.SameJSON(t, json.RawMessage(got), want) {
 		t.Errorf("v1.0 answer to a v0.3 remote sent as %s, want %s", got, want)
 	}
 	// A conversation the remote never saw (another agent asked) goes
@@ -196,7 +197,7 @@ func TestRemoteMessageBuilding(t *testing.T) {
 		{"kind":"text","text":"summarize"},{"kind":"file","file":{"name":"a.pdf","mimeType":"application/pdf","uri":"https://example.test/a.pdf"}},{"kind":"data","data":{"x":1}},
 		{"kind":"text","text":"coder@local asked (input_required):"},{"kind":"text","text":"which part?"},
 		{"kind":"text","text":"planner@local answered:"},{"kind":"text","text":"chapter 2, please"}]}`
-	if !sameJSON(t, json.RawMessage(got), want) {
+	if !clienttest.SameJSON(t, json.RawMessage(got), want) {
 		t.Errorf("a task handed on with its conversation sent as %s, want %s", got, want)
 	}
 	if _, err := remote.MessageFor(a2aTask, &remote.Ref{}); err == nil || !strings.Contains(err.Error(), "remote's task id") {
@@ -207,7 +208,7 @@ func TestRemoteMessageBuilding(t *testing.T) {
 // The official a2a-python SDK (Marie AI's server) writes its pydantic
 // models with every optional field null; the client reads them so.
 func TestRemoteReadsPythonShapedAnswers(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	task := `{"kind":"task","id":"p1","contextId":"pc","metadata":null,"history":null,
 		"status":{"state":"input-required","timestamp":null,"message":{"kind":"message","role":"agent","messageId":"s1","contextId":null,"taskId":null,"metadata":null,"extensions":null,"referenceTaskIds":null,
 			"parts":[{"kind":"text","text":"which year?","metadata":null}]}},
@@ -231,8 +232,8 @@ func TestRemoteReadsPythonShapedAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
-	res := outcome(t, got)
-	if got.State != wire.StateInputRequired || res.Status != mailbox.StatusInputRequired || contentText(res) != "which year?" ||
+	res := clienttest.Outcome(t, got)
+	if got.State != wire.StateInputRequired || res.Status != mailbox.StatusInputRequired || clienttest.ContentText(res) != "which year?" ||
 		len(got.Artifacts) != 1 || len(got.Artifacts[0].Parts) != 2 || got.Artifacts[0].Parts[1].Raw != "aGk=" {
 		t.Fatalf("read %+v (%+v)", got, res)
 	}

@@ -1,4 +1,4 @@
-package a2a_test
+package remote_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/remote/clienttest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -64,7 +65,7 @@ const (
 )
 
 func TestRemoteCardResolution(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	cases := []struct {
 		name      string
 		paths     map[string]string
@@ -120,7 +121,7 @@ func TestRemoteCardResolution(t *testing.T) {
 }
 
 func TestRemoteCardRefusals(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	auth := remote.Auth{Bearer: "tok-very-secret", Header: "X-Api-Key", Value: "hdr-very-secret"}
 	cases := []struct {
 		name    string
@@ -169,7 +170,7 @@ func TestRemoteCardRefusals(t *testing.T) {
 }
 
 func TestRemoteCredentialsNeverShown(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	auth := remote.Auth{Bearer: "tok-very-secret", Header: "X-Api-Key", Value: "hdr-very-secret"}
 	s := serveCards(t, map[string]string{"/.well-known/agent-card.json": card03, "/rpc03": "!500"})
 	r, card, err := remote.Resolve(ctx, nil, remote.Spec{URL: s.srv.URL}, auth)

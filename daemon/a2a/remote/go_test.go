@@ -1,16 +1,12 @@
-package a2a_test
+package remote_test
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/remote/clienttest"
 	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/internal/remotetest"
 	"github.com/mailroom/mailroom/mailbox"
@@ -27,119 +23,10 @@ func startGoRemote(t *testing.T, streaming bool) *goRemote {
 	return remotetest.StartGoRemote(t, "Go Coder", streaming)
 }
 
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func resolve(t *testing.T, ctx context.Context, spec remote.Spec, auth remote.Auth) (*remote.Client, remote.Card) {
-	t.Helper()
-	r, card, err := remote.Resolve(ctx, nil, spec, auth)
-	if err != nil {
-		t.Fatalf("ResolveRemote(%+v): %v", spec, err)
-	}
-	return r, card
-}
-
-// nativeTask is a mailbox task as a native sender sends it.
-func nativeTask(intent string, context string) mailbox.Task {
-	t := mailbox.Task{ID: newID(), Sender: "planner@local", Recipient: "coder@local", IntentText: intent}
-	if context != "" {
-		t.Context = json.RawMessage(context)
-	}
-	return t
-}
-
-var idSeq atomic.Uint64
-
-func newID() string {
-	n := idSeq.Add(1)
-	return "6f9619ff-8b86-4d11-b42d-" + strings.Repeat("0", 12-len(itoa(n))) + itoa(n)
-}
-
-func itoa(n uint64) string {
-	b, _ := json.Marshal(n)
-	return string(b)
-}
-
-func outbound(t *testing.T, task mailbox.Task, ref *remote.Ref) remote.Message {
-	t.Helper()
-	m, err := remote.MessageFor(task, ref)
-	if err != nil {
-		t.Fatalf("OutboundMessageFor(%s): %v", task.ID, err)
-	}
-	return m
-}
-
-// poll reads the remote task until it is finished or asks something.
-func poll(t *testing.T, ctx context.Context, r *remote.Client, id string) remote.Task {
-	t.Helper()
-	for {
-		got, err := r.Get(ctx, id)
-		if err != nil {
-			t.Fatalf("Get(%s): %v", id, err)
-		}
-		if got.Terminal() || got.Interrupted() {
-			return got
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("task %s still %s when the test gave up", id, got.State)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
-// outcome maps a remote task to the mailbox result and checks that the
-// mailbox takes it.
-func outcome(t *testing.T, rt remote.Task) mailbox.Result {
-	t.Helper()
-	r, final := rt.Outcome()
-	if !final {
-		t.Fatalf("Outcome of %+v: not final", rt)
-	}
-	r.TaskID = "6f9619ff-8b86-4d11-b42d-00c04fc964ff"
-	if _, err := mailbox.NormalizeResult(r); err != nil {
-		t.Fatalf("the mailbox refuses the outcome %+v: %v", r, err)
-	}
-	return r
-}
-
-// collect reads a stream to its end.
-func collect(t *testing.T, s *remote.Stream) []remote.Update {
-	t.Helper()
-	defer s.Close()
-	var ups []remote.Update
-	for {
-		u, err := s.Next()
-		if errors.Is(err, io.EOF) {
-			return ups
-		}
-		if err != nil {
-			t.Fatalf("stream after %d updates: %v", len(ups), err)
-		}
-		ups = append(ups, u)
-	}
-}
-
-func contentText(r mailbox.Result) string {
-	var texts []string
-	for _, c := range r.Content {
-		if c.Type == mailbox.ContentText {
-			texts = append(texts, c.Text)
-		} else {
-			texts = append(texts, string(c.Value))
-		}
-	}
-	return strings.Join(texts, "|")
-}
-
 func TestRemoteGoSendCompletesAndFails(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	g := startGoRemote(t, true)
-	r, card := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
+	r, card := clienttest.Resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
 	if card.Binding != mailbox.BindingJSONRPC03 || card.Endpoint != g.Srv.URL+"/invoke" || card.Name != "Go Coder" || !card.Streaming ||
 		len(card.Skills) != 1 || card.Skills[0].Examples[0] != "fix the bug" || card.Skills[0].Tags[0] != "go" {
 		t.Fatalf("card %+v", card)
@@ -147,8 +34,8 @@ func TestRemoteGoSendCompletesAndFails(t *testing.T) {
 
 	// A native task: its intent as text, its context as data, its id as
 	// the messageId; the echo comes back as the result.
-	task := nativeTask("echo this", `{"repo":"mailroom","n":3}`)
-	sent, err := r.Send(ctx, outbound(t, task, nil), true)
+	task := clienttest.NativeTask("echo this", `{"repo":"mailroom","n":3}`)
+	sent, err := r.Send(ctx, clienttest.Outbound(t, task, nil), true)
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
@@ -159,17 +46,17 @@ func TestRemoteGoSendCompletesAndFails(t *testing.T) {
 	if len(seen) != 1 || seen[0].ID != task.ID {
 		t.Fatalf("the remote got %+v, want one message with id %s", seen, task.ID)
 	}
-	res := outcome(t, sent)
-	if res.Status != mailbox.StatusOK || contentText(res) != `echo this|{"n":3,"repo":"mailroom"}` && contentText(res) != `echo this|{"repo":"mailroom","n":3}` {
-		t.Fatalf("outcome %+v (%s), want ok with the text and the context", res, contentText(res))
+	res := clienttest.Outcome(t, sent)
+	if res.Status != mailbox.StatusOK || clienttest.ContentText(res) != `echo this|{"n":3,"repo":"mailroom"}` && clienttest.ContentText(res) != `echo this|{"repo":"mailroom","n":3}` {
+		t.Fatalf("outcome %+v (%s), want ok with the text and the context", res, clienttest.ContentText(res))
 	}
 
 	// A remote may answer with a message: the work is done.
-	said, err := r.Send(ctx, outbound(t, nativeTask("say hello", ""), nil), true)
+	said, err := r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("say hello", ""), nil), true)
 	if err != nil {
 		t.Fatalf("Send(say): %v", err)
 	}
-	if res := outcome(t, said); !said.Direct || res.Status != mailbox.StatusOK || contentText(res) != "hello yourself" {
+	if res := clienttest.Outcome(t, said); !said.Direct || res.Status != mailbox.StatusOK || clienttest.ContentText(res) != "hello yourself" {
 		t.Fatalf("a message answer read as %+v (%+v)", said, res)
 	}
 
@@ -178,11 +65,11 @@ func TestRemoteGoSendCompletesAndFails(t *testing.T) {
 		{"fail now", mailbox.StatusError, "the disk is full"},
 		{"reject this", mailbox.StatusRejected, "not my kind of work"},
 	} {
-		got, err := r.Send(ctx, outbound(t, nativeTask(c.intent, ""), nil), true)
+		got, err := r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask(c.intent, ""), nil), true)
 		if err != nil {
 			t.Fatalf("Send(%s): %v", c.intent, err)
 		}
-		res := outcome(t, got)
+		res := clienttest.Outcome(t, got)
 		if res.Status != c.status || res.ErrorMessage != c.msg {
 			t.Errorf("%s: outcome %+v, want %s %q", c.intent, res, c.status, c.msg)
 		}
@@ -190,16 +77,16 @@ func TestRemoteGoSendCompletesAndFails(t *testing.T) {
 }
 
 func TestRemoteGoAsksThenCompletesOnTheAnswer(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
-	task := nativeTask("ask me", "")
-	got, err := r.Send(ctx, outbound(t, task, nil), true)
+	r, _ := clienttest.Resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
+	task := clienttest.NativeTask("ask me", "")
+	got, err := r.Send(ctx, clienttest.Outbound(t, task, nil), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := outcome(t, got)
-	if got.State != wire.StateInputRequired || q.Status != mailbox.StatusInputRequired || contentText(q) != "which database?" {
+	q := clienttest.Outcome(t, got)
+	if got.State != wire.StateInputRequired || q.Status != mailbox.StatusInputRequired || clienttest.ContentText(q) != "which database?" {
 		t.Fatalf("send answered %+v, outcome %+v; want the remote's question", got, q)
 	}
 	// The sender answers: the task holds the question and the answer as
@@ -209,19 +96,19 @@ func TestRemoteGoAsksThenCompletesOnTheAnswer(t *testing.T) {
 		{Seq: 9, Role: mailbox.RoleSender, Agent: "planner@local", Content: []mailbox.Content{{Type: mailbox.ContentText, Text: "staging"}}},
 	}
 	ref := &remote.Ref{TaskID: got.ID, ContextID: got.ContextID}
-	cont := outbound(t, task, ref)
+	cont := clienttest.Outbound(t, task, ref)
 	if cont.MessageID == task.ID || cont.TaskID != got.ID {
 		t.Fatalf("continuation %+v: want a new message id and the remote's task id", cont)
 	}
-	if again := outbound(t, task, ref); again.MessageID != cont.MessageID {
+	if again := clienttest.Outbound(t, task, ref); again.MessageID != cont.MessageID {
 		t.Fatalf("the same turn made message ids %s and %s; want one", cont.MessageID, again.MessageID)
 	}
 	done, err := r.Send(ctx, cont, true)
 	if err != nil {
 		t.Fatalf("Send(continuation): %v", err)
 	}
-	res := outcome(t, done)
-	if done.ID != got.ID || res.Status != mailbox.StatusOK || contentText(res) != "using staging" {
+	res := clienttest.Outcome(t, done)
+	if done.ID != got.ID || res.Status != mailbox.StatusOK || clienttest.ContentText(res) != "using staging" {
 		t.Fatalf("continuation answered %+v (%+v), want task %s completed using the answer", done, res, got.ID)
 	}
 	seen := g.Executor().Messages()
@@ -236,14 +123,14 @@ func TestRemoteGoAsksThenCompletesOnTheAnswer(t *testing.T) {
 }
 
 func TestRemoteGoStreams(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
-	s, err := r.Stream(ctx, outbound(t, nativeTask("stream please", ""), nil))
+	r, _ := clienttest.Resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
+	s, err := r.Stream(ctx, clienttest.Outbound(t, clienttest.NativeTask("stream please", ""), nil))
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
-	ups := collect(t, s)
+	ups := clienttest.Collect(t, s)
 	if len(ups) < 4 {
 		t.Fatalf("stream gave %+v, want several updates", ups)
 	}
@@ -252,18 +139,18 @@ func TestRemoteGoStreams(t *testing.T) {
 		working = working || u.Task.State == wire.StateWorking
 	}
 	last := ups[len(ups)-1]
-	res := outcome(t, last.Task)
-	if !working || !last.Final || last.Task.State != wire.StateCompleted || contentText(res) != "one|two|three" || len(last.Task.Artifacts) != 1 {
+	res := clienttest.Outcome(t, last.Task)
+	if !working || !last.Final || last.Task.State != wire.StateCompleted || clienttest.ContentText(res) != "one|two|three" || len(last.Task.Artifacts) != 1 {
 		t.Fatalf("stream ended on %+v (working seen: %v), want completed with one artifact one|two|three", last, working)
 	}
 }
 
 func TestRemoteGoSlowPolledAndCanceled(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
+	r, _ := clienttest.Resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
 
-	sent, err := r.Send(ctx, outbound(t, nativeTask("slow work", ""), nil), false)
+	sent, err := r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("slow work", ""), nil), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,12 +165,12 @@ func TestRemoteGoSlowPolledAndCanceled(t *testing.T) {
 		t.Fatalf("the outcome of %s task is final", got.State)
 	}
 	close(g.Executor().Release)
-	done := poll(t, ctx, r, sent.ID)
-	if res := outcome(t, done); res.Status != mailbox.StatusOK || contentText(res) != "slowly done" {
+	done := clienttest.Poll(t, ctx, r, sent.ID)
+	if res := clienttest.Outcome(t, done); res.Status != mailbox.StatusOK || clienttest.ContentText(res) != "slowly done" {
 		t.Fatalf("slow task ended %+v", done)
 	}
 
-	hung, err := r.Send(ctx, outbound(t, nativeTask("hang on", ""), nil), false)
+	hung, err := r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("hang on", ""), nil), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,16 +178,16 @@ func TestRemoteGoSlowPolledAndCanceled(t *testing.T) {
 	if err != nil || canceled.State != wire.StateCanceled {
 		t.Fatalf("Cancel: %+v, %v; want canceled", canceled, err)
 	}
-	if res := outcome(t, canceled); res.Status != mailbox.StatusError || !strings.Contains(res.ErrorMessage, "remote agent canceled") {
+	if res := clienttest.Outcome(t, canceled); res.Status != mailbox.StatusError || !strings.Contains(res.ErrorMessage, "remote agent canceled") {
 		t.Fatalf("canceled outcome %+v", res)
 	}
 }
 
 func TestRemoteGoResubscribe(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
-	sent, err := r.Send(ctx, outbound(t, nativeTask("tick tock", ""), nil), false)
+	r, _ := clienttest.Resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
+	sent, err := r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("tick tock", ""), nil), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +215,7 @@ wait:
 		t.Fatalf("Resubscribe: %v", o.err)
 	}
 	close(g.Executor().Release)
-	ups := collect(t, o.s)
+	ups := clienttest.Collect(t, o.s)
 	last := ups[len(ups)-1]
 	if !last.Final || last.Task.State != wire.StateCompleted || last.Task.ID != sent.ID {
 		t.Fatalf("resubscribe ended on %+v", last)
@@ -336,10 +223,10 @@ wait:
 }
 
 func TestRemoteGoLostTaskAfterRestart(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	g := startGoRemote(t, true)
-	r, _ := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
-	sent, err := r.Send(ctx, outbound(t, nativeTask("hang around", ""), nil), false)
+	r, _ := clienttest.Resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, remote.Auth{})
+	sent, err := r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("hang around", ""), nil), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,11 +244,11 @@ func TestRemoteGoLostTaskAfterRestart(t *testing.T) {
 }
 
 func TestRemoteGoCredentialsReachTheServer(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := clienttest.Ctx(t)
 	g := startGoRemote(t, false)
 	auth := remote.Auth{Bearer: "s3cret-bearer-token", Header: "X-Api-Key", Value: "k3y-value-123"}
-	r, card := resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, auth)
-	if _, err := r.Send(ctx, outbound(t, nativeTask("echo", ""), nil), true); err != nil {
+	r, card := clienttest.Resolve(t, ctx, remote.Spec{URL: g.Srv.URL}, auth)
+	if _, err := r.Send(ctx, clienttest.Outbound(t, clienttest.NativeTask("echo", ""), nil), true); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range g.Credentials() {
@@ -370,7 +257,7 @@ func TestRemoteGoCredentialsReachTheServer(t *testing.T) {
 		}
 	}
 	// A card without streaming: Stream is refused up front.
-	if _, err := r.Stream(ctx, outbound(t, nativeTask("echo", ""), nil)); err == nil || card.Streaming {
+	if _, err := r.Stream(ctx, clienttest.Outbound(t, clienttest.NativeTask("echo", ""), nil)); err == nil || card.Streaming {
 		t.Fatalf("Stream to a remote that does not stream: %v", err)
 	}
 }
