@@ -203,7 +203,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	if cfg.AdvertiseURL != "" {
 		hooks.Self(cfg.AdvertiseURL)
 	}
-	dispatcher := outbound.New(eng, outboundOptions(cfg, logger, hooks, o.outbound))
+	dispatcher := outbound.New(eng, eng.Remote(), outboundOptions(cfg, logger, hooks, o.outbound))
 	nopts := notify.Options{Logger: logger, Policy: hooks, MaxAttempts: cfg.PushMaxAttempts, RetryMax: cfg.PushRetryMax,
 		Bounds: &mailbox.OutboxBounds{PerReceiver: cfg.PushOutboxPerReceiver, Total: cfg.PushOutboxMax, DeadRetention: cfg.PushDeadRetention}}
 	if o.notify != nil {

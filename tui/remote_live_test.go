@@ -126,7 +126,7 @@ func TestRemoteDeliveriesWithTheRealDispatcher(t *testing.T) {
 	fast := func(o *outbound.Options) {
 		o.RetryMin, o.RetryMax = 20*time.Millisecond, 2*time.Second
 		o.PollMin, o.PollMax = 20*time.Millisecond, 100*time.Millisecond
-		o.LeaseWait, o.LeaderPoll = 200*time.Millisecond, 50*time.Millisecond
+		o.LeaseWait = 200 * time.Millisecond
 		o.FailuresToOpen, o.ProbeInterval = 3, time.Minute
 	}
 	d := daemontest.Start(t, daemontest.Options{Daemon: []daemon.Option{daemon.WithOutbound(fast)}})

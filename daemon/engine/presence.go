@@ -244,14 +244,6 @@ func (e *Engine) agentsAt(nowMs int64) ([]mailbox.AgentInfo, uint64) {
 	return list, seq
 }
 
-// SetRemoteStatus makes the agents listing ask status for what the
-// dispatcher knows of each remote agent; status is called outside the
-// engine's locks, and answers nil for an agent it does not deliver to.
-func (e *Engine) SetRemoteStatus(status func(agent string) *mailbox.RemoteStatus) {
-	e.remoteStatus.Store(&status)
-	e.presence.changed.Store(true)
-}
-
 // retryingChanged says whether the number of notifications the notifier
 // is retrying changed since it last looked: a webhook's retries are its
 // memory, not events, so the listing's webhook_failing is looked at here.
@@ -270,10 +262,6 @@ func (e *Engine) retryingChanged() bool {
 	}
 	return e.retrying.Swap(n) != n
 }
-
-// RemoteStatusChanged tells the engine that what the dispatcher knows
-// changed, so the next agents push carries it.
-func (e *Engine) RemoteStatusChanged() { e.presence.changed.Store(true) }
 
 // seen records a call by agent at the engine's clock.
 func (e *Engine) seen(agent string) { e.presence.seen(agent, e.opts.Now().UnixMilli()) }

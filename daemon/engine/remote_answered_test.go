@@ -23,24 +23,24 @@ func TestRemoteAnsweredIsOneUnit(t *testing.T) {
 
 	seq := e.DurableSeq()
 	other := "00000000-0000-4000-8000-0000000000ff"
-	if err := e.RemoteAnswered(ctx, id, other, ref, ok); mailbox.ErrorCode(err) != mailbox.CodeConflict {
+	if err := e.Remote().Answered(ctx, id, other, ref, ok); mailbox.ErrorCode(err) != mailbox.CodeConflict {
 		t.Errorf("an answer under another lease: %v, want a conflict", err)
 	}
 	// The acceptance would go; the answer is refused (another agent's
 	// lease): neither is recorded.
 	intruder := mailbox.WithActing(ctx, mailbox.Acting{Agent: "someone@else"})
-	if err := e.RemoteAnswered(intruder, id, lease.LeaseID, ref, ok); mailbox.ErrorCode(err) != mailbox.CodeForbidden {
+	if err := e.Remote().Answered(intruder, id, lease.LeaseID, ref, ok); mailbox.ErrorCode(err) != mailbox.CodeForbidden {
 		t.Errorf("an answer from another agent: %v, want forbidden", err)
 	}
 	bad := mailbox.Result{Status: mailbox.StatusInputRequired} // a question without its content
-	if err := e.RemoteAnswered(ctx, id, lease.LeaseID, ref, bad); mailbox.ErrorCode(err) != mailbox.CodeInvalid {
+	if err := e.Remote().Answered(ctx, id, lease.LeaseID, ref, bad); mailbox.ErrorCode(err) != mailbox.CodeInvalid {
 		t.Errorf("an answer the mailbox refuses: %v, want invalid", err)
 	}
 	if e.DurableSeq() != seq {
 		t.Fatalf("refused answers moved the log from seq %d to %d: the acceptance went without its answer", seq, e.DurableSeq())
 	}
 
-	if err := e.RemoteAnswered(ctx, id, lease.LeaseID, ref, ok); err != nil {
+	if err := e.Remote().Answered(ctx, id, lease.LeaseID, ref, ok); err != nil {
 		t.Fatal(err)
 	}
 	evs, err := e.st.EventsSince(seq, 10)

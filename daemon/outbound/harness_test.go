@@ -41,7 +41,6 @@ func fast(o *outbound.Options) {
 	o.ProbeInterval = 50 * time.Millisecond
 	o.FailuresToOpen = 3
 	o.LeaseWait = 500 * time.Millisecond
-	o.LeaderPoll = 50 * time.Millisecond
 	o.CallTimeout = 10 * time.Second
 	o.SettleDelay = 50 * time.Millisecond
 }

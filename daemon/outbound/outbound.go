@@ -1,8 +1,9 @@
 // Package outbound is the daemon's dispatcher: it delivers the tasks of
 // remote agents (A2A servers registered with a remote spec) by leasing
-// them on the agent's behalf, calling the remote through daemon/a2a's
-// outbound client, and posting its answers under the lease guard. Only
-// the instance that leads the mailbox dispatches.
+// them on the agent's behalf, calling the remote through daemon/a2a/remote,
+// the A2A client, and posting its answers under the lease guard. Only
+// the instance that leads the mailbox dispatches: a term of the engine's
+// WhileLeading, which ends the moment it stops leading.
 //
 // What is recorded when (the rest is memory, shown in the agents
 // listing): the lease (task_leased, held by the agent); the moment the
@@ -25,8 +26,8 @@ import (
 	"time"
 
 	a2aremote "github.com/mailroom/mailroom/daemon/a2a/remote"
-	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/internal/metrics"
+	"github.com/mailroom/mailroom/internal/retry"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -63,9 +64,6 @@ type Options struct {
 	ProbeInterval time.Duration
 	// LeaseWait is how long one long poll for a remote's tasks waits (5s).
 	LeaseWait time.Duration
-	// LeaderPoll is how often the dispatcher checks whether the instance
-	// leads (1s).
-	LeaderPoll time.Duration
 	// ResendMax bounds how many times an idempotent task is sent again
 	// after sends that may have reached the remote, when the remote
 	// cannot say whether it holds it (remote_resend_max); past it the
@@ -100,7 +98,6 @@ func (o Options) withDefaults() Options {
 	def(&o.PollMax, 5*time.Second)
 	def(&o.ProbeInterval, 30*time.Second)
 	def(&o.LeaseWait, 5*time.Second)
-	def(&o.LeaderPoll, time.Second)
 	if o.FailuresToOpen <= 0 {
 		o.FailuresToOpen = 5
 	}
@@ -131,9 +128,14 @@ func (o Options) withDefaults() Options {
 // Dispatcher delivers the tasks of every remote agent while the instance
 // leads. Run it once; it reports each remote's status to the engine.
 type Dispatcher struct {
-	eng *engine.Engine
-	o   Options
-	log *slog.Logger
+	mailbox Mailbox
+	remote  Remotes
+	o       Options
+	log     *slog.Logger
+	// retries spaces the tries of a send that failed before the remote
+	// accepted it, and of a card fetch; polls the polls of a remote task
+	// that does not stream.
+	retries, polls retry.Backoff
 
 	mu sync.Mutex
 	// leading is false while another instance delivers (every remote
@@ -149,30 +151,28 @@ type Dispatcher struct {
 	side sync.WaitGroup
 }
 
-// New makes a dispatcher for eng's remote agents and has the agents
+// New makes a dispatcher of the remote agents of m, whose side for them
+// is rs (in the daemon, the engine and engine.Remote), and has the agents
 // listing ask it for their status.
-func New(eng *engine.Engine, o Options) *Dispatcher {
+func New(m Mailbox, rs Remotes, o Options) *Dispatcher {
 	o = o.withDefaults()
-	d := &Dispatcher{eng: eng, o: o, log: o.Logger, remotes: map[string]*remote{}, stats: newStats()}
-	eng.SetRemoteStatus(d.Status)
+	d := &Dispatcher{mailbox: m, remote: rs, o: o, log: o.Logger, remotes: map[string]*remote{}, stats: newStats(),
+		retries: retry.Backoff{Min: o.RetryMin, Max: o.RetryMax}, polls: retry.Backoff{Min: o.PollMin, Max: o.PollMax}}
+	rs.SetStatus(d.Status)
 	return d
 }
 
-// Run dispatches while the instance leads, until ctx ends; it returns
-// once every delivery it started has stopped (their leases stay, for the
-// next leader's recovery).
+// Run dispatches while the instance leads, a term at a time, until ctx
+// ends; it returns once every delivery it started has stopped (their
+// leases stay, for the next leader's recovery).
 func (d *Dispatcher) Run(ctx context.Context) {
-	for ctx.Err() == nil {
-		if !d.eng.Leading() {
-			d.setLeading(false)
-			sleep(ctx, d.o.LeaderPoll)
-			continue
-		}
+	d.mailbox.WhileLeading(ctx, func(term context.Context) {
 		d.setLeading(true)
-		d.lead(ctx)
-	}
-	d.side.Wait()
-	d.setLeading(false)
+		defer d.setLeading(false)
+		d.lead(term)
+		// The cancels passed on under the term end with it.
+		d.side.Wait()
+	})
 }
 
 func (d *Dispatcher) setLeading(on bool) {
@@ -187,52 +187,41 @@ func (d *Dispatcher) setLeading(on bool) {
 		if on {
 			d.log.Info("remote dispatcher on: this instance leads")
 		}
-		d.eng.RemoteStatusChanged()
+		d.remote.StatusChanged()
 	}
 }
 
-// lead runs the remote loops until the instance stops leading or ctx
-// ends, following the registry and the repairs through the event stream.
-func (d *Dispatcher) lead(ctx context.Context) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer func() {
-		cancel()
-		d.stopAll()
-	}()
-	tick := time.NewTicker(d.o.LeaderPoll)
-	defer tick.Stop()
-	for ctx.Err() == nil {
-		sub, err := d.eng.SubscribeInternal(ctx, nil)
+// lead runs the remote loops until term ends (the instance stops leading,
+// or Run's context ends), following the registry and the repairs through
+// the event stream.
+func (d *Dispatcher) lead(term context.Context) {
+	defer d.stopAll()
+	for n := 1; term.Err() == nil; n++ {
+		sub, err := d.mailbox.SubscribeInternal(term, nil)
 		if err != nil {
 			d.log.Warn("remote dispatcher: cannot follow the mailbox's events; trying again", "err", err)
-			sleep(ctx, d.o.LeaderPoll)
+			retry.Sleep(term, d.retries.After(n))
 			continue
 		}
-		d.reconcile(ctx)
-		if !d.follow(ctx, sub, tick.C) {
-			sub.Close()
-			return
-		}
+		n = 0
+		d.reconcile(term)
+		d.follow(term, sub)
 		sub.Close()
 	}
 }
 
-// follow reads events until the subscription ends (true: subscribe
-// again) or the instance stops leading or ctx ends (false).
-func (d *Dispatcher) follow(ctx context.Context, sub mailbox.Subscription, tick <-chan time.Time) bool {
+// follow reads events until the subscription ends (subscribe again) or
+// the term does.
+func (d *Dispatcher) follow(term context.Context, sub mailbox.Subscription) {
 	for {
 		select {
 		case ev, ok := <-sub.Events():
 			if !ok {
-				return ctx.Err() == nil && d.eng.Leading()
+				return
 			}
-			d.handle(ctx, *ev)
-		case <-tick:
-			if !d.eng.Leading() {
-				return false
-			}
-		case <-ctx.Done():
-			return false
+			d.handle(term, *ev)
+		case <-term.Done():
+			return
 		}
 	}
 }
@@ -252,7 +241,7 @@ func (d *Dispatcher) handle(ctx context.Context, ev mailbox.Event) {
 // delivered but that a remote holds: one waiting on its sender's answer
 // to the remote's question.
 func (d *Dispatcher) canceledWaiting(ctx context.Context, taskID string) {
-	rec, err := d.eng.Task(ctx, taskID)
+	rec, err := d.mailbox.Task(ctx, taskID)
 	if err != nil || rec.Remote == nil {
 		return
 	}
@@ -280,13 +269,9 @@ func (d *Dispatcher) canceledWaiting(ctx context.Context, taskID string) {
 // longer remote.
 func (d *Dispatcher) reconcile(ctx context.Context) {
 	want := map[string]mailbox.RegisteredAgent{}
-	d.eng.View(func(s *mailbox.State) {
-		for _, ra := range s.Registry() {
-			if ra.IsRemote() {
-				want[ra.Agent] = ra
-			}
-		}
-	})
+	for _, ra := range d.remote.Agents() {
+		want[ra.Agent] = ra
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for agent, r := range d.remotes {
@@ -305,7 +290,7 @@ func (d *Dispatcher) reconcile(ctx context.Context) {
 		d.remotes[agent] = r
 		r.start(ctx)
 	}
-	d.eng.RemoteStatusChanged()
+	d.remote.StatusChanged()
 }
 
 // repaired ends the delivery of a task that was canceled, requeued or
@@ -331,7 +316,7 @@ func (d *Dispatcher) stopAll() {
 		wg.Go(r.stop)
 	}
 	wg.Wait()
-	d.eng.RemoteStatusChanged()
+	d.remote.StatusChanged()
 }
 
 // Status is what the dispatcher knows of agent now, for the agents
@@ -361,16 +346,4 @@ func (d *Dispatcher) WriteMetrics(w *metrics.Writer) {
 	}
 	d.mu.Unlock()
 	d.stats.write(w, open, d.o.ResendMax)
-}
-
-// sleep waits for dur or ctx's end, and reports whether ctx is still on.
-func sleep(ctx context.Context, dur time.Duration) bool {
-	t := time.NewTimer(dur)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -34,11 +34,11 @@ func TestARecoveredAcceptedDeliveryIsListedAcceptedAtOnce(t *testing.T) {
 		t.Fatalf("leasing: %v, %d tasks", err, len(leased))
 	}
 	lease := leased[0].Lease.LeaseID
-	if err := eng.RemoteAccepted(ctx, sent.TaskID, lease, mailbox.RemoteRef{TaskID: "remote-7", Binding: mailbox.BindingJSONRPC03}); err != nil {
+	if err := eng.Remote().Accepted(ctx, sent.TaskID, lease, mailbox.RemoteRef{TaskID: "remote-7", Binding: mailbox.BindingJSONRPC03}); err != nil {
 		t.Fatal(err)
 	}
 
-	d := New(eng, Options{})
+	d := New(eng, eng.Remote(), Options{})
 	r := newRemote(d, mailbox.RegisteredAgent{Agent: agent, Card: mailbox.AgentCard{Remote: &mailbox.RemoteSpec{URL: "http://127.0.0.1:9/", Concurrency: 1}}})
 	rctx, cancel := context.WithCancel(ctx)
 	defer r.wg.Wait()

@@ -3,7 +3,6 @@ package outbound
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/url"
 	"slices"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	a2aremote "github.com/mailroom/mailroom/daemon/a2a/remote"
 	"github.com/mailroom/mailroom/daemon/a2a/wire"
+	"github.com/mailroom/mailroom/internal/retry"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -182,7 +182,7 @@ func (r *remote) run(ctx context.Context) {
 		r.mu.Lock()
 		r.stopLeasing = stopLeasing
 		r.mu.Unlock()
-		got, err := r.d.eng.LeaseN(mailbox.WithPrincipal(lctx, r.agent), r.agent, room, r.d.o.LeaseWait)
+		got, err := r.d.mailbox.LeaseN(mailbox.WithPrincipal(lctx, r.agent), r.agent, room, r.d.o.LeaseWait)
 		r.mu.Lock()
 		r.stopLeasing = nil
 		r.mu.Unlock()
@@ -193,7 +193,7 @@ func (r *remote) run(ctx context.Context) {
 		}
 		if err != nil && lctx.Err() == nil {
 			log.Warn("leasing a remote agent's tasks failed; trying again", "err", err)
-			sleep(ctx, r.d.o.RetryMin)
+			retry.Sleep(ctx, r.d.o.RetryMin)
 		}
 	}
 }
@@ -277,10 +277,8 @@ func (r *remote) resolve(ctx context.Context) bool {
 // resolved: an operator's re-registration must not be overwritten with
 // the card it replaced (it is resolved next).
 func (r *remote) syncCard(ctx context.Context, spec mailbox.RemoteSpec, rc a2aremote.Card) {
-	var cur mailbox.RegisteredAgent
-	var ok bool
-	r.d.eng.View(func(s *mailbox.State) { cur, ok = s.Registered(r.agent) })
-	if !ok || cur.Card.Remote == nil || *cur.Card.Remote != spec {
+	cur, err := r.d.mailbox.Registered(ctx, r.agent)
+	if err != nil || cur.Card.Remote == nil || *cur.Card.Remote != spec {
 		return
 	}
 	card := cur.Card
@@ -307,7 +305,7 @@ func (r *remote) syncCard(ctx context.Context, spec mailbox.RemoteSpec, rc a2are
 	}
 	// Only over the registration read above: an operator's made since
 	// wins, and the next resolve looks again.
-	ra, err := r.d.eng.RegisterAgentIf(mailbox.WithPrincipal(ctx, Principal), r.agent, next, cur)
+	ra, err := r.d.mailbox.RegisterAgentIf(mailbox.WithPrincipal(ctx, Principal), r.agent, next, cur)
 	if mailbox.ErrorCode(err) == mailbox.CodeConflict {
 		r.d.log.Info("the agent was registered again while its remote's card was read; the new registration stays", "agent", r.agent)
 		return
@@ -377,7 +375,7 @@ func (r *remote) answered() {
 		notify(r.free)
 	}
 	if changed {
-		r.d.eng.RemoteStatusChanged()
+		r.d.remote.StatusChanged()
 	}
 }
 
@@ -399,7 +397,7 @@ func (r *remote) failed(err error) {
 		if r.state != mailbox.RemoteFailing {
 			r.state, r.sinceMs = mailbox.RemoteFailing, now.UnixMilli()
 		}
-		r.nextProbeMs = now.Add(backoff(r.d.o.RetryMin, r.d.o.RetryMax, r.failures)).UnixMilli()
+		r.nextProbeMs = now.Add(r.d.retries.After(r.failures)).UnixMilli()
 	}
 	opened := prev != mailbox.RemoteCircuitOpen && r.state == mailbox.RemoteCircuitOpen
 	if opened && r.stopLeasing != nil {
@@ -409,7 +407,7 @@ func (r *remote) failed(err error) {
 	if opened {
 		r.d.log.Warn("remote agent keeps failing: circuit open, no task is leased for it until a probe is answered", "agent", r.agent, "failures", r.d.o.FailuresToOpen, "err", err)
 	}
-	r.d.eng.RemoteStatusChanged()
+	r.d.remote.StatusChanged()
 }
 
 // observe counts a call's answer: a transport failure against the
@@ -435,7 +433,7 @@ func (r *remote) setState(state, lastErr string) {
 	}
 	r.lastErr = lastErr
 	r.mu.Unlock()
-	r.d.eng.RemoteStatusChanged()
+	r.d.remote.StatusChanged()
 }
 
 func (r *remote) circuitOpen() bool {
@@ -473,24 +471,12 @@ func (r *remote) status() *mailbox.RemoteStatus {
 	return st
 }
 
-// backoff is the n-th wait (n from 1) between min and max, doubled each
-// time, with jitter (between half and all of it) so that the deliveries
-// of one remote do not retry in step.
-func backoff(lo, hi time.Duration, n int) time.Duration {
-	d := lo
-	for i := 1; i < n && d < hi; i++ {
-		d *= 2
-	}
-	d = min(d, hi)
-	return d/2 + rand.N(d/2+1)
-}
-
 // recover picks up the leases the agent holds (a restart, a takeover, a
 // loop started again): a task the remote accepted under its lease is
 // followed; for one it did not, the remote is asked whether it holds it
 // (modeSettle).
 func (r *remote) recover(ctx context.Context) {
-	q, err := r.d.eng.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskInFlight, Limit: mailbox.MaxLimit})
+	q, err := r.d.mailbox.Queue(ctx, mailbox.QueueFilter{State: mailbox.TaskInFlight, Limit: mailbox.MaxLimit})
 	if err != nil {
 		if ctx.Err() == nil {
 			r.d.log.Error("reading a remote agent's leases to recover them failed; they stay for the operator", "agent", r.agent, "err", err)
@@ -508,7 +494,7 @@ func (r *remote) recover(ctx context.Context) {
 		if known {
 			continue
 		}
-		rec, err := r.d.eng.Task(ctx, e.Task.ID)
+		rec, err := r.d.mailbox.Task(ctx, e.Task.ID)
 		if err != nil || rec.State != mailbox.TaskInFlight || rec.LeaseID != e.LeaseID {
 			continue
 		}
@@ -524,13 +510,9 @@ func (r *remote) recover(ctx context.Context) {
 	// Whether the remote keeps the contextId it is sent is learnt from
 	// the tasks it accepted: those above, and those it finished.
 	if !r.keepsContext() {
-		r.d.eng.View(func(s *mailbox.State) {
-			for _, pr := range s.PendingResults() {
-				if rec, ok := s.Task(pr.TaskID); ok && rec.Remote != nil && rec.Remote.Agent == r.agent {
-					r.sawContext(rec.Task.ID, rec.Remote.ContextID)
-				}
-			}
-		})
+		for _, rec := range r.d.remote.Results(r.agent) {
+			r.sawContext(rec.Task.ID, rec.Remote.ContextID)
+		}
 	}
 	for _, p := range pending {
 		r.d.log.Info("recovering a delivery the remote may have received, whose acceptance was never recorded: asking the remote whether it holds it", "agent", r.agent, "task_id", p.task.ID, "lease_id", p.lease.LeaseID)

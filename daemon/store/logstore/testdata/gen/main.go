@@ -475,7 +475,7 @@ func (g *scenario) dropPush(id, reason string) {
 
 // accepted records the remote's acceptance of task n under lease.
 func (g *scenario) accepted(n int, lease string, ref mailbox.RemoteRef) {
-	if err := g.eng.RemoteAccepted(context.Background(), taskID(n), lease, ref); err != nil {
+	if err := g.eng.Remote().Accepted(context.Background(), taskID(n), lease, ref); err != nil {
 		log.Fatalf("remote accepted %s: %v", taskID(n), err)
 	}
 }
