@@ -38,21 +38,14 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 		example: "mailroom agent register coder@local --name Coder --description 'writes Go' --skill 'code:Code:fixes failing tests'\nmailroom agent register coder@local --card coder.yaml    # YAML or JSON: name, description, version, skills (id, name, description, tags, examples), default_input_modes, default_output_modes, remote (url, binding, concurrency); - reads stdin\n" + remoteRegisterExamples,
 	})
 	cf := addClientFlags(fs, e)
-	cardPath := fs.String("card", "", "read the card from this YAML or JSON file (- for stdin)")
-	name := fs.String("name", "", "the agent's display name")
-	description := fs.String("description", "", "what the agent does")
-	version := fs.String("version", "", "the agent's version, such as 1.0.0")
-	var skills repeated
-	fs.Var(&skills, "skill", "a skill as ID[:NAME[:DESCRIPTION]] (repeatable; the description may hold colons; without a name the card shows the id)")
+	var f registerFlags
+	f.bind(fs)
 	remote := addRemoteFlags(fs)
-	webhook := fs.String("webhook", "", "call this URL when a result is waiting for the agent as a sender (a push notification: it need not poll results/next)")
-	webhookToken := fs.String("webhook-token", "", "with --webhook: the token sent with each call (X-A2A-Notification-Token) for the receiver to check")
-	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
 	pos, err := parseExact(fs, args, "AGENT")
 	if err != nil {
 		return err
 	}
-	if *webhook == "" && *webhookToken != "" {
+	if f.webhook == "" && f.webhookToken != "" {
 		return usagef("--webhook-token: applies with --webhook only; add --webhook URL")
 	}
 	spec, err := remote.spec(fs)
@@ -63,41 +56,9 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	if err := mailbox.ValidateAgentID("AGENT", agent); err != nil {
 		return usagef("%s", errorText(err))
 	}
-	var card mailbox.AgentCard
-	fromFlags := *name != "" || *description != "" || *version != "" || len(skills) > 0
-	switch {
-	case *cardPath != "" && fromFlags:
-		return usagef("--card: give the card either in a file or with --name, --description, --version and --skill, not both")
-	case *cardPath != "":
-		if card, err = readCard(e, *cardPath); err != nil {
-			return err
-		}
-		if spec != nil && card.Remote != nil {
-			return usagef("--remote: the card %s has a remote already; give it either in the file or with --remote, not both", *cardPath)
-		}
-	case *name == "" && spec == nil:
-		return usagef("--name, --card or --remote: a card needs at least the agent's name, unless the agent is remote (the daemon then serves the remote's own)")
-	default:
-		card = mailbox.AgentCard{Name: *name, Description: *description, Version: *version}
-		for i, s := range skills {
-			// The name and description may be left out: the card then
-			// shows the skill's id as its name.
-			id, rest, _ := strings.Cut(s, ":")
-			sname, desc, _ := strings.Cut(rest, ":")
-			if id == "" {
-				return usagef("--skill (#%d): got %q, expected ID[:NAME[:DESCRIPTION]] such as 'code:Code:fixes failing tests' or 'code'", i+1, s)
-			}
-			card.Skills = append(card.Skills, mailbox.AgentSkill{ID: id, Name: sname, Description: desc})
-		}
-	}
-	if spec != nil {
-		card.Remote = spec
-	}
-	if *webhook != "" {
-		if *cardPath != "" && card.Webhook != nil {
-			return usagef("--webhook: the card %s has a webhook already; give it either in the file or with --webhook, not both", *cardPath)
-		}
-		card.Webhook = &mailbox.Webhook{URL: *webhook, Token: *webhookToken}
+	card, err := f.card(e, spec)
+	if err != nil {
+		return err
 	}
 	c, ctx, cancel, err := cf.connect(ctx, e)
 	if err != nil {
@@ -106,9 +67,9 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	defer cancel()
 	reg, err := c.RegisterAgent(ctx, agent, card)
 	if err != nil {
-		return cardRefusal(err, *cardPath, spec != nil)
+		return cardRefusal(err, f.cardPath, spec != nil)
 	}
-	if *asJSON {
+	if f.json {
 		return writeJSON(e.stdout, mailbox.AgentRegisteredResponse{Kind: mailbox.KindAgentRegistered, Agent: reg})
 	}
 	base := strings.TrimSuffix(c.BaseURL(), "/") + "/agents/" + agent + "/"
@@ -119,6 +80,75 @@ func runAgentRegister(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "A2A base URL: %s\nAgent Card:   %s.well-known/agent-card.json\n", base, base)
 	return nil
+}
+
+// registerFlags are agent register's flags for the card, as parsed.
+type registerFlags struct {
+	cardPath, name, description, version, webhook, webhookToken string
+	skills                                                      repeated
+	json                                                        bool
+}
+
+func (f *registerFlags) bind(fs *verbFlags) {
+	fs.StringVar(&f.cardPath, "card", "", "read the card from this YAML or JSON file (- for stdin)")
+	fs.StringVar(&f.name, "name", "", "the agent's display name")
+	fs.StringVar(&f.description, "description", "", "what the agent does")
+	fs.StringVar(&f.version, "version", "", "the agent's version, such as 1.0.0")
+	fs.Var(&f.skills, "skill", "a skill as ID[:NAME[:DESCRIPTION]] (repeatable; the description may hold colons; without a name the card shows the id)")
+	fs.StringVar(&f.webhook, "webhook", "", "call this URL when a result is waiting for the agent as a sender (a push notification: it need not poll results/next)")
+	fs.StringVar(&f.webhookToken, "webhook-token", "", "with --webhook: the token sent with each call (X-A2A-Notification-Token) for the receiver to check")
+	fs.BoolVar(&f.json, "json", false, "print the daemon's answer as JSON")
+}
+
+// card is the card to register: from --card's file or from the flags,
+// with the remote (spec, nil for none) and the webhook the flags give.
+func (f *registerFlags) card(e *env, spec *mailbox.RemoteSpec) (mailbox.AgentCard, error) {
+	var card mailbox.AgentCard
+	var err error
+	fromFlags := f.name != "" || f.description != "" || f.version != "" || len(f.skills) > 0
+	switch {
+	case f.cardPath != "" && fromFlags:
+		return card, usagef("--card: give the card either in a file or with --name, --description, --version and --skill, not both")
+	case f.cardPath != "":
+		if card, err = readCard(e, f.cardPath); err != nil {
+			return card, err
+		}
+		if spec != nil && card.Remote != nil {
+			return card, usagef("--remote: the card %s has a remote already; give it either in the file or with --remote, not both", f.cardPath)
+		}
+	case f.name == "" && spec == nil:
+		return card, usagef("--name, --card or --remote: a card needs at least the agent's name, unless the agent is remote (the daemon then serves the remote's own)")
+	default:
+		if card, err = f.flagCard(); err != nil {
+			return card, err
+		}
+	}
+	if spec != nil {
+		card.Remote = spec
+	}
+	if f.webhook != "" {
+		if f.cardPath != "" && card.Webhook != nil {
+			return card, usagef("--webhook: the card %s has a webhook already; give it either in the file or with --webhook, not both", f.cardPath)
+		}
+		card.Webhook = &mailbox.Webhook{URL: f.webhook, Token: f.webhookToken}
+	}
+	return card, nil
+}
+
+// flagCard is the card --name, --description, --version and --skill give.
+func (f *registerFlags) flagCard() (mailbox.AgentCard, error) {
+	card := mailbox.AgentCard{Name: f.name, Description: f.description, Version: f.version}
+	for i, s := range f.skills {
+		// The name and description may be left out: the card then
+		// shows the skill's id as its name.
+		id, rest, _ := strings.Cut(s, ":")
+		sname, desc, _ := strings.Cut(rest, ":")
+		if id == "" {
+			return card, usagef("--skill (#%d): got %q, expected ID[:NAME[:DESCRIPTION]] such as 'code:Code:fixes failing tests' or 'code'", i+1, s)
+		}
+		card.Skills = append(card.Skills, mailbox.AgentSkill{ID: id, Name: sname, Description: desc})
+	}
+	return card, nil
 }
 
 // readCard reads a card file (or stdin for -), refusing fields it does
@@ -316,7 +346,16 @@ func runAgentList(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	now := time.Now()
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	if err := printAgents(e.stdout, shown, now, *staleAfter); err != nil {
+		return err
+	}
+	return printRemoteAgents(e.stdout, shown, now)
+}
+
+// printAgents writes the agents' table: who each is, when it was last
+// seen, whether it is probably gone, what it owes, its webhook.
+func printAgents(w io.Writer, shown []mailbox.AgentInfo, now time.Time, staleAfter time.Duration) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tNAME\tSKILLS\tREGISTERED\tLAST SEEN\tSTATE\tQUEUED\tLEASES\tOLDEST LEASE\tQUESTIONS\tUNDRAINED\tWEBHOOK")
 	for _, a := range shown {
 		name, skills, registered := "-", "-", "-"
@@ -325,31 +364,37 @@ func runAgentList(ctx context.Context, e *env, args []string) error {
 			skills = skillList(a.Card.Skills, 40)
 			registered = age(now, a.RegisteredAtMs) + " ago"
 		}
-		seen, oldest := "never", "-"
-		switch {
-		case a.Polling:
-			seen = "now (polling)"
-		case a.LastSeenMs > 0:
-			// Since when, as a time too: an age alone is stale once read.
-			seen = age(now, a.LastSeenMs) + " ago (" + time.UnixMilli(a.LastSeenMs).UTC().Format(time.RFC3339) + ")"
-		}
-		hook := "-"
-		switch {
-		case a.WebhookIsFailing():
-			hook = fmt.Sprintf("failing: %d dead, %d retrying", a.WebhookDead, a.WebhookFailing)
-		case a.Card != nil && a.Card.Webhook != nil:
-			hook = "ok"
-		}
+		oldest := "-"
 		if a.InFlight > 0 {
 			oldest = (time.Duration(a.OldestLeaseAgeMs) * time.Millisecond).Truncate(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t%d\t%s\n", a.Agent, name, skills, registered, seen, agentState(a, now, *staleAfter),
-			a.Queued, a.InFlight, oldest, a.Waiting, a.Undrained, hook)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t%d\t%s\n", a.Agent, name, skills, registered, lastSeen(a, now), agentState(a, now, staleAfter),
+			a.Queued, a.InFlight, oldest, a.Waiting, a.Undrained, webhookState(a))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	return tw.Flush()
+}
+
+// lastSeen says when the agent was last seen: now while its long poll
+// waits, else an age and, since an age alone is stale once read, the time.
+func lastSeen(a mailbox.AgentInfo, now time.Time) string {
+	switch {
+	case a.Polling:
+		return "now (polling)"
+	case a.LastSeenMs > 0:
+		return age(now, a.LastSeenMs) + " ago (" + time.UnixMilli(a.LastSeenMs).UTC().Format(time.RFC3339) + ")"
 	}
-	return printRemoteAgents(e.stdout, shown, now)
+	return "never"
+}
+
+// webhookState says whether the agent's webhook answers.
+func webhookState(a mailbox.AgentInfo) string {
+	switch {
+	case a.WebhookIsFailing():
+		return fmt.Sprintf("failing: %d dead, %d retrying", a.WebhookDead, a.WebhookFailing)
+	case a.Card != nil && a.Card.Webhook != nil:
+		return "ok"
+	}
+	return "-"
 }
 
 const agentDeregisterSummary = "remove an agent's A2A card (its tasks stay)"
