@@ -80,24 +80,9 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 
 	var runErr error
 	if *headless {
-		url := "http://" + d.Addr()
-		fmt.Fprintf(e.stdout, "mailroom demo: daemon on %s — run 'mailroom console --addr %s --stale-after %s' in another terminal\n", url, url, *staleAfter)
-		fmt.Fprintf(e.stdout, "mailroom demo: data in %s, daemon log in %s; SIGINT or SIGTERM (Ctrl-C) stops\n", ws.dataDir, ws.logPath)
-		select {
-		case <-ctx.Done():
-		case runErr = <-ran:
-			ran = nil
-			if runErr == nil {
-				runErr = errors.New("the daemon stopped serving")
-			}
-		}
+		ran, runErr = waitHeadless(ctx, e, d, ws, *staleAfter, ran)
 	} else {
-		c, cerr := client.New(d.Addr())
-		if cerr != nil {
-			runErr = cerr
-		} else {
-			runErr = tui.New(c, tui.Options{Addr: d.Addr(), StaleAfter: *staleAfter, Screen: e.screen}).Run(ctx)
-		}
+		runErr = demoConsole(ctx, e, d, *staleAfter)
 	}
 
 	// Agents first, so none of them is mid-request when the daemon goes.
@@ -109,6 +94,33 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 		daemonErr = <-ran
 	}
 	return errors.Join(runErr, agentsErr, daemonErr)
+}
+
+// waitHeadless says where the demo's daemon is and waits for ctx to end
+// or the daemon to stop serving; ran is nil once the daemon's end is read.
+func waitHeadless(ctx context.Context, e *env, d *daemon.Daemon, ws *workspace, staleAfter time.Duration, ran chan error) (chan error, error) {
+	url := "http://" + d.Addr()
+	fmt.Fprintf(e.stdout, "mailroom demo: daemon on %s — run 'mailroom console --addr %s --stale-after %s' in another terminal\n", url, url, staleAfter)
+	fmt.Fprintf(e.stdout, "mailroom demo: data in %s, daemon log in %s; SIGINT or SIGTERM (Ctrl-C) stops\n", ws.dataDir, ws.logPath)
+	select {
+	case <-ctx.Done():
+		return ran, nil
+	case err := <-ran:
+		if err == nil {
+			err = errors.New("the daemon stopped serving")
+		}
+		return nil, err
+	}
+}
+
+// demoConsole runs the console on the demo's daemon until ctx ends or the
+// operator quits.
+func demoConsole(ctx context.Context, e *env, d *daemon.Daemon, staleAfter time.Duration) error {
+	c, err := client.New(d.Addr())
+	if err != nil {
+		return err
+	}
+	return tui.New(c, tui.Options{Addr: d.Addr(), StaleAfter: staleAfter, Screen: e.screen}).Run(ctx)
 }
 
 // workspace is where a demo keeps its data and its log.
