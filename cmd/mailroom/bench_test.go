@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/cmd/mailroom/internal/bench"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/daemon/store/logstore/logstoretest"
 )
@@ -231,10 +232,19 @@ func TestRunEmbeddedSaysWhereItsLogIs(t *testing.T) {
 // bench --fanout-only against a daemon another process loads (here: tasks
 // sent meanwhile) prints the subscribers' figures and no cycles.
 func TestBenchFanoutOnlySummary(t *testing.T) {
-	addr := startDaemon(t)
+	d := daemontest.Start(t, daemontest.Options{})
+	addr := d.Addr()
 	done := make(chan outcome, 1)
 	go func() { done <- benchCLI(t, nil, "--addr", addr, "--fanout", "2", "--fanout-only", "--duration", "2s") }()
-	time.Sleep(500 * time.Millisecond)
+	// The load comes once both subscribers follow the stream: the
+	// daemon's count of them says so, not a clock.
+	for d.Metric(t, "mailroom_sse_subscribers") < 2 {
+		select {
+		case o := <-done:
+			t.Fatalf("bench ended before its subscribers followed the stream: exit %d: %s", o.code, o.stderr)
+		default:
+		}
+	}
 	for range 5 {
 		sendTask(t, addr, "p@x", "w@x", "load")
 	}

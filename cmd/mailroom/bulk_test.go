@@ -192,6 +192,8 @@ func TestAgentListSaysWhoIsProbablyGone(t *testing.T) {
 	sendTask(t, addr, "p@x", "w@x", "one")
 	sendTask(t, addr, "p@x", "w@x", "two")
 	l := leaseTask(t, addr, "w@x")
+	// Not synchronisation: the agents' last sight must be older than the
+	// --stale-after 10ms the listing below is asked with.
 	time.Sleep(30 * time.Millisecond)
 
 	rows := func(out string) (w, p string) {
@@ -220,7 +222,7 @@ func TestAgentListSaysWhoIsProbablyGone(t *testing.T) {
 	// w@x answers: now p@x owes a drain, and is probably gone while it
 	// is not seen.
 	mustCLI(t, addr, "result", "post", l.Task.ID, "--status", "ok", "--text", "done", "--lease-id", l.Lease.LeaseID)
-	time.Sleep(30 * time.Millisecond)
+	time.Sleep(30 * time.Millisecond) // as above: older than --stale-after 10ms
 	_, p = rows(mustCLI(t, addr, "agent", "list", "--all", "--stale-after", "10ms"))
 	if !regexp.MustCompile(`^p@x .* ago \(.*Z\) +probably gone +0 +0 +- +0 +1 +-$`).MatchString(p) {
 		t.Errorf("p@x's row = %q, want probably gone, owing one undrained result", p)

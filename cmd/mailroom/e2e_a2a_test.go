@@ -151,7 +151,7 @@ func TestFaultA2AKill9(t *testing.T) {
 			}
 		})
 	}
-	acked.waitFor(100)
+	acked.waitFor(t, 100)
 	p.kill9(t)
 	close(stop)
 	wg.Wait()

@@ -59,7 +59,7 @@ func TestFaultBatchesKill9(t *testing.T) {
 			}
 		})
 	}
-	acked.waitFor(40)
+	acked.waitFor(t, 40)
 	p.kill9(t)
 	close(stop)
 	wg.Wait()
@@ -94,14 +94,16 @@ func TestFaultBatchesKill9(t *testing.T) {
 // acks collects, from several writers, what they sent or what the daemon
 // acknowledged.
 type acks struct {
-	mu  sync.Mutex
-	ids []string
+	mu    sync.Mutex
+	ids   []string
+	count tally // of ids, told to a waiter
 }
 
 func (a *acks) add(id string) {
 	a.mu.Lock()
 	a.ids = append(a.ids, id)
 	a.mu.Unlock()
+	a.count.add()
 }
 
 func (a *acks) list() []string {
@@ -110,9 +112,11 @@ func (a *acks) list() []string {
 	return append([]string(nil), a.ids...)
 }
 
-// waitFor returns once n are in.
-func (a *acks) waitFor(n int) {
-	for len(a.list()) < n {
-		time.Sleep(5 * time.Millisecond)
+// waitFor returns once n are in, told by add; 90 s without them fails the
+// test (a watchdog, not synchronisation).
+func (a *acks) waitFor(t *testing.T, n int) {
+	t.Helper()
+	if !a.count.waitUntil(90*time.Second, func(got int64) bool { return got >= int64(n) }) {
+		t.Fatalf("%d acknowledged in 90s, want %d", a.count.load(), n)
 	}
 }

@@ -92,10 +92,11 @@ func TestPostgresFailoverKill9UnderLoad(t *testing.T) {
 		acked = map[string]bool{}
 		stop  atomic.Bool
 		wg    sync.WaitGroup
-		sends atomic.Int64
+		sends tally
 		// ackedAfter counts sends started and acknowledged; lastAck is
-		// when the newest such send was started (unix ns).
-		ackedAfter atomic.Int64
+		// when the newest such send was started (unix ns), stored before
+		// the count is told.
+		ackedAfter tally
 		lastAck    atomic.Int64
 	)
 	for w := range 4 {
@@ -125,11 +126,11 @@ func TestPostgresFailoverKill9UnderLoad(t *testing.T) {
 					time.Sleep(2 * time.Millisecond)
 					continue
 				}
-				sends.Add(1)
+				sends.add()
 				if started > lastAck.Load() {
 					lastAck.Store(started)
 				}
-				ackedAfter.Add(1)
+				ackedAfter.add()
 				amu.Lock()
 				acked[q.TaskID] = true
 				amu.Unlock()
@@ -141,9 +142,7 @@ func TestPostgresFailoverKill9UnderLoad(t *testing.T) {
 	var gaps []time.Duration
 	for i := range *pgFailovers {
 		leader := waitLeader(fmt.Sprintf("failover %d", i))
-		for base := sends.Load(); sends.Load() < base+50; {
-			time.Sleep(2 * time.Millisecond)
-		}
+		fiftyMore(t, &sends, fmt.Sprintf("before kill %d", i))
 		killed := time.Now()
 		leader.kill9(t)
 		mu.Lock()
@@ -157,14 +156,9 @@ func TestPostgresFailoverKill9UnderLoad(t *testing.T) {
 		waitLeader(fmt.Sprintf("after kill %d", i))
 		// Write unavailability: from the kill until a send (a new one,
 		// sent after the kill) is acknowledged again.
-		for after := ackedAfter.Load(); ; {
-			if n := ackedAfter.Load(); n > after && lastAck.Load() > killed.UnixNano() {
-				break
-			}
-			if time.Since(killed) > 60*time.Second {
-				t.Fatalf("failover %d: no send acknowledged within 60s of the kill", i)
-			}
-			time.Sleep(time.Millisecond)
+		after := ackedAfter.load()
+		if !ackedAfter.waitUntil(60*time.Second-time.Since(killed), func(n int64) bool { return n > after && lastAck.Load() > killed.UnixNano() }) {
+			t.Fatalf("failover %d: no send acknowledged within 60s of the kill", i)
 		}
 		gaps = append(gaps, time.Duration(lastAck.Load()-killed.UnixNano()))
 		joined := startProc(t, t.TempDir(), pg...)
@@ -172,9 +166,7 @@ func TestPostgresFailoverKill9UnderLoad(t *testing.T) {
 		procs = append(procs, joined)
 		mu.Unlock()
 	}
-	for base := sends.Load(); sends.Load() < base+50; {
-		time.Sleep(2 * time.Millisecond)
-	}
+	fiftyMore(t, &sends, "after the last failover")
 	stop.Store(true)
 	wg.Wait()
 
@@ -450,6 +442,16 @@ func TestPostgresAPausedLeaderNeverAppendsAgain(t *testing.T) {
 	}
 	for _, p := range procs {
 		p.stop(t)
+	}
+}
+
+// fiftyMore returns once fifty more sends are acknowledged, the load
+// running on; 60 s without them fails the test.
+func fiftyMore(t *testing.T, sends *tally, when string) {
+	t.Helper()
+	base := sends.load()
+	if !sends.waitUntil(60*time.Second, func(n int64) bool { return n >= base+50 }) {
+		t.Fatalf("%s: %d sends acknowledged in 60s, want 50", when, sends.load()-base)
 	}
 }
 

@@ -42,7 +42,7 @@ type pushLedger struct {
 	received int
 	dupes    int
 
-	acks atomic.Int64
+	acks tally
 }
 
 func newPushLedger(t *testing.T) *pushLedger {
@@ -117,7 +117,7 @@ func (l *pushLedger) load(ctx context.Context, base string, c *client.Client, hc
 			}
 			l.do(func() { l.sent[id] = true })
 			sentHere.Add(1)
-			l.acks.Add(1)
+			l.acks.add()
 		}
 	})
 	wg.Go(func() {
@@ -135,7 +135,7 @@ func (l *pushLedger) load(ctx context.Context, base string, c *client.Client, hc
 				}
 				l.do(func() { l.posted[lt.Task.ID] = true })
 				postedHere.Add(1)
-				l.acks.Add(1)
+				l.acks.add()
 			}
 		}
 	})
@@ -302,13 +302,8 @@ func TestFaultKill9PushNotifications(t *testing.T) {
 // since the call, failing the test if nothing is within a generous bound.
 func (l *pushLedger) waitForAck(t *testing.T, what string, p *proc) {
 	t.Helper()
-	before := l.acks.Load()
-	deadline := time.Now().Add(30 * time.Second)
-	for l.acks.Load() == before {
-		if time.Now().After(deadline) {
-			t.Errorf("%s: nothing was acknowledged in 30s of load; the daemon's log:\n%s", what, p.out)
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	before := l.acks.load()
+	if !l.acks.waitUntil(30*time.Second, func(n int64) bool { return n > before }) {
+		t.Errorf("%s: nothing was acknowledged in 30s of load; the daemon's log:\n%s", what, p.out)
 	}
 }

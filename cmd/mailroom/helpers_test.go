@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/config"
@@ -155,6 +157,55 @@ func wantContains(t *testing.T, what, got string, wants ...string) {
 	for _, w := range wants {
 		if !strings.Contains(got, w) {
 			t.Errorf("%s = %q, want it to contain %q", what, got, w)
+		}
+	}
+}
+
+// tally is a count the goroutines of a test add to and the test waits on:
+// the waiter is told of each add, never polling.
+type tally struct {
+	mu   sync.Mutex
+	n    int64
+	next chan struct{} // closed by the next add; nil while nobody waits
+}
+
+func (c *tally) add() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	if c.next != nil {
+		close(c.next)
+		c.next = nil
+	}
+}
+
+func (c *tally) load() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// waitUntil returns true once ok holds of the count, checked at the call
+// and at each add after it; false if within passes first (a watchdog, not
+// synchronisation).
+func (c *tally) waitUntil(within time.Duration, ok func(n int64) bool) bool {
+	watchdog := time.NewTimer(within)
+	defer watchdog.Stop()
+	for {
+		c.mu.Lock()
+		if ok(c.n) {
+			c.mu.Unlock()
+			return true
+		}
+		if c.next == nil {
+			c.next = make(chan struct{})
+		}
+		next := c.next
+		c.mu.Unlock()
+		select {
+		case <-next:
+		case <-watchdog.C:
+			return false
 		}
 	}
 }
