@@ -21,9 +21,7 @@ func TestLastSeenOnPostgresFromTheLog(t *testing.T) {
 		c.PostgresCampaignInterval = 20 * time.Millisecond
 	}
 	a := daemontest.Start(t, daemontest.Options{Config: onPG})
-	for role(t, a.URL()) != "leader" {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, "a to lead", func() bool { return role(t, a.URL()) == "leader" })
 	api := agentAPI{t, newClient(t, a.URL())}
 	api.send("worker-a@local", "rebuild the search index")
 	api.lease("worker-a@local")

@@ -45,9 +45,7 @@ func TestTwoConsolesOnTwoInstancesRepairTheSameLease(t *testing.T) {
 		c.PostgresCampaignInterval = 20 * time.Millisecond
 	}
 	a := daemontest.Start(t, daemontest.Options{Config: onPG})
-	for role(t, a.URL()) != "leader" {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, "a to lead", func() bool { return role(t, a.URL()) == "leader" })
 	b := daemontest.Start(t, daemontest.Options{Config: onPG})
 	if got := role(t, b.URL()); got != "follower" {
 		t.Fatalf("b is %s, want follower", got)
