@@ -1,7 +1,6 @@
 package daemontest
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -117,49 +116,39 @@ func (p *RemoteReports) rewrite(resp *http.Response) error {
 	return nil
 }
 
-// copyEvents copies an event stream block by block, filling the agents
-// blocks, until either side ends.
+// maxEvent bounds an event the proxy reads: the daemon's own, whose
+// opening snapshot of a large mailbox may hold many megabytes.
+const maxEvent = 256 << 20
+
+// copyEvents copies an event stream event by event, filling the agents
+// events, until either side ends. The daemon's heartbeats pass too.
 func (p *RemoteReports) copyEvents(w *io.PipeWriter, upstream io.ReadCloser) {
 	defer upstream.Close()
-	br := bufio.NewReader(upstream)
-	var block []string
-	for {
-		line, err := br.ReadString('\n')
+	rd := sse.NewReader(upstream, maxEvent)
+	var werr error
+	rd.OnComment = func(text []byte) {
+		if werr == nil {
+			_, werr = w.Write([]byte(":" + string(text) + "\n\n"))
+		}
+	}
+	for werr == nil {
+		ev, err := rd.Next()
 		if err != nil {
 			w.CloseWithError(err)
 			return
 		}
-		block = append(block, line)
-		if line != "\n" {
-			continue
-		}
-		out := []byte(strings.Join(block, ""))
-		block = block[:0]
-		if up, ok := agentsBlock(out); ok {
-			p.fill(up.Agents)
-			data, err := json.Marshal(up)
-			if err != nil {
-				w.CloseWithError(err)
-				return
+		data := ev.Data
+		if ev.Type == mailbox.EventAgents {
+			var up mailbox.AgentsUpdate
+			if json.Unmarshal(data, &up) == nil {
+				p.fill(up.Agents)
+				if data, err = json.Marshal(up); err != nil {
+					w.CloseWithError(err)
+					return
+				}
 			}
-			out = sse.Block("", mailbox.EventAgents, data)
 		}
-		if _, err := w.Write(out); err != nil {
-			return // the client went away
-		}
+		_, werr = w.Write(sse.Block(ev.ID, ev.Type, data))
 	}
-}
-
-// agentsBlock decodes an `event: agents` block.
-func agentsBlock(block []byte) (mailbox.AgentsUpdate, bool) {
-	var up mailbox.AgentsUpdate
-	if !bytes.HasPrefix(block, []byte("event: "+mailbox.EventAgents+"\n")) {
-		return up, false
-	}
-	for line := range strings.Lines(string(block)) {
-		if data, ok := strings.CutPrefix(line, "data: "); ok {
-			return up, json.Unmarshal([]byte(data), &up) == nil
-		}
-	}
-	return up, false
+	// The client went away.
 }

@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/mailroom/mailroom/daemon/a2a/wire"
+	"github.com/mailroom/mailroom/internal/sse"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -42,7 +42,7 @@ type Stream struct {
 	v    string
 	rest bool
 	body io.ReadCloser
-	rd   *bufio.Reader
+	rd   *sse.Reader
 	task Task
 	done bool
 	// first is the first update, read before the stream is handed out so
@@ -144,7 +144,7 @@ func (c *Client) open(ctx context.Context, op, id, method, u string, body any) (
 		raw, _ := c.read(op, resp)
 		return nil, c.statusError(op, resp.StatusCode, raw)
 	}
-	s := &Stream{c: c, op: op, id: id, v: c.generation(), rest: c.binding == mailbox.BindingHTTPJSON10, body: resp.Body, rd: bufio.NewReaderSize(resp.Body, 64<<10)}
+	s := &Stream{c: c, op: op, id: id, v: c.generation(), rest: c.binding == mailbox.BindingHTTPJSON10, body: resp.Body, rd: sse.NewReader(resp.Body, MaxBody)}
 	first, err := s.Next()
 	if err != nil {
 		_ = s.body.Close()
@@ -170,7 +170,7 @@ func (s *Stream) Next() (Update, error) {
 		typ, data, err := s.block()
 		if err != nil {
 			s.done = true
-			if errors.Is(err, io.EOF) {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return Update{}, &Error{Kind: Transport, Op: s.op, Message: "the stream ended before the task finished or asked anything", cause: io.ErrUnexpectedEOF}
 			}
 			var re *Error
@@ -225,52 +225,13 @@ func (s *Stream) Close() error {
 	return s.body.Close()
 }
 
-// block reads one event block: its type and its data lines joined, each
-// bounded by MaxBody.
+// block reads the next event: its type and its data lines joined, bounded
+// by MaxBody.
 func (s *Stream) block() (typ string, data []byte, err error) {
-	var buf bytes.Buffer
-	seen := false
-	for {
-		line, err := s.rd.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A long line: gather it whole, within the bound.
-			rest := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				if len(rest) > MaxBody {
-					return "", nil, &Error{Kind: Malformed, Op: s.op, Message: "an event larger than " + strconv.Itoa(MaxBody>>20) + " MiB"}
-				}
-				line, err = s.rd.ReadSlice('\n')
-				rest = append(rest, line...)
-			}
-			line = rest
-		}
-		if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
-			if errors.Is(err, io.EOF) && seen {
-				return typ, buf.Bytes(), nil
-			}
-			return "", nil, err
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			if seen {
-				return typ, buf.Bytes(), nil
-			}
-			continue
-		}
-		name, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(name) {
-		case "data":
-			if seen && buf.Len() > 0 {
-				buf.WriteByte('\n')
-			}
-			buf.Write(value)
-			seen = true
-			if buf.Len() > MaxBody {
-				return "", nil, &Error{Kind: Malformed, Op: s.op, Message: "an event larger than " + strconv.Itoa(MaxBody>>20) + " MiB"}
-			}
-		case "event":
-			typ, seen = string(value), true
-		}
+	ev, err := s.rd.Next()
+	var tl *sse.TooLargeError
+	if errors.As(err, &tl) {
+		return "", nil, &Error{Kind: Malformed, Op: s.op, Message: "an event larger than " + strconv.Itoa(MaxBody>>20) + " MiB"}
 	}
+	return ev.Type, ev.Data, err
 }

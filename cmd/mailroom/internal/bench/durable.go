@@ -90,7 +90,7 @@ func followLog(ctx context.Context, hc *http.Client, baseURL, token, agent strin
 	return l
 }
 
-// note reads the data line of ev (whose type came before it).
+// note reads the data of ev (whose type came before it).
 func (l *taskLog) note(ev *mailbox.Event, line []byte) {
 	var bit uint8
 	key := `"task_id":"`

@@ -1,15 +1,14 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/mailroom/mailroom/internal/sse"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -17,13 +16,18 @@ import (
 // connection, as a console; but a console decodes each event and keeps a
 // replica, and two hundred of them decoding in this process cost more CPU
 // than the daemon serving them, which made the bench measure itself. So
-// they parse only what the report needs (id, event type and at_ms) the way
-// a load generator reads only status lines; the client's full Subscribe is
-// tested on its own. Kept beside the one test reader (internal/sse/ssetest)
-// because it was measured (issue 22), per event of a task_sent stream over
-// local HTTP: this parser 0.34-0.54 us and 1 allocation, ssetest 0.9-1.7 us
-// and 8, the client's Subscribe 11-45 us and 31; at 200 subscribers of a
-// few thousand events a second the others would measure the bench.
+// they decode only what the report needs (id, event type and at_ms) the
+// way a load generator reads only status lines, from the daemon's one
+// stream reader (internal/sse.Reader); the client's full Subscribe is
+// tested on its own. Measured per event of a task_sent stream (issue 22):
+// the client's Subscribe 11-45 us and 31 allocations; (issue 38, in one
+// run of BenchmarkCompareParsers) the line parser the bench had of its own
+// 0.20-0.24 us and 1 allocation, sse.Reader 0.26-0.27 us and 1: too close
+// to keep a second reader for.
+
+// maxEvent bounds an event the bench reads: its own daemon's, whose
+// opening snapshot of a large mailbox may hold many megabytes.
+const maxEvent = 256 << 20
 
 // lightSubscribe follows /a2a/events from a snapshot on, resuming with
 // Last-Event-ID after a drop (onDrop is told), until ctx ends. Events carry
@@ -60,8 +64,8 @@ func lightSubscribe(ctx context.Context, hc *http.Client, baseURL, token string,
 }
 
 // readStream reads one connection of the stream, resuming after last when
-// resume is set. Each event's data line goes to data when it is not nil
-// (the line is only valid during the call), else only its at_ms is read.
+// resume is set. Each event's data goes to data when it is not nil (the
+// data is only valid during the call), else only its at_ms is read.
 func readStream(ctx context.Context, hc *http.Client, baseURL, token string, resume bool, last uint64,
 	data func(ev *mailbox.Event, line []byte), emit func(mailbox.Event) bool) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/a2a/events", nil)
@@ -82,44 +86,26 @@ func readStream(ctx context.Context, hc *http.Client, baseURL, token string, res
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("event stream: %s", resp.Status)
 	}
-	br := bufio.NewReaderSize(resp.Body, 64<<10)
-	var ev mailbox.Event
+	rd := sse.NewReader(resp.Body, maxEvent)
 	for {
-		line, err := readLinePrefix(br)
+		e, err := rd.Next()
 		if err != nil {
 			return err
 		}
-		switch {
-		case len(line) == 0: // the blank line ends an event
-			if ev.Type != "" && !emit(ev) {
-				return nil
-			}
-			ev = mailbox.Event{}
-		case bytes.HasPrefix(line, []byte("id: ")):
-			ev.Seq, _ = strconv.ParseUint(string(line[4:]), 10, 64)
-		case bytes.HasPrefix(line, []byte("event: ")):
-			ev.Type = string(line[7:])
-		case bytes.HasPrefix(line, []byte("data: ")) && data != nil:
-			data(&ev, line[6:])
-		case bytes.HasPrefix(line, []byte("data: ")):
-			ev.AtMs = atMs(line[6:])
+		if e.Type == "" {
+			continue
+		}
+		ev := mailbox.Event{Type: e.Type}
+		ev.Seq, _ = strconv.ParseUint(e.ID, 10, 64)
+		if data != nil {
+			data(&ev, e.Data)
+		} else {
+			ev.AtMs = atMs(e.Data)
+		}
+		if !emit(ev) {
+			return nil
 		}
 	}
-}
-
-// readLinePrefix returns the next line without its newline, or only its
-// first 512 bytes for a line longer than 64 KiB (a snapshot, a task with a
-// large intent): the rest is skipped.
-func readLinePrefix(br *bufio.Reader) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		head := append([]byte(nil), line[:512]...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			_, err = br.ReadSlice('\n')
-		}
-		return head, err
-	}
-	return bytes.TrimSuffix(line, []byte("\n")), err
 }
 
 // atMs reads the at_ms field, which the daemon writes second, right after
