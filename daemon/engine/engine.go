@@ -1,6 +1,13 @@
 // Package engine runs the mailbox: it decides each request against the
 // state, hands the resulting event to the store's group-committing writer,
 // and applies the event to the state everyone reads only once it is durable.
+//
+// On a shared store it is also the one place that knows whether this
+// instance leads: the store tells it of every change of role, and it
+// tells those who listen (ListenRole; WhileLeading runs the daemon's
+// workers a term at a time). The workers reach the engine through
+// narrow ports of their own: the notifier through Push, the dispatcher
+// through Remote.
 package engine
 
 import (
@@ -175,7 +182,7 @@ type Engine struct {
 	// agent, for the agents listing.
 	remoteStatus atomic.Pointer[func(agent string) *mailbox.RemoteStatus]
 	// pushStatus, when set, says what the notifier knows of its
-	// deliveries (SetPushStatus).
+	// deliveries (Push.SetStatus).
 	pushStatus atomic.Pointer[func() mailbox.PushStatus]
 	// retrying is how many notifications the notifier was retrying when
 	// the agents listing last looked: a change is a webhook starting or
