@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"net/http/httputil"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/store"
@@ -117,8 +119,18 @@ func TestForwarderEndsWritesInFlightWhenTheLeadMoves(t *testing.T) {
 		t.Fatal("the writes to a ended while a still led")
 	}
 	roles <- engine.Leadership{Role: store.Role{Epoch: 5, Holder: "b", LeaderURL: "http://b"}}
-	<-toA.Done()
+	ended(t, toA, "the writes to a, once b leads")
 	toB := f.leaderContext("http://b")
 	roles <- engine.Leadership{Role: store.Role{Leader: true, Epoch: 6}, Term: 1}
-	<-toB.Done()
+	ended(t, toB, "the writes to b, once this instance leads")
+}
+
+// ended fails the test unless ctx ends within a generous deadline.
+func ended(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s never ended", what)
+	}
 }
