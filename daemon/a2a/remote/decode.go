@@ -220,29 +220,9 @@ type remoteEvent struct {
 }
 
 func decodeRemoteEvent(v string, raw json.RawMessage, field string) (remoteEvent, error) {
-	var body json.RawMessage
-	var kind string
-	if v == wire.V10 {
-		var w map[string]json.RawMessage
-		if !wire.IsObject(raw) || json.Unmarshal(raw, &w) != nil {
-			return remoteEvent{}, malformed(field, "expected a StreamResponse object")
-		}
-		for k, kk := range map[string]string{"task": "task", "message": "message", "statusUpdate": "status-update", "artifactUpdate": "artifact-update"} {
-			if b, ok := w[k]; ok && string(b) != "null" {
-				body, kind = b, kk
-			}
-		}
-		if kind == "" {
-			return remoteEvent{}, malformed(field, "expected one of task, message, statusUpdate and artifactUpdate")
-		}
-	} else {
-		var probe struct {
-			Kind string `json:"kind"`
-		}
-		if !wire.IsObject(raw) || json.Unmarshal(raw, &probe) != nil {
-			return remoteEvent{}, malformed(field, "expected an event object")
-		}
-		body, kind = raw, probe.Kind
+	body, kind, err := eventBody(v, raw, field)
+	if err != nil {
+		return remoteEvent{}, err
 	}
 	switch kind {
 	case "task":
@@ -256,63 +236,100 @@ func decodeRemoteEvent(v string, raw json.RawMessage, field string) (remoteEvent
 		t := messageTask(*m)
 		return remoteEvent{kind: "message", task: t, taskID: t.ID, ctxID: t.ContextID, final: true}, nil
 	case "status-update":
-		var w struct {
-			TaskID    string `json:"taskId"`
-			ContextID string `json:"contextId"`
-			Final     bool   `json:"final"`
-			Status    struct {
-				State   string          `json:"state"`
-				Message json.RawMessage `json:"message"`
-			} `json:"status"`
+		return decodeStatusUpdate(v, body, field)
+	case "artifact-update":
+		return decodeArtifactUpdate(v, body, field)
+	}
+	return remoteEvent{}, malformed(field+".kind", "got "+strconv.Quote(kind)+`, expected "task", "message", "status-update" or "artifact-update"`)
+}
+
+// eventBody finds an event's object and its kind: v0.3 the object itself,
+// which names its kind; v1.0 the case a StreamResponse holds.
+func eventBody(v string, raw json.RawMessage, field string) (json.RawMessage, string, error) {
+	if v != wire.V10 {
+		var probe struct {
+			Kind string `json:"kind"`
 		}
-		if err := json.Unmarshal(body, &w); err != nil {
-			return remoteEvent{}, malformed(field, "expected a status update: "+err.Error())
+		if !wire.IsObject(raw) || json.Unmarshal(raw, &probe) != nil {
+			return nil, "", malformed(field, "expected an event object")
 		}
-		st, ok := wire.ParseState(v, w.Status.State)
-		if !ok {
-			return remoteEvent{}, malformed(field+".status.state", "got "+strconv.Quote(w.Status.State)+", expected a task state of A2A "+v)
+		return raw, probe.Kind, nil
+	}
+	var w map[string]json.RawMessage
+	if !wire.IsObject(raw) || json.Unmarshal(raw, &w) != nil {
+		return nil, "", malformed(field, "expected a StreamResponse object")
+	}
+	var body json.RawMessage
+	var kind string
+	for k, kk := range map[string]string{"task": "task", "message": "message", "statusUpdate": "status-update", "artifactUpdate": "artifact-update"} {
+		if b, ok := w[k]; ok && string(b) != "null" {
+			body, kind = b, kk
 		}
-		m, err := decodeRemoteMessage(v, w.Status.Message, field+".status.message")
+	}
+	if kind == "" {
+		return nil, "", malformed(field, "expected one of task, message, statusUpdate and artifactUpdate")
+	}
+	return body, kind, nil
+}
+
+func decodeStatusUpdate(v string, body json.RawMessage, field string) (remoteEvent, error) {
+	var w struct {
+		TaskID    string `json:"taskId"`
+		ContextID string `json:"contextId"`
+		Final     bool   `json:"final"`
+		Status    struct {
+			State   string          `json:"state"`
+			Message json.RawMessage `json:"message"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return remoteEvent{}, malformed(field, "expected a status update: "+err.Error())
+	}
+	st, ok := wire.ParseState(v, w.Status.State)
+	if !ok {
+		return remoteEvent{}, malformed(field+".status.state", "got "+strconv.Quote(w.Status.State)+", expected a task state of A2A "+v)
+	}
+	m, err := decodeRemoteMessage(v, w.Status.Message, field+".status.message")
+	if err != nil {
+		return remoteEvent{}, err
+	}
+	ev := remoteEvent{kind: "status", taskID: w.TaskID, ctxID: w.ContextID, state: st, final: w.Final}
+	if m != nil {
+		ev.status = remoteParts(m.Parts)
+	}
+	// v1.0 has no final flag: the stream ends after a terminal or
+	// interrupted state.
+	if st != "" {
+		t := Task{State: st}
+		ev.final = ev.final || t.Terminal() || t.Interrupted()
+	}
+	return ev, nil
+}
+
+func decodeArtifactUpdate(v string, body json.RawMessage, field string) (remoteEvent, error) {
+	var w struct {
+		TaskID    string `json:"taskId"`
+		ContextID string `json:"contextId"`
+		Append    bool   `json:"append"`
+		Artifact  struct {
+			ArtifactID string            `json:"artifactId"`
+			Name       string            `json:"name"`
+			Parts      []json.RawMessage `json:"parts"`
+		} `json:"artifact"`
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return remoteEvent{}, malformed(field, "expected an artifact update: "+err.Error())
+	}
+	ev := remoteEvent{kind: "artifact", taskID: w.TaskID, ctxID: w.ContextID, appendTo: w.Append,
+		artifact: Artifact{ID: w.Artifact.ArtifactID, Name: w.Artifact.Name}}
+	for j, praw := range w.Artifact.Parts {
+		p, err := decodeRemotePart(v, praw, field+".artifact.parts["+strconv.Itoa(j)+"]")
 		if err != nil {
 			return remoteEvent{}, err
 		}
-		ev := remoteEvent{kind: "status", taskID: w.TaskID, ctxID: w.ContextID, state: st, final: w.Final}
-		if m != nil {
-			ev.status = remoteParts(m.Parts)
-		}
-		// v1.0 has no final flag: the stream ends after a terminal or
-		// interrupted state.
-		if st != "" {
-			t := Task{State: st}
-			ev.final = ev.final || t.Terminal() || t.Interrupted()
-		}
-		return ev, nil
-	case "artifact-update":
-		var w struct {
-			TaskID    string `json:"taskId"`
-			ContextID string `json:"contextId"`
-			Append    bool   `json:"append"`
-			Artifact  struct {
-				ArtifactID string            `json:"artifactId"`
-				Name       string            `json:"name"`
-				Parts      []json.RawMessage `json:"parts"`
-			} `json:"artifact"`
-		}
-		if err := json.Unmarshal(body, &w); err != nil {
-			return remoteEvent{}, malformed(field, "expected an artifact update: "+err.Error())
-		}
-		ev := remoteEvent{kind: "artifact", taskID: w.TaskID, ctxID: w.ContextID, appendTo: w.Append,
-			artifact: Artifact{ID: w.Artifact.ArtifactID, Name: w.Artifact.Name}}
-		for j, praw := range w.Artifact.Parts {
-			p, err := decodeRemotePart(v, praw, field+".artifact.parts["+strconv.Itoa(j)+"]")
-			if err != nil {
-				return remoteEvent{}, err
-			}
-			ev.artifact.Parts = append(ev.artifact.Parts, p)
-		}
-		return ev, nil
+		ev.artifact.Parts = append(ev.artifact.Parts, p)
 	}
-	return remoteEvent{}, malformed(field+".kind", "got "+strconv.Quote(kind)+`, expected "task", "message", "status-update" or "artifact-update"`)
+	return ev, nil
 }
 
 // apply folds an event into the task as known so far.

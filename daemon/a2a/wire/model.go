@@ -73,7 +73,7 @@ type TaskView struct {
 	SendSeq uint64
 }
 
-// view projects a mailbox task that came through the edge. origin is its
+// TextOf joins a message's text parts with newlines: the task's
 // intent_text. A message without text says what it carries instead.
 func TextOf(m Message) string {
 	var texts []string

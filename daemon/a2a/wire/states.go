@@ -63,28 +63,18 @@ func Interrupted(state string) bool {
 	return state == StateInputRequired || state == StateAuthRequired
 }
 
+// View projects a mailbox task that came through the edge. origin is its
 // message, decoded once by the caller.
 func View(rec mailbox.TaskRecord, origin *Message) TaskView {
 	tv := TaskView{ID: rec.Task.ID, ContextID: rec.Task.A2A.ContextID, Seq: LastSeq(rec), SendSeq: rec.SendSeq}
 	tv.Timestamp = time.UnixMilli(lastChangeMs(rec)).UTC()
 	switch rec.State {
 	case mailbox.TaskQueued:
-		tv.State = StateSubmitted
-		// Queued again by a requeue (say who and why), or by its
-		// sender's answer (the answer is the newest message of the
-		// history: no status message).
-		if h, ok := LastOf(rec, mailbox.EventTaskRequeued, mailbox.EventTaskReplied, mailbox.EventTaskMoved); ok {
-			switch h.Type {
-			case mailbox.EventTaskRequeued:
-				tv.StatusMessage = AgentText(rec, "requeued by "+Who(h.Principal)+": "+h.Reason)
-			case mailbox.EventTaskMoved:
-				tv.StatusMessage = AgentText(rec, "moved to "+h.Recipient+" by "+Who(h.Principal)+": "+h.Reason)
-			}
-		}
+		tv.State, tv.StatusMessage = StateSubmitted, queuedAgain(rec)
 	case mailbox.TaskInFlight:
 		tv.State = StateWorking
 		if note := deliveryNote(rec); note != "" {
-			tv.StatusMessage = AgentText(rec, note) // a remote delivery left to the operator (remote_note.go)
+			tv.StatusMessage = AgentText(rec, note) // a remote delivery left to the operator (note.go)
 		}
 	case mailbox.TaskWaiting:
 		tv.State = StateInputRequired
@@ -107,48 +97,76 @@ func View(rec mailbox.TaskRecord, origin *Message) TaskView {
 		}
 	case mailbox.TaskResultPending, mailbox.TaskDone:
 		tv.ResultPending = rec.State == mailbox.TaskResultPending
-		tv.State = StateCompleted
-		r := rec.Result
-		if r == nil {
-			// A result the mailbox no longer holds (it never kept it for
-			// this task): say so rather than invent one.
-			tv.StatusMessage = AgentText(rec, "the result is no longer held by the mailbox")
-			break
-		}
-		switch r.Status {
-		case mailbox.StatusError:
-			tv.State = StateFailed
-			msg := r.ErrorMessage
-			if msg == "" {
-				msg = "the agent reported an error"
-			}
-			tv.StatusMessage = AgentText(rec, msg)
-		case mailbox.StatusRejected:
-			// The worker refused the task: its reason, if it gave one
-			// (any content it gave is the artifact, as for any result).
-			tv.State = StateRejected
-			msg := r.ErrorMessage
-			if msg == "" {
-				msg = "the agent rejected the task"
-			}
-			tv.StatusMessage = AgentText(rec, msg)
-		case mailbox.StatusPartial:
-			tv.Metadata = map[string]any{"mailroom": map[string]any{"status": mailbox.StatusPartial}}
-		}
-		if len(r.Content) > 0 {
-			tv.Artifacts = []Artifact{ResultArtifact(rec.Task.ID, r)}
-		}
+		viewResult(&tv, rec)
 	}
-	if origin != nil {
-		m := *origin
-		m.TaskID, m.ContextID = rec.Task.ID, rec.Task.A2A.ContextID
-		tv.History = make([]Message, 0, 1+len(rec.Task.Turns))
-		tv.History = append(tv.History, m)
-		for _, turn := range rec.Task.Turns {
-			tv.History = append(tv.History, TurnMessage(rec, turn))
-		}
-	}
+	tv.History = history(rec, origin)
 	return tv
+}
+
+// queuedAgain says why a queued task is queued again: a requeue (who and
+// why) or a move; a task queued again by its sender's answer has none (the
+// answer is the newest message of the history).
+func queuedAgain(rec mailbox.TaskRecord) *Message {
+	h, ok := LastOf(rec, mailbox.EventTaskRequeued, mailbox.EventTaskReplied, mailbox.EventTaskMoved)
+	switch {
+	case ok && h.Type == mailbox.EventTaskRequeued:
+		return AgentText(rec, "requeued by "+Who(h.Principal)+": "+h.Reason)
+	case ok && h.Type == mailbox.EventTaskMoved:
+		return AgentText(rec, "moved to "+h.Recipient+" by "+Who(h.Principal)+": "+h.Reason)
+	}
+	return nil
+}
+
+// viewResult shows a task's result: completed, failed or rejected, its
+// content the artifact.
+func viewResult(tv *TaskView, rec mailbox.TaskRecord) {
+	tv.State = StateCompleted
+	r := rec.Result
+	if r == nil {
+		// A result the mailbox no longer holds (it never kept it for
+		// this task): say so rather than invent one.
+		tv.StatusMessage = AgentText(rec, "the result is no longer held by the mailbox")
+		return
+	}
+	switch r.Status {
+	case mailbox.StatusError:
+		tv.State = StateFailed
+		msg := r.ErrorMessage
+		if msg == "" {
+			msg = "the agent reported an error"
+		}
+		tv.StatusMessage = AgentText(rec, msg)
+	case mailbox.StatusRejected:
+		// The worker refused the task: its reason, if it gave one
+		// (any content it gave is the artifact, as for any result).
+		tv.State = StateRejected
+		msg := r.ErrorMessage
+		if msg == "" {
+			msg = "the agent rejected the task"
+		}
+		tv.StatusMessage = AgentText(rec, msg)
+	case mailbox.StatusPartial:
+		tv.Metadata = map[string]any{"mailroom": map[string]any{"status": mailbox.StatusPartial}}
+	}
+	if len(r.Content) > 0 {
+		tv.Artifacts = []Artifact{ResultArtifact(rec.Task.ID, r)}
+	}
+}
+
+// history is the task's messages: the one it was sent with, then each
+// turn of its conversation; none when it was not sent through the edge.
+func history(rec mailbox.TaskRecord, origin *Message) []Message {
+	if origin == nil {
+		return nil
+	}
+	m := *origin
+	m.TaskID, m.ContextID = rec.Task.ID, rec.Task.A2A.ContextID
+	h := make([]Message, 0, 1+len(rec.Task.Turns))
+	h = append(h, m)
+	for _, turn := range rec.Task.Turns {
+		h = append(h, TurnMessage(rec, turn))
+	}
+	return h
 }
 
 // TurnMessage is one turn of a task's conversation as an A2A message: a
@@ -256,8 +274,6 @@ func lastChangeMs(rec mailbox.TaskRecord) int64 {
 	}
 	return t
 }
-
-// textOf joins a message's text parts with newlines: the task's
 
 // DecodeOrigin decodes the message a task was sent with; nil when it
 // cannot be (it was checked when sent, so only a bug makes that happen).
