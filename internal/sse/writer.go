@@ -1,9 +1,10 @@
-// Package sse is the daemon's one Server-Sent Events writer and the small
-// request-side helpers both of its HTTP edges share (daemon/httpapi's
-// native routes and event stream, daemon/a2a's JSON-RPC and HTTP+JSON
-// bindings): opening a stream, writing blocks with an id, comments and
-// heartbeats under per-write deadlines, reading a JSON request body and a
-// Last-Event-ID. A refusal is a typed *Problem, which each edge maps to its
+// Package sse is the daemon's one Server-Sent Events writer, its one
+// reader (reader.go: the A2A client following a remote, the bench,
+// daemontest), and the small request-side helpers both of its HTTP edges
+// share (daemon/httpapi's native routes and event stream, daemon/a2a's
+// JSON-RPC and HTTP+JSON bindings): opening a stream, writing blocks with
+// an id, comments and heartbeats under per-write deadlines, reading a JSON
+// request body and a Last-Event-ID. A refusal is a typed *Problem, which each edge maps to its
 // own error shape (a mailbox.Error, an A2A rpcError), so the checks are
 // written once and the messages stay each edge's own.
 //

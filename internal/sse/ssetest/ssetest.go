@@ -1,7 +1,8 @@
 // Package ssetest is the one small event-stream reader for tests and
 // tools that check the wire itself (ids, event lines, heartbeats, the
 // exact bytes). Code that wants the events as a subscriber does uses the
-// client's subscription (client.Subscribe), the one full reader.
+// client's subscription (client.Subscribe); the daemon and its tools read
+// a stream with sse.Reader.
 //
 // The reader is strict: it refuses what sse.Writer never writes (a line
 // other than a comment, id, event or one data line; a stream cut inside a
