@@ -25,8 +25,9 @@ import (
 // Config is everything the daemon can be told. Each field is one key: its
 // yaml tag is the key's name in the file, the flag is that name with "-" for
 // "_" (--data-dir), and the environment variable is MAILROOM_ and the name in
-// capitals (MAILROOM_DATA_DIR). keys.go reads and checks them. Durations are
-// written as Go duration strings ("15s").
+// capitals (MAILROOM_DATA_DIR). keys.go's key table reads and checks them,
+// in the order declared here. Durations are written as Go duration strings
+// ("15s").
 type Config struct {
 	// Addr is the listen address, host:port; port 0 picks a free port.
 	Addr string `yaml:"addr"`
