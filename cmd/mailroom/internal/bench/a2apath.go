@@ -3,19 +3,18 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/a2a/remote"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
 // The A2A path bench (`mailroom bench --a2a`): the path most new users
-// take. Callers are A2A clients (a2a.Remote, the outbound client, with a
+// take. Callers are A2A clients (remote.Client, the outbound client, with a
 // blocking message/send) calling a registered agent's card on the
 // daemon's A2A edge, in the binding chosen; the agent's workers lease
 // natively and answer at once. In the same run the same client calls an
@@ -90,18 +89,12 @@ func RunA2A(ctx context.Context, opts A2AOptions) (A2AReport, error) {
 	var conns atomic.Uint64 // the connections our own server accepted
 	a2aURL := opts.ServerURL
 	if a2aURL == "" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		u, stop, err := serveA2A("127.0.0.1:0", &conns)
 		if err != nil {
 			return A2AReport{}, fmt.Errorf("bench: the A2A server cannot listen: %w", err)
 		}
-		srv := &http.Server{Handler: NewA2AServer(), ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
-			if st == http.StateNew {
-				conns.Add(1)
-			}
-		}}
-		go srv.Serve(ln)
-		defer srv.Close()
-		a2aURL = "http://" + ln.Addr().String() + "/"
+		defer stop()
+		a2aURL = u
 	}
 
 	// Callers and workers each keep their connections.
@@ -134,64 +127,73 @@ func RunA2A(ctx context.Context, opts A2AOptions) (A2AReport, error) {
 	tlog := followLog(ctx, hc, c.BaseURL(), opts.Token, agent, uint64(before[metricLastSeq]), seenServed)
 	defer tlog.cancel()
 
-	// The workers: each long-polls a lease for the agent and answers it at
-	// once, for the whole run (idle, and cheap, in the server's rounds).
-	wctx, stopWorkers := context.WithCancel(ctx)
-	var workerErrs sync.Map // "worker step: kind" -> *atomic.Uint64
-	var wg sync.WaitGroup
-	for range opts.Senders {
-		wg.Go(func() { serveTasks(wctx, c, agent, &workerErrs) })
-	}
-	defer func() {
-		stopWorkers()
-		wg.Wait()
-	}()
+	workers := startWorkers(ctx, c, agent, opts.Senders)
+	defer workers.stop()
 
-	payload := strings.Repeat("x", opts.PayloadBytes)
-	viaEdge := make([]*a2aCaller, opts.Senders)
-	direct := make([]*a2aCaller, opts.Senders)
-	answer := ""
-	if opts.ServerEchoes {
-		answer = payload
-	}
-	for i := range viaEdge {
-		viaEdge[i] = &a2aCaller{r: edge, payload: payload, errors: map[string]uint64{}}
-		direct[i] = &a2aCaller{r: server, payload: payload, answer: answer, errors: map[string]uint64{}}
-	}
+	viaEdge, direct := opts.callers(edge, server)
 	rep := A2AReport{WaysHeader: opts.header(A2AReportKind), Binding: opts.Binding, Agent: agent, A2AURL: a2aURL, WaysResults: WaysResults{Errors: map[string]uint64{}}}
 	rep.PerRound = runWays(ctx, &opts.WaysOptions, []way{
 		{WayMailroom, tasksOf(viaEdge), &rep.Mailroom},
 		{WayServer, tasksOf(direct), &rep.Server},
 	}, &conns)
-	stopWorkers()
-	wg.Wait()
+	workers.stop()
 
 	var done []string
 	rep.Mailroom.Latency = latencyOf(WayMailroom, viaEdge, rep.Errors, &done)
 	rep.Server.Latency = latencyOf(WayServer, direct, rep.Errors, nil)
-	workerErrs.Range(func(k, v any) bool {
+	workers.errs.Range(func(k, v any) bool {
 		rep.Errors[k.(string)] += v.(*atomic.Uint64).Load()
 		return true
 	})
-	for _, n := range rep.Errors {
-		rep.ErrorsTotal += n
-	}
 	if rep.Server.TasksPerS > 0 {
 		rep.Ratio = rep.Mailroom.TasksPerS / rep.Server.TasksPerS
 	}
 	rep.AddedP50Ms = rep.Mailroom.Latency.P50 - rep.Server.Latency.P50
 	rep.AddedP99Ms = rep.Mailroom.Latency.P99 - rep.Server.Latency.P99
-
-	after, err := scrapeMetrics(context.WithoutCancel(ctx), c)
-	if err != nil {
+	if err := rep.settle(ctx, c, before, rep.Mailroom.Tasks, tlog, done); err != nil {
 		return A2AReport{}, err
 	}
-	rep.Daemon = daemonDelta(before, after)
-	if rep.Mailroom.Tasks > 0 {
-		rep.EventsPerTask = float64(rep.Daemon.EventsAppended) / float64(rep.Mailroom.Tasks)
-	}
-	rep.Durable = tlog.check(rep.Daemon.LastSeq, done)
 	return rep, nil
+}
+
+// callers makes the callers of each way: through the daemon's edge, and
+// to the server directly (which echoes the payload when ServerEchoes).
+func (opts *A2AOptions) callers(edge, server *remote.Client) (viaEdge, direct []*a2aCaller) {
+	payload := strings.Repeat("x", opts.PayloadBytes)
+	answer := ""
+	if opts.ServerEchoes {
+		answer = payload
+	}
+	for range opts.Senders {
+		viaEdge = append(viaEdge, &a2aCaller{r: edge, payload: payload, errors: map[string]uint64{}})
+		direct = append(direct, &a2aCaller{r: server, payload: payload, answer: answer, errors: map[string]uint64{}})
+	}
+	return viaEdge, direct
+}
+
+// workers are the agent's native workers: each long-polls a lease for the
+// agent and answers it at once, for the whole run (idle, and cheap, in
+// the server's rounds).
+type workers struct {
+	errs   sync.Map // "worker step: kind" -> *atomic.Uint64
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func startWorkers(ctx context.Context, c *client.Client, agent string, n int) *workers {
+	ws := &workers{}
+	wctx, cancel := context.WithCancel(ctx)
+	ws.cancel = cancel
+	for range n {
+		ws.wg.Go(func() { serveTasks(wctx, c, agent, &ws.errs) })
+	}
+	return ws
+}
+
+// stop stops the workers and waits for them; stopping again does nothing.
+func (ws *workers) stop() {
+	ws.cancel()
+	ws.wg.Wait()
 }
 
 // leaseWait is how long a worker's lease long-polls for a task.

@@ -195,33 +195,18 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	if err := opts.fill(); err != nil {
 		return Report{}, err
 	}
-	addr, target := opts.Addr, opts.Addr
-	dataFS, volatileLog, warnings := opts.DataFS, opts.VolatileLog, opts.Warnings
+	target, warnings := opts.Addr, opts.Warnings
 	if opts.Embedded {
 		target = "embedded"
 	}
 	if warnings == nil {
 		warnings = []string{}
 	}
-	// One keep-alive connection per pair and per subscriber; the default
-	// of 2 idle connections per host would make most requests dial anew.
-	hc := &http.Client{Transport: &http.Transport{
-		MaxIdleConns:        0,
-		MaxIdleConnsPerHost: opts.Pairs + opts.Fanout + opts.IdleWorkers + 4,
-		IdleConnTimeout:     90 * time.Second,
-	}}
-	defer hc.CloseIdleConnections()
-	copts := []client.Option{client.WithHTTPClient(hc), client.WithTimeout(30 * time.Second)}
-	if opts.Token != "" {
-		copts = append(copts, client.WithToken(opts.Token))
-	}
-	if opts.RetryNotice != nil {
-		copts = append(copts, client.WithRetryNotice(opts.RetryNotice))
-	}
-	c, err := client.New(addr, copts...)
+	hc, c, err := opts.connect()
 	if err != nil {
 		return Report{}, err
 	}
+	defer hc.CloseIdleConnections()
 
 	var subs *fanout
 	if opts.Fanout > 0 {
@@ -244,7 +229,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 			return Report{}, err
 		}
 		return Report{Kind: ReportKind, Target: target, Embedded: opts.Embedded, DurationS: opts.Duration.Seconds(),
-			DataFS: dataFS, VolatileLog: volatileLog, Warnings: warnings, Errors: map[string]uint64{},
+			DataFS: opts.DataFS, VolatileLog: opts.VolatileLog, Warnings: warnings, Errors: map[string]uint64{},
 			Daemon: daemonDelta(before, after), WaitMs: lp.WaitMs, Batch: 1, LongPoll: &lp}, nil
 	}
 	res := runLoad(ctx, c, opts)
@@ -255,24 +240,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		return Report{}, err
 	}
 
-	rep := Report{
-		Kind: ReportKind, Target: target, Embedded: opts.Embedded, Pairs: opts.Pairs,
-		DurationS: opts.Duration.Seconds(), ElapsedS: res.elapsed.Seconds(),
-		PayloadBytes: opts.PayloadBytes, RateLimit: opts.Rate, Pipeline: opts.Pipeline, Batch: max(opts.Batch, 1), WaitMs: opts.Wait.Milliseconds(),
-		DataFS: dataFS, VolatileLog: volatileLog, Warnings: warnings,
-		Cycles: res.cycles, Requests: res.requests,
-		Latency: StepLatency{Send: res.send.summarize(), Lease: res.lease.summarize(),
-			Result: res.result.summarize(), Drain: res.drain.summarize(), Cycle: res.cycle.summarize()},
-		Errors: res.errors,
-		Daemon: daemonDelta(before, after),
-	}
-	for _, n := range res.errors {
-		rep.ErrorsTotal += n
-	}
-	if s := res.elapsed.Seconds(); s > 0 {
-		rep.CyclesPerS = float64(res.cycles) / s
-		rep.RequestsPerS = float64(res.requests) / s
-	}
+	rep := opts.loadReport(res, daemonDelta(before, after), target, warnings)
 	if subs != nil {
 		fr := subs.finish(rep.Daemon.LastSeq)
 		if s := res.elapsed.Seconds(); s > 0 {
@@ -281,4 +249,53 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		rep.Fanout = &fr
 	}
 	return rep, nil
+}
+
+// connect makes the run's client: one keep-alive connection per pair and
+// per subscriber (the default of 2 idle connections per host would make
+// most requests dial anew). Close the http.Client's idle connections when
+// done.
+func (o *Options) connect() (*http.Client, *client.Client, error) {
+	hc := &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        0,
+		MaxIdleConnsPerHost: o.Pairs + o.Fanout + o.IdleWorkers + 4,
+		IdleConnTimeout:     90 * time.Second,
+	}}
+	copts := []client.Option{client.WithHTTPClient(hc), client.WithTimeout(30 * time.Second)}
+	if o.Token != "" {
+		copts = append(copts, client.WithToken(o.Token))
+	}
+	if o.RetryNotice != nil {
+		copts = append(copts, client.WithRetryNotice(o.RetryNotice))
+	}
+	c, err := client.New(o.Addr, copts...)
+	if err != nil {
+		hc.CloseIdleConnections()
+		return nil, nil, err
+	}
+	return hc, c, nil
+}
+
+// loadReport is the report of a load run: its figures, and the daemon's
+// over the run.
+func (o *Options) loadReport(res loadResult, daemon DaemonFigures, target string, warnings []string) Report {
+	rep := Report{
+		Kind: ReportKind, Target: target, Embedded: o.Embedded, Pairs: o.Pairs,
+		DurationS: o.Duration.Seconds(), ElapsedS: res.elapsed.Seconds(),
+		PayloadBytes: o.PayloadBytes, RateLimit: o.Rate, Pipeline: o.Pipeline, Batch: max(o.Batch, 1), WaitMs: o.Wait.Milliseconds(),
+		DataFS: o.DataFS, VolatileLog: o.VolatileLog, Warnings: warnings,
+		Cycles: res.cycles, Requests: res.requests,
+		Latency: StepLatency{Send: res.send.summarize(), Lease: res.lease.summarize(),
+			Result: res.result.summarize(), Drain: res.drain.summarize(), Cycle: res.cycle.summarize()},
+		Errors: res.errors,
+		Daemon: daemon,
+	}
+	for _, n := range res.errors {
+		rep.ErrorsTotal += n
+	}
+	if s := res.elapsed.Seconds(); s > 0 {
+		rep.CyclesPerS = float64(res.cycles) / s
+		rep.RequestsPerS = float64(res.requests) / s
+	}
+	return rep
 }

@@ -25,7 +25,7 @@ import (
 // The remote bench (`mailroom bench --remote`): senders send tasks to a
 // remote agent, whose tasks the daemon's dispatcher leases, delivers to an
 // A2A server in this process (A2AServer: it answers at once), and posts
-// the answers of. By default the senders are A2A clients (a2a.Remote, a
+// the answers of. By default the senders are A2A clients (remote.Client, a
 // blocking message/send) calling the remote agent's card on the daemon's
 // A2A edge: what a caller does once Mailroom is put in front of an
 // existing A2A agent. With Via "native" they send natively and drain the
@@ -146,21 +146,12 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 	if err := opts.fill(); err != nil {
 		return RemoteReport{}, err
 	}
-	ln, err := net.Listen("tcp", opts.A2AAddr)
+	var conns atomic.Uint64
+	a2aURL, stop, err := serveA2A(opts.A2AAddr, &conns)
 	if err != nil {
 		return RemoteReport{}, fmt.Errorf("bench: the A2A server cannot listen on %s: %w", opts.A2AAddr, err)
 	}
-	// Connections the server accepted: how well each way's client reuses
-	// them, counted per round.
-	var conns atomic.Uint64
-	srv := &http.Server{Handler: NewA2AServer(), ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			conns.Add(1)
-		}
-	}}
-	go srv.Serve(ln)
-	defer srv.Close()
-	a2aURL := "http://" + ln.Addr().String() + "/"
+	defer stop()
 
 	hc, c, err := opts.connect(opts.Senders + 4)
 	if err != nil {
@@ -180,39 +171,14 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 	if err := waitResolved(ctx, c, agent); err != nil {
 		return RemoteReport{}, err
 	}
-
-	// The relay: a reverse proxy in this process that keeps nothing,
-	// with a pooled transport of its own to the server.
-	relayLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return RemoteReport{}, fmt.Errorf("bench: the relay cannot listen: %w", err)
-	}
-	serverURL, _ := url.Parse(a2aURL)
-	proxy := httputil.NewSingleHostReverseProxy(serverURL)
-	relayTransport := &http.Transport{MaxIdleConnsPerHost: opts.Senders + 4, IdleConnTimeout: 90 * time.Second}
-	defer relayTransport.CloseIdleConnections()
-	proxy.Transport = relayTransport
-	relaySrv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
-	go relaySrv.Serve(relayLn)
-	defer relaySrv.Close()
-
-	// The callers' outbound client, the same one the dispatcher uses, the
-	// card read the same way, over a pooled transport: to the server
-	// directly, through the relay, and (with Via a2a) to the remote
-	// agent's card on the daemon's A2A edge.
-	direct, err := resolveA2A(ctx, hc, "the A2A server", a2aURL, mailbox.BindingJSONRPC03, "")
+	relayURL, stopRelay, err := serveRelay(a2aURL, opts.Senders+4)
 	if err != nil {
 		return RemoteReport{}, err
 	}
-	relay, err := resolveA2A(ctx, hc, "the relay", "http://"+relayLn.Addr().String()+"/", mailbox.BindingJSONRPC03, "")
+	defer stopRelay()
+	ways, err := resolveWays(ctx, hc, c, &opts, a2aURL, relayURL, agent)
 	if err != nil {
 		return RemoteReport{}, err
-	}
-	var edge *remote.Client
-	if opts.Via == ViaA2A {
-		if edge, err = resolveA2A(ctx, hc, "the remote agent on the daemon's A2A edge", c.BaseURL()+"/agents/"+agent+"/", mailbox.BindingJSONRPC03, opts.Token); err != nil {
-			return RemoteReport{}, err
-		}
 	}
 
 	before, err := scrapeMetrics(ctx, c)
@@ -227,11 +193,11 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 	callers := make([]*a2aCaller, opts.Senders)
 	for i := range senders {
 		senders[i] = &remoteSender{c: c, sender: fmt.Sprintf("bench-rs-%s-%d@local", run, i), agent: agent, payload: payload, errors: map[string]uint64{}}
-		if edge != nil {
-			senders[i].edge = &a2aCaller{r: edge, payload: payload, errors: senders[i].errors}
+		if ways.edge != nil {
+			senders[i].edge = &a2aCaller{r: ways.edge, payload: payload, errors: senders[i].errors}
 		}
-		relayed[i] = &a2aCaller{r: relay, payload: payload, errors: map[string]uint64{}}
-		callers[i] = &a2aCaller{r: direct, payload: payload, errors: map[string]uint64{}}
+		relayed[i] = &a2aCaller{r: ways.relay, payload: payload, errors: map[string]uint64{}}
+		callers[i] = &a2aCaller{r: ways.direct, payload: payload, errors: map[string]uint64{}}
 	}
 	rep := RemoteReport{WaysHeader: opts.header(RemoteReportKind), Via: opts.Via,
 		A2AURL: a2aURL, Agent: agent, Binding: mailbox.BindingJSONRPC03, Concurrency: opts.Senders, WaysResults: WaysResults{Errors: map[string]uint64{}}}
@@ -244,11 +210,68 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 		{WayRelay, tasksOf(relayed), &rep.Relay},
 		{WayDirect, tasksOf(callers), &rep.Direct},
 	}, &conns)
+	done := rep.summarize(senders, relayed, callers)
+	if err := rep.settle(ctx, c, before, rep.Remote.Tasks, tlog, done); err != nil {
+		return RemoteReport{}, err
+	}
+	return rep, nil
+}
+
+// serveRelay starts the relay: a reverse proxy in this process that keeps
+// nothing, with a pooled transport of its own to the server. stop closes
+// it.
+func serveRelay(a2aURL string, idle int) (relayURL string, stop func(), err error) {
+	relayLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("bench: the relay cannot listen: %w", err)
+	}
+	serverURL, _ := url.Parse(a2aURL)
+	proxy := httputil.NewSingleHostReverseProxy(serverURL)
+	relayTransport := &http.Transport{MaxIdleConnsPerHost: idle, IdleConnTimeout: 90 * time.Second}
+	proxy.Transport = relayTransport
+	relaySrv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	go relaySrv.Serve(relayLn)
+	return "http://" + relayLn.Addr().String() + "/", func() {
+		relaySrv.Close()
+		relayTransport.CloseIdleConnections()
+	}, nil
+}
+
+// remoteWays are the callers' outbound clients, the same one the
+// dispatcher uses, the card read the same way, over a pooled transport:
+// to the server directly, through the relay, and (with Via a2a) to the
+// remote agent's card on the daemon's A2A edge.
+type remoteWays struct {
+	direct, relay, edge *remote.Client
+}
+
+func resolveWays(ctx context.Context, hc *http.Client, c *client.Client, opts *RemoteOptions, a2aURL, relayURL, agent string) (remoteWays, error) {
+	var w remoteWays
+	var err error
+	if w.direct, err = resolveA2A(ctx, hc, "the A2A server", a2aURL, mailbox.BindingJSONRPC03, ""); err != nil {
+		return w, err
+	}
+	if w.relay, err = resolveA2A(ctx, hc, "the relay", relayURL, mailbox.BindingJSONRPC03, ""); err != nil {
+		return w, err
+	}
+	if opts.Via == ViaA2A {
+		if w.edge, err = resolveA2A(ctx, hc, "the remote agent on the daemon's A2A edge", c.BaseURL()+"/agents/"+agent+"/", mailbox.BindingJSONRPC03, opts.Token); err != nil {
+			return w, err
+		}
+	}
+	return w, nil
+}
+
+// summarize fills each way's latency and errors and the ratios between
+// the ways, and returns the tasks completed through the daemon.
+func (rep *RemoteReport) summarize(senders []*remoteSender, relayed, callers []*a2aCaller) (done []string) {
 	var remoteLat samples
 	for _, sd := range senders {
 		remoteLat = append(remoteLat, sd.latency...)
+		done = append(done, sd.done...)
 		if sd.edge != nil {
 			remoteLat = append(remoteLat, sd.edge.latency...)
+			done = append(done, sd.edge.done...)
 		}
 		for k, n := range sd.errors {
 			rep.Errors[WayRemote+" "+k] += n
@@ -257,9 +280,6 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 	rep.Remote.Latency = remoteLat.summarize()
 	rep.Relay.Latency = latencyOf(WayRelay, relayed, rep.Errors, nil)
 	rep.Direct.Latency = latencyOf(WayDirect, callers, rep.Errors, nil)
-	for _, n := range rep.Errors {
-		rep.ErrorsTotal += n
-	}
 	if rep.Direct.TasksPerS > 0 {
 		rep.Ratio = rep.Remote.TasksPerS / rep.Direct.TasksPerS
 		rep.RelayRatio = rep.Relay.TasksPerS / rep.Direct.TasksPerS
@@ -267,24 +287,7 @@ func RunRemote(ctx context.Context, opts RemoteOptions) (RemoteReport, error) {
 	if rep.Relay.TasksPerS > 0 {
 		rep.OfRelay = rep.Remote.TasksPerS / rep.Relay.TasksPerS
 	}
-
-	after, err := scrapeMetrics(context.WithoutCancel(ctx), c)
-	if err != nil {
-		return RemoteReport{}, err
-	}
-	rep.Daemon = daemonDelta(before, after)
-	if rep.Remote.Tasks > 0 {
-		rep.EventsPerTask = float64(rep.Daemon.EventsAppended) / float64(rep.Remote.Tasks)
-	}
-	var done []string
-	for _, s := range senders {
-		done = append(done, s.done...)
-		if s.edge != nil {
-			done = append(done, s.edge.done...)
-		}
-	}
-	rep.Durable = tlog.check(rep.Daemon.LastSeq, done)
-	return rep, nil
+	return done
 }
 
 // runID names one run's agents, so that leftovers of an earlier run

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -214,4 +215,42 @@ func latencyOf(way string, cs []*a2aCaller, errs map[string]uint64, done *[]stri
 		}
 	}
 	return all.summarize()
+}
+
+// serveA2A starts the A2A server that answers at once (NewA2AServer) on
+// addr, counting the connections it accepts in conns: how well each way's
+// client reuses them, counted per round. stop closes it. An error is
+// the listener's.
+func serveA2A(addr string, conns *atomic.Uint64) (a2aURL string, stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: NewA2AServer(), ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}}
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String() + "/", func() { srv.Close() }, nil
+}
+
+// settle completes the results once the rounds are run: the errors'
+// total, the daemon's counters since before, the events per task of the
+// tasks completed through it, and the check that its log holds every one
+// of done.
+func (r *WaysResults) settle(ctx context.Context, c *client.Client, before scrape, tasks uint64, tlog *taskLog, done []string) error {
+	for _, n := range r.Errors {
+		r.ErrorsTotal += n
+	}
+	after, err := scrapeMetrics(context.WithoutCancel(ctx), c)
+	if err != nil {
+		return err
+	}
+	r.Daemon = daemonDelta(before, after)
+	if tasks > 0 {
+		r.EventsPerTask = float64(r.Daemon.EventsAppended) / float64(tasks)
+	}
+	r.Durable = tlog.check(r.Daemon.LastSeq, done)
+	return nil
 }

@@ -31,7 +31,7 @@ func Resolve(t *testing.T, ctx context.Context, spec remote.Spec, auth remote.Au
 	t.Helper()
 	r, card, err := remote.Resolve(ctx, nil, spec, auth)
 	if err != nil {
-		t.Fatalf("ResolveRemote(%+v): %v", spec, err)
+		t.Fatalf("remote.Resolve(%+v): %v", spec, err)
 	}
 	return r, card
 }
