@@ -1,0 +1,4 @@
+package pgstore
+
+// LostCampaigns is how many campaigns s has lost.
+func (s *Store) LostCampaigns() uint64 { return s.lost.Load() }
