@@ -1,3 +1,15 @@
+// Package remote is the outbound client: the daemon calling a remote A2A
+// agent, by whichever binding its card offers, through the same neutral
+// model the edge serves from (daemon/a2a/wire); it never imports the edge. It holds no state about tasks: the dispatcher records what the
+// remote accepted and asks again by id.
+//
+// How a delivery uses it (daemon/outbound's dispatcher): Resolve once (and
+// again now and then; a recorded Card makes a client with New); MessageFor
+// the leased task; Stream when the remote streams, else Send without
+// blocking and Get until Terminal or Interrupted; the first answer that
+// names a remote task id is the acceptance to record; Outcome maps the
+// end to a result. Errors say whether to try again (Retryable), and
+// ErrTaskNotFound from Get means the remote lost an accepted task.
 package remote
 
 import (
@@ -15,19 +27,6 @@ import (
 	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
-
-// The outbound client: the daemon calling a remote A2A agent, by whichever
-// binding its card offers, through the same neutral model the edge serves
-// from. It holds no state about tasks: the dispatcher records what the
-// remote accepted and asks again by id.
-//
-// How a delivery uses it: Resolve once (and again now and then; a
-// recorded Card makes a client with New); MessageFor
-// the leased task; Stream when the remote streams, else Send without
-// blocking and Get until Terminal or Interrupted; the first answer that
-// names a remote task id is the acceptance to record; Outcome maps the
-// end to a result. Errors say whether to try again (Retryable), and
-// ErrTaskNotFound from Get means the remote lost an accepted task.
 
 // MaxBody bounds an answer from a remote (a card, a task, one event
 // of a stream).

@@ -1,3 +1,12 @@
+// Package wire is A2A as it travels, written once for every side of the
+// daemon that speaks it: the neutral model both generations of the
+// protocol (v0.3 and v1.0, and the pre-0.2 legacy dialect) decode into and
+// encode from, the task states and their spellings, the error codes and
+// their HTTP+JSON reasons, and a mailbox task's view (View, PushBody). The
+// edge (daemon/a2a) serves with it, the client (daemon/a2a/remote)
+// delivers with it, and the notifier and the bench import it, never the
+// server. It imports only mailbox, as pkgsite's internal/api is imported
+// by its server and its clients alike.
 package wire
 
 import (
