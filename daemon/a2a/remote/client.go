@@ -1,6 +1,7 @@
 // Package remote is the outbound client: the daemon calling a remote A2A
 // agent, by whichever binding its card offers, through the same neutral
-// model the edge serves from (daemon/a2a/wire); it never imports the edge. It holds no state about tasks: the dispatcher records what the
+// model the edge serves from (daemon/a2a/wire); it never imports the
+// edge. It holds no state about tasks: the dispatcher records what the
 // remote accepted and asks again by id.
 //
 // How a delivery uses it (daemon/outbound's dispatcher): Resolve once (and
