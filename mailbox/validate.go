@@ -15,7 +15,7 @@ import (
 // Input bounds. They keep one request from growing the log or state without
 // limit, and keep every stored copy of a value (log line, snapshot, event
 // stream, queue listing) decodable by any standard JSON reader; the HTTP
-// layer also caps whole bodies at MaxBodyBytes. README lists them.
+// layer also caps whole bodies at MaxBodyBytes. docs/http-api.md lists them.
 const (
 	MaxAgentIDBytes = 200
 	MaxKindBytes    = 256

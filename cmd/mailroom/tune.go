@@ -13,7 +13,7 @@ import (
 // twice. A daemon's live heap is bounded by retain_done, the audit and the
 // result cache (tens of MB), and with Go's default a quarter of a busy
 // daemon's CPU went to collecting; 400 gives 5-10% more cycles/s in
-// `mailroom bench` (see README). It also covers the log's replay at start,
+// `mailroom bench` (see docs/benchmarks.md). It also covers the log's replay at start,
 // which makes garbage at a furious rate (a decoded event per line) while the
 // live heap barely grows: 400 cut a million-event restart by a fifth. GOGC,
 // when set, wins. This is the one place the collector is tuned: the daemon
@@ -29,7 +29,7 @@ const daemonGCPercent = 400
 // it stays at 2.7 GB and restarts as fast (14.2 s against 13.4 to 14.9 s
 // with 400), where 256 MiB saved 200 MB more but collected so often that
 // the restart took 20 s (go test -run MillionLiveTasks ./cmd/mailroom
-// -fault.live-tasks 1000000 -v, README).
+// -fault.live-tasks 1000000 -v, docs/benchmarks.md).
 const (
 	gcHeadroom   = 1 << 30
 	minGCPercent = 25
@@ -98,7 +98,7 @@ func (t *gcTuner) retune() {
 // (logstore.fdatasyncHolding), so that it answers as soon as the disk has;
 // without the extra P the requests would have one core fewer while it
 // waits. Measured with `mailroom bench --embedded` on two cores: 3,264 and
-// 3,539 cycles/s before, 4,300 and 4,433 with both (see README). It
+// 3,539 cycles/s before, 4,300 and 4,433 with both (see docs/benchmarks.md). It
 // returns the P count it set, or 0 when it left it alone. Calling it again
 // (tests run several daemons in one process) sets the same count.
 func tuneProcs(getenv func(string) string, logStore bool) int {

@@ -80,7 +80,7 @@ func (h *hub) sendDirect(s *subscription, ev *mailbox.Event) {
 // waits in s.live: from then on publish writes to s.out itself, and the
 // subscriber's reader is woken once for all the events waiting rather
 // than the pump once for each. With 500 subscribers that hand-off was a
-// quarter of the daemon's CPU (README, fan-out). last is the seq of the
+// quarter of the daemon's CPU (docs/benchmarks.md, fan-out). last is the seq of the
 // last event the pump handed on. It reports false when events wait or the
 // subscription has ended.
 func (h *hub) goDirect(s *subscription, last uint64) bool {

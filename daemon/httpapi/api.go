@@ -1,5 +1,5 @@
 // Package httpapi serves the mailbox over HTTP: the native JSON routes
-// (README.md, "HTTP API reference"), the SSE event stream, /healthz and
+// (docs/http-api.md), the SSE event stream, /healthz and
 // /metrics. Handlers return
 // errors; one adapter turns every error into a status and the one error body.
 package httpapi
@@ -148,7 +148,7 @@ type api struct {
 // Every write is a system call in the daemon and another in the reader;
 // at 500 subscribers, 5 ms between writes made the daemon spend a third
 // of its CPU in them, and 20 ms delivered half as many events again
-// (README, fan-out).
+// (docs/benchmarks.md, fan-out).
 const (
 	streamsPerFlushDelay = 50
 	maxFlushDelays       = 4
@@ -258,7 +258,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
 		err = mailbox.Errorf(mailbox.CodeMethodNotAllowed, "%s %s: method not allowed; this path accepts %s", r.Method, r.URL.Path, allow)
 	} else {
-		err = mailbox.Errorf(mailbox.CodeNotFound, "%s %s: no such route; see the API reference in README.md", r.Method, r.URL.Path)
+		err = mailbox.Errorf(mailbox.CodeNotFound, "%s %s: no such route; see the API reference in docs/http-api.md", r.Method, r.URL.Path)
 	}
 	sw := &statusWriter{ResponseWriter: w}
 	a.fail(sw, r, routeUnmatched, err)
