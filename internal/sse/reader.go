@@ -35,6 +35,14 @@ type Reader struct {
 	// colon (" ping" of the heartbeat), valid during the call: a proxy
 	// passes the heartbeats on.
 	OnComment func(text []byte)
+	// Keep, when more than 0, keeps only the first Keep bytes of an
+	// event's data and of any line, reading the rest and dropping it
+	// (Event.Cut says so) instead of refusing the event: for a reader
+	// that needs only the head of large events, such as the bench's
+	// subscribers, two hundred of which would each hold an opening
+	// snapshot of many megabytes.
+	Keep int
+	cut  bool // the line read was cut at Keep
 }
 
 // Event is one dispatched event.
@@ -47,6 +55,8 @@ type Event struct {
 	ID string
 	// Data is the block's data lines joined by "\n".
 	Data []byte
+	// Cut: Data is the first Reader.Keep bytes of a longer event's.
+	Cut bool
 }
 
 // TooLargeError says an event (its data, or one line) is larger than the
@@ -73,7 +83,7 @@ func (r *Reader) LastID() string { return r.lastID }
 func (r *Reader) Next() (Event, error) {
 	r.data, r.typ = r.data[:0], r.typ[:0]
 	hasData, inBlock := false, false
-	r.ev.ID = ""
+	r.ev.ID, r.ev.Cut = "", false
 	for {
 		line, err := r.line()
 		if err != nil {
@@ -87,7 +97,7 @@ func (r *Reader) Next() (Event, error) {
 				return r.dispatch(), nil
 			}
 			r.data, r.typ, inBlock = r.data[:0], r.typ[:0], false
-			r.ev.ID = ""
+			r.ev.ID, r.ev.Cut = "", false
 			continue
 		}
 		inBlock = true
@@ -103,6 +113,9 @@ func (r *Reader) Next() (Event, error) {
 		case "data":
 			if hasData {
 				r.data = append(r.data, '\n')
+			}
+			if r.Keep > 0 && (r.cut || len(r.data)+len(value) > r.Keep) {
+				value, r.ev.Cut = value[:max(0, min(len(value), r.Keep-len(r.data)))], true
 			}
 			if len(r.data)+len(value) > r.max {
 				return Event{}, &TooLargeError{Max: r.max}
@@ -145,7 +158,11 @@ func (r *Reader) line() ([]byte, error) {
 			_, _ = r.rd.Discard(1)
 		}
 	}
-	r.long = r.long[:0]
+	r.long, r.cut = r.long[:0], false
+	limit := r.max + len("data: ")
+	if r.Keep > 0 {
+		limit = r.Keep + len("data: ")
+	}
 	for {
 		n := r.rd.Buffered()
 		if n == 0 {
@@ -163,15 +180,24 @@ func (r *Reader) line() ([]byte, error) {
 			}
 			r.afterCR = buf[i] == '\r'
 			_, _ = r.rd.Discard(i + 1)
-			if len(line) > r.max+len("data: ") {
-				return nil, &TooLargeError{Max: r.max}
+			if len(line) > limit {
+				if r.Keep == 0 {
+					return nil, &TooLargeError{Max: r.max}
+				}
+				line, r.cut = line[:limit], true
 			}
 			return line, nil
 		}
-		if len(r.long)+len(buf) > r.max+len("data: ") {
+		switch {
+		case len(r.long)+len(buf) <= limit:
+			r.long = append(r.long, buf...)
+		case r.Keep == 0:
 			return nil, &TooLargeError{Max: r.max}
+		default:
+			// Past what is kept: read on to the line's end, keeping
+			// nothing more.
+			r.long, r.cut = append(r.long, buf[:max(0, limit-len(r.long))]...), true
 		}
-		r.long = append(r.long, buf...)
 		_, _ = r.rd.Discard(len(buf))
 	}
 }

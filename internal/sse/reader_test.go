@@ -3,6 +3,7 @@ package sse
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -81,6 +82,43 @@ func TestReaderLongLines(t *testing.T) {
 func TestTooLargeSaysTheBound(t *testing.T) {
 	if got := (&TooLargeError{Max: 4 << 20}).Error(); got != "an event larger than 4194304 bytes" {
 		t.Errorf("Error() = %q", got)
+	}
+}
+
+func TestReaderKeep(t *testing.T) {
+	big := strings.Repeat("y", 200<<10)
+	for _, c := range []struct {
+		name, in string
+		want     []string
+		cut      []bool
+	}{
+		{"a long line cut at Keep", "id: 1\ndata: " + big + "\n\ndata: small\n\n", []string{"1|" + big[:8], "|small"}, []bool{true, false}},
+		{"data lines cut at Keep", "data: 12345\ndata: 67890\n\n", []string{"|12345\n67"}, []bool{true}},
+		{"an event of Keep whole", "data: 12345678\n\n", []string{"|12345678"}, []bool{false}},
+	} {
+		for _, oneByte := range []bool{false, true} {
+			var r io.Reader = strings.NewReader(c.in)
+			if oneByte {
+				r = iotest.OneByteReader(r)
+			}
+			rd := NewReader(r, 16)
+			rd.Keep = 8
+			var got []string
+			var cut []bool
+			for {
+				ev, err := rd.Next()
+				if err != nil {
+					if err != io.EOF {
+						t.Errorf("%s: %v", c.name, err)
+					}
+					break
+				}
+				got, cut = append(got, ev.ID+"|"+string(ev.Data)), append(cut, ev.Cut)
+			}
+			if strings.Join(got, ",") != strings.Join(c.want, ",") || fmt.Sprint(cut) != fmt.Sprint(c.cut) {
+				t.Errorf("%s (one byte at a time: %v): %q cut %v, want %q cut %v", c.name, oneByte, got, cut, c.want, c.cut)
+			}
+		}
 	}
 }
 

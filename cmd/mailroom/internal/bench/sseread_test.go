@@ -24,6 +24,11 @@ func TestLightReaderParsesWhatTheReportNeeds(t *testing.T) {
 	if len(got) != 1 || got[0].Seq != 7 || got[0].Type != mailbox.EventSnapshot || got[0].AtMs != 1795373351541 {
 		t.Fatalf("events = %+v, want the 200 KiB snapshot's seq, type and at_ms alone (the ping is none, the block cut short is dropped)", got)
 	}
+	var kept int
+	_ = readStream(t.Context(), srv.Client(), srv.URL, "", false, 0, func(_ *mailbox.Event, data []byte) { kept = len(data) }, func(mailbox.Event) bool { return true })
+	if kept == 0 || kept > keepEvent {
+		t.Errorf("the 200 KiB snapshot's data came as %d bytes, want its head only, at most %d", kept, keepEvent)
+	}
 	if err == nil {
 		t.Errorf("a stream cut inside a block ended without an error")
 	}
