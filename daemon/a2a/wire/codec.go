@@ -185,7 +185,7 @@ func IsObject(raw json.RawMessage) bool {
 
 // Encoding.
 
-var States10 = map[string]string{
+var states10 = map[string]string{
 	StateSubmitted: "TASK_STATE_SUBMITTED",
 	StateWorking:   "TASK_STATE_WORKING",
 	StateCompleted: "TASK_STATE_COMPLETED",
@@ -199,7 +199,7 @@ var States10 = map[string]string{
 
 // State10 reads a v1.0 state filter; "" when unknown.
 func State10(s string) string {
-	for k, v := range States10 {
+	for k, v := range states10 {
 		if v == s {
 			return k
 		}
@@ -207,11 +207,11 @@ func State10(s string) string {
 	return ""
 }
 
-func Stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 type obj = map[string]any
 
-func EncodePart(v string, p Part) obj {
+func encodePart(v string, p Part) obj {
 	o := obj{}
 	switch v {
 	case V03:
@@ -265,16 +265,16 @@ func EncodePart(v string, p Part) obj {
 	return o
 }
 
-func EncodeParts(v string, ps []Part) []obj {
+func encodeParts(v string, ps []Part) []obj {
 	out := make([]obj, len(ps))
 	for i, p := range ps {
-		out[i] = EncodePart(v, p)
+		out[i] = encodePart(v, p)
 	}
 	return out
 }
 
 func EncodeMessage(v string, m Message) obj {
-	o := obj{"role": m.Role, "parts": EncodeParts(v, m.Parts), "messageId": m.MessageID}
+	o := obj{"role": m.Role, "parts": encodeParts(v, m.Parts), "messageId": m.MessageID}
 	if v == V03 {
 		o["kind"] = "message"
 	} else {
@@ -298,33 +298,33 @@ func EncodeMessage(v string, m Message) obj {
 	return o
 }
 
-func EncodeStatus(v string, tv TaskView) obj {
+func encodeStatus(v string, tv TaskView) obj {
 	st := tv.State
 	if v == V10 {
-		st = States10[st]
+		st = states10[st]
 	}
-	o := obj{"state": st, "timestamp": Stamp(tv.Timestamp)}
+	o := obj{"state": st, "timestamp": stamp(tv.Timestamp)}
 	if tv.StatusMessage != nil {
 		o["message"] = EncodeMessage(v, *tv.StatusMessage)
 	}
 	return o
 }
 
-func EncodeArtifact(v string, a Artifact) obj {
-	return obj{"artifactId": a.ID, "name": a.Name, "parts": EncodeParts(v, a.Parts)}
+func encodeArtifact(v string, a Artifact) obj {
+	return obj{"artifactId": a.ID, "name": a.Name, "parts": encodeParts(v, a.Parts)}
 }
 
 // EncodeTask writes a task; withArtifacts false leaves them out (a v1.0
 // listing without includeArtifacts).
 func EncodeTask(v string, tv TaskView, withArtifacts bool) obj {
-	o := obj{"id": tv.ID, "contextId": tv.ContextID, "status": EncodeStatus(v, tv)}
+	o := obj{"id": tv.ID, "contextId": tv.ContextID, "status": encodeStatus(v, tv)}
 	if v == V03 {
 		o["kind"] = "task"
 	}
 	if withArtifacts && len(tv.Artifacts) > 0 {
 		as := make([]obj, len(tv.Artifacts))
 		for i, a := range tv.Artifacts {
-			as[i] = EncodeArtifact(v, a)
+			as[i] = encodeArtifact(v, a)
 		}
 		o["artifacts"] = as
 	}
@@ -350,13 +350,13 @@ func EncodeEvent(v string, ev StreamEvent) obj {
 	case "task":
 		o, key = EncodeTask(v, ev.Task, true), "task"
 	case "artifact":
-		o = obj{"taskId": ev.Task.ID, "contextId": ev.Task.ContextID, "artifact": EncodeArtifact(v, ev.Task.Artifacts[0]), "append": false, "lastChunk": true}
+		o = obj{"taskId": ev.Task.ID, "contextId": ev.Task.ContextID, "artifact": encodeArtifact(v, ev.Task.Artifacts[0]), "append": false, "lastChunk": true}
 		key = "artifactUpdate"
 		if v == V03 {
 			o["kind"] = "artifact-update"
 		}
 	default:
-		o = obj{"taskId": ev.Task.ID, "contextId": ev.Task.ContextID, "status": EncodeStatus(v, ev.Task)}
+		o = obj{"taskId": ev.Task.ID, "contextId": ev.Task.ContextID, "status": encodeStatus(v, ev.Task)}
 		key = "statusUpdate"
 		if v == V03 {
 			// v1.0 dropped final: the stream's end says it.

@@ -49,14 +49,14 @@ func Advance(rec mailbox.TaskRecord, ev mailbox.Event) mailbox.TaskRecord {
 	if (ev.Type == mailbox.EventTaskMoved || ev.Type == mailbox.EventTaskRequeued) && ev.Recipient != "" {
 		rec.Task.Recipient = ev.Recipient
 	}
-	rec.State = StateAfter(h, rec.State)
+	rec.State = stateAfter(h, rec.State)
 	rec.History = append(append([]mailbox.HistoryEntry(nil), rec.History...), h)
 	return rec
 }
 
-// StateAfter is a task's mailbox state after the event h records, from
+// stateAfter is a task's mailbox state after the event h records, from
 // state.
-func StateAfter(h mailbox.HistoryEntry, state string) string {
+func stateAfter(h mailbox.HistoryEntry, state string) string {
 	switch h.Type {
 	case mailbox.EventTaskSent, mailbox.EventTaskRequeued, mailbox.EventTaskReplied, mailbox.EventTaskMoved:
 		return mailbox.TaskQueued
@@ -92,7 +92,7 @@ func Rewind(rec mailbox.TaskRecord, seq uint64) mailbox.TaskRecord {
 	for _, h := range rec.History {
 		if h.Seq <= seq {
 			hist = append(hist, h)
-			state = StateAfter(h, state)
+			state = stateAfter(h, state)
 		}
 	}
 	var turns []mailbox.Turn

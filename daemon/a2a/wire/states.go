@@ -74,7 +74,7 @@ func View(rec mailbox.TaskRecord, origin *Message) TaskView {
 	case mailbox.TaskInFlight:
 		tv.State = StateWorking
 		if note := deliveryNote(rec); note != "" {
-			tv.StatusMessage = AgentText(rec, note) // a remote delivery left to the operator (note.go)
+			tv.StatusMessage = agentText(rec, note) // a remote delivery left to the operator (note.go)
 		}
 	case mailbox.TaskWaiting:
 		tv.State = StateInputRequired
@@ -82,18 +82,18 @@ func View(rec mailbox.TaskRecord, origin *Message) TaskView {
 			if q.Status == mailbox.StatusAuthRequired {
 				tv.State = StateAuthRequired
 			}
-			m := TurnMessage(rec, q)
+			m := turnMessage(rec, q)
 			tv.StatusMessage, tv.QuestionSeq = &m, q.Seq
 			tv.ResultPending = questionPending(rec, q)
 		}
 	case mailbox.TaskCanceled:
 		tv.State = StateCanceled
-		if h, ok := LastOf(rec, mailbox.EventTaskCanceled); ok {
-			text := "canceled by " + Who(h.Principal)
+		if h, ok := lastOf(rec, mailbox.EventTaskCanceled); ok {
+			text := "canceled by " + who(h.Principal)
 			if h.Reason != "" {
 				text += ": " + h.Reason
 			}
-			tv.StatusMessage = AgentText(rec, text)
+			tv.StatusMessage = agentText(rec, text)
 		}
 	case mailbox.TaskResultPending, mailbox.TaskDone:
 		tv.ResultPending = rec.State == mailbox.TaskResultPending
@@ -107,12 +107,12 @@ func View(rec mailbox.TaskRecord, origin *Message) TaskView {
 // why) or a move; a task queued again by its sender's answer has none (the
 // answer is the newest message of the history).
 func queuedAgain(rec mailbox.TaskRecord) *Message {
-	h, ok := LastOf(rec, mailbox.EventTaskRequeued, mailbox.EventTaskReplied, mailbox.EventTaskMoved)
+	h, ok := lastOf(rec, mailbox.EventTaskRequeued, mailbox.EventTaskReplied, mailbox.EventTaskMoved)
 	switch {
 	case ok && h.Type == mailbox.EventTaskRequeued:
-		return AgentText(rec, "requeued by "+Who(h.Principal)+": "+h.Reason)
+		return agentText(rec, "requeued by "+who(h.Principal)+": "+h.Reason)
 	case ok && h.Type == mailbox.EventTaskMoved:
-		return AgentText(rec, "moved to "+h.Recipient+" by "+Who(h.Principal)+": "+h.Reason)
+		return agentText(rec, "moved to "+h.Recipient+" by "+who(h.Principal)+": "+h.Reason)
 	}
 	return nil
 }
@@ -125,7 +125,7 @@ func viewResult(tv *TaskView, rec mailbox.TaskRecord) {
 	if r == nil {
 		// A result the mailbox no longer holds (it never kept it for
 		// this task): say so rather than invent one.
-		tv.StatusMessage = AgentText(rec, "the result is no longer held by the mailbox")
+		tv.StatusMessage = agentText(rec, "the result is no longer held by the mailbox")
 		return
 	}
 	switch r.Status {
@@ -135,7 +135,7 @@ func viewResult(tv *TaskView, rec mailbox.TaskRecord) {
 		if msg == "" {
 			msg = "the agent reported an error"
 		}
-		tv.StatusMessage = AgentText(rec, msg)
+		tv.StatusMessage = agentText(rec, msg)
 	case mailbox.StatusRejected:
 		// The worker refused the task: its reason, if it gave one
 		// (any content it gave is the artifact, as for any result).
@@ -144,12 +144,12 @@ func viewResult(tv *TaskView, rec mailbox.TaskRecord) {
 		if msg == "" {
 			msg = "the agent rejected the task"
 		}
-		tv.StatusMessage = AgentText(rec, msg)
+		tv.StatusMessage = agentText(rec, msg)
 	case mailbox.StatusPartial:
 		tv.Metadata = map[string]any{"mailroom": map[string]any{"status": mailbox.StatusPartial}}
 	}
 	if len(r.Content) > 0 {
-		tv.Artifacts = []Artifact{ResultArtifact(rec.Task.ID, r)}
+		tv.Artifacts = []Artifact{resultArtifact(rec.Task.ID, r)}
 	}
 }
 
@@ -164,15 +164,15 @@ func history(rec mailbox.TaskRecord, origin *Message) []Message {
 	h := make([]Message, 0, 1+len(rec.Task.Turns))
 	h = append(h, m)
 	for _, turn := range rec.Task.Turns {
-		h = append(h, TurnMessage(rec, turn))
+		h = append(h, turnMessage(rec, turn))
 	}
 	return h
 }
 
-// TurnMessage is one turn of a task's conversation as an A2A message: a
+// turnMessage is one turn of a task's conversation as an A2A message: a
 // worker's question from the agent, a sender's answer from the user, the
 // message as its client sent it when it came through the edge.
-func TurnMessage(rec mailbox.TaskRecord, turn mailbox.Turn) Message {
+func turnMessage(rec mailbox.TaskRecord, turn mailbox.Turn) Message {
 	id := "turn-" + rec.Task.ID + "-" + strconv.FormatUint(turn.Seq, 10)
 	var m Message
 	if turn.A2A != nil {
@@ -186,7 +186,7 @@ func TurnMessage(rec mailbox.TaskRecord, turn mailbox.Turn) Message {
 		}
 	}
 	if m.Role == "" {
-		m = Message{Role: "user", Parts: ContentParts(turn.Content), MessageID: id}
+		m = Message{Role: "user", Parts: contentParts(turn.Content), MessageID: id}
 		if turn.Role == mailbox.RoleWorker {
 			m.Role = "agent"
 		}
@@ -206,16 +206,16 @@ func questionPending(rec mailbox.TaskRecord, q mailbox.Turn) bool {
 	return true
 }
 
-// ResultArtifact is a result's content as one artifact: text content as
+// resultArtifact is a result's content as one artifact: text content as
 // text parts, json content as data parts (values that are not objects
 // wrapped as {"value": ...}).
-func ResultArtifact(taskID string, r *mailbox.Result) Artifact {
-	return Artifact{ID: "result-" + taskID, Name: "result", Parts: ContentParts(r.Content)}
+func resultArtifact(taskID string, r *mailbox.Result) Artifact {
+	return Artifact{ID: "result-" + taskID, Name: "result", Parts: contentParts(r.Content)}
 }
 
-// ContentParts is mailbox content as A2A parts: text as text parts, json
+// contentParts is mailbox content as A2A parts: text as text parts, json
 // as data parts (values that are not objects wrapped as {"value": ...}).
-func ContentParts(cs []mailbox.Content) []Part {
+func contentParts(cs []mailbox.Content) []Part {
 	var parts []Part
 	for _, c := range cs {
 		switch c.Type {
@@ -232,21 +232,21 @@ func ContentParts(cs []mailbox.Content) []Part {
 	return parts
 }
 
-func AgentText(rec mailbox.TaskRecord, text string) *Message {
+func agentText(rec mailbox.TaskRecord, text string) *Message {
 	return &Message{Role: "agent", Parts: []Part{{Kind: "text", Text: text}},
 		MessageID: "status-" + rec.Task.ID + "-" + strconv.FormatUint(LastSeq(rec), 10),
 		TaskID:    rec.Task.ID, ContextID: rec.Task.A2A.ContextID}
 }
 
-func Who(principal string) string {
+func who(principal string) string {
 	if principal == "" {
 		return "an unauthenticated caller"
 	}
 	return principal
 }
 
-// LastOf is the newest history entry of one of types.
-func LastOf(rec mailbox.TaskRecord, types ...string) (mailbox.HistoryEntry, bool) {
+// lastOf is the newest history entry of one of types.
+func lastOf(rec mailbox.TaskRecord, types ...string) (mailbox.HistoryEntry, bool) {
 	for i := len(rec.History) - 1; i >= 0; i-- {
 		if slices.Contains(types, rec.History[i].Type) {
 			return rec.History[i], true
