@@ -152,13 +152,13 @@ func openEngine(st store.Store, cfg config.Config, logger *slog.Logger, now func
 		MaxTurnsBytes:       int(cfg.MaxTurnsBytes),
 		CheckPushURL: func(field string, u *url.URL) error {
 			if err := hooks.Check(field, u); err != nil {
-				return mailbox.Invalidf(field, "%s", err.Error())
+				return mailbox.Invalid(field, err.Error())
 			}
 			return nil
 		},
 		CheckRemoteURL: func(field string, u *url.URL) error {
 			if err := hooks.CheckSelf(field, u, "a remote agent", "the daemon would deliver the agent's tasks to itself, holding its slots while it waits on itself"); err != nil {
-				return mailbox.Invalidf(field, "%s", err.Error())
+				return mailbox.Invalid(field, err.Error())
 			}
 			return nil
 		},

@@ -32,7 +32,7 @@ func normalizeA2A(o *A2AOrigin) error {
 	switch o.Version {
 	case "0.3", "1.0", "legacy":
 	default:
-		return Invalidf("a2a.version", "a2a.version: got %s, expected \"0.3\", \"1.0\" or \"legacy\"", quote(o.Version))
+		return Invalidf("a2a.version", "got %s, expected \"0.3\", \"1.0\" or \"legacy\"", quote(o.Version))
 	}
 	if err := cardText("a2a.message_id", o.MessageID, MaxA2AIDBytes, true, "the A2A message's messageId"); err != nil {
 		return err
@@ -41,14 +41,14 @@ func normalizeA2A(o *A2AOrigin) error {
 		return err
 	}
 	if len(o.Message) == 0 || !json.Valid(o.Message) || o.Message[0] != '{' {
-		return Invalidf("a2a.message", "a2a.message: expected the A2A message as a JSON object")
+		return Invalidf("a2a.message", "expected the A2A message as a JSON object")
 	}
 	// Kept in the form the log writes it (compact, HTML-escaped as
 	// encoding/json escapes a raw value), so it reads byte for byte the
 	// same before a restart and after.
 	var compact, canonical bytes.Buffer
 	if err := json.Compact(&compact, o.Message); err != nil {
-		return Invalidf("a2a.message", "a2a.message: %v", err)
+		return Invalidf("a2a.message", "%v", err)
 	}
 	json.HTMLEscape(&canonical, compact.Bytes())
 	o.Message = canonical.Bytes()
@@ -65,10 +65,10 @@ const TaskCanceled = "canceled"
 func (s *State) DecideCancel(taskID, principal, reason string, nowMs int64) (Event, error) {
 	// Bad input is refused before the task's state is looked at.
 	if len(reason) > MaxReasonBytes {
-		return Event{}, Invalidf("reason", "reason: got %d bytes, expected at most %d", len(reason), MaxReasonBytes)
+		return Event{}, Invalidf("reason", "got %d bytes, expected at most %d", len(reason), MaxReasonBytes)
 	}
 	if !utf8.ValidString(reason) {
-		return Event{}, Invalidf("reason", "reason: got invalid UTF-8, expected text")
+		return Event{}, Invalidf("reason", "got invalid UTF-8, expected text")
 	}
 	t, ok := s.tasks[taskID]
 	if !ok {

@@ -92,7 +92,7 @@ func NormalizeReply(r Reply) (Reply, error) {
 		return r, err
 	}
 	if len(r.Content) == 0 && r.A2A == nil {
-		return r, Invalidf("content", "content: got no parts, expected the answer as at least one part such as {\"type\":\"text\",\"text\":\"use the staging database\"}")
+		return r, Invalidf("content", "got no parts, expected the answer as at least one part such as {\"type\":\"text\",\"text\":\"use the staging database\"}")
 	}
 	if r.A2A != nil {
 		a := *r.A2A
@@ -146,7 +146,7 @@ func (s *State) checkTurn(t *taskRec, field string, add int) error {
 // it: one sent through Covenant's dialect, whose client knows no reply.
 func (s *State) checkAsk(t *taskRec) error {
 	if t.Task.Covenant != nil {
-		return Invalidf("status", "status: task %s came through Covenant's dialect, whose senders cannot answer a question; finish it with ok, error, partial or rejected", t.Task.ID)
+		return Invalidf("status", "task %s came through Covenant's dialect, whose senders cannot answer a question; finish it with ok, error, partial or rejected", t.Task.ID)
 	}
 	return nil
 }
@@ -306,7 +306,7 @@ func normalizeContent(cs []Content) ([]Content, error) {
 
 func validUTF8(field, v string) error {
 	if !utf8.ValidString(v) {
-		return Invalidf(field, "%s: got invalid UTF-8, expected text", field)
+		return Invalidf(field, "got invalid UTF-8, expected text")
 	}
 	return nil
 }

@@ -29,16 +29,16 @@ func ValidateCovenantPubkey(field, v string) error {
 	expect := "a base58 ed25519 public key (32 bytes: 32 to 44 characters of " + base58Alphabet + ")"
 	if len(v) < MinCovenantPubkeyChars || len(v) > MaxCovenantPubkeyChars {
 		if len(v) > 64 {
-			return Invalidf(field, "%s: got %d characters, expected %s", field, len(v), expect)
+			return Invalidf(field, "got %d characters, expected %s", len(v), expect)
 		}
-		return Invalidf(field, "%s: got %s (%d characters), expected %s", field, quote(v), len(v), expect)
+		return Invalidf(field, "got %s (%d characters), expected %s", quote(v), len(v), expect)
 	}
 	n, ok := base58Len(v)
 	if !ok {
-		return Invalidf(field, "%s: got %s, which is not base58, expected %s", field, quote(v), expect)
+		return Invalidf(field, "got %s, which is not base58, expected %s", quote(v), expect)
 	}
 	if n != covenantPubkeyBytes {
-		return Invalidf(field, "%s: got %s, which decodes to %d bytes, expected %s", field, quote(v), n, expect)
+		return Invalidf(field, "got %s, which decodes to %d bytes, expected %s", quote(v), n, expect)
 	}
 	return nil
 }

@@ -277,7 +277,7 @@ func (s *State) DecideRepair(req RepairRequest, principal string, nowMs int64) (
 	case ActionRequeue:
 		if c.DuplicateRisk == RiskIdempotent && !t.Task.Idempotent() {
 			return Event{}, Invalidf("command.duplicate_risk",
-				"command.duplicate_risk: got \"idempotent\", but task %s is %s; requeue it with \"operator_accepted\" to accept that the work may run twice", t.Task.ID, t.Task.DuplicateSafety())
+				"got \"idempotent\", but task %s is %s; requeue it with \"operator_accepted\" to accept that the work may run twice", t.Task.ID, t.Task.DuplicateSafety())
 		}
 		ev.Type, ev.DuplicateRisk = EventTaskRequeued, c.DuplicateRisk
 		if c.Recipient != "" && c.Recipient != t.Task.Recipient {

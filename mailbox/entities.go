@@ -190,10 +190,10 @@ const (
 // HTTP layer holds it to batch_max) and wait.
 func ValidateBatch(n int, waitMs int64) error {
 	if n < 1 || n > MaxBatch {
-		return Invalidf("max", "max: got %d, expected 1 to %d", n, MaxBatch)
+		return Invalidf("max", "got %d, expected 1 to %d", n, MaxBatch)
 	}
 	if waitMs < 0 || waitMs > MaxWaitMs {
-		return Invalidf("wait_ms", "wait_ms: got %d, expected 0 to %d (20 s)", waitMs, MaxWaitMs)
+		return Invalidf("wait_ms", "got %d, expected 0 to %d (20 s)", waitMs, MaxWaitMs)
 	}
 	return nil
 }

@@ -142,9 +142,29 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Invalidf returns an invalid-input error that names the field.
+// Invalidf returns an invalid-input error about field, whose message is
+// the field's name, ": " and the formatted text (what was got, what was
+// expected), so a message always starts with the field it is about.
 func Invalidf(field, format string, args ...any) *Error {
-	return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...), Details: &ErrorDetails{Field: field}}
+	msg := fmt.Sprintf(format, args...)
+	if field != "" {
+		msg = field + ": " + msg
+	}
+	return Invalid(field, msg)
+}
+
+// InvalidBodyf returns an invalid-input error about the request body as a
+// whole ("request body: " and the formatted text), naming field, if any,
+// as the part it is about.
+func InvalidBodyf(field, format string, args ...any) *Error {
+	return Invalid(field, "request body: "+fmt.Sprintf(format, args...))
+}
+
+// Invalid returns an invalid-input error about field with message as it
+// is: for a message made elsewhere that names its field already (a
+// decoder's error, a config key's refusal).
+func Invalid(field, message string) *Error {
+	return &Error{Code: CodeInvalid, Message: message, Details: &ErrorDetails{Field: field}}
 }
 
 // ErrorCode returns the code of an application error, or CodeInternal.

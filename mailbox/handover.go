@@ -15,7 +15,7 @@ import "fmt"
 // message, no recipient; a new sender, and the guard when given.
 func normalizeHandOver(c *RepairCommand) error {
 	notAllowed := func(field, why string) error {
-		return Invalidf(field, "%s: not allowed with action \"hand_over\" (%s)", field, why)
+		return Invalidf(field, "not allowed with action \"hand_over\" (%s)", why)
 	}
 	switch {
 	case c.LeaseID != "":
@@ -30,7 +30,7 @@ func normalizeHandOver(c *RepairCommand) error {
 		return notAllowed("command.recipient", "hand_over changes the task's sender: name it in command.sender")
 	}
 	if c.Sender == "" {
-		return Invalidf("command.sender", "command.sender: missing, expected the agent id of the task's new sender (the agent that answers its question or drains its result from now on)")
+		return Invalidf("command.sender", "missing, expected the agent id of the task's new sender (the agent that answers its question or drains its result from now on)")
 	}
 	if err := ValidateAgentID("command.sender", c.Sender); err != nil {
 		return err
@@ -75,7 +75,7 @@ func (s *State) decideHandOver(req RepairRequest, principal string, nowMs int64)
 			Details: d}
 	}
 	if c.Sender == t.Task.Sender {
-		return Event{}, Invalidf("command.sender", "command.sender: got %s, already the sender of task %s; expected another agent", quote(c.Sender), t.Task.ID)
+		return Event{}, Invalidf("command.sender", "got %s, already the sender of task %s; expected another agent", quote(c.Sender), t.Task.ID)
 	}
 	if t.State == TaskWaiting {
 		// The task goes back to the queue when the question is answered:

@@ -139,12 +139,12 @@ func NormalizePushConfig(field, taskID string, c PushConfig) (PushConfig, error)
 	}
 	if a := c.Authentication; a != nil {
 		if len(a.Schemes) == 0 || len(a.Schemes) > MaxPushSchemes {
-			return c, Invalidf(field+".authentication.schemes", "%s.authentication.schemes: got %d schemes, expected 1 to %d, such as [\"Bearer\"]", field, len(a.Schemes), MaxPushSchemes)
+			return c, Invalidf(field+".authentication.schemes", "got %d schemes, expected 1 to %d, such as [\"Bearer\"]", len(a.Schemes), MaxPushSchemes)
 		}
 		for i, s := range a.Schemes {
 			f := fmt.Sprintf("%s.authentication.schemes[%d]", field, i)
 			if s == "" || len(s) > MaxPushSchemeBytes || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
-				return c, Invalidf(f, "%s: got %s, expected an HTTP authentication scheme such as \"Bearer\" (at most %d bytes, no spaces)", f, quote(s), MaxPushSchemeBytes)
+				return c, Invalidf(f, "got %s, expected an HTTP authentication scheme such as \"Bearer\" (at most %d bytes, no spaces)", quote(s), MaxPushSchemeBytes)
 			}
 		}
 		if err := secretValue(field+".authentication.credentials", a.Credentials, MaxPushCredentialsLen, "the credentials the daemon presents"); err != nil {
@@ -160,25 +160,25 @@ func NormalizePushConfig(field, taskID string, c PushConfig) (PushConfig, error)
 func ParsePushURL(field, u string) (*url.URL, error) {
 	switch {
 	case u == "":
-		return nil, Invalidf(field, "%s: got \"\", expected the webhook's absolute http or https URL, such as https://hooks.example.com/a2a", field)
+		return nil, Invalidf(field, "got \"\", expected the webhook's absolute http or https URL, such as https://hooks.example.com/a2a")
 	case len(u) > MaxPushURLBytes:
-		return nil, Invalidf(field, "%s: got %d bytes, expected a URL of at most %d bytes", field, len(u), MaxPushURLBytes)
+		return nil, Invalidf(field, "got %d bytes, expected a URL of at most %d bytes", len(u), MaxPushURLBytes)
 	}
 	if err := cardChars(field, u, false); err != nil {
 		return nil, err
 	}
 	p, err := url.Parse(u)
 	if err != nil || p.Host == "" || p.Opaque != "" {
-		return nil, Invalidf(field, "%s: got %s, expected an absolute http or https URL such as https://hooks.example.com/a2a", field, quote(u))
+		return nil, Invalidf(field, "got %s, expected an absolute http or https URL such as https://hooks.example.com/a2a", quote(u))
 	}
 	if p.Scheme != "http" && p.Scheme != "https" {
-		return nil, Invalidf(field, "%s: got scheme %s, expected http or https", field, quote(p.Scheme))
+		return nil, Invalidf(field, "got scheme %s, expected http or https", quote(p.Scheme))
 	}
 	if p.User != nil {
-		return nil, Invalidf(field, "%s: holds credentials (user:password@); expected a URL without them: put a token in the config's token or authentication", field)
+		return nil, Invalidf(field, "holds credentials (user:password@); expected a URL without them: put a token in the config's token or authentication")
 	}
 	if p.Fragment != "" || strings.Contains(u, "#") {
-		return nil, Invalidf(field, "%s: got a #fragment, expected a URL without one", field)
+		return nil, Invalidf(field, "got a #fragment, expected a URL without one")
 	}
 	return p, nil
 }
@@ -189,7 +189,7 @@ func ParsePushURL(field, u string) (*url.URL, error) {
 // secret with the placeholder).
 func secretValue(field, v string, maxBytes int, what string) error {
 	if v == RedactedSecret {
-		return Invalidf(field, "%s: got %q, which is how the daemon shows a secret it keeps without its value; expected %s itself (set it again, or leave the config as it is)", field, v, what)
+		return Invalidf(field, "got %q, which is how the daemon shows a secret it keeps without its value; expected %s itself (set it again, or leave the config as it is)", v, what)
 	}
 	return headerValue(field, v, maxBytes, what)
 }
@@ -197,11 +197,11 @@ func secretValue(field, v string, maxBytes int, what string) error {
 // headerValue checks text sent in an HTTP header: printable ASCII.
 func headerValue(field, v string, maxBytes int, what string) error {
 	if len(v) > maxBytes {
-		return Invalidf(field, "%s: got %d bytes, expected at most %d", field, len(v), maxBytes)
+		return Invalidf(field, "got %d bytes, expected at most %d", len(v), maxBytes)
 	}
 	for _, r := range v {
 		if r < 0x20 || r >= 0x7f {
-			return Invalidf(field, "%s: got a character outside printable ASCII (%U), expected %s as printable ASCII (it is sent in an HTTP header)", field, r, what)
+			return Invalidf(field, "got a character outside printable ASCII (%U), expected %s as printable ASCII (it is sent in an HTTP header)", r, what)
 		}
 	}
 	return nil
@@ -350,9 +350,9 @@ func (s *State) DecidePushDrop(id, principal, reason string, deadOnly bool, nowM
 func repairReason(reason string, required bool) error {
 	switch {
 	case required && strings.TrimSpace(reason) == "":
-		return Invalidf("reason", "reason: got \"\", expected why the notification is dropped (it is kept in the audit)")
+		return Invalidf("reason", "got \"\", expected why the notification is dropped (it is kept in the audit)")
 	case len(reason) > MaxReasonBytes:
-		return Invalidf("reason", "reason: got %d bytes, expected at most %d", len(reason), MaxReasonBytes)
+		return Invalidf("reason", "got %d bytes, expected at most %d", len(reason), MaxReasonBytes)
 	}
 	return cardChars("reason", reason, true)
 }

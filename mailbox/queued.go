@@ -28,7 +28,7 @@ func (s *State) decideQueuedRepair(req RepairRequest, principal string, nowMs in
 	switch c.Action {
 	case ActionMove:
 		if c.Recipient == t.Task.Recipient {
-			return Event{}, Invalidf("command.recipient", "command.recipient: got %s, the agent task %s is already queued for; expected another agent", quote(c.Recipient), t.Task.ID)
+			return Event{}, Invalidf("command.recipient", "got %s, the agent task %s is already queued for; expected another agent", quote(c.Recipient), t.Task.ID)
 		}
 		if err := s.checkMove(t, c.Recipient); err != nil {
 			return Event{}, err

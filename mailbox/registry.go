@@ -98,7 +98,7 @@ func NormalizeCard(c AgentCard) (AgentCard, error) {
 		return c, err
 	}
 	if len(c.Skills) > MaxCardSkills {
-		return c, Invalidf("skills", "skills: got %d, expected at most %d", len(c.Skills), MaxCardSkills)
+		return c, Invalidf("skills", "got %d, expected at most %d", len(c.Skills), MaxCardSkills)
 	}
 	seen := map[string]int{}
 	for i := range c.Skills {
@@ -108,7 +108,7 @@ func NormalizeCard(c AgentCard) (AgentCard, error) {
 			return c, err
 		}
 		if j, dup := seen[s.ID]; dup {
-			return c, Invalidf(f+".id", "%s.id: got %s, which skills[%d] already has; expected ids unique within the card", f, quote(s.ID), j)
+			return c, Invalidf(f+".id", "got %s, which skills[%d] already has; expected ids unique within the card", quote(s.ID), j)
 		}
 		seen[s.ID] = i
 		// A skill's name may be left out (Marianne's cards have none): the
@@ -165,10 +165,10 @@ func cardText(field, v string, maxBytes int, required bool, what string) error {
 			return err
 		}
 	} else if !utf8.ValidString(v) {
-		return Invalidf(field, "%s: got invalid UTF-8, expected %s", field, what)
+		return Invalidf(field, "got invalid UTF-8, expected %s", what)
 	}
 	if len(v) > maxBytes {
-		return Invalidf(field, "%s: got %d bytes, expected at most %d", field, len(v), maxBytes)
+		return Invalidf(field, "got %d bytes, expected at most %d", len(v), maxBytes)
 	}
 	return nil
 }
@@ -195,7 +195,7 @@ func cardChars(field, v string, multiline bool) error {
 		if multiline {
 			want = "text whose only control characters are line feeds (\\n) and tabs (\\t)"
 		}
-		return Invalidf(field, "%s: got %s at byte %d, expected %s, without control characters or bidi overrides", field, runeName(r), i, want)
+		return Invalidf(field, "got %s at byte %d, expected %s, without control characters or bidi overrides", runeName(r), i, want)
 	}
 	return nil
 }
@@ -217,7 +217,7 @@ func runeName(r rune) string {
 
 func cardList(field string, vs []string, maxBytes int, multiline bool, what string) ([]string, error) {
 	if len(vs) > MaxCardListEntries {
-		return vs, Invalidf(field, "%s: got %d entries, expected at most %d", field, len(vs), MaxCardListEntries)
+		return vs, Invalidf(field, "got %d entries, expected at most %d", len(vs), MaxCardListEntries)
 	}
 	for i, v := range vs {
 		if err := cardField(field+"["+strconv.Itoa(i)+"]", v, maxBytes, true, multiline, what); err != nil {
@@ -345,7 +345,7 @@ func (q AgentTasksQuery) Normalize() (AgentTasksQuery, error) {
 	case q.PageSize == 0:
 		q.PageSize = DefaultAgentTasksPage
 	case q.PageSize < 0 || q.PageSize > MaxAgentTasksPage:
-		return q, Invalidf("pageSize", "pageSize: got %d, expected 1 to %d", q.PageSize, MaxAgentTasksPage)
+		return q, Invalidf("pageSize", "got %d, expected 1 to %d", q.PageSize, MaxAgentTasksPage)
 	}
 	return q, nil
 }

@@ -52,25 +52,25 @@ func normalizeRemote(field string, r *RemoteSpec) error {
 	u := strings.TrimSpace(r.URL)
 	switch {
 	case u == "":
-		return Invalidf(field+".url", "%s.url: got \"\", expected the agent's base URL or card URL, such as http://127.0.0.1:9999/ or https://agent.example.com/.well-known/agent-card.json", field)
+		return Invalidf(field+".url", "got \"\", expected the agent's base URL or card URL, such as http://127.0.0.1:9999/ or https://agent.example.com/.well-known/agent-card.json")
 	case len(u) > MaxRemoteURLBytes:
-		return Invalidf(field+".url", "%s.url: got %d bytes, expected a URL of at most %d bytes", field, len(u), MaxRemoteURLBytes)
+		return Invalidf(field+".url", "got %d bytes, expected a URL of at most %d bytes", len(u), MaxRemoteURLBytes)
 	}
 	if err := cardChars(field+".url", u, false); err != nil {
 		return err
 	}
 	p, err := url.Parse(u)
 	if err != nil || p.Host == "" {
-		return Invalidf(field+".url", "%s.url: got %s, expected an absolute http or https URL such as http://127.0.0.1:9999/", field, quote(r.URL))
+		return Invalidf(field+".url", "got %s, expected an absolute http or https URL such as http://127.0.0.1:9999/", quote(r.URL))
 	}
 	if p.Scheme != "http" && p.Scheme != "https" {
-		return Invalidf(field+".url", "%s.url: got scheme %s, expected http or https", field, quote(p.Scheme))
+		return Invalidf(field+".url", "got scheme %s, expected http or https", quote(p.Scheme))
 	}
 	if p.User != nil {
-		return Invalidf(field+".url", "%s.url: holds credentials (user:password@); expected a URL without them: put the remote's token in the daemon's configuration (remotes:), which never reaches the log", field)
+		return Invalidf(field+".url", "holds credentials (user:password@); expected a URL without them: put the remote's token in the daemon's configuration (remotes:), which never reaches the log")
 	}
 	if p.Fragment != "" {
-		return Invalidf(field+".url", "%s.url: got a #fragment, expected a URL without one", field)
+		return Invalidf(field+".url", "got a #fragment, expected a URL without one")
 	}
 	r.URL = u
 	switch r.Binding {
@@ -78,13 +78,13 @@ func normalizeRemote(field string, r *RemoteSpec) error {
 		r.Binding = BindingAuto
 	case BindingAuto, BindingJSONRPC03, BindingJSONRPC10, BindingHTTPJSON10, BindingLegacy:
 	default:
-		return Invalidf(field+".binding", "%s.binding: got %s, expected auto, jsonrpc-0.3, jsonrpc-1.0, http+json-1.0 or legacy", field, quote(r.Binding))
+		return Invalidf(field+".binding", "got %s, expected auto, jsonrpc-0.3, jsonrpc-1.0, http+json-1.0 or legacy", quote(r.Binding))
 	}
 	switch {
 	case r.Concurrency == 0:
 		r.Concurrency = DefaultRemoteConcurrency
 	case r.Concurrency < 1 || r.Concurrency > MaxRemoteConcurrency:
-		return Invalidf(field+".concurrency", "%s.concurrency: got %d, expected 1 to %d tasks in flight at once", field, r.Concurrency, MaxRemoteConcurrency)
+		return Invalidf(field+".concurrency", "got %d, expected 1 to %d tasks in flight at once", r.Concurrency, MaxRemoteConcurrency)
 	}
 	return nil
 }
@@ -134,7 +134,7 @@ func normalizeRemoteRef(ref RemoteRef) (RemoteRef, error) {
 	switch ref.Binding {
 	case BindingJSONRPC03, BindingJSONRPC10, BindingHTTPJSON10, BindingLegacy:
 	default:
-		return ref, Invalidf("remote.binding", "remote.binding: got %s, expected the binding the remote was called with (jsonrpc-0.3, jsonrpc-1.0, http+json-1.0 or legacy)", quote(ref.Binding))
+		return ref, Invalidf("remote.binding", "got %s, expected the binding the remote was called with (jsonrpc-0.3, jsonrpc-1.0, http+json-1.0 or legacy)", quote(ref.Binding))
 	}
 	return ref, nil
 }
@@ -153,7 +153,7 @@ func (s *State) DecideRemoteAccepted(taskID, leaseID string, ref RemoteRef, nowM
 		return Event{}, err
 	}
 	if leaseID == "" {
-		return Event{}, Invalidf("lease_id", "lease_id: got \"\", expected the lease the task was delivered under")
+		return Event{}, Invalidf("lease_id", "got \"\", expected the lease the task was delivered under")
 	}
 	return Event{AtMs: nowMs, Type: EventRemoteAccepted, TaskID: t.Task.ID, LeaseID: t.LeaseID, LeasedTo: t.LeasedTo, Attempt: t.Attempt, Remote: &ref}, nil
 }

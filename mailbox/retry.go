@@ -34,13 +34,13 @@ func DefaultRetryPolicy() RetryPolicy {
 func (p RetryPolicy) Validate() error {
 	switch {
 	case p.MinLeaseAgeMs < 0 || p.MinLeaseAgeMs > MaxDurationMs:
-		return Invalidf("min_lease_age_ms", "min_lease_age_ms: got %d, expected milliseconds from 0 to %d (100 years)", p.MinLeaseAgeMs, MaxDurationMs)
+		return Invalidf("min_lease_age_ms", "got %d, expected milliseconds from 0 to %d (100 years)", p.MinLeaseAgeMs, MaxDurationMs)
 	case p.MaxAttempts < 1 || p.MaxAttempts > MaxAttempts:
-		return Invalidf("max_attempts", "max_attempts: got %d, expected a number from 1 to %d", p.MaxAttempts, MaxAttempts)
+		return Invalidf("max_attempts", "got %d, expected a number from 1 to %d", p.MaxAttempts, MaxAttempts)
 	case p.MaxRequeues < 0 || p.MaxRequeues > MaxLimit:
-		return Invalidf("max_requeues", "max_requeues: got %d, expected a number from 0 to %d", p.MaxRequeues, MaxLimit)
+		return Invalidf("max_requeues", "got %d, expected a number from 0 to %d", p.MaxRequeues, MaxLimit)
 	case p.ScanLimit < 1 || p.ScanLimit > MaxLimit:
-		return Invalidf("scan_limit", "scan_limit: got %d, expected a number from 1 to %d", p.ScanLimit, MaxLimit)
+		return Invalidf("scan_limit", "got %d, expected a number from 1 to %d", p.ScanLimit, MaxLimit)
 	}
 	return nil
 }

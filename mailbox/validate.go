@@ -44,7 +44,7 @@ const (
 func CanonicalUUID(field, id string) (string, error) {
 	u, err := uuid.Parse(id)
 	if err != nil || len(id) != 36 {
-		return "", Invalidf(field, "%s: got %s, expected a UUID such as 6f9619ff-8b86-4d11-b42d-00c04fc964ff", field, quote(id))
+		return "", Invalidf(field, "got %s, expected a UUID such as 6f9619ff-8b86-4d11-b42d-00c04fc964ff", quote(id))
 	}
 	return u.String(), nil
 }
@@ -66,7 +66,7 @@ func ValidateAgentID(field, v string) error {
 	}
 	for seg := range strings.SplitSeq(v, "/") {
 		if seg == "." || seg == ".." {
-			return Invalidf(field, "%s: got %s, which holds the dot segment %s; expected an agent id without \".\" or \"..\" between slashes, such as planner@local (an agent's id is a segment of its base URL /agents/{agent}/, where clients resolve dot segments away)", field, quote(v), quote(seg))
+			return Invalidf(field, "got %s, which holds the dot segment %s; expected an agent id without \".\" or \"..\" between slashes, such as planner@local (an agent's id is a segment of its base URL /agents/{agent}/, where clients resolve dot segments away)", quote(v), quote(seg))
 		}
 	}
 	return nil
@@ -81,9 +81,9 @@ func ValidateStoredAgentID(field, v string) error { return validAgentIDChars(fie
 func validAgentIDChars(field, v string) error {
 	switch {
 	case v == "":
-		return Invalidf(field, "%s: got \"\", expected a non-empty agent id such as planner@local", field)
+		return Invalidf(field, "got \"\", expected a non-empty agent id such as planner@local")
 	case len(v) > MaxAgentIDBytes:
-		return Invalidf(field, "%s: got %d bytes, expected an agent id of at most %d bytes", field, len(v), MaxAgentIDBytes)
+		return Invalidf(field, "got %d bytes, expected an agent id of at most %d bytes", len(v), MaxAgentIDBytes)
 	}
 	for i := 0; i < len(v); i++ {
 		b := v[i]
@@ -91,14 +91,14 @@ func validAgentIDChars(field, v string) error {
 			continue
 		}
 		if 'A' <= b && b <= 'Z' {
-			return Invalidf(field, "%s: got %s, expected lowercase (%s): agent ids are matched exactly, so capitals are refused rather than made a second agent", field, quote(v), quote(strings.ToLower(v)))
+			return Invalidf(field, "got %s, expected lowercase (%s): agent ids are matched exactly, so capitals are refused rather than made a second agent", quote(v), quote(strings.ToLower(v)))
 		}
 		r, _ := utf8.DecodeRuneInString(v[i:])
 		what := fmt.Sprintf("%q (U+%04X)", r, r)
 		if r == utf8.RuneError {
 			what = fmt.Sprintf("byte 0x%02x", b)
 		}
-		return Invalidf(field, "%s: got %s, whose character %s at byte %d is not allowed; expected %s, such as planner@local", field, quote(v), what, i, AgentIDAlphabet)
+		return Invalidf(field, "got %s, whose character %s at byte %d is not allowed; expected %s, such as planner@local", quote(v), what, i, AgentIDAlphabet)
 	}
 	return nil
 }
@@ -111,15 +111,15 @@ func validAgentIDChars(field, v string) error {
 func ValidatePrincipal(field, v string) error {
 	switch {
 	case v == "":
-		return Invalidf(field, "%s: got \"\", expected a principal such as planner@local or an operator name", field)
+		return Invalidf(field, "got \"\", expected a principal such as planner@local or an operator name")
 	case len(v) > 256:
-		return Invalidf(field, "%s: got %d bytes, expected a principal of at most 256 bytes", field, len(v))
+		return Invalidf(field, "got %d bytes, expected a principal of at most 256 bytes", len(v))
 	case !utf8.ValidString(v):
-		return Invalidf(field, "%s: got invalid UTF-8, expected a principal such as planner@local", field)
+		return Invalidf(field, "got invalid UTF-8, expected a principal such as planner@local")
 	}
 	for _, r := range v {
 		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
-			return Invalidf(field, "%s: got %s, expected a principal without spaces or control characters, such as planner@local", field, quote(v))
+			return Invalidf(field, "got %s, expected a principal without spaces or control characters, such as planner@local", quote(v))
 		}
 	}
 	return nil
@@ -135,10 +135,10 @@ func agentIDByte(b byte) bool {
 
 func nonBlank(field, v, what string) error {
 	if strings.TrimSpace(v) == "" {
-		return Invalidf(field, "%s: got %s, expected %s", field, quote(v), what)
+		return Invalidf(field, "got %s, expected %s", quote(v), what)
 	}
 	if !utf8.ValidString(v) {
-		return Invalidf(field, "%s: got invalid UTF-8, expected %s", field, what)
+		return Invalidf(field, "got invalid UTF-8, expected %s", what)
 	}
 	return nil
 }
@@ -166,7 +166,7 @@ func NormalizeTask(t Task) (Task, error) {
 			return t, err
 		}
 		if len(k) > MaxKindBytes {
-			return t, Invalidf("task_kind", "task_kind: got %d bytes, expected at most %d", len(k), MaxKindBytes)
+			return t, Invalidf("task_kind", "got %d bytes, expected at most %d", len(k), MaxKindBytes)
 		}
 	}
 	if t.Parent != "" {
@@ -174,23 +174,23 @@ func NormalizeTask(t Task) (Task, error) {
 			return t, err
 		}
 		if t.Parent == t.ID {
-			return t, Invalidf("parent", "parent: got %s, the task's own id; expected the id of another task", quote(t.Parent))
+			return t, Invalidf("parent", "got %s, the task's own id; expected the id of another task", quote(t.Parent))
 		}
 	}
 	if t.DeadlineMs != nil && (*t.DeadlineMs <= 0 || *t.DeadlineMs > MaxTimestampMs) {
-		return t, Invalidf("deadline_ms", "deadline_ms: got %d, expected absolute unix milliseconds from 1 to %d (year 9999)", *t.DeadlineMs, MaxTimestampMs)
+		return t, Invalidf("deadline_ms", "got %d, expected absolute unix milliseconds from 1 to %d (year 9999)", *t.DeadlineMs, MaxTimestampMs)
 	}
 	if t.Idempotency != nil {
 		switch t.Idempotency.DuplicateSafety {
 		case DuplicateUnsafe, DuplicateIdempotent:
 		default:
-			return t, Invalidf("idempotency.duplicate_safety", "idempotency.duplicate_safety: got %s, expected \"unsafe\" or \"idempotent\"", quote(t.Idempotency.DuplicateSafety))
+			return t, Invalidf("idempotency.duplicate_safety", "got %s, expected \"unsafe\" or \"idempotent\"", quote(t.Idempotency.DuplicateSafety))
 		}
 		if err := nonBlank("idempotency.key", t.Idempotency.Key, "a non-empty key when idempotency is given"); err != nil {
 			return t, err
 		}
 		if len(t.Idempotency.Key) > MaxKeyBytes {
-			return t, Invalidf("idempotency.key", "idempotency.key: got %d bytes, expected at most %d", len(t.Idempotency.Key), MaxKeyBytes)
+			return t, Invalidf("idempotency.key", "got %d bytes, expected at most %d", len(t.Idempotency.Key), MaxKeyBytes)
 		}
 	}
 	if t.Context != nil {
@@ -213,7 +213,7 @@ func NormalizeTask(t Task) (Task, error) {
 		}
 	}
 	if t.Turns != nil {
-		return t, Invalidf("turns", "turns: set only by the daemon (a task's conversation grows by its worker's questions and its sender's replies, POST /a2a/tasks/{id}/reply); omit the field")
+		return t, Invalidf("turns", "set only by the daemon (a task's conversation grows by its worker's questions and its sender's replies, POST /a2a/tasks/{id}/reply); omit the field")
 	}
 	return t, nil
 }
@@ -226,14 +226,14 @@ func normalizeContext(c json.RawMessage) (json.RawMessage, error) {
 		return nil, nil
 	}
 	if !json.Valid(c) {
-		return nil, Invalidf("context", "context: not valid JSON, expected a JSON object")
+		return nil, Invalidf("context", "not valid JSON, expected a JSON object")
 	}
 	if t == "" || t[0] != '{' {
-		return nil, Invalidf("context", "context: got %s, expected a JSON object such as {\"repo\":\"mailroom\"} (or no context at all)", jsonKind(t))
+		return nil, Invalidf("context", "got %s, expected a JSON object such as {\"repo\":\"mailroom\"} (or no context at all)", jsonKind(t))
 	}
 	if err := strictjson.CheckValue(c, "context", MaxValueDepth); err != nil {
 		e, _ := err.(*strictjson.Error)
-		return nil, Invalidf(e.Path, "%s", e.Error())
+		return nil, Invalid(e.Path, e.Error())
 	}
 	return c, nil
 }
@@ -262,16 +262,16 @@ func NormalizeResult(r Result) (Result, error) {
 	switch r.Status {
 	case StatusOK, StatusError, StatusPartial, StatusRejected, StatusInputRequired, StatusAuthRequired:
 	default:
-		return r, Invalidf("status", "status: got %s, expected \"ok\", \"error\", \"partial\", \"rejected\", or \"input_required\" or \"auth_required\" to ask the sender", quote(r.Status))
+		return r, Invalidf("status", "got %s, expected \"ok\", \"error\", \"partial\", \"rejected\", or \"input_required\" or \"auth_required\" to ask the sender", quote(r.Status))
 	}
 	if r.Content, err = normalizeContent(r.Content); err != nil {
 		return r, err
 	}
 	if Asks(r.Status) && len(r.Content) == 0 {
-		return r, Invalidf("content", "content: got no parts, expected the question for the sender with status %s, such as [{\"type\":\"text\",\"text\":\"which database?\"}]", quote(r.Status))
+		return r, Invalidf("content", "got no parts, expected the question for the sender with status %s, such as [{\"type\":\"text\",\"text\":\"which database?\"}]", quote(r.Status))
 	}
 	if !utf8.ValidString(r.ErrorMessage) {
-		return r, Invalidf("error_message", "error_message: got invalid UTF-8, expected text")
+		return r, Invalidf("error_message", "got invalid UTF-8, expected text")
 	}
 	if r.LeaseID != "" {
 		if r.LeaseID, err = CanonicalUUID("lease_id", r.LeaseID); err != nil {
@@ -286,26 +286,26 @@ func checkContent(field string, c Content) error {
 	switch c.Type {
 	case ContentText:
 		if len(c.Value) != 0 {
-			return Invalidf(field+".value", "%s.value: a text part carries \"text\", not \"value\"", field)
+			return Invalidf(field+".value", "a text part carries \"text\", not \"value\"")
 		}
 		return validUTF8(field+".text", c.Text)
 	case ContentJSON:
 		if len(c.Value) == 0 {
-			return Invalidf(field+".value", "%s.value: missing, expected a JSON value for a part of type \"json\"", field)
+			return Invalidf(field+".value", "missing, expected a JSON value for a part of type \"json\"")
 		}
 		if c.Text != "" {
-			return Invalidf(field+".text", "%s.text: a json part carries \"value\", not \"text\"", field)
+			return Invalidf(field+".text", "a json part carries \"value\", not \"text\"")
 		}
 		if !json.Valid(c.Value) {
-			return Invalidf(field+".value", "%s.value: not valid JSON", field)
+			return Invalidf(field+".value", "not valid JSON")
 		}
 		if err := strictjson.CheckValue(c.Value, field+".value", MaxValueDepth); err != nil {
 			e, _ := err.(*strictjson.Error)
-			return Invalidf(e.Path, "%s", e.Error())
+			return Invalid(e.Path, e.Error())
 		}
 		return nil
 	}
-	return Invalidf(field+".type", "%s.type: got %s, expected \"text\" or \"json\"", field, quote(c.Type))
+	return Invalidf(field+".type", "got %s, expected \"text\" or \"json\"", quote(c.Type))
 }
 
 // NormalizeRepair validates a repair request and returns it with canonical ids.
@@ -318,7 +318,7 @@ func NormalizeRepair(req RepairRequest) (RepairRequest, error) {
 		return req, err
 	}
 	if len(req.Reason) > MaxReasonBytes {
-		return req, Invalidf("reason", "reason: got %d bytes, expected at most %d", len(req.Reason), MaxReasonBytes)
+		return req, Invalidf("reason", "got %d bytes, expected at most %d", len(req.Reason), MaxReasonBytes)
 	}
 	c := &req.Command
 	if c.LeaseID != "" {
@@ -339,24 +339,24 @@ func NormalizeRepair(req RepairRequest) (RepairRequest, error) {
 		if c.Sender == "" {
 			f = "command.sent_by"
 		}
-		return req, Invalidf(f, "%s: not allowed with action %s (only hand_over hands a task to another sender)", f, quote(c.Action))
+		return req, Invalidf(f, "not allowed with action %s (only hand_over hands a task to another sender)", quote(c.Action))
 	}
 	switch c.Action {
 	case ActionMove, ActionCancel:
 		return req, normalizeQueuedRepair(c)
 	}
 	if c.QueuedFor != "" {
-		return req, Invalidf("command.queued_for", "command.queued_for: not allowed with action %s (it guards a move or cancel of a queued task; a lease is guarded by command.lease_id)", quote(c.Action))
+		return req, Invalidf("command.queued_for", "not allowed with action %s (it guards a move or cancel of a queued task; a lease is guarded by command.lease_id)", quote(c.Action))
 	}
 	switch c.Action {
 	case ActionRequeue:
 		switch c.DuplicateRisk {
 		case RiskIdempotent, RiskOperatorAccepted:
 		default:
-			return req, Invalidf("command.duplicate_risk", "command.duplicate_risk: got %s, expected \"idempotent\" or \"operator_accepted\" (a requeue must state its duplicate-work posture)", quote(c.DuplicateRisk))
+			return req, Invalidf("command.duplicate_risk", "got %s, expected \"idempotent\" or \"operator_accepted\" (a requeue must state its duplicate-work posture)", quote(c.DuplicateRisk))
 		}
 		if c.Message != "" {
-			return req, Invalidf("command.message", "command.message: not allowed with action \"requeue\" (only force_error posts a message)")
+			return req, Invalidf("command.message", "not allowed with action \"requeue\" (only force_error posts a message)")
 		}
 		if c.Recipient != "" {
 			if err := ValidateAgentID("command.recipient", c.Recipient); err != nil {
@@ -364,20 +364,20 @@ func NormalizeRepair(req RepairRequest) (RepairRequest, error) {
 			}
 		}
 		if c.NewAgent && c.Recipient == "" {
-			return req, Invalidf("command.new_agent", "command.new_agent: only with command.recipient (it confirms a move to an agent the mailbox does not know yet)")
+			return req, Invalidf("command.new_agent", "only with command.recipient (it confirms a move to an agent the mailbox does not know yet)")
 		}
 	case ActionForceError:
 		if err := nonBlank("command.message", c.Message, "a non-empty error message for the sender"); err != nil {
 			return req, err
 		}
 		if c.DuplicateRisk != "" {
-			return req, Invalidf("command.duplicate_risk", "command.duplicate_risk: not allowed with action \"force_error\" (only requeue states a posture)")
+			return req, Invalidf("command.duplicate_risk", "not allowed with action \"force_error\" (only requeue states a posture)")
 		}
 		if c.Recipient != "" || c.NewAgent {
-			return req, Invalidf("command.recipient", "command.recipient: not allowed with action \"force_error\" (only a requeue hands a task to another recipient)")
+			return req, Invalidf("command.recipient", "not allowed with action \"force_error\" (only a requeue hands a task to another recipient)")
 		}
 	default:
-		return req, Invalidf("command.action", "command.action: got %s, expected \"requeue\" or \"force_error\" (for a lease), \"move\" or \"cancel\" (for a queued task), or \"hand_over\" (for a task waiting on its sender)", quote(c.Action))
+		return req, Invalidf("command.action", "got %s, expected \"requeue\" or \"force_error\" (for a lease), \"move\" or \"cancel\" (for a queued task), or \"hand_over\" (for a task waiting on its sender)", quote(c.Action))
 	}
 	return req, nil
 }
@@ -386,14 +386,14 @@ func NormalizeRepair(req RepairRequest) (RepairRequest, error) {
 // has no lease and no work started, so no lease guard and no posture.
 func normalizeQueuedRepair(c *RepairCommand) error {
 	if c.LeaseID != "" {
-		return Invalidf("command.lease_id", "command.lease_id: not allowed with action %s (a queued task has no lease; guard it with command.queued_for, the agent you saw it queued for)", quote(c.Action))
+		return Invalidf("command.lease_id", "not allowed with action %s (a queued task has no lease; guard it with command.queued_for, the agent you saw it queued for)", quote(c.Action))
 	}
 	if c.DuplicateRisk != "" {
-		return Invalidf("command.duplicate_risk", "command.duplicate_risk: not allowed with action %s (no worker holds a queued task, so nothing can run twice)", quote(c.Action))
+		return Invalidf("command.duplicate_risk", "not allowed with action %s (no worker holds a queued task, so nothing can run twice)", quote(c.Action))
 	}
 	if c.Action == ActionCancel {
 		if c.Recipient != "" || c.NewAgent {
-			return Invalidf("command.recipient", "command.recipient: not allowed with action \"cancel\" (a move hands a queued task to another recipient)")
+			return Invalidf("command.recipient", "not allowed with action \"cancel\" (a move hands a queued task to another recipient)")
 		}
 		if c.Message != "" {
 			return nonBlank("command.message", c.Message, "the error message for the sender, or no field for one naming the reason")
@@ -401,10 +401,10 @@ func normalizeQueuedRepair(c *RepairCommand) error {
 		return nil
 	}
 	if c.Message != "" {
-		return Invalidf("command.message", "command.message: not allowed with action \"move\" (only force_error and cancel post a message)")
+		return Invalidf("command.message", "not allowed with action \"move\" (only force_error and cancel post a message)")
 	}
 	if c.Recipient == "" {
-		return Invalidf("command.recipient", "command.recipient: missing, expected the agent id of the task's new recipient (a move hands a queued task to another agent)")
+		return Invalidf("command.recipient", "missing, expected the agent id of the task's new recipient (a move hands a queued task to another agent)")
 	}
 	return ValidateAgentID("command.recipient", c.Recipient)
 }
@@ -415,7 +415,7 @@ func ValidateLimit(field string, n int) (int, error) {
 	case n == 0:
 		return DefaultLimit, nil
 	case n < 0 || n > MaxLimit:
-		return 0, Invalidf(field, "%s: got %d, expected a number from 1 to %d", field, n, MaxLimit)
+		return 0, Invalidf(field, "got %d, expected a number from 1 to %d", n, MaxLimit)
 	}
 	return n, nil
 }

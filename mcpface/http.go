@@ -251,7 +251,7 @@ func (h *HTTPHandler) newFace(r *http.Request, token string, session bool) (*Fac
 	}
 	f, err := New(r.Context(), c, o)
 	if errors.Is(err, ErrNoAgent) {
-		return nil, mailbox.Invalidf("agent", "agent: missing; this daemon runs without tokens, so say which agent the session acts as: /mcp?agent=planner@local")
+		return nil, mailbox.Invalidf("agent", "missing; this daemon runs without tokens, so say which agent the session acts as: /mcp?agent=planner@local")
 	}
 	if err != nil {
 		return nil, err

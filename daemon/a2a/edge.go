@@ -195,7 +195,7 @@ func parsePath(r *http.Request) (request, error) {
 	seg, rest, _ := strings.Cut(p, "/")
 	agent, err := url.PathUnescape(seg)
 	if err != nil || agent == "" {
-		return request{}, mailbox.Invalidf("agent", "agent: got %q in the path, expected /agents/{agent}/ with an agent id such as coder@local", seg)
+		return request{}, mailbox.Invalidf("agent", "got %q in the path, expected /agents/{agent}/ with an agent id such as coder@local", seg)
 	}
 	if err := mailbox.ValidateAgentID("agent", agent); err != nil {
 		return request{}, err

@@ -177,7 +177,7 @@ func (e *Edge) queue(w http.ResponseWriter, r *http.Request) error {
 		switch f.State = q.Get("state_filter"); f.State {
 		case mailbox.TaskQueued, mailbox.TaskInFlight:
 		default:
-			return mailbox.Invalidf("state_filter", "state_filter: got %q, expected \"queued\" or \"in_flight\"", f.State)
+			return mailbox.Invalidf("state_filter", "got %q, expected \"queued\" or \"in_flight\"", f.State)
 		}
 	}
 	view, err := e.svc.Queue(r.Context(), f)
@@ -240,7 +240,7 @@ func limitOf(q url.Values) (int, error) {
 	v := q.Get("limit")
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
-		return 0, mailbox.Invalidf("limit", "limit: got %q, expected an integer from 1 to %d", v, mailbox.MaxLimit)
+		return 0, mailbox.Invalidf("limit", "got %q, expected an integer from 1 to %d", v, mailbox.MaxLimit)
 	}
 	return n, nil
 }
@@ -254,7 +254,7 @@ func millis(q url.Values, name string) (*int64, error) {
 	v := q.Get(name)
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return nil, mailbox.Invalidf(name, "%s: got %q, expected milliseconds from 0 to %d (100 years)", name, v, mailbox.MaxDurationMs)
+		return nil, mailbox.Invalidf(name, "got %q, expected milliseconds from 0 to %d (100 years)", v, mailbox.MaxDurationMs)
 	}
 	return &n, nil
 }

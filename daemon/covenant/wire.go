@@ -140,7 +140,7 @@ type (
 // keys kept in its covenant origin.
 func toMailboxTask(t Task) (mailbox.Task, error) {
 	if t.ID == "" {
-		return mailbox.Task{}, mailbox.Invalidf("id", "id: missing or \"\", expected the task's UUID (Covenant's A2ATask always carries one)")
+		return mailbox.Task{}, mailbox.Invalidf("id", "missing or \"\", expected the task's UUID (Covenant's A2ATask always carries one)")
 	}
 	sender, err := agentID("sender", t.Sender)
 	if err != nil {
@@ -157,7 +157,7 @@ func toMailboxTask(t Task) (mailbox.Task, error) {
 	}
 	if t.Parent != nil {
 		if *t.Parent == "" {
-			return mailbox.Task{}, mailbox.Invalidf("parent", "parent: got \"\", expected the parent task's UUID, or null")
+			return mailbox.Task{}, mailbox.Invalidf("parent", "got \"\", expected the parent task's UUID, or null")
 		}
 		mt.Parent = *t.Parent
 	}
@@ -166,13 +166,13 @@ func toMailboxTask(t Task) (mailbox.Task, error) {
 
 func agentID(field string, a *AgentID) (AgentID, error) {
 	if a == nil {
-		return AgentID{}, mailbox.Invalidf(field, "%s: missing, expected an AgentId such as {\"display\":\"alice@local\",\"pubkey\":\"<base58>\"}", field)
+		return AgentID{}, mailbox.Invalidf(field, "missing, expected an AgentId such as {\"display\":\"alice@local\",\"pubkey\":\"<base58>\"}")
 	}
 	if err := mailbox.ValidateAgentID(field+".display", a.Display); err != nil {
 		return AgentID{}, err
 	}
 	if !covenantDisplay(a.Display) {
-		return AgentID{}, mailbox.Invalidf(field+".display", "%s.display: got %q, expected <local>@<host> with each side of letters, digits and . _ - (Covenant's AgentId form), such as alice@local", field, a.Display)
+		return AgentID{}, mailbox.Invalidf(field+".display", "got %q, expected <local>@<host> with each side of letters, digits and . _ - (Covenant's AgentId form), such as alice@local", a.Display)
 	}
 	if err := mailbox.ValidateCovenantPubkey(field+".pubkey", a.Pubkey); err != nil {
 		return AgentID{}, err
@@ -274,14 +274,14 @@ func fromQueueEntry(e mailbox.QueueEntry) QueueEntry {
 
 func toMailboxRepair(req RepairRequest) (mailbox.RepairRequest, error) {
 	if req.Command == nil {
-		return mailbox.RepairRequest{}, mailbox.Invalidf("command", "command: missing, expected {\"action\":\"requeue\",\"duplicate_risk\":...} or {\"action\":\"force_error\",\"message\":...}")
+		return mailbox.RepairRequest{}, mailbox.Invalidf("command", "missing, expected {\"action\":\"requeue\",\"duplicate_risk\":...} or {\"action\":\"force_error\",\"message\":...}")
 	}
 	c := *req.Command
 	mr := mailbox.RepairRequest{TaskID: req.TaskID, Reason: req.Reason,
 		Command: mailbox.RepairCommand{Action: c.Action, DuplicateRisk: c.DuplicateRisk, Message: c.Message}}
 	if c.LeaseID != nil {
 		if *c.LeaseID == "" {
-			return mailbox.RepairRequest{}, mailbox.Invalidf("command.lease_id", "command.lease_id: got \"\", expected the lease id you inspected, or null to repair without a guard")
+			return mailbox.RepairRequest{}, mailbox.Invalidf("command.lease_id", "got \"\", expected the lease id you inspected, or null to repair without a guard")
 		}
 		mr.Command.LeaseID = *c.LeaseID
 	}

@@ -278,7 +278,7 @@ func (e *Engine) SubscribeBuffered(ctx context.Context, after *uint64, buffer in
 // subscribing, and every later change is on the subscription.
 func (e *Engine) SubscribeTask(ctx context.Context, after *uint64, buffer int, id string) (mailbox.Subscription, error) {
 	if id == "" {
-		return nil, mailbox.Invalidf("task_id", "task_id: expected the id of the task to follow")
+		return nil, mailbox.Invalidf("task_id", "expected the id of the task to follow")
 	}
 	return e.subscribe(ctx, after, buffer, false, id)
 }

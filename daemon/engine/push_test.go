@@ -17,7 +17,7 @@ func TestSendWithPush(t *testing.T) {
 	dir := t.TempDir()
 	refuse := func(field string, u *url.URL) error {
 		if u.Hostname() == "daemon.local" {
-			return mailbox.Invalidf(field, "%s: names this daemon's own address", field)
+			return mailbox.Invalidf(field, "names this daemon's own address")
 		}
 		return nil
 	}
@@ -107,7 +107,7 @@ func TestSendWithPush(t *testing.T) {
 func TestWebhookHeldToTheConfiguration(t *testing.T) {
 	refuse := func(field string, u *url.URL) error {
 		if u.Hostname() != "127.0.0.1" {
-			return mailbox.Invalidf(field, "%s: host %q is not allowed", field, u.Hostname())
+			return mailbox.Invalidf(field, "host %q is not allowed", u.Hostname())
 		}
 		return nil
 	}

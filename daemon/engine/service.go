@@ -321,14 +321,14 @@ func (e *Engine) Queue(ctx context.Context, f mailbox.QueueFilter) (mailbox.Queu
 	switch f.State {
 	case "", mailbox.TaskQueued, mailbox.TaskInFlight, mailbox.TaskWaiting:
 	default:
-		return mailbox.QueueView{}, mailbox.Invalidf("state", "state: got %q, expected \"queued\", \"in_flight\" or \"waiting\"", f.State)
+		return mailbox.QueueView{}, mailbox.Invalidf("state", "got %q, expected \"queued\", \"in_flight\" or \"waiting\"", f.State)
 	}
 	for _, d := range []struct {
 		name string
 		v    *int64
 	}{{"min_lease_age_ms", f.MinLeaseAgeMs}, {"deadline_within_ms", f.DeadlineWithinMs}} {
 		if d.v != nil && (*d.v < 0 || *d.v > mailbox.MaxDurationMs) {
-			return mailbox.QueueView{}, mailbox.Invalidf(d.name, "%s: got \"%d\", expected milliseconds from 0 to %d (100 years)", d.name, *d.v, mailbox.MaxDurationMs)
+			return mailbox.QueueView{}, mailbox.Invalidf(d.name, "got \"%d\", expected milliseconds from 0 to %d (100 years)", *d.v, mailbox.MaxDurationMs)
 		}
 	}
 	if f.Agent != "" {

@@ -52,7 +52,7 @@ func wantsAgents(p params) (bool, error) {
 	}
 	on, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, mailbox.Invalidf("agents", "agents: got %q, expected true or false (whether the stream also carries the agents listing)", v)
+		return false, mailbox.Invalidf("agents", "got %q, expected true or false (whether the stream also carries the agents listing)", v)
 	}
 	return on, nil
 }
@@ -106,15 +106,15 @@ func skillQuery(skill string) error {
 	const expected = "expected a skill id such as code-review; omit the parameter for every agent"
 	switch {
 	case skill == "":
-		return mailbox.Invalidf("skill", "skill: got \"\", %s", expected)
+		return mailbox.Invalidf("skill", "got \"\", %s", expected)
 	case len(skill) > mailbox.MaxCardTextBytes:
-		return mailbox.Invalidf("skill", "skill: got %d bytes, %s of at most %d bytes", len(skill), expected, mailbox.MaxCardTextBytes)
+		return mailbox.Invalidf("skill", "got %d bytes, %s of at most %d bytes", len(skill), expected, mailbox.MaxCardTextBytes)
 	case !utf8.ValidString(skill):
-		return mailbox.Invalidf("skill", "skill: got %q, which is not UTF-8; %s", skill, expected)
+		return mailbox.Invalidf("skill", "got %q, which is not UTF-8; %s", skill, expected)
 	}
 	for i, r := range skill {
 		if unicode.IsControl(r) {
-			return mailbox.Invalidf("skill", "skill: got %q, whose character U+%04X at byte %d is a control character; %s", skill, r, i, expected)
+			return mailbox.Invalidf("skill", "got %q, whose character U+%04X at byte %d is a control character; %s", skill, r, i, expected)
 		}
 	}
 	return nil

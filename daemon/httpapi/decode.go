@@ -51,7 +51,7 @@ func jsonUTF8(mt string, params map[string]string) bool {
 func problem(p *sse.Problem, what string) error {
 	switch p.Kind {
 	case sse.ContentType:
-		return mailbox.Invalidf("Content-Type", "Content-Type: got %q, expected application/json (in UTF-8)", p.Value)
+		return mailbox.Invalidf("Content-Type", "got %q, expected application/json (in UTF-8)", p.Value)
 	case sse.TooLarge:
 		return &mailbox.Error{Code: mailbox.CodeTooLarge,
 			Message: fmt.Sprintf("request body: larger than the limit of %d bytes (1 MiB); send %s with less content", p.Limit, what)}
@@ -62,7 +62,7 @@ func problem(p *sse.Problem, what string) error {
 	case sse.BadUTF8:
 		return mailbox.Errorf(mailbox.CodeInvalid, "request body: invalid UTF-8 at byte offset %d, expected UTF-8 JSON", p.Offset)
 	case sse.BadLastEventID:
-		return mailbox.Invalidf(p.Field, "%s: got %q, expected the seq of the last event received (a non-negative integer)", p.Field, p.Value)
+		return mailbox.Invalidf(p.Field, "got %q, expected the seq of the last event received (a non-negative integer)", p.Value)
 	}
 	return mailbox.Errorf(mailbox.CodeInvalid, "%v", p)
 }
@@ -78,7 +78,7 @@ func decodeJSON(body []byte, v any, what string) error {
 	// not JSON are left to the decoder, which says where.
 	if err := strictjson.Check(body, reflect.TypeOf(v).Elem(), mailbox.MaxValueDepth); err != nil && !strictjson.IsSyntax(err) {
 		e := err.(*strictjson.Error)
-		return mailbox.Invalidf(e.Path, "%s", e.Error())
+		return mailbox.Invalid(e.Path, e.Error())
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -100,9 +100,9 @@ func jsonError(err error, what string) error {
 	if e, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		field := e.Field
 		if field == "" {
-			return mailbox.Invalidf("", "request body: got a JSON %s, expected a JSON object (%s)", e.Value, what)
+			return mailbox.InvalidBodyf("", "got a JSON %s, expected a JSON object (%s)", e.Value, what)
 		}
-		return mailbox.Invalidf(field, "%s: got a JSON %s, expected %s", field, e.Value, describeType(e.Type))
+		return mailbox.Invalidf(field, "got a JSON %s, expected %s", e.Value, describeType(e.Type))
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return mailbox.Errorf(mailbox.CodeInvalid, "request body: the JSON ends early, expected a complete object (%s)", what)
@@ -114,7 +114,7 @@ func jsonError(err error, what string) error {
 		if uerr != nil {
 			field = name
 		}
-		return mailbox.Invalidf(field, "request body: unknown field %s in %s; check its spelling against the API reference", name, what)
+		return mailbox.InvalidBodyf(field, "unknown field %s in %s; check its spelling against the API reference", name, what)
 	}
 	return mailbox.Errorf(mailbox.CodeInvalid, "request body: %s, expected %s as a JSON object", strings.TrimPrefix(err.Error(), "json: "), what)
 }
@@ -159,10 +159,10 @@ func parseParams(r *http.Request, allowed ...string) (params, error) {
 			if len(allowed) > 0 {
 				expect = "only " + strings.Join(allowed, ", ")
 			}
-			return nil, mailbox.Invalidf(name, "%s: unknown query parameter, expected %s", name, expect)
+			return nil, mailbox.Invalidf(name, "unknown query parameter, expected %s", expect)
 		}
 		if len(vs) > 1 {
-			return nil, mailbox.Invalidf(name, "%s: given %d times, expected once", name, len(vs))
+			return nil, mailbox.Invalidf(name, "given %d times, expected once", len(vs))
 		}
 	}
 	return params(q), nil
@@ -182,7 +182,7 @@ func (p params) get(name string) (string, bool) {
 func (p params) agent(name string) (string, error) {
 	v, ok := p.get(name)
 	if ok && v == "" {
-		return "", mailbox.Invalidf(name, "%s: got \"\", expected an agent id such as planner@local; omit the parameter for any agent", name)
+		return "", mailbox.Invalidf(name, "got \"\", expected an agent id such as planner@local; omit the parameter for any agent")
 	}
 	return v, nil
 }
@@ -196,7 +196,7 @@ func (p params) limit() (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
-		return 0, mailbox.Invalidf("limit", "limit: got %q, expected an integer from 1 to %d", v, mailbox.MaxLimit)
+		return 0, mailbox.Invalidf("limit", "got %q, expected an integer from 1 to %d", v, mailbox.MaxLimit)
 	}
 	return n, nil
 }
@@ -210,7 +210,7 @@ func (p params) millis(name string) (*int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return nil, mailbox.Invalidf(name, "%s: got %q, expected milliseconds from 0 to %d (100 years)", name, v, mailbox.MaxDurationMs)
+		return nil, mailbox.Invalidf(name, "got %q, expected milliseconds from 0 to %d (100 years)", v, mailbox.MaxDurationMs)
 	}
 	return &n, nil
 }
@@ -222,17 +222,17 @@ func (p params) batch(most int) (n int, given bool, wait time.Duration, err erro
 	n = 1
 	if v, ok := p.get("max"); ok {
 		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > most {
-			return 0, false, 0, mailbox.Invalidf("max", "max: got %q, expected an integer from 1 to %d (the daemon's batch_max)", v, most)
+			return 0, false, 0, mailbox.Invalidf("max", "got %q, expected an integer from 1 to %d (the daemon's batch_max)", v, most)
 		}
 		given = true
 	}
 	if v, ok := p.get("wait_ms"); ok {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return 0, false, 0, mailbox.Invalidf("wait_ms", "wait_ms: got %q, expected milliseconds from 0 to %d (20 s)", v, mailbox.MaxWaitMs)
+			return 0, false, 0, mailbox.Invalidf("wait_ms", "got %q, expected milliseconds from 0 to %d (20 s)", v, mailbox.MaxWaitMs)
 		}
 		if ms < 0 || ms > mailbox.MaxWaitMs {
-			return 0, false, 0, mailbox.Invalidf("wait_ms", "wait_ms: got %d, expected 0 to %d (20 s)", ms, mailbox.MaxWaitMs)
+			return 0, false, 0, mailbox.Invalidf("wait_ms", "got %d, expected 0 to %d (20 s)", ms, mailbox.MaxWaitMs)
 		}
 		wait = time.Duration(ms) * time.Millisecond
 	}

@@ -17,10 +17,10 @@ func (a *api) sendTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if t.A2A != nil {
-		return mailbox.Invalidf("a2a", "a2a: set only by the A2A edge; send A2A messages to /agents/%s/ (message/send), or omit the field", t.Recipient)
+		return mailbox.Invalidf("a2a", "set only by the A2A edge; send A2A messages to /agents/%s/ (message/send), or omit the field", t.Recipient)
 	}
 	if t.Covenant != nil {
-		return mailbox.Invalidf("covenant", "covenant: set only by Covenant's dialect; send Covenant's tasks to /compat/covenant/a2a/tasks, or omit the field")
+		return mailbox.Invalidf("covenant", "set only by Covenant's dialect; send Covenant's tasks to /compat/covenant/a2a/tasks, or omit the field")
 	}
 	res, err := a.svc.Send(r.Context(), t)
 	if err != nil {
@@ -109,7 +109,7 @@ func (a *api) reply(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if rep.A2A != nil {
-		return mailbox.Invalidf("a2a", "a2a: set only by the A2A edge; answer an A2A task with a message naming its taskId, or omit the field")
+		return mailbox.Invalidf("a2a", "set only by the A2A edge; answer an A2A task with a message naming its taskId, or omit the field")
 	}
 	rep.TaskID = r.PathValue("id")
 	out, err := a.svc.Reply(r.Context(), rep)
@@ -220,7 +220,7 @@ func (a *api) queue(w http.ResponseWriter, r *http.Request) error {
 	}
 	var given bool
 	if f.State, given = p.get("state"); given && f.State == "" {
-		return mailbox.Invalidf("state", "state: got \"\", expected \"queued\", \"in_flight\" or \"waiting\"; omit the parameter for all three")
+		return mailbox.Invalidf("state", "got \"\", expected \"queued\", \"in_flight\" or \"waiting\"; omit the parameter for all three")
 	}
 	view, err := a.svc.Queue(r.Context(), f)
 	if err != nil {
@@ -290,7 +290,7 @@ func (a *api) audit(w http.ResponseWriter, r *http.Request) error {
 	taskID, has := p.get("task_id")
 	if has && taskID == "" {
 		// Present but empty must not mean "every task".
-		return mailbox.Invalidf("task_id", "task_id: got \"\", expected a task's UUID; omit the parameter to list every repair")
+		return mailbox.Invalidf("task_id", "got \"\", expected a task's UUID; omit the parameter to list every repair")
 	}
 	recs, err := a.svc.Audit(r.Context(), taskID, limit)
 	if err != nil {
@@ -415,11 +415,11 @@ func readBatch(body []byte, list string, most int) ([]strictjson.Deferred, error
 	}
 	switch {
 	case other:
-		return nil, mailbox.Invalidf(list, "request body: this route takes %q, a list of %s", list, list)
+		return nil, mailbox.InvalidBodyf(list, "this route takes %q, a list of %s", list, list)
 	case items == nil:
-		return nil, mailbox.Invalidf(list, "%s: missing, expected a list of 1 to %d %s", list, most, list)
+		return nil, mailbox.Invalidf(list, "missing, expected a list of 1 to %d %s", most, list)
 	case len(items) == 0 || len(items) > most:
-		return nil, mailbox.Invalidf(list, "%s: got %d items, expected 1 to %d (the daemon's batch_max)", list, len(items), most)
+		return nil, mailbox.Invalidf(list, "got %d items, expected 1 to %d (the daemon's batch_max)", len(items), most)
 	}
 	return items, nil
 }
@@ -442,10 +442,10 @@ func (a *api) sendBatch(w http.ResponseWriter, r *http.Request) error {
 			err = refused[i]
 		}
 		if err == nil && t.A2A != nil {
-			err = mailbox.Invalidf("a2a", "a2a: set only by the A2A edge; omit the field")
+			err = mailbox.Invalidf("a2a", "set only by the A2A edge; omit the field")
 		}
 		if err == nil && t.Covenant != nil {
-			err = mailbox.Invalidf("covenant", "covenant: set only by Covenant's dialect; omit the field")
+			err = mailbox.Invalidf("covenant", "set only by Covenant's dialect; omit the field")
 		}
 		if err != nil {
 			out[i] = mailbox.Refused("tasks", i, err)

@@ -40,7 +40,7 @@ func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
 	}
 	format, _ := p.get("format")
 	if format != "" && format != "json" && format != "text" {
-		return mailbox.Invalidf("format", "format: got %q, expected \"text\" (the default) or \"json\"", format)
+		return mailbox.Invalidf("format", "got %q, expected \"text\" (the default) or \"json\"", format)
 	}
 	var mw metrics.Writer
 	for _, src := range a.opts.Metrics {

@@ -20,7 +20,7 @@ func (a *api) pushList(w http.ResponseWriter, r *http.Request) error {
 			failed = true
 		case "false":
 		default:
-			return mailbox.Invalidf("failed", "failed: got %q, expected true or false", v)
+			return mailbox.Invalidf("failed", "got %q, expected true or false", v)
 		}
 	}
 	out, err := a.svc.Deliveries(r.Context(), failed)
@@ -40,7 +40,7 @@ func (a *api) pushRetry(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.DeadOnly {
-		return mailbox.Invalidf("dead_only", "dead_only: applies to a drop; a retry takes only a dead notification anyway")
+		return mailbox.Invalidf("dead_only", "applies to a drop; a retry takes only a dead notification anyway")
 	}
 	n, err := a.svc.RetryNotification(r.Context(), r.PathValue("id"), req.Reason)
 	if err != nil {
