@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/daemon/a2a"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/covenant"
@@ -38,6 +39,8 @@ type edges struct {
 	// standing is the instance's part in a shared store, for /healthz;
 	// nil on a store of its own.
 	standing func() *httpapi.StoreStatus
+	// notes are the dispatcher's notes the A2A edge shows.
+	notes *wire.DeliveryNotes
 }
 
 // handler is the daemon's whole handler, and its MCP face (nil without
@@ -58,7 +61,7 @@ func (e edges) handler() (http.Handler, *mcpface.HTTPHandler) {
 	}
 	guarded := auth.Guard(e.eng)
 	edgeOpts := a2a.Options{Logger: e.log, BlockingTimeout: e.cfg.A2ABlockingTimeout, HeartbeatInterval: e.cfg.SSEHeartbeat, WriteTimeout: e.cfg.SSEWriteTimeout,
-		CardSecurityRequirements: e.cfg.A2ACardSecurityRequirements, Now: e.now}
+		CardSecurityRequirements: e.cfg.A2ACardSecurityRequirements, Now: e.now, Notes: e.notes}
 	covenantOpts := covenant.Options{Logger: e.log}
 	if apiOpts.Authorizer != nil {
 		az := apiOpts.Authorizer

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/engine"
@@ -89,11 +90,14 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	if cfg.AdvertiseURL != "" {
 		hooks.Self(cfg.AdvertiseURL)
 	}
-	dispatcher := outbound.New(eng, eng.Remote(), outboundOptions(cfg, logger, hooks, o.outbound))
+	// The dispatcher's notes on deliveries left to the operator, which
+	// the edge shows their A2A callers.
+	notes := &wire.DeliveryNotes{}
+	dispatcher := outbound.New(eng, eng.Remote(), outboundOptions(cfg, logger, hooks, notes, o.outbound))
 	notifier := notify.New(eng, eng.Push(), notifierOptions(cfg, logger, hooks, o.notify))
 	logRemoteCredentials(cfg, logger)
 	stopScan := make(chan struct{})
-	e := edges{cfg: cfg, log: logger, now: o.now, eng: eng, authn: authn, ln: ln, stop: stopScan,
+	e := edges{cfg: cfg, log: logger, now: o.now, eng: eng, authn: authn, ln: ln, stop: stopScan, notes: notes,
 		metrics: []metrics.Source{eng, st, dispatcher, notifier}, standing: standingOf(st, cfg.Store)}
 	handler, mcpHandler := e.handler()
 	ticks := o.ticks
@@ -167,8 +171,8 @@ func openEngine(st store.Store, cfg config.Config, logger *slog.Logger, now func
 
 // outboundOptions are the dispatcher's options: the remotes' credentials
 // from cfg, then what the caller changes.
-func outboundOptions(cfg config.Config, logger *slog.Logger, hooks *webhook.Policy, change func(*outbound.Options)) outbound.Options {
-	o := outbound.Options{Logger: logger, Auth: map[string]remote.Auth{}, ResendMax: cfg.RemoteResendMax,
+func outboundOptions(cfg config.Config, logger *slog.Logger, hooks *webhook.Policy, notes *wire.DeliveryNotes, change func(*outbound.Options)) outbound.Options {
+	o := outbound.Options{Logger: logger, Auth: map[string]remote.Auth{}, ResendMax: cfg.RemoteResendMax, Notes: notes,
 		CheckURL: func(u *url.URL) error {
 			return hooks.CheckSelf("remote.url", u, "a remote agent", "the daemon would deliver the agent's tasks to itself")
 		}}

@@ -56,6 +56,10 @@ type Options struct {
 	// v2.3.1 cannot parse that form (a2aproject/a2a-go#430) and so cannot
 	// resolve the card at all.
 	CardSecurityRequirements bool
+	// Notes are the dispatcher's notes on deliveries left to the
+	// operator, shown as the status message of the tasks they are about;
+	// nil shows none.
+	Notes *wire.DeliveryNotes
 	// Now is the clock the card's Last-Modified is read against (the
 	// mailbox's, which stamps registrations); nil is time.Now.
 	Now func() time.Time

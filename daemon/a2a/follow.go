@@ -110,7 +110,7 @@ func (f *follower) start(ctx context.Context, after *uint64, initial bool) (done
 		f.rec = wire.Rewind(f.rec, *after)
 	}
 	f.origin = wire.DecodeOrigin(f.rec)
-	f.cur = wire.View(f.rec, f.origin)
+	f.cur = f.e.opts.Notes.View(f.rec, f.origin)
 	if initial {
 		if err := f.emit(wire.StreamEvent{Kind: "task", Task: f.cur, Final: wire.Terminal(f.cur.State)}); err != nil {
 			return true, err
@@ -158,11 +158,11 @@ func (f *follower) step(ctx context.Context, ev *mailbox.Event) (done bool, err 
 		if err != nil {
 			return true, err
 		}
-		next = wire.View(rec, f.origin)
+		next = f.e.opts.Notes.View(rec, f.origin)
 		changed = next.Seq > f.cur.Seq
 	} else if ev.Seq > f.cur.Seq && ev.Seq > wire.LastSeq(f.rec) && concerns(*ev, f.id) {
 		f.rec = wire.Advance(f.rec, *ev)
-		next, changed = wire.View(f.rec, f.origin), true
+		next, changed = f.e.opts.Notes.View(f.rec, f.origin), true
 	}
 	if !changed {
 		return false, nil

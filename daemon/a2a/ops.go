@@ -131,7 +131,7 @@ func (e *Edge) get(ctx context.Context, agent, id string, historyLength *int) (w
 	if err != nil {
 		return wire.TaskView{}, err
 	}
-	tv := wire.View(rec, wire.DecodeOrigin(rec))
+	tv := e.opts.Notes.View(rec, wire.DecodeOrigin(rec))
 	trimHistory(&tv, historyLength)
 	e.delivered(ctx, tv)
 	return tv, nil
@@ -199,7 +199,7 @@ func (e *Edge) cancel(ctx context.Context, agent, id string) (wire.TaskView, err
 		}
 		return wire.TaskView{}, err
 	}
-	return wire.View(rec, wire.DecodeOrigin(rec)), nil
+	return e.opts.Notes.View(rec, wire.DecodeOrigin(rec)), nil
 }
 
 // listParams is a decoded ListTasks.
@@ -233,7 +233,7 @@ func (e *Edge) list(ctx context.Context, agent string, p listParams) ([]wire.Tas
 	}
 	out := make([]wire.TaskView, len(page.Tasks))
 	for i, rec := range page.Tasks {
-		out[i] = wire.View(rec, wire.DecodeOrigin(rec))
+		out[i] = e.opts.Notes.View(rec, wire.DecodeOrigin(rec))
 		trimHistory(&out[i], p.historyLength)
 		e.delivered(ctx, out[i])
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	a2aremote "github.com/mailroom/mailroom/daemon/a2a/remote"
-	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -109,7 +108,7 @@ func (r *remote) repaired(ev mailbox.Event) bool {
 	if dl.parked() {
 		// Left for the operator, who has now acted.
 		delete(r.deliveries, dl.lease.LeaseID)
-		wire.SetDeliveryNote(dl.lease.LeaseID, "")
+		r.d.o.Notes.Set(dl.lease.LeaseID, "")
 		r.mu.Unlock()
 		notify(r.free)
 		r.d.remote.StatusChanged()
@@ -280,7 +279,7 @@ func (dl *delivery) park(state, why, outcome string) {
 	if state == mailbox.DeliveryLost {
 		note = "the remote agent " + dl.r.agent + " lost this task; the delivery is left to the operator: "
 	}
-	wire.SetDeliveryNote(dl.lease.LeaseID, note+why)
+	dl.r.d.o.Notes.Set(dl.lease.LeaseID, note+why)
 	dl.set(state, why, time.Time{})
 	dl.r.d.stats.ended(outcome)
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	a2aremote "github.com/mailroom/mailroom/daemon/a2a/remote"
+	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/internal/retry"
 	"github.com/mailroom/mailroom/mailbox"
@@ -41,6 +42,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Auth holds the credentials of each remote agent, by agent id.
 	Auth map[string]a2aremote.Auth
+	// Notes is where the dispatcher tells the A2A callers of a task
+	// why its delivery is left to the operator (the edge shows them);
+	// nil keeps none.
+	Notes *wire.DeliveryNotes
 	// HTTPClient calls the remotes; nil is a client of the dispatcher's
 	// own without a timeout (streams last as long as their task; every
 	// other call is bounded by CallTimeout).

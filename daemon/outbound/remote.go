@@ -10,7 +10,6 @@ import (
 	"time"
 
 	a2aremote "github.com/mailroom/mailroom/daemon/a2a/remote"
-	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/internal/retry"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -105,7 +104,7 @@ func (r *remote) stop() {
 	<-r.done
 	r.mu.Lock()
 	for id := range r.deliveries {
-		wire.SetDeliveryNote(id, "")
+		r.d.o.Notes.Set(id, "")
 	}
 	r.mu.Unlock()
 }

@@ -72,10 +72,7 @@ func View(rec mailbox.TaskRecord, origin *Message) TaskView {
 	case mailbox.TaskQueued:
 		tv.State, tv.StatusMessage = StateSubmitted, queuedAgain(rec)
 	case mailbox.TaskInFlight:
-		tv.State = StateWorking
-		if note := deliveryNote(rec); note != "" {
-			tv.StatusMessage = agentText(rec, note) // a remote delivery left to the operator (note.go)
-		}
+		tv.State = StateWorking // a remote delivery left to the operator has a note: DeliveryNotes.View
 	case mailbox.TaskWaiting:
 		tv.State = StateInputRequired
 		if q, ok := rec.Task.Question(); ok {
