@@ -64,7 +64,7 @@ func (p *RemoteReports) Addr() string { return strings.TrimPrefix(p.URL, "http:/
 // Set replaces what is reported from the next listing on. The daemon
 // pushes a listing on its event streams only after a change of its own
 // (an event, an agent's call), as it will after
-// engine.RemoteStatusChanged; a test makes one to have the new reports
+// engine.Remote().StatusChanged; a test makes one to have the new reports
 // pushed.
 func (p *RemoteReports) Set(status func(agent string) *mailbox.RemoteStatus) {
 	p.mu.Lock()

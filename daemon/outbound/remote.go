@@ -51,7 +51,7 @@ type remote struct {
 	// that a circuit that opens takes no task after it.
 	stopLeasing context.CancelFunc
 	// contextKept: a task of this remote came back with the contextId the
-	// daemon derived for it (a2a.ContextIDFor), so the remote keeps the
+	// daemon derived for it (remote.ContextIDFor), so the remote keeps the
 	// contextId it is sent, and a list of a context that lacks a task
 	// proves the remote never got it.
 	contextKept atomic.Bool
