@@ -6,6 +6,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -52,6 +54,13 @@ type Client struct {
 	timeout time.Duration
 	idle    time.Duration
 	notice  func(reason string) // WithRetryNotice
+	tls     *tls.Config         // WithTLS
+	// askedForCert says a daemon asked this client for a certificate it
+	// does not have, to word the handshake failure that follows.
+	askedForCert atomic.Bool
+	// certNotAccepted, when set, says why the daemon would not take this
+	// client's certificate (signed by an authority it does not name).
+	certNotAccepted atomic.Pointer[string]
 }
 
 // Option configures a Client.
@@ -86,7 +95,8 @@ func WithStreamIdleTimeout(d time.Duration) Option { return func(c *Client) { c.
 const DefaultStreamIdleTimeout = 45 * time.Second
 
 // New returns a client for the daemon at addr: "host:port" (the daemon's
-// listen address works unchanged) or a URL such as http://host:port.
+// listen address works unchanged) or a URL such as https://host:port. A
+// host:port is reached over https with WithTLS, over http without.
 func New(addr string, opts ...Option) (*Client, error) {
 	base, err := parseAddr(addr)
 	if err != nil {
@@ -95,6 +105,19 @@ func New(addr string, opts ...Option) (*Client, error) {
 	c := &Client{addr: addr, base: base, idle: DefaultStreamIdleTimeout}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.tls != nil && !strings.Contains(addr, "://") {
+		c.base.Scheme = "https"
+	}
+	if c.tls == nil && c.hc == nil && c.base.Scheme == "https" {
+		// The system's authorities, on a transport of the client's own
+		// so that its failures are worded as WithTLS's are.
+		c.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if c.tls != nil {
+		if c.hc, err = c.transportFor(c.hc, c.tls); err != nil {
+			return nil, err
+		}
 	}
 	if c.hc == nil {
 		c.hc = &http.Client{}
@@ -261,7 +284,7 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 		if resp.StatusCode/100 == 2 {
 			return resp, nil
 		}
-		rerr := responseError(resp)
+		rerr := c.refusal(resp)
 		resp.Body.Close()
 		if !leaderChanged(resp) || try >= retryTries {
 			return nil, rerr
@@ -349,26 +372,42 @@ func readBody(resp *http.Response) ([]byte, error) {
 	return raw, nil
 }
 
-// transportError says the daemon could not be reached. A caller's own
+// transportError says the daemon could not be reached, and, when TLS
+// failed, why in an operator's words (a *TLSError). A caller's own
 // cancellation is returned as it is: it is not the daemon's fault.
 func (c *Client) transportError(ctx context.Context, err error) error {
+	if ue, ok := errors.AsType[*UnreachableError](err); ok {
+		return ue
+	}
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
 	if ctx.Err() == context.Canceled {
 		return ctx.Err()
 	}
-	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded {
+	if te := c.tlsFailure(err); te != nil {
+		err = te
+	} else if errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded {
 		err = fmt.Errorf("no answer in time: %w", context.DeadlineExceeded)
 	}
 	return &UnreachableError{Addr: c.addr, Err: err}
 }
 
-// responseError decodes the one error body. A body that is not one (a
+// refusal is the error of a non-2xx answer: the daemon's, or, when a plain
+// request reached its TLS port, a *TLSError saying so (Go's server answers
+// it with a 400 of its own).
+func (c *Client) refusal(resp *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if te := c.plainToTLS(resp, raw); te != nil {
+		return &UnreachableError{Addr: c.addr, Err: te}
+	}
+	return decodeRefusal(resp, raw)
+}
+
+// decodeRefusal decodes the one error body. A body that is not one (a
 // proxy's HTML page, say) still yields a *mailbox.Error whose code comes from
 // the status through the same table the daemon uses.
-func responseError(resp *http.Response) error {
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+func decodeRefusal(resp *http.Response, raw []byte) error {
 	var body mailbox.ErrorResponse
 	if err := json.Unmarshal(raw, &body); err == nil && body.Kind == mailbox.KindError && body.Code != "" {
 		return body.AsError()

@@ -310,7 +310,7 @@ func (c *Client) metrics(ctx context.Context, q url.Values) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, responseError(resp)
+		return nil, c.refusal(resp)
 	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {

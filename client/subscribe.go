@@ -138,7 +138,7 @@ func (s *subscription) connect(ctx context.Context, onLive func()) error {
 		// r3labs leaves the body open when the validator refuses it.
 		if resp.StatusCode != http.StatusOK {
 			defer resp.Body.Close()
-			return responseError(resp)
+			return s.c.refusal(resp)
 		}
 		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 			resp.Body.Close()
