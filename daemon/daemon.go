@@ -17,6 +17,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/outbound"
+	"github.com/mailroom/mailroom/internal/tlsreload"
 	"github.com/mailroom/mailroom/mailbox"
 	"github.com/mailroom/mailroom/mcpface"
 )
@@ -33,6 +34,11 @@ type Daemon struct {
 	// mcp is the MCP face at /mcp (nil unless mcp_http); its sessions
 	// are ended at shutdown.
 	mcp *mcpface.HTTPHandler
+	// tls serves the certificate of tls_cert_file, reloaded as it
+	// changes (nil without TLS); certPoll is how often its files are
+	// looked at.
+	tls      *tlsreload.Reloader
+	certPoll time.Duration
 
 	// mu guards closing and fresh. Once closing is set, Run starts no
 	// scheduler and new connections are closed as they come.
@@ -72,6 +78,7 @@ type options struct {
 	ticks    TickSource
 	outbound func(*outbound.Options)
 	notify   func(*notify.Options)
+	certPoll time.Duration
 }
 
 // WithListener serves on ln instead of listening on cfg.Addr, which should
@@ -98,6 +105,10 @@ func WithOutbound(change func(*outbound.Options)) Option {
 func WithNotifier(change func(*notify.Options)) Option {
 	return func(o *options) { o.notify = change }
 }
+
+// WithCertPollInterval looks at the TLS certificate files this often
+// for a change (tlsreload.DefaultInterval by default).
+func WithCertPollInterval(d time.Duration) Option { return func(o *options) { o.certPoll = d } }
 
 // Open opens the data directory, replays the log and binds the listener, so
 // Addr is known before anything is served. Nothing is served until Run.
@@ -137,6 +148,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.stopDispatch = stop
 		d.scans.Go(func() { d.dispatcher.Run(dctx) })
 		d.scans.Go(func() { d.notifier.Run(dctx) })
+		if d.tls != nil {
+			d.scans.Go(func() { d.tls.Watch(dctx, d.certPoll) })
+		}
 	}
 	d.mu.Unlock()
 	served := make(chan error, 1)
@@ -158,11 +172,40 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 func (d *Daemon) serve() error {
-	d.log.Info("mailroom daemon listening", "addr", d.Addr(), "data_dir", d.cfg.DataDir)
-	if err := d.srv.Serve(d.ln); !errors.Is(err, http.ErrServerClosed) {
+	d.log.Info("mailroom daemon listening", "addr", d.Addr(), "data_dir", d.cfg.DataDir, "tls", d.tls != nil)
+	var err error
+	if d.tls != nil {
+		// ServeTLS, not Serve over a TLS listener: it sets up HTTP/2 by
+		// ALPN, and answers a plain HTTP request with a 400 that says so.
+		err = d.srv.ServeTLS(d.ln, "", "")
+	} else {
+		err = d.srv.Serve(d.ln)
+	}
+	if !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// Reload loads the TLS certificate files again (on SIGHUP): new
+// handshakes get the new certificate, connections already open keep
+// theirs. A reload that fails keeps the served certificate and is logged;
+// its error is returned too. Without TLS there is nothing to reload.
+func (d *Daemon) Reload() error {
+	if d.tls == nil {
+		d.log.Info("nothing to reload: the daemon serves no TLS certificate (tls_cert_file)")
+		return nil
+	}
+	return d.tls.Reload()
+}
+
+// URL is the daemon's base URL: https:// when it serves TLS, and the
+// address it listens on.
+func (d *Daemon) URL() string {
+	if d.tls != nil {
+		return "https://" + d.Addr()
+	}
+	return "http://" + d.Addr()
 }
 
 // Close shuts the daemon down as Run does when its context ends, and

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/daemon/a2a"
 	"github.com/mailroom/mailroom/daemon/a2a/wire"
 	"github.com/mailroom/mailroom/daemon/auth"
@@ -17,6 +18,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/store"
 	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/internal/served"
+	"github.com/mailroom/mailroom/internal/tlsreload"
 	"github.com/mailroom/mailroom/mcpface"
 )
 
@@ -41,6 +43,9 @@ type edges struct {
 	standing func() *httpapi.StoreStatus
 	// notes are the dispatcher's notes the A2A edge shows.
 	notes *wire.DeliveryNotes
+	// tls is the certificate the daemon serves (nil without TLS): the
+	// MCP face's calls to the daemon's own API check it.
+	tls *tlsreload.Reloader
 }
 
 // handler is the daemon's whole handler, and its MCP face (nil without
@@ -61,7 +66,7 @@ func (e edges) handler() (http.Handler, *mcpface.HTTPHandler) {
 	}
 	guarded := auth.Guard(e.eng)
 	edgeOpts := a2a.Options{Logger: e.log, BlockingTimeout: e.cfg.A2ABlockingTimeout, HeartbeatInterval: e.cfg.SSEHeartbeat, WriteTimeout: e.cfg.SSEWriteTimeout,
-		CardSecurityRequirements: e.cfg.A2ACardSecurityRequirements, Now: e.now, Notes: e.notes}
+		CardSecurityRequirements: e.cfg.A2ACardSecurityRequirements, Now: e.now, Notes: e.notes, HTTPS: e.cfg.TLSTerminatedByProxy}
 	covenantOpts := covenant.Options{Logger: e.log}
 	if apiOpts.Authorizer != nil {
 		az := apiOpts.Authorizer
@@ -97,7 +102,12 @@ func (e edges) mcp(root *http.ServeMux, az httpapi.Authorizer) *mcpface.HTTPHand
 		mcpOpts.Authenticate = func(r *http.Request) error { _, err := az.Authorize(r, mcpface.Path); return err }
 		mcpOpts.AnyHost = true
 	}
-	h := mcpface.NewHTTPHandler(e.ln.Addr().String(), mcpOpts)
+	addr := e.ln.Addr().String()
+	if e.tls != nil {
+		addr = "https://" + loopbackOf(addr)
+		mcpOpts.Client = []client.Option{client.WithHTTPClient(&http.Client{Transport: selfTransport(e.tls)})}
+	}
+	h := mcpface.NewHTTPHandler(addr, mcpOpts)
 	root.Handle(mcpface.Path, h)
 	e.log.Info("serving MCP over streamable HTTP", "path", mcpface.Path)
 	return h

@@ -19,6 +19,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/store/logstore"
 	"github.com/mailroom/mailroom/daemon/store/pgstore"
 	"github.com/mailroom/mailroom/internal/metrics"
+	"github.com/mailroom/mailroom/internal/tlsreload"
 	"github.com/mailroom/mailroom/internal/webhook"
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -53,6 +54,10 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		logger = slog.New(slog.DiscardHandler)
 	}
 	authn, err := auth.New(cfg.Tokens)
+	if err != nil {
+		return nil, err
+	}
+	certs, err := openTLS(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -97,17 +102,42 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	notifier := notify.New(eng, eng.Push(), notifierOptions(cfg, logger, hooks, o.notify))
 	logRemoteCredentials(cfg, logger)
 	stopScan := make(chan struct{})
-	e := edges{cfg: cfg, log: logger, now: o.now, eng: eng, authn: authn, ln: ln, stop: stopScan, notes: notes,
+	e := edges{cfg: cfg, log: logger, now: o.now, eng: eng, authn: authn, ln: ln, stop: stopScan, notes: notes, tls: certs,
 		metrics: []metrics.Source{eng, st, dispatcher, notifier}, standing: standingOf(st, cfg.Store)}
+	if certs != nil {
+		e.metrics = append(e.metrics, certs)
+	}
 	handler, mcpHandler := e.handler()
 	ticks := o.ticks
 	if ticks == nil {
 		ticks = tickerSource
 	}
 	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: stopScan, fresh: map[net.Conn]struct{}{}, dispatcher: dispatcher, mcp: mcpHandler, notifier: notifier,
-		srv: newServer(handler, logger)}
+		srv: newServer(handler, logger), tls: certs, certPoll: o.certPoll}
+	if certs != nil {
+		d.srv.TLSConfig = certs.ServerConfig()
+	}
 	d.srv.ConnState = d.trackConn
 	return d, nil
+}
+
+// openTLS loads the certificate the daemon serves, when cfg names one,
+// and logs which it is and when it expires: an expiry is best seen the
+// day the daemon starts, not the day it lapses.
+func openTLS(cfg config.Config, logger *slog.Logger) (*tlsreload.Reloader, error) {
+	if !cfg.TLS() {
+		return nil, nil
+	}
+	certs, err := tlsreload.New(cfg.TLSFiles(), logger)
+	if err != nil {
+		return nil, err
+	}
+	leaf := certs.Leaf()
+	logger.Info("serving TLS", tlsreload.Describe(leaf)...)
+	if time.Now().After(leaf.NotAfter) {
+		logger.Warn("the TLS certificate has expired: clients will refuse it", "not_after", leaf.NotAfter)
+	}
+	return certs, nil
 }
 
 // logRemoteCredentials says which remote agents have credentials
@@ -233,6 +263,9 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, ln n
 			addr = ln.Addr().String()
 		}
 		advertise = "http://" + addr
+		if cfg.HTTPS() {
+			advertise = "https://" + addr
+		}
 	}
 	st, err := pgstore.Open(ctx, pgstore.Options{
 		URL: cfg.PostgresURL, Schema: cfg.PostgresSchema, Advertise: advertise, Logger: logger,

@@ -38,6 +38,9 @@ type HTTPOptions struct {
 	// daemon with tokens needs no such guard, since the page cannot know
 	// one.
 	AnyHost bool
+	// Client are more options for the client the tools call the daemon
+	// with (a daemon serving TLS gives its transport).
+	Client []client.Option
 }
 
 // Path is where the daemon serves the face over streamable HTTP.
@@ -231,7 +234,7 @@ func requestServer(r *http.Request) *mcp.Server {
 // session's face (session) is named by a session id of its own and forgets
 // itself when its session ends.
 func (h *HTTPHandler) newFace(r *http.Request, token string, session bool) (*Face, error) {
-	opts := []client.Option{client.WithTimeout(10 * time.Second)}
+	opts := append([]client.Option{client.WithTimeout(10 * time.Second)}, h.opts.Client...)
 	if token != "" {
 		opts = append(opts, client.WithToken(token))
 	}

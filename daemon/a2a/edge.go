@@ -63,6 +63,11 @@ type Options struct {
 	// Now is the clock the card's Last-Modified is read against (the
 	// mailbox's, which stamps registrations); nil is time.Now.
 	Now func() time.Time
+	// HTTPS has every URL the edge writes say https, though requests
+	// arrive in plain HTTP: a proxy in front ends TLS
+	// (tls_terminated_by_proxy). None of the proxy's headers is trusted
+	// for it.
+	HTTPS bool
 }
 
 // Service is the part of the mailbox the edge calls (guarded): it sends
@@ -136,7 +141,7 @@ type request struct {
 
 // ServeHTTP routes a request under /agents/.
 func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req, err := parsePath(r)
+	req, err := parsePath(r, e.opts.HTTPS)
 	if err != nil {
 		writeRESTError(w, r, err)
 		return
@@ -190,8 +195,9 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, req request, err e
 }
 
 // parsePath splits /agents/{agent}/{rest}. The agent id is one path
-// segment: an id holding a slash is given escaped (%2F).
-func parsePath(r *http.Request) (request, error) {
+// segment: an id holding a slash is given escaped (%2F). The base URL is
+// https when the request came over TLS or https says a proxy ended it.
+func parsePath(r *http.Request, https bool) (request, error) {
 	p, ok := strings.CutPrefix(r.URL.EscapedPath(), Prefix)
 	if !ok {
 		return request{}, mailbox.Errorf(mailbox.CodeNotFound, "%s: no such route", r.URL.Path)
@@ -205,7 +211,7 @@ func parsePath(r *http.Request) (request, error) {
 		return request{}, err
 	}
 	scheme := "http"
-	if r.TLS != nil {
+	if r.TLS != nil || https {
 		scheme = "https"
 	}
 	base := scheme + "://" + r.Host + Prefix + seg + "/"

@@ -124,7 +124,8 @@ type Config struct {
 	// mailbox.
 	PostgresSchema string `yaml:"postgres_schema"`
 	// AdvertiseURL is where other instances reach this one; empty means
-	// http:// and the listen address.
+	// the listen address, https:// with TLS (or behind a proxy that ends
+	// it), else http://.
 	AdvertiseURL string `yaml:"advertise_url"`
 	// PostgresSessionTimeout ends the leader's database session when its
 	// process stops answering this long (a pause, a partition), which
@@ -136,6 +137,17 @@ type Config struct {
 	// MCPHTTP serves the MCP face over streamable HTTP at /mcp, behind
 	// the same bearer tokens as every route; off by default.
 	MCPHTTP bool `yaml:"mcp_http"`
+	// TLSCertFile and TLSKeyFile, both or neither, serve every route over
+	// HTTPS: the server's certificate chain (its own certificate first)
+	// and its private key, PEM. The daemon reloads them when they change
+	// and on SIGHUP.
+	TLSCertFile string `yaml:"tls_cert_file"`
+	TLSKeyFile  string `yaml:"tls_key_file"`
+	// TLSTerminatedByProxy says that a proxy in front of the daemon ends
+	// TLS: the daemon may then listen beyond loopback in plain HTTP with
+	// tokens, and writes https URLs (its cards, its advertise_url). See
+	// docs/security.md for what it assumes of the proxy.
+	TLSTerminatedByProxy bool `yaml:"tls_terminated_by_proxy"`
 	// Remotes are the credentials the daemon calls remote agents with,
 	// keyed by agent id. Like tokens, they are set in the file only and
 	// never shown.
@@ -261,6 +273,9 @@ func (c Config) Validate() error {
 	// flags and the environment override one key at a time.
 	if c.Store == StorePostgres && c.PostgresURL == "" {
 		return fmt.Errorf("postgres_url: empty, expected a PostgreSQL URL such as postgres://mailroom@db:5432/mailroom (store is postgres)")
+	}
+	if err := checkTLS(c); err != nil {
+		return err
 	}
 	return checkExposure(c)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/engine"
+	"github.com/mailroom/mailroom/internal/testpki"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -456,7 +457,8 @@ func TestFlagsHelpAndErrors(t *testing.T) {
 }
 
 // TestReadmeConfigExample keeps the README's example file true: it must
-// load and validate as it stands.
+// load and validate as it stands, but for the certificate files it names,
+// which are made by the test at paths of its own.
 func TestReadmeConfigExample(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
 	if err != nil {
@@ -467,6 +469,14 @@ func TestReadmeConfigExample(t *testing.T) {
 	example, _, ok3 := strings.Cut(block, "```")
 	if !ok || !ok2 || !ok3 {
 		t.Fatal("docs/configuration.md has no ```yaml example under # Configuration")
+	}
+	dir := t.TempDir()
+	certFile, keyFile := testpki.NewCA(t, "example CA").Issue(t, testpki.Options{}).WriteFiles(t, dir, "tls")
+	for _, p := range [][2]string{{"/etc/mailroom/tls.crt", certFile}, {"/etc/mailroom/tls.key", keyFile}} {
+		if !strings.Contains(example, p[0]) {
+			t.Errorf("the example names no %s", p[0])
+		}
+		example = strings.ReplaceAll(example, p[0], p[1])
 	}
 	c, err := Parse(base(), []byte(example))
 	if err == nil {

@@ -101,12 +101,17 @@ func (c *Config) keyTable() []keyDef {
 			"a lowercase identifier (a-z, 0-9, _; not starting with a digit; at most 63 bytes)"},
 			"with store postgres: the schema holding the tables; instances on one schema share one mailbox"},
 		{&text{"advertise_url", &c.AdvertiseURL, validAdvertise, "an http:// or https:// URL with a host, such as http://10.0.0.5:7717, or empty"},
-			"where other instances reach this one (default: http:// and the listen address)"},
+			"where other instances reach this one (default: the listen address, https:// with TLS, else http://)"},
 		{&duration{"postgres_session_timeout", &c.PostgresSessionTimeout, time.Second, "a Go duration of at least 1s such as 5s"},
 			"with store postgres: a leader that stops answering this long loses the lead to another instance" + aDuration},
 		{&duration{"postgres_campaign_interval", &c.PostgresCampaignInterval, 10 * time.Millisecond, "a Go duration of at least 10ms such as 250ms"},
 			"with store postgres: how often an instance that does not lead tries to" + aDuration},
 		{&boolean{"mcp_http", &c.MCPHTTP}, "serve the MCP face over streamable HTTP at /mcp, behind the bearer tokens: true or false"},
+		{&text{"tls_cert_file", &c.TLSCertFile, anyText, "a path to a PEM file holding the server's certificate chain, or empty"},
+			"serve HTTPS with this PEM certificate chain (the server's own first; with tls_key_file; reloaded when it changes and on SIGHUP)"},
+		{&text{"tls_key_file", &c.TLSKeyFile, anyText, "a path to a PEM file holding the private key of tls_cert_file, or empty"},
+			"the PEM private key of tls_cert_file"},
+		{&boolean{"tls_terminated_by_proxy", &c.TLSTerminatedByProxy}, "a proxy in front of the daemon ends TLS: listen beyond loopback in plain HTTP with tokens, and write https URLs: true or false"},
 		{v: fileList("remotes")},
 	}
 }
@@ -304,6 +309,9 @@ func (v *connString) Set(s string) error {
 	*v.p = s
 	return nil
 }
+
+// anyText accepts any text: a path is checked when the file is read.
+func anyText(string) bool { return true }
 
 // validAdvertise accepts "" or an http(s) URL with a host.
 func validAdvertise(s string) bool {

@@ -110,13 +110,21 @@ func scalars(field string, n *yaml.Node) ([]string, error) {
 }
 
 // checkExposure refuses to serve beyond loopback when nobody is
-// authenticated: without tokens anyone who can reach the port may send,
-// lease and repair.
+// authenticated (without tokens anyone who can reach the port may send,
+// lease and repair), and when the tokens would cross the network in
+// clear: beyond loopback, a bearer token read off the wire is the
+// caller's every capability.
 func checkExposure(c Config) error {
-	if len(c.Tokens) > 0 || isLoopback(c.Addr) {
+	if isLoopback(c.Addr) {
 		return nil
 	}
-	return fmt.Errorf("addr: got %q: refusing to listen beyond loopback without tokens; configure tokens (see 'mailroom token new') or listen on 127.0.0.1", c.Addr)
+	if len(c.Tokens) == 0 {
+		return fmt.Errorf("addr: got %q: refusing to listen beyond loopback without tokens; configure tokens (see 'mailroom token new') or listen on 127.0.0.1", c.Addr)
+	}
+	if !c.HTTPS() {
+		return fmt.Errorf("addr: got %q: refusing to listen beyond loopback without TLS, where the tokens would cross the network in clear; set tls_cert_file and tls_key_file, or tls_terminated_by_proxy: true if a proxy in front of the daemon ends TLS, or listen on 127.0.0.1", c.Addr)
+	}
+	return nil
 }
 
 // isLoopback reports whether addr only listens on loopback. An empty host

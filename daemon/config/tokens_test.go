@@ -58,6 +58,7 @@ func TestTokensFileErrorsNameEntryAndNeverTheSecret(t *testing.T) {
 func TestTokensValidateNeverShowsTheSecret(t *testing.T) {
 	c := base()
 	c.Addr = "0.0.0.0:7717"
+	c.TLSTerminatedByProxy = true // beyond loopback, tokens need TLS
 	c.Tokens = []auth.Token{{Principal: "p", Token: secret, Caps: []string{"a2a.read"}}}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("Validate with a good token = %v", err)
@@ -108,6 +109,8 @@ func TestListenBeyondLoopbackNeedsTokens(t *testing.T) {
 	for _, tt := range tests {
 		c := base()
 		c.Addr, c.Tokens = tt.addr, tt.tokens
+		// Beyond loopback tokens also need TLS (TestBeyondLoopbackTokensNeedTLS).
+		c.TLSTerminatedByProxy = true
 		err := c.Validate()
 		if tt.ok {
 			if err != nil {
@@ -125,7 +128,7 @@ func TestListenBeyondLoopbackNeedsTokens(t *testing.T) {
 // TestExposureIsCheckedOnTheWholeFile: the file may name addr before
 // tokens, so loading must not judge addr alone.
 func TestExposureIsCheckedOnTheWholeFile(t *testing.T) {
-	body := "addr: 0.0.0.0:7717\ntokens:\n  - principal: ops\n    sha256: " + strings.Repeat("0f", 32) + "\n    caps: [a2a.admin]\n"
+	body := "addr: 0.0.0.0:7717\ntls_terminated_by_proxy: true\ntokens:\n  - principal: ops\n    sha256: " + strings.Repeat("0f", 32) + "\n    caps: [a2a.admin]\n"
 	c, err := LoadOver(base(), writeFile(t, body))
 	if err != nil {
 		t.Fatalf("LoadOver: %v", err)

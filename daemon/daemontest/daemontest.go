@@ -22,6 +22,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/internal/sse/ssetest"
+	"github.com/mailroom/mailroom/internal/testpki"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -45,12 +46,25 @@ type Options struct {
 	Logger *slog.Logger
 	// Daemon are more options for daemon.Open (daemon.WithOutbound, ...).
 	Daemon []daemon.Option
+	// TLS serves HTTPS with a certificate for 127.0.0.1, ::1 and
+	// localhost from a CA of the test's own (Daemon.CA): URL is then
+	// https://, and Client trusts the CA.
+	TLS bool
 }
 
 // Daemon is a daemon running for one test.
 type Daemon struct {
 	// Dir is the data directory; it outlives restarts.
 	Dir string
+	// With Options.TLS: the test's CA (issue client certificates with
+	// it), the daemon's certificate, and the files the daemon was given
+	// (tls_cert_file, tls_key_file; replace them to rotate) and the
+	// CA's (what a --ca-file names).
+	CA                        *testpki.CA
+	Cert                      *testpki.Leaf
+	CertFile, KeyFile, CAFile string
+	// helper reads state for the helper's own methods.
+	helper *http.Client
 
 	t    testing.TB
 	opts Options
@@ -72,9 +86,12 @@ type instance struct {
 // cleanly.
 func Start(t testing.TB, opts Options) *Daemon {
 	t.Helper()
-	d := &Daemon{t: t, opts: opts, Dir: opts.Dir, addr: "127.0.0.1:0"}
+	d := &Daemon{t: t, opts: opts, Dir: opts.Dir, addr: "127.0.0.1:0", helper: helperClient}
 	if d.Dir == "" {
 		d.Dir = t.TempDir()
+	}
+	if opts.TLS {
+		d.issueTLS()
 	}
 	d.cur = d.launch(d.addr)
 	d.addr = d.cur.ln.Addr().String()
@@ -98,6 +115,9 @@ func (d *Daemon) launch(addr string) *instance {
 		d.opts.Config(&cfg)
 	}
 	cfg.Addr, cfg.DataDir = ln.Addr().String(), d.Dir
+	if d.CertFile != "" {
+		cfg.TLSCertFile, cfg.TLSKeyFile = d.CertFile, d.KeyFile
+	}
 	opts := []daemon.Option{daemon.WithListener(ln)}
 	if d.opts.Now != nil {
 		opts = append(opts, daemon.WithClock(d.opts.Now))
@@ -128,8 +148,13 @@ func (in *instance) stop(t testing.TB) {
 // Addr is host:port, as the daemon's listen address is written.
 func (d *Daemon) Addr() string { return d.addr }
 
-// URL is the daemon's base URL.
-func (d *Daemon) URL() string { return "http://" + d.addr }
+// URL is the daemon's base URL: https:// with Options.TLS.
+func (d *Daemon) URL() string {
+	if d.CA != nil {
+		return "https://" + d.addr
+	}
+	return "http://" + d.addr
+}
 
 // DropConnections closes every client connection abruptly, as a network
 // failure would; the daemon keeps running.
@@ -186,7 +211,7 @@ var helperClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: tr
 // opens GET /a2a/events. The daemon must run without tokens.
 func (d *Daemon) State(t testing.TB) *mailbox.Snapshot {
 	t.Helper()
-	snap, _ := ReadSnapshot(t, d.URL())
+	snap, _ := readSnapshot(t, d.helper, d.URL())
 	return snap
 }
 
@@ -197,13 +222,18 @@ func (d *Daemon) State(t testing.TB) *mailbox.Snapshot {
 // serves daemons that daemontest did not start too (the real binary).
 func ReadSnapshot(t testing.TB, baseURL string) (*mailbox.Snapshot, []byte) {
 	t.Helper()
+	return readSnapshot(t, helperClient, baseURL)
+}
+
+func readSnapshot(t testing.TB, hc *http.Client, baseURL string) (*mailbox.Snapshot, []byte) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, "GET", baseURL+"/a2a/events", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := helperClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatalf("GET /a2a/events: %v", err)
 	}
@@ -232,7 +262,7 @@ func ReadSnapshot(t testing.TB, baseURL string) (*mailbox.Snapshot, []byte) {
 // tokens.
 func (d *Daemon) Metric(t testing.TB, name string) float64 {
 	t.Helper()
-	resp, err := helperClient.Get(d.URL() + "/metrics")
+	resp, err := d.helper.Get(d.URL() + "/metrics")
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}
