@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/mailroom/mailroom/daemon"
 	"github.com/mailroom/mailroom/daemon/config"
 )
 
-const daemonSummary = "run the mailbox daemon until SIGINT or SIGTERM"
+const daemonSummary = "run the mailbox daemon until SIGINT or SIGTERM (SIGHUP reloads its TLS certificate)"
 
 func runDaemon(ctx context.Context, e *env, args []string) error {
 	// The flags win over the file, yet one of them names the file. So the
@@ -39,11 +42,37 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Before the line below: whoever reads it may send SIGHUP at once.
+	defer reloadOnHangup(d)()
 	// One stable, format-independent line on stdout so scripts and tests can
 	// find the port when they asked for port 0.
 	fmt.Fprintf(e.stdout, "mailroom daemon listening on %s\n", d.Addr())
 	go releaseReplayMemory()
 	return d.Run(ctx)
+}
+
+// reloadOnHangup reloads the daemon's TLS certificate on every SIGHUP,
+// as certbot's and cert-manager's hooks ask, until the returned stop. Only
+// the daemon verb takes SIGHUP: the other verbs keep its default, which
+// ends them with their terminal.
+func reloadOnHangup(d *daemon.Daemon) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-hup:
+				_ = d.Reload() // the daemon logs how it went
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+	}
 }
 
 // daemonFlags is the daemon verb's flag set, every key bound to its field
