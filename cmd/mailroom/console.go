@@ -20,7 +20,7 @@ func runConsole(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "console",
 		summary: consoleSummary,
-		usage:   "[--addr ADDR] [--token T] [--read-only] [--stale-after 5m] [--export-dir DIR]",
+		usage:   "[--addr ADDR] [--token T] [--ca-file CA] [--cert C --key K] [--read-only] [--stale-after 5m] [--export-dir DIR]",
 		example: "mailroom console --addr 127.0.0.1:7717 --stale-after 2m\nmailroom console --read-only   # watch only: no repair keys\nmailroom console --export-dir ~/incidents   # where Ctrl-S and J save panes",
 	})
 	cf := addClientFlags(fs, e)
@@ -71,7 +71,9 @@ func runConsole(ctx context.Context, e *env, args []string) error {
 // whoAmI is the principal the console acts as, for its header. A daemon
 // that cannot be reached yet is no reason not to start: the console shows
 // it reconnecting. A daemon that refuses the token is: the console could
-// never show anything.
+// never show anything; so is TLS that fails (an authority this console
+// does not trust, a name mismatch, a certificate it asks for): its one
+// line says what to give.
 func whoAmI(ctx context.Context, c *client.Client, timeout time.Duration) (string, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -79,7 +81,7 @@ func whoAmI(ctx context.Context, c *client.Client, timeout time.Duration) (strin
 		defer cancel()
 	}
 	who, err := c.WhoAmI(ctx)
-	if errors.Is(err, client.ErrUnreachable) {
+	if _, tlsFailed := errors.AsType[*client.TLSError](err); errors.Is(err, client.ErrUnreachable) && !tlsFailed {
 		return "", nil
 	}
 	return who.Principal, err

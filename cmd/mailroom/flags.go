@@ -44,7 +44,12 @@ func newFlagSet(e *env, h verbHelp) *verbFlags {
 	fs.Usage = func() {}
 	help := func() {
 		w := e.stdout
-		fmt.Fprintf(w, "mailroom %s: %s\n\nUsage:\n  mailroom %s %s\n\nExample:\n%s\nFlags:\n", h.verb, h.summary, h.verb, h.usage, indent(h.example))
+		fmt.Fprintf(w, "mailroom %s: %s\n\nUsage:\n  mailroom %s %s\n\nExample:\n%s\n", h.verb, h.summary, h.verb, h.usage, indent(h.example))
+		if fs.Lookup("ca-file") != nil {
+			// Every client verb reaches a daemon over TLS the same way.
+			fmt.Fprintf(w, "Over TLS (a daemon with tls_cert_file), add:\n%s\n", indent(tlsExample))
+		}
+		fmt.Fprint(w, "Flags:\n")
 		fs.SetOutput(w)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
@@ -172,6 +177,7 @@ type clientFlags struct {
 	addr    string
 	token   string
 	timeout time.Duration
+	tls     *tlsFlags
 	// verb is "mailroom VERB", for the retry notices.
 	verb string
 	// notice is told each retry the client makes by itself; nil prints
@@ -189,6 +195,7 @@ func addClientFlags(fs *verbFlags, e *env) *clientFlags {
 	// The token's value is deliberately not shown as the flag's default.
 	fs.StringVar(&cf.token, "token", "", "bearer token for the daemon (env MAILROOM_TOKEN)")
 	fs.DurationVar(&cf.timeout, "timeout", 10*time.Second, "give up on the daemon after this long (0: never)")
+	cf.tls = addTLSFlags(fs, e)
 	return cf
 }
 
@@ -224,6 +231,13 @@ func (cf *clientFlags) client(e *env, extra ...client.Option) (*client.Client, e
 	opts := append([]client.Option{client.WithRetryNotice(notice)}, extra...)
 	if token != "" {
 		opts = append(opts, client.WithToken(token))
+	}
+	tlsConfig, err := cf.tls.config()
+	if err != nil {
+		return nil, err
+	}
+	if tlsConfig != nil {
+		opts = append(opts, client.WithTLS(tlsConfig))
 	}
 	c, err := client.New(cf.addr, opts...)
 	if err != nil {
