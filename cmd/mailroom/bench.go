@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -65,12 +66,13 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, verbHelp{
 		verb:    "bench",
 		summary: benchSummary,
-		usage:   "[--addr URL | --embedded [--dir DIR]] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K [--fanout-only]] [--rate R] [--pipeline | --batch B [--wait D]] [--remote [--via a2a|native] [--rounds N] [--a2a-addr HOST:PORT]] [--a2a [--binding jsonrpc-0.3|http+json-1.0] [--rounds N]] [--json]",
+		usage:   "[--addr URL [--ca-file CA] [--cert C --key K] | --embedded [--dir DIR]] [--pairs N] [--duration D] [--payload-bytes B] [--fanout K [--fanout-only]] [--rate R] [--pipeline | --batch B [--wait D]] [--remote [--via a2a|native] [--rounds N] [--a2a-addr HOST:PORT]] [--a2a [--binding jsonrpc-0.3|http+json-1.0] [--rounds N]] [--json]",
 		example: "mailroom bench --embedded --pairs 16 --duration 10s\n" +
 			"mailroom bench --embedded --dir /var/lib   # measure the disk the mailbox will live on\n" +
 			"mailroom bench --embedded --fanout 200 --rate 500 --json   # 200 consoles at 2,000 events/s\n" +
 			"mailroom bench --addr 127.0.0.1:7717 --fanout 500 --fanout-only --duration 30s & mailroom bench --addr 127.0.0.1:7717 --rate 500 --duration 30s   # the consoles in a process of their own\n" +
 			"mailroom bench --embedded --batch 32 --wait 1s   # 32 tasks a request; leases and drains long-poll\n" +
+			"mailroom bench --addr https://mail.example:7717 --ca-file ca.pem --pairs 16 --duration 5s   # a daemon that serves TLS\n" +
 			"mailroom bench --embedded --remote --pairs 16 --duration 10s   # 16 A2A callers through mailroom to a remote A2A agent, through a plain proxy, and directly\n" +
 			"mailroom bench --embedded --remote --via native   # native senders (send, then drain) instead of A2A callers\n" +
 			"mailroom bench --embedded --a2a --pairs 16 --duration 10s   # 16 A2A callers through mailroom's edge to native workers, and to an A2A server that answers at once",
@@ -87,6 +89,14 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	if f.token == "" {
 		f.token = e.getenv("MAILROOM_TOKEN")
+	}
+	if !f.embedded {
+		// An embedded daemon serves plain HTTP on loopback: a
+		// MAILROOM_CA_FILE set for every command is not for it.
+		var err error
+		if f.tlsConfig, err = f.tls.config(); err != nil {
+			return err
+		}
 	}
 	if f.embedded {
 		tuneGC(e.getenv)
@@ -105,6 +115,9 @@ type benchFlags struct {
 	duration, wait                                        time.Duration
 	rate                                                  float64
 	set                                                   map[string]bool
+	// tls is --ca-file, --cert and --key; tlsConfig what they read.
+	tls       *tlsFlags
+	tlsConfig *tls.Config
 }
 
 func (f *benchFlags) bind(fs *verbFlags, e *env) {
@@ -114,6 +127,7 @@ func (f *benchFlags) bind(fs *verbFlags, e *env) {
 	}
 	fs.StringVar(&f.addr, "addr", f.addr, "daemon address, host:port or URL (env MAILROOM_ADDR)")
 	fs.StringVar(&f.token, "token", "", "bearer token for the daemon (env MAILROOM_TOKEN)")
+	f.tls = addTLSFlags(fs, e)
 	fs.BoolVar(&f.embedded, "embedded", false, "start a daemon in this process (temporary data dir, default durability) instead of using --addr")
 	fs.StringVar(&f.dir, "dir", "", "with --embedded: make the temporary data dir inside DIR, to measure that disk (default: the system temp dir)")
 	fs.IntVar(&f.pairs, "pairs", bench.DefaultPairs, "sender/recipient pairs running cycles concurrently")
@@ -192,6 +206,8 @@ func (f *benchFlags) checkTarget() error {
 		return usagef("--addr and --embedded: give one, not both")
 	case f.dir != "" && !f.embedded:
 		return usagef("--dir %q: only an --embedded daemon has a data dir to place; a daemon at an address keeps its own", f.dir)
+	case f.embedded && (f.set["ca-file"] || f.set["cert"] || f.set["key"]):
+		return usagef("--ca-file, --cert and --key are for a daemon at --addr that serves TLS; an --embedded daemon serves plain HTTP on loopback")
 	}
 	return nil
 }
@@ -295,7 +311,7 @@ func (f *benchFlags) checkRounds() error {
 // runBenchCycles measures cycles, long polls (--idle-workers) or, with
 // --fanout-only, only the subscribers: bench.Run tells them apart.
 func runBenchCycles(ctx context.Context, e *env, f *benchFlags, progress io.Writer) error {
-	opts := bench.Options{Token: f.token, Pairs: f.pairs, Duration: f.duration,
+	opts := bench.Options{Token: f.token, TLS: f.tlsConfig, Pairs: f.pairs, Duration: f.duration,
 		PayloadBytes: f.payload, Fanout: f.fanout, FanoutOnly: f.fanoutOnly, Rate: f.rate, Pipeline: f.pipeline, Batch: f.batch, Wait: f.wait, IdleWorkers: f.idle, Progress: progress,
 		RetryNotice: func(reason string) { fmt.Fprintf(progress, "mailroom bench: %s; retrying\n", reason) }}
 	var rep bench.Report
@@ -332,7 +348,7 @@ func runBenchA2A(ctx context.Context, e *env, f *benchFlags, progress io.Writer)
 
 // ways are the options --remote and --a2a share.
 func (f *benchFlags) ways(progress io.Writer) bench.WaysOptions {
-	return bench.WaysOptions{Addr: f.addr, Token: f.token, Senders: f.pairs, Duration: f.duration, Rounds: f.rounds,
+	return bench.WaysOptions{Addr: f.addr, Token: f.token, TLS: f.tlsConfig, Senders: f.pairs, Duration: f.duration, Rounds: f.rounds,
 		PayloadBytes: f.payload, Progress: progress}
 }
 

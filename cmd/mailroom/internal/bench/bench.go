@@ -12,6 +12,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,11 @@ type Options struct {
 	Warnings    []string
 	// Token is sent as a bearer token.
 	Token string
+	// TLS, when set, is the TLS to the daemon (client.TLSFiles): every
+	// transport of the run carries it, and a host:port Addr is https.
+	// Each pair keeps its own HTTP/1.1 connection, as over plain HTTP, so
+	// the two compare TLS alone.
+	TLS *tls.Config
 	// Pairs is how many sender/recipient pairs run cycles concurrently.
 	Pairs int
 	// Duration is how long new cycles are started.
@@ -210,7 +216,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 
 	var subs *fanout
 	if opts.Fanout > 0 {
-		if subs, err = startFanout(ctx, c, opts.Token, opts.Fanout); err != nil {
+		if subs, err = startFanout(ctx, c, opts.Token, opts.TLS, opts.Fanout); err != nil {
 			return Report{}, err
 		}
 		defer subs.stop()
@@ -260,10 +266,14 @@ func (o *Options) connect() (*http.Client, *client.Client, error) {
 		MaxIdleConns:        0,
 		MaxIdleConnsPerHost: o.Pairs + o.Fanout + o.IdleWorkers + 4,
 		IdleConnTimeout:     90 * time.Second,
+		TLSClientConfig:     o.TLS,
 	}}
 	copts := []client.Option{client.WithHTTPClient(hc), client.WithTimeout(30 * time.Second)}
 	if o.Token != "" {
 		copts = append(copts, client.WithToken(o.Token))
+	}
+	if o.TLS != nil {
+		copts = append(copts, client.WithTLS(o.TLS))
 	}
 	if o.RetryNotice != nil {
 		copts = append(copts, client.WithRetryNotice(o.RetryNotice))

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"sync"
@@ -88,11 +89,11 @@ const drainTimeout = 10 * time.Second
 
 // startFanout connects k subscribers and returns once each has its first
 // snapshot, so the load only starts when all of them are listening.
-func startFanout(ctx context.Context, c *client.Client, token string, k int) (*fanout, error) {
+func startFanout(ctx context.Context, c *client.Client, token string, tlsConfig *tls.Config, k int) (*fanout, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	f := &fanout{cancel: cancel}
 	// One connection per subscriber, like k consoles on k machines.
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: k}}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: k, TLSClientConfig: tlsConfig}}
 	for range k {
 		s := &subscriber{hist: newMsHistogram(), ready: make(chan struct{}), done: make(chan struct{})}
 		f.subs = append(f.subs, s)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -21,14 +22,15 @@ import (
 
 // WaysOptions are what every ways bench is told.
 type WaysOptions struct {
-	// Addr, Embedded, DataFS, VolatileLog, Warnings and Token are as in
-	// Options.
+	// Addr, Embedded, DataFS, VolatileLog, Warnings, Token and TLS are as
+	// in Options.
 	Addr        string
 	Embedded    bool
 	DataFS      string
 	VolatileLog bool
 	Warnings    []string
 	Token       string
+	TLS         *tls.Config
 	// Senders is how many callers run at once, each way.
 	Senders int
 	// Duration is how long each way is measured in all, split in Rounds
@@ -131,10 +133,13 @@ func (o *WaysOptions) header(kind string) WaysHeader {
 // connect makes the run's HTTP client, keeping idle connections per
 // host, and the daemon's client over it.
 func (o *WaysOptions) connect(idle int) (*http.Client, *client.Client, error) {
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: idle, IdleConnTimeout: 90 * time.Second}}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: idle, IdleConnTimeout: 90 * time.Second, TLSClientConfig: o.TLS}}
 	copts := []client.Option{client.WithHTTPClient(hc), client.WithTimeout(30 * time.Second)}
 	if o.Token != "" {
 		copts = append(copts, client.WithToken(o.Token))
+	}
+	if o.TLS != nil {
+		copts = append(copts, client.WithTLS(o.TLS))
 	}
 	c, err := client.New(o.Addr, copts...)
 	if err != nil {
