@@ -116,6 +116,15 @@ func Open(cfg config.Config, logger *slog.Logger, opts ...Option) (*Daemon, erro
 	return OpenContext(context.Background(), cfg, logger, opts...)
 }
 
+// tickSource is the retry-stale scheduler's ticks: the caller's, else a
+// ticker's.
+func (o options) tickSource() TickSource {
+	if o.ticks != nil {
+		return o.ticks
+	}
+	return tickerSource
+}
+
 func tickerSource(interval time.Duration) (<-chan time.Time, func()) {
 	t := time.NewTicker(interval)
 	return t.C, t.Stop

@@ -43,8 +43,9 @@ type edges struct {
 	standing func() *httpapi.StoreStatus
 	// notes are the dispatcher's notes the A2A edge shows.
 	notes *wire.DeliveryNotes
-	// tls is the certificate the daemon serves (nil without TLS): the
-	// MCP face's calls to the daemon's own API check it.
+	// tls is the certificate the daemon serves (nil without TLS): its
+	// expiry is on /metrics, and the MCP face's calls to the daemon's own
+	// API check it.
 	tls *tlsreload.Reloader
 }
 
@@ -57,6 +58,9 @@ func (e edges) handler() (http.Handler, *mcpface.HTTPHandler) {
 	// counted for /metrics by one middleware around the whole handler.
 	requests := served.New(served.ByPath(served.Paths{A2A: a2a.Prefix, Covenant: covenant.Prefix, MCP: mcpface.Path, Events: httpapi.EventsPath}), httpapi.RouteOf)
 	apiOpts.Metrics = append(apiOpts.Metrics, requests)
+	if e.tls != nil {
+		apiOpts.Metrics = append(apiOpts.Metrics, e.tls) // the certificate's expiry
+	}
 	if e.authn.Enabled() {
 		apiOpts.Authorizer = httpapi.TokenAuthorizer(e.authn)
 		e.log.Info("bearer tokens required", "tokens", len(e.cfg.Tokens))
@@ -131,7 +135,12 @@ func standingOf(st store.Store, kind string) func() *httpapi.StoreStatus {
 	}
 }
 
-// newServer is the daemon's HTTP server of handler.
-func newServer(handler http.Handler, logger *slog.Logger) *http.Server {
-	return &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+// newServer is the daemon's HTTP server of handler, serving certs' TLS
+// when it is not nil.
+func newServer(handler http.Handler, logger *slog.Logger, certs *tlsreload.Reloader) *http.Server {
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	if certs != nil {
+		srv.TLSConfig = certs.ServerConfig()
+	}
+	return srv
 }

@@ -104,19 +104,9 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	stopScan := make(chan struct{})
 	e := edges{cfg: cfg, log: logger, now: o.now, eng: eng, authn: authn, ln: ln, stop: stopScan, notes: notes, tls: certs,
 		metrics: []metrics.Source{eng, st, dispatcher, notifier}, standing: standingOf(st, cfg.Store)}
-	if certs != nil {
-		e.metrics = append(e.metrics, certs)
-	}
 	handler, mcpHandler := e.handler()
-	ticks := o.ticks
-	if ticks == nil {
-		ticks = tickerSource
-	}
-	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: ticks, stopScan: stopScan, fresh: map[net.Conn]struct{}{}, dispatcher: dispatcher, mcp: mcpHandler, notifier: notifier,
-		srv: newServer(handler, logger), tls: certs, certPoll: o.certPoll}
-	if certs != nil {
-		d.srv.TLSConfig = certs.ServerConfig()
-	}
+	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: o.tickSource(), stopScan: stopScan, fresh: map[net.Conn]struct{}{}, dispatcher: dispatcher, mcp: mcpHandler, notifier: notifier,
+		srv: newServer(handler, logger, certs), tls: certs, certPoll: o.certPoll}
 	d.srv.ConnState = d.trackConn
 	return d, nil
 }

@@ -5,17 +5,25 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/daemon/httpapi"
+	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
 	"github.com/mailroom/mailroom/internal/sse/ssetest"
+	"github.com/mailroom/mailroom/internal/testpki"
 	"github.com/mailroom/mailroom/mailbox"
 	"github.com/mailroom/mailroom/mcpface/facetest"
 )
@@ -207,4 +215,150 @@ func sendOne(t *testing.T, d *daemontest.Daemon) string {
 		t.Fatal(err)
 	}
 	return sent.TaskID
+}
+
+// logLines is a daemon's log that tells a waiting test of every write.
+type logLines struct {
+	mu      sync.Mutex
+	buf     strings.Builder
+	changed chan struct{}
+}
+
+func newLogLines() *logLines { return &logLines{changed: make(chan struct{})} }
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	close(l.changed)
+	l.changed = make(chan struct{})
+	return len(p), nil
+}
+
+// waitFor waits for a line holding every one of wants written past
+// offset from, and returns the offset past it.
+func (l *logLines) waitFor(t *testing.T, from int, wants ...string) int {
+	t.Helper()
+	watchdog := time.NewTimer(30 * time.Second) // a watchdog, not synchronisation
+	defer watchdog.Stop()
+	for {
+		l.mu.Lock()
+		text, changed := l.buf.String(), l.changed
+		l.mu.Unlock()
+		at := from
+	lines:
+		for line := range strings.Lines(text[from:]) {
+			at += len(line)
+			for _, w := range wants {
+				if !strings.Contains(line, w) {
+					continue lines
+				}
+			}
+			return at
+		}
+		select {
+		case <-changed:
+		case <-watchdog.C:
+			t.Fatalf("the log has no line with %q:\n%s", wants, text)
+		}
+	}
+}
+
+// TestCertificateFilesReplacedAreServed: files renamed over the served
+// ones (as cert-manager does) are picked up without a signal; new
+// handshakes get the new serial while an event stream opened before keeps
+// its connection and its events; a broken pair keeps the served one.
+func TestCertificateFilesReplacedAreServed(t *testing.T) {
+	t.Parallel()
+	logs := newLogLines()
+	d := daemontest.Start(t, daemontest.Options{TLS: true, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Daemon: []daemon.Option{daemon.WithCertPollInterval(10 * time.Millisecond)}})
+	serial := func() string {
+		t.Helper()
+		conn, err := tls.Dial("tcp", d.Addr(), d.TLSConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	req, err := http.NewRequestWithContext(t.Context(), "GET", d.URL()+"/a2a/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := d.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := ssetest.NewReader(resp.Body)
+	if _, err := events.NextEvent(); err != nil {
+		t.Fatal(err)
+	}
+	seen := logs.waitFor(t, 0, "serving TLS", d.Cert.Cert.SerialNumber.String())
+
+	next := d.CA.Issue(t, testpki.Options{CN: "rotated"})
+	rename(t, d.KeyFile, next.KeyPEM)
+	rename(t, d.CertFile, next.CertPEM)
+	seen = logs.waitFor(t, seen, "TLS certificate reloaded", "the certificate files changed", next.Cert.SerialNumber.String())
+	if got := serial(); got != next.Cert.SerialNumber.String() {
+		t.Errorf("after the rotation a new handshake got %s, want %s", got, next.Cert.SerialNumber)
+	}
+	sent := sendOne(t, d)
+	if ev, err := events.NextEvent(); err != nil || !strings.Contains(ev.Data, sent) {
+		t.Errorf("the stream opened before the rotation: %v %q, want the send of %s", err, ev.Data, sent)
+	}
+	if resp.TLS.PeerCertificates[0].SerialNumber.String() != d.Cert.Cert.SerialNumber.String() {
+		t.Error("the stream's connection is not the one opened before the rotation")
+	}
+
+	// A key that does not match the certificate: the rotated one stays.
+	rename(t, d.KeyFile, d.Cert.KeyPEM)
+	logs.waitFor(t, seen, "level=ERROR", "TLS certificate not reloaded", "does not match")
+	if got := serial(); got != next.Cert.SerialNumber.String() {
+		t.Errorf("after a broken rotation a new handshake got %s, want %s kept", got, next.Cert.SerialNumber)
+	}
+}
+
+func rename(t *testing.T, path string, body []byte) {
+	t.Helper()
+	if err := os.WriteFile(path+".new", body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTLSTerminatedByProxyWritesHTTPS: behind a proxy that ends TLS the
+// daemon serves plain HTTP, and its cards' URLs say https.
+func TestTLSTerminatedByProxyWritesHTTPS(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{Config: func(c *config.Config) { c.TLSTerminatedByProxy = true }})
+	c := mustClient(t, d.URL())
+	if _, err := c.RegisterAgent(t.Context(), "coder@local", mailbox.AgentCard{Name: "Coder", Description: "writes code", Version: "1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	_, card := get(t, http.DefaultClient, d.URL()+"/agents/coder@local/.well-known/agent-card.json")
+	if want := `"url":"https://` + d.Addr() + `/agents/coder@local/"`; !strings.Contains(card, want) {
+		t.Errorf("the card behind a TLS proxy says %s, want %s", card, want)
+	}
+}
+
+// TestAdvertiseURLIsHTTPSWithTLS: on a shared store the address other
+// instances are told defaults to https:// when the daemon serves TLS.
+func TestAdvertiseURLIsHTTPSWithTLS(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url, t.Name())
+	d := daemontest.Start(t, daemontest.Options{TLS: true, Config: func(c *config.Config) {
+		c.Store, c.PostgresURL, c.PostgresSchema = config.StorePostgres, url, schema
+	}})
+	_, body := get(t, d.Client(), d.URL()+"/healthz")
+	var h httpapi.HealthResponse
+	if err := json.Unmarshal([]byte(body), &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Store == nil || h.Store.Self != d.URL() || !strings.HasPrefix(h.Store.Self, "https://") {
+		t.Errorf("/healthz over HTTPS: %+v, want the instance at %s", h.Store, d.URL())
+	}
 }
