@@ -2,11 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mailroom/mailroom/daemon/daemontest"
+	"github.com/mailroom/mailroom/internal/testlog"
+	"github.com/mailroom/mailroom/mcpface/facetest"
 )
 
 // TestStatusOverTLS: a daemon that serves TLS is reached with its CA given
@@ -110,5 +115,25 @@ func TestConsoleOverTLS(t *testing.T) {
 	o = cliScreen(t, newOperator(), map[string]string{"MAILROOM_ADDR": d.URL()}, "console")
 	if o.code != exitFailure || !strings.Contains(o.stderr, "an authority this client does not trust; give the CA with --ca-file") || strings.Count(o.stderr, "\n") != 1 {
 		t.Errorf("console without the CA: exit %d, stderr %q; want 1 and the one line", o.code, o.stderr)
+	}
+}
+
+// TestMCPOverTLS: `mailroom mcp`, launched by a host as its MCP server,
+// reaches a TLS daemon with MAILROOM_CA_FILE and serves its tools; its
+// sends reach the daemon.
+func TestMCPOverTLS(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{TLS: true})
+	cmd := exec.Command(binPath, "mcp", "--addr", d.Addr(), "--agent", "planner@x")
+	cmd.Env = []string{asMainEnv + "=1", "MAILROOM_CA_FILE=" + d.CAFile}
+	logs := &testlog.Buffer{}
+	cmd.Stderr = logs
+	session := facetest.ClientSession(t, &mcp.CommandTransport{Command: cmd}, facetest.Session{})
+	res, err := session.CallTool(t.Context(), &mcp.CallToolParams{Name: "send_task", Arguments: map[string]any{"to": "coder@x", "intent": "sent over tls"}})
+	if err != nil || res.IsError {
+		t.Fatalf("send_task over TLS: %v %+v; mailroom mcp's log:\n%s", err, res, logs)
+	}
+	if s := d.State(t); len(s.Tasks) != 1 {
+		t.Errorf("the daemon holds %d tasks after send_task, want 1", len(s.Tasks))
 	}
 }
