@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon/httpapi"
+	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
 	"github.com/mailroom/mailroom/internal/sse/ssetest"
 	"github.com/mailroom/mailroom/internal/testpki"
 	"github.com/mailroom/mailroom/mailbox"
@@ -102,6 +105,37 @@ func replaceFile(t *testing.T, path string, body []byte) {
 	}
 }
 
+// tlsProc is the real binary serving "mailroom daemon" with its log
+// watched.
+type tlsProc struct {
+	cmd    *exec.Cmd
+	addr   string
+	logs   *logWatch
+	exited chan error
+}
+
+// startTLSProc runs the daemon on dir at info level with extra flags and
+// environment, and waits until it listens.
+func startTLSProc(t *testing.T, dir string, environ []string, extra ...string) *tlsProc {
+	t.Helper()
+	cmd := exec.Command(binPath, append([]string{"daemon", "--addr", "127.0.0.1:0", "--data-dir", dir}, extra...)...)
+	cmd.Env = append([]string{"HOME=" + dir, asMainEnv + "=1"}, environ...)
+	w := &addrWatcher{addr: make(chan string, 1)}
+	p := &tlsProc{cmd: cmd, logs: newLogWatch(), exited: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = w, p.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	select {
+	case p.addr = <-w.addr:
+	case err := <-p.exited:
+		t.Fatalf("the daemon exited before listening (%v); its log:\n%s", err, p.logs)
+	}
+	return p
+}
+
 // TestDaemonReloadsItsCertificateOnSIGHUP runs the real binary with TLS:
 // SIGHUP after a rotation serves the new certificate to new handshakes
 // while an event stream opened before keeps receiving events; SIGHUP with
@@ -112,24 +146,8 @@ func TestDaemonReloadsItsCertificateOnSIGHUP(t *testing.T) {
 	ca := testpki.NewCA(t, "test CA")
 	first := ca.Issue(t, testpki.Options{CN: "first"})
 	certFile, keyFile := first.WriteFiles(t, certDir, "daemon")
-	logs := newLogWatch()
-	cmd := exec.Command(binPath, "daemon", "--addr", "127.0.0.1:0", "--data-dir", dir,
-		"--tls-cert-file", certFile, "--tls-key-file", keyFile)
-	cmd.Env = []string{"HOME=" + dir, asMainEnv + "=1"}
-	w := &addrWatcher{addr: make(chan string, 1)}
-	cmd.Stdout, cmd.Stderr = w, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill() })
-	var addr string
-	select {
-	case addr = <-w.addr:
-	case err := <-exited:
-		t.Fatalf("the daemon exited before listening (%v); its log:\n%s", err, logs)
-	}
+	p := startTLSProc(t, dir, nil, "--tls-cert-file", certFile, "--tls-key-file", keyFile)
+	cmd, logs, exited, addr := p.cmd, p.logs, p.exited, p.addr
 	seen := logs.waitFor(t, 0, "serving TLS", "CN=first", "not_after=")
 	trust := &tls.Config{RootCAs: ca.Pool()}
 	if got := handshakeSerial(t, addr, trust); got != first.Cert.SerialNumber.String() {
@@ -240,5 +258,50 @@ func TestDaemonRefusesBadCertificateFiles(t *testing.T) {
 			t.Errorf("daemon %v: exit %d, want 2", tc.args, o.code)
 		}
 		wantContains(t, "daemon "+strings.Join(tc.args, " "), o.stderr, tc.wants...)
+	}
+}
+
+// TestFollowerForwardsToTheLeaderOverHTTPS: two instances on one
+// PostgreSQL schema, serving TLS with certificates of one CA that the
+// system pool holds (SSL_CERT_FILE, as docs/security.md says): a write
+// sent to the follower reaches the leader over HTTPS, verified.
+func TestFollowerForwardsToTheLeaderOverHTTPS(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url, t.Name())
+	certDir := t.TempDir()
+	ca := testpki.NewCA(t, "cluster CA")
+	environ := []string{"SSL_CERT_FILE=" + ca.WriteFile(t, certDir, "ca.crt")}
+	start := func(name string) *tlsProc {
+		cert, key := ca.Issue(t, testpki.Options{CN: name}).WriteFiles(t, certDir, name)
+		return startTLSProc(t, t.TempDir(), environ, "--tls-cert-file", cert, "--tls-key-file", key,
+			"--store", "postgres", "--postgres-url", url, "--postgres-schema", schema, "--postgres-campaign-interval", "50ms")
+	}
+	a := start("a")
+	a.logs.waitFor(t, 0, "leading the shared log")
+	b := start("b")
+	trust := &tls.Config{RootCAs: ca.Pool()}
+	c, err := client.New("https://"+b.addr, client.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: trust.Clone()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, err := c.Send(t.Context(), mailbox.Task{Sender: "p@local", Recipient: "w@local", IntentText: "through the follower"})
+	if err != nil {
+		t.Fatalf("a send to the follower: %v; the follower's log:\n%s", err, b.logs)
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: trust.Clone()}}).Get("https://" + b.addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h httpapi.HealthResponse
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || h.Store == nil || h.Store.Role != "follower" || h.Store.LeaderURL != "https://"+a.addr {
+		t.Errorf("the follower's health: %+v, %v; want it to follow https://%s", h.Store, err, a.addr)
+	}
+	leader, err := client.New("https://"+a.addr, client.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: trust.Clone()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := leader.Task(t.Context(), sent.TaskID); err != nil || rec.Task.IntentText != "through the follower" {
+		t.Errorf("the leader's record of the task sent through the follower: %+v, %v", rec, err)
 	}
 }

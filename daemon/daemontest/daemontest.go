@@ -50,6 +50,9 @@ type Options struct {
 	// localhost from a CA of the test's own (Daemon.CA): URL is then
 	// https://, and Client trusts the CA.
 	TLS bool
+	// CA, with TLS, issues the daemon's certificate instead of a CA of
+	// its own: instances that must trust each other share one.
+	CA *testpki.CA
 }
 
 // Daemon is a daemon running for one test.

@@ -14,7 +14,10 @@ import (
 func (d *Daemon) issueTLS() {
 	d.t.Helper()
 	dir := d.t.TempDir()
-	d.CA = testpki.NewCA(d.t, "mailroom test CA")
+	d.CA = d.opts.CA
+	if d.CA == nil {
+		d.CA = testpki.NewCA(d.t, "mailroom test CA")
+	}
 	d.Cert = d.CA.Issue(d.t, testpki.Options{CN: "mailroom daemon"})
 	d.CertFile, d.KeyFile = d.Cert.WriteFiles(d.t, dir, "daemon")
 	d.CAFile = d.CA.WriteFile(d.t, dir, "ca.crt")
