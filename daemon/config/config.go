@@ -247,7 +247,9 @@ func DefaultDataDir(getenv func(string) string) string {
 }
 
 // Validate checks every key and reports the first bad one, naming the key,
-// its value and what was expected; then the rules that span keys.
+// its value and what was expected; then the rules that span keys. It
+// reads the TLS files the config names, so that a certificate that would
+// fail the first handshake is refused at start.
 func (c Config) Validate() error {
 	keys := c.keys()
 	for _, name := range keyNames() {

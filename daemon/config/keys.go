@@ -150,8 +150,11 @@ func ApplyEnv(cfg *Config, getenv func(string) string) error {
 }
 
 // otherEnv are the MAILROOM_* variables that are no key: the CLI's token
-// (the daemon's tokens come from its file only), and the tests' PostgreSQL.
-var otherEnv = map[string]bool{"MAILROOM_TOKEN": true, "MAILROOM_TEST_PG": true}
+// (the daemon's tokens come from its file only) and TLS files (a shell
+// that runs the CLI against a TLS daemon may start a daemon too), and the
+// tests' PostgreSQL.
+var otherEnv = map[string]bool{"MAILROOM_TOKEN": true, "MAILROOM_CA_FILE": true, "MAILROOM_CERT_FILE": true, "MAILROOM_KEY_FILE": true,
+	"MAILROOM_TEST_PG": true}
 
 // CheckEnv refuses a MAILROOM_* variable in environ (as os.Environ lists
 // it) that names no key: a typo such as MAILROOM_DATA_DRI would otherwise

@@ -127,3 +127,15 @@ func TestHTTPS(t *testing.T) {
 		t.Errorf("with tls_cert_file: TLS() %v, HTTPS() %v, want both", c.TLS(), c.HTTPS())
 	}
 }
+
+// TestClientTLSVariablesAreLetThrough: the CLI's TLS variables, set in a
+// shell that also starts a daemon, are not taken for misspelt keys.
+func TestClientTLSVariablesAreLetThrough(t *testing.T) {
+	env := []string{"MAILROOM_CA_FILE=/ca.crt", "MAILROOM_CERT_FILE=/c.crt", "MAILROOM_KEY_FILE=/c.key", "MAILROOM_TLS_CERT_FILE=/s.crt", "MAILROOM_TLS_KEY_FILE=/s.key", "MAILROOM_TLS_TERMINATED_BY_PROXY=true"}
+	if err := CheckEnv(env); err != nil {
+		t.Errorf("CheckEnv(%v) = %v, want nil", env, err)
+	}
+	if err := CheckEnv([]string{"MAILROOM_TLS_CERT=/s.crt"}); err == nil || !strings.Contains(err.Error(), "did you mean MAILROOM_TLS_CERT_FILE?") {
+		t.Errorf("CheckEnv(MAILROOM_TLS_CERT) = %v, want the closest key", err)
+	}
+}
