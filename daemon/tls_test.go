@@ -362,3 +362,17 @@ func TestAdvertiseURLIsHTTPSWithTLS(t *testing.T) {
 		t.Errorf("/healthz over HTTPS: %+v, want the instance at %s", h.Store, d.URL())
 	}
 }
+
+// TestDaemontestReadsATLSDaemon: the helper's own reads (State, Metric)
+// reach a TLS daemon, and /metrics has the served certificate's expiry.
+func TestDaemontestReadsATLSDaemon(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{TLS: true})
+	sent := sendOne(t, d)
+	if snap := d.State(t); len(snap.Tasks) != 1 || snap.Tasks[0].Task.ID != sent {
+		t.Errorf("State over TLS: %d tasks, want the one sent (%s)", len(snap.Tasks), sent)
+	}
+	if got, want := d.Metric(t, "mailroom_tls_cert_expiry_seconds"), float64(d.Cert.Cert.NotAfter.Unix()); got != want {
+		t.Errorf("mailroom_tls_cert_expiry_seconds = %v, want %v", got, want)
+	}
+}
