@@ -48,30 +48,40 @@ func (c *Client) transportFor(hc *http.Client, cfg *tls.Config) (*http.Client, e
 }
 
 // noticeCertRequest returns a copy of cfg that remembers the daemon asked
-// for a client certificate, to word a refusal that follows: over TLS 1.2 a
-// daemon that requires one refuses none with a bare "handshake failure",
-// and over TLS 1.3 with HTTP/2 the transport keeps the daemon's alert to
-// itself. It picks among cfg.Certificates as crypto/tls would.
+// for a client certificate, and whether it accepts this client's, to word a
+// refusal that follows: over TLS 1.2 a daemon that requires one refuses
+// none with a bare "handshake failure", and over TLS 1.3 with HTTP/2 the
+// transport keeps the daemon's alert to itself. It picks among
+// cfg.Certificates as crypto/tls would, and presents what
+// cfg.GetClientCertificate returns as it is.
 func (c *Client) noticeCertRequest(cfg *tls.Config) *tls.Config {
-	if cfg.GetClientCertificate != nil {
-		return cfg
-	}
-	certs := cfg.Certificates
+	get, certs := cfg.GetClientCertificate, cfg.Certificates
 	cfg = cfg.Clone()
 	cfg.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
 		c.askedForCert.Store(true)
+		if get != nil {
+			cert, err := get(cri)
+			if err == nil && cert != nil && len(cert.Certificate) > 0 && cri.SupportsCertificate(cert) != nil {
+				c.noteNotAccepted(*cert, cri)
+			}
+			return cert, err
+		}
 		for i := range certs {
 			if cri.SupportsCertificate(&certs[i]) == nil {
 				return &certs[i], nil
 			}
 		}
 		if len(certs) > 0 {
-			why := notAccepted(certs[0], cri.AcceptableCAs)
-			c.certNotAccepted.Store(&why)
+			c.noteNotAccepted(certs[0], cri)
 		}
 		return &tls.Certificate{}, nil
 	}
 	return cfg
+}
+
+func (c *Client) noteNotAccepted(cert tls.Certificate, cri *tls.CertificateRequestInfo) {
+	why := notAccepted(cert, cri.AcceptableCAs)
+	c.certNotAccepted.Store(&why)
 }
 
 // notAccepted says why the daemon will not take this client's certificate:
@@ -169,11 +179,14 @@ func TLSFiles(caFile, certFile, keyFile string) (*tls.Config, error) {
 	case keyFile != "" && certFile == "":
 		return nil, &TLSFileError{File: FileCert, Err: errors.New("missing; a client key needs its certificate")}
 	case certFile != "":
-		cert, err := readKeyPair(certFile, keyFile, time.Now())
+		cc, err := newClientCert(certFile, keyFile)
 		if err != nil {
 			return nil, err
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			cert := cc.current()
+			return &cert, nil
+		}
 	}
 	return cfg, nil
 }

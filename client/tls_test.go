@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"log"
@@ -306,8 +307,11 @@ func TestTLSFiles(t *testing.T) {
 		t.Errorf("TLSFiles with no files = %v, %v; want no TLS options and no error", cfg, err)
 	}
 	cfg := mustTLSFiles(t, caFile, certFile, keyFile)
-	if cfg.RootCAs == nil || len(cfg.Certificates) != 1 || cfg.MinVersion != tls.VersionTLS12 {
-		t.Errorf("TLSFiles = %+v, want the CA alone as roots, one certificate, TLS 1.2 at least", cfg)
+	if cfg.RootCAs == nil || cfg.GetClientCertificate == nil || cfg.MinVersion != tls.VersionTLS12 {
+		t.Fatalf("TLSFiles = %+v, want the CA alone as roots, a client certificate, TLS 1.2 at least", cfg)
+	}
+	if cn := presented(t, cfg); cn != "worker-1" {
+		t.Errorf("TLSFiles presents %q, want worker-1's certificate", cn)
 	}
 }
 
@@ -327,5 +331,65 @@ func TestTLSWithHTTPClient(t *testing.T) {
 	c, err = client.New("http://127.0.0.1:7717", client.WithTLS(cfg))
 	if err != nil || c.BaseURL() != "http://127.0.0.1:7717" {
 		t.Errorf("New(http://...) with TLS = %v, %v; want it plain as the address says", c, err)
+	}
+}
+
+// presented is the common name of the client certificate cfg presents.
+func presented(t *testing.T, cfg *tls.Config) string {
+	t.Helper()
+	cert, err := cfg.GetClientCertificate(&tls.CertificateRequestInfo{})
+	if err != nil || cert == nil || len(cert.Certificate) == 0 {
+		t.Fatalf("GetClientCertificate = %v, %v; want a certificate", cert, err)
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leaf.Subject.CommonName
+}
+
+// TestTLSClientCertificateRotates: a client certificate replaced in its
+// files (as SPIRE or cert-manager rotate them) is presented at the next
+// handshake; one caught half-written keeps the last good one.
+func TestTLSClientCertificateRotates(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Options{})
+	ca := testpki.NewCA(t, "mailroom test CA")
+	f := startFront(t, ca.Issue(t, testpki.Options{}), d.URL(), func(c *tls.Config) {
+		c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, ca.Pool()
+	})
+	dir := t.TempDir()
+	certFile, keyFile := ca.Issue(t, testpki.Options{CN: "svid-1", Client: true}).WriteFiles(t, dir, "svid")
+	cfg := mustTLSFiles(t, ca.WriteFile(t, dir, "ca.pem"), certFile, keyFile)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+	c := mustClient(t, f.srv.URL, client.WithTLS(cfg), client.WithHTTPClient(hc))
+	status := func() string {
+		t.Helper()
+		hc.CloseIdleConnections() // the next call handshakes anew
+		if _, err := c.Status(t.Context()); err != nil {
+			t.Fatalf("Status: %v", err)
+		}
+		rs := f.requests()
+		return rs[len(rs)-1].clientCN
+	}
+	if cn := status(); cn != "svid-1" {
+		t.Fatalf("presented %q, want svid-1", cn)
+	}
+	// Written beside and renamed over, as a rotation does.
+	next := ca.Issue(t, testpki.Options{CN: "svid-2", Client: true})
+	tmpCert, tmpKey := next.WriteFiles(t, dir, "next")
+	for _, mv := range [][2]string{{tmpKey, keyFile}, {tmpCert, certFile}} {
+		if err := os.Rename(mv[0], mv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cn := status(); cn != "svid-2" {
+		t.Fatalf("after the rotation presented %q, want svid-2", cn)
+	}
+	if err := os.WriteFile(certFile, next.CertPEM[:len(next.CertPEM)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cn := status(); cn != "svid-2" {
+		t.Errorf("with a half-written certificate presented %q, want svid-2 still", cn)
 	}
 }

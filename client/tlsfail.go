@@ -220,8 +220,11 @@ func (c *Client) alert(ae tls.AlertError, err error) *TLSError {
 		return &TLSError{Problem: ClientCertRefused, Err: err,
 			Detail: "it refused this client's certificate as expired", Remedy: "renew it"}
 	case ae == alertUnknownCA:
-		return &TLSError{Problem: ClientCertRefused, Err: err,
-			Detail: "it does not trust the authority that signed this client's certificate",
+		detail := "it does not trust the authority that signed this client's certificate"
+		if why := c.certNotAccepted.Load(); why != nil {
+			detail = *why // names the authorities it does trust
+		}
+		return &TLSError{Problem: ClientCertRefused, Err: err, Detail: detail,
 			Remedy: "give a certificate from the CA in the daemon's tls_client_ca_file"}
 	case ae == alertBadCertificate:
 		return &TLSError{Problem: ClientCertRefused, Err: err, Detail: "it refused this client's certificate (" + ae.Error() + ")"}
