@@ -161,6 +161,8 @@ func (e *TLSFileError) Unwrap() error { return e.Err }
 //
 // A client certificate that has expired, or is not valid yet, is refused
 // here: the daemon would refuse it with a handshake alert that says less.
+// Once its files change it is read again at the next handshake
+// (clientcert.go), so a long-lived client follows its rotation.
 func TLSFiles(caFile, certFile, keyFile string) (*tls.Config, error) {
 	if caFile == "" && certFile == "" && keyFile == "" {
 		return nil, nil
