@@ -117,7 +117,10 @@ Commands:
 	tw.Flush()
 	fmt.Fprint(w, `
 Client commands talk to the daemon at --addr (env MAILROOM_ADDR, default
-127.0.0.1:7717) and send --token (env MAILROOM_TOKEN) when one is set.
+127.0.0.1:7717) and send --token (env MAILROOM_TOKEN) when one is set. A
+daemon that serves TLS is https://HOST:PORT, with --ca-file (env
+MAILROOM_CA_FILE) when a private CA signed its certificate, and --cert and
+--key (MAILROOM_CERT_FILE, MAILROOM_KEY_FILE) when it asks for a client's.
 Exit codes: 0 success, 1 the daemon refused or could not be reached, 2 usage.
 
 Run 'mailroom <command> --help' for a command's flags and an example.
