@@ -5,8 +5,10 @@ go 1.26
 require (
 	github.com/a2aproject/a2a-go v0.3.3
 	github.com/gdamore/tcell/v2 v2.13.10
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/goccy/go-json v0.12.0
 	github.com/google/uuid v1.6.0
+	github.com/gowebpki/jcs v1.0.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/r3labs/sse/v2 v2.10.0
