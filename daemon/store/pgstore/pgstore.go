@@ -303,7 +303,7 @@ func checkVersion(num int) error {
 // connErr wraps a database error with what was being done, without the
 // connection string's password.
 func (s *Store) connErr(doing string, err error) error {
-	return fmt.Errorf("postgres store (schema %s): %s: %s", s.o.Schema, doing, scrub(err.Error(), s.o.URL))
+	return certRefused(fmt.Errorf("postgres store (schema %s): %s: %s", s.o.Schema, doing, scrub(err.Error(), s.o.URL)), err)
 }
 
 // abandon closes what Open opened after a failure.
