@@ -113,6 +113,13 @@ type Config struct {
 	PushOutboxPerReceiver int           `yaml:"push_outbox_per_receiver"`
 	PushOutboxMax         int           `yaml:"push_outbox_max"`
 	PushDeadRetention     time.Duration `yaml:"push_dead_retention"`
+	// PushCAFile is added to the system's CAs to verify push receivers
+	// over https (it serves every receiver, some of them public);
+	// PushCertFile and PushKeyFile, both or neither, are the client
+	// certificate shown to a receiver that asks for one.
+	PushCAFile   string `yaml:"push_ca_file"`
+	PushCertFile string `yaml:"push_cert_file"`
+	PushKeyFile  string `yaml:"push_key_file"`
 	// Store is where the mailbox lives: "log" (files in DataDir, the
 	// default) or "postgres" (a schema shared by every instance that
 	// names it).
@@ -277,6 +284,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("postgres_url: empty, expected a PostgreSQL URL such as postgres://mailroom@db:5432/mailroom (store is postgres)")
 	}
 	if err := checkTLS(c); err != nil {
+		return err
+	}
+	if _, err := c.PushTLSConfig(); err != nil {
 		return err
 	}
 	return checkExposure(c)

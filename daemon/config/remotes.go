@@ -14,29 +14,55 @@ import (
 // only, and nothing here puts a value read from a remotes entry other than
 // its agent and header name into an error.
 
-// RemoteCredential is what the daemon sends a remote agent with every
-// request: a bearer token, or a header and its value. Agent is the
-// registered agent id it is for.
+// RemoteCredential is how the daemon calls one remote agent: what it
+// sends with every request (a bearer token, or a header and its value, or
+// a token it gets with OAuth 2.0 client credentials from the token URL
+// the remote's card declares), and the TLS it speaks (the CA that signs
+// the remote's certificate, a client certificate it presents). Agent is
+// the registered agent id it is for.
 type RemoteCredential struct {
 	Agent  string `yaml:"agent"`
 	Bearer string `yaml:"bearer"`
 	Header string `yaml:"header"`
 	Value  string `yaml:"value"`
+	// ClientID and ClientSecret are the OAuth 2.0 client credentials,
+	// used when the remote's card declares a clientCredentials flow.
+	ClientID     string `yaml:"client_id"`
+	ClientSecret string `yaml:"client_secret"`
+	// CAFile replaces the system's CAs for this remote (as the CLI's
+	// --ca-file does); CertFile and KeyFile are the client certificate it
+	// is shown when it asks for one.
+	CAFile   string `yaml:"ca_file"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 }
 
-// String hides the secret, so printing a credential by mistake shows none.
+// String hides the secrets, so printing a credential by mistake shows
+// none: it names the kinds of credential and the TLS files only.
 func (r RemoteCredential) String() string {
-	if r.Bearer != "" {
-		return r.Agent + ": bearer [redacted]"
+	var what []string
+	switch {
+	case r.Bearer != "":
+		what = append(what, "bearer [redacted]")
+	case r.Header != "":
+		what = append(what, r.Header+": [redacted]")
 	}
-	return r.Agent + ": " + r.Header + ": [redacted]"
+	if r.ClientID != "" {
+		what = append(what, "client_id "+r.ClientID+" with client_secret [redacted]")
+	}
+	for _, f := range []struct{ key, path string }{{"ca_file", r.CAFile}, {"cert_file", r.CertFile}, {"key_file", r.KeyFile}} {
+		if f.path != "" {
+			what = append(what, f.key+" "+f.path)
+		}
+	}
+	return r.Agent + ": " + strings.Join(what, ", ")
 }
 
 // GoString hides the secret from %#v too.
 func (r RemoteCredential) GoString() string { return "config.RemoteCredential{" + r.String() + "}" }
 
 // remoteFields are the keys of one remotes entry.
-const remoteFields = "agent, and bearer or header with value"
+const remoteFields = "agent, and bearer or header with value, client_id with client_secret, ca_file, cert_file with key_file"
 
 // fileOnly reports whether key holds secrets and is set in the config file
 // only: a secret in argv or the environment ends up in process listings
@@ -44,8 +70,9 @@ const remoteFields = "agent, and bearer or header with value"
 func fileOnly(key string) bool { return key == "tokens" || key == "remotes" }
 
 // ValidateRemotes checks the remotes list: each entry names a valid agent
-// id, once, and holds exactly one kind of credential. Its errors name
-// remotes[i] and the agent, never a secret.
+// id, once, and holds at most one kind of credential (and something: a
+// credential or TLS settings); its TLS files are read and checked. Its
+// errors name remotes[i] and the agent, never a secret.
 func ValidateRemotes(rs []RemoteCredential) error {
 	seen := map[string]int{}
 	for i, r := range rs {
@@ -57,30 +84,70 @@ func ValidateRemotes(rs []RemoteCredential) error {
 			return fmt.Errorf("%s.agent: %s already has a credential in remotes[%d]; expected one entry per agent", name, r.Agent, j)
 		}
 		seen[r.Agent] = i
-		hasHeader := r.Header != "" || r.Value != ""
-		switch {
-		case r.Bearer != "" && hasHeader:
-			return fmt.Errorf("%s (%s): both bearer and header are set; expected exactly one kind of credential", name, r.Agent)
-		case r.Bearer == "" && !hasHeader:
-			return fmt.Errorf("%s (%s): no credential; expected bearer, or header with value", name, r.Agent)
-		case r.Bearer != "":
-			if !printable(r.Bearer) {
-				return fmt.Errorf("%s (%s).bearer: holds a space or a control character; expected the token alone", name, r.Agent)
-			}
-		default:
-			if !headerName(r.Header) {
-				return fmt.Errorf("%s (%s).header: got %q, expected an HTTP header name such as X-Api-Key", name, r.Agent, bounded(r.Header))
-			}
-			if strings.EqualFold(r.Header, "Authorization") {
-				// Allowed, but a bearer token says what it is.
-				if strings.HasPrefix(strings.ToLower(r.Value), "bearer ") {
-					return fmt.Errorf("%s (%s): header Authorization with a Bearer value; write bearer: with the token alone", name, r.Agent)
-				}
-			}
-			if r.Value == "" || !printableOrSpace(r.Value) {
-				return fmt.Errorf("%s (%s).value: empty or holds a control character; expected the header's value", name, r.Agent)
+		if err := checkRemoteCredential(name, r); err != nil {
+			return err
+		}
+		if err := checkOAuthClient(name, r); err != nil {
+			return err
+		}
+		if _, err := r.TLSConfig(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRemoteCredential checks the static credential of entry name: at
+// most one kind, well formed. An entry may have none when it holds TLS
+// settings or OAuth client credentials.
+func checkRemoteCredential(name string, r RemoteCredential) error {
+	hasHeader := r.Header != "" || r.Value != ""
+	other := r.ClientID != "" || r.ClientSecret != "" || r.CAFile != "" || r.CertFile != "" || r.KeyFile != ""
+	switch {
+	case r.Bearer != "" && hasHeader:
+		return fmt.Errorf("%s (%s): both bearer and header are set; expected exactly one kind of credential", name, r.Agent)
+	case r.Bearer == "" && !hasHeader && !other:
+		return fmt.Errorf("%s (%s): no credential; expected bearer, or header with value", name, r.Agent)
+	case r.Bearer == "" && !hasHeader:
+		return nil
+	case r.Bearer != "":
+		if !printable(r.Bearer) {
+			return fmt.Errorf("%s (%s).bearer: holds a space or a control character; expected the token alone", name, r.Agent)
+		}
+	default:
+		if !headerName(r.Header) {
+			return fmt.Errorf("%s (%s).header: got %q, expected an HTTP header name such as X-Api-Key", name, r.Agent, bounded(r.Header))
+		}
+		if strings.EqualFold(r.Header, "Authorization") {
+			// Allowed, but a bearer token says what it is.
+			if strings.HasPrefix(strings.ToLower(r.Value), "bearer ") {
+				return fmt.Errorf("%s (%s): header Authorization with a Bearer value; write bearer: with the token alone", name, r.Agent)
 			}
 		}
+		if r.Value == "" || !printableOrSpace(r.Value) {
+			return fmt.Errorf("%s (%s).value: empty or holds a control character; expected the header's value", name, r.Agent)
+		}
+	}
+	return nil
+}
+
+// checkOAuthClient checks the OAuth 2.0 client credentials of entry name:
+// both or neither, and not beside another Authorization header, since the
+// token it gets goes in that header.
+func checkOAuthClient(name string, r RemoteCredential) error {
+	switch {
+	case r.ClientID == "" && r.ClientSecret == "":
+		return nil
+	case r.ClientID == "":
+		return fmt.Errorf("%s (%s).client_id: empty; expected the OAuth 2.0 client id that goes with client_secret", name, r.Agent)
+	case r.ClientSecret == "":
+		return fmt.Errorf("%s (%s).client_secret: empty; expected the OAuth 2.0 client secret of client_id %q", name, r.Agent, bounded(r.ClientID))
+	case !printable(r.ClientID):
+		return fmt.Errorf("%s (%s).client_id: holds a space or a control character; expected the client id alone", name, r.Agent)
+	case !printable(r.ClientSecret):
+		return fmt.Errorf("%s (%s).client_secret: holds a space or a control character; expected the secret alone", name, r.Agent)
+	case r.Bearer != "" || strings.EqualFold(r.Header, "Authorization"):
+		return fmt.Errorf("%s (%s): client_id with a bearer token (or an Authorization header); expected one or the other: the token the client credentials get goes in the Authorization header", name, r.Agent)
 	}
 	return nil
 }
@@ -171,6 +238,16 @@ func parseRemote(i int, n *yaml.Node) (RemoteCredential, error) {
 			r.Header, err = scalar(field, vn)
 		case "value":
 			r.Value, err = scalar(field, vn)
+		case "client_id":
+			r.ClientID, err = scalar(field, vn)
+		case "client_secret":
+			r.ClientSecret, err = scalar(field, vn)
+		case "ca_file":
+			r.CAFile, err = scalar(field, vn)
+		case "cert_file":
+			r.CertFile, err = scalar(field, vn)
+		case "key_file":
+			r.KeyFile, err = scalar(field, vn)
 		default:
 			// The key is named, its value is not: a misspelt "bearer" holds a secret.
 			return r, fmt.Errorf("line %d: %s: unknown key %q; expected %s", kn.Line, name, kn.Value, remoteFields)
