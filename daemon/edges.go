@@ -71,6 +71,13 @@ func (e edges) handler() (http.Handler, *mcpface.HTTPHandler) {
 	guarded := auth.Guard(e.eng)
 	edgeOpts := a2a.Options{Logger: e.log, BlockingTimeout: e.cfg.A2ABlockingTimeout, HeartbeatInterval: e.cfg.SSEHeartbeat, WriteTimeout: e.cfg.SSEWriteTimeout,
 		CardSecurityRequirements: e.cfg.A2ACardSecurityRequirements, Now: e.now, Notes: e.notes, HTTPS: e.cfg.TLSTerminatedByProxy}
+	// Open's Validate read the key a moment ago; one that fails now (the
+	// file removed since) leaves the cards unsigned, said loudly.
+	if signer, err := e.cfg.CardSigner(); err != nil {
+		e.log.Error("agents' cards are served unsigned", "err", err)
+	} else {
+		edgeOpts.Card.Signer = signer
+	}
 	covenantOpts := covenant.Options{Logger: e.log}
 	if apiOpts.Authorizer != nil {
 		az := apiOpts.Authorizer

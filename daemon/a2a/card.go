@@ -20,6 +20,10 @@ import (
 // clients read supportedInterfaces, v0.3 clients url, preferredTransport,
 // protocolVersion and additionalInterfaces, and each ignores the other's.
 func (e *Edge) card(w http.ResponseWriter, r *http.Request, req request) {
+	if req.rest == JWKSPath {
+		e.jwks(w, r)
+		return
+	}
 	if req.rest != ".well-known/agent-card.json" && req.rest != ".well-known/agent.json" {
 		writeRESTError(w, r, mailbox.Errorf(mailbox.CodeNotFound, "%s: no such route; the agent's card is at %s.well-known/agent-card.json", r.URL.Path, req.baseURL))
 		return
@@ -34,10 +38,8 @@ func (e *Edge) card(w http.ResponseWriter, r *http.Request, req request) {
 		writeRESTError(w, r, err)
 		return
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e.cardFor(reg, req.baseURL)); err != nil {
+	body, err := e.cardBytes(e.cardFor(reg, req.baseURL))
+	if err != nil {
 		writeRESTError(w, r, err)
 		return
 	}
@@ -45,12 +47,20 @@ func (e *Edge) card(w http.ResponseWriter, r *http.Request, req request) {
 	// starts with other tokens or card settings): a client may keep it a
 	// short while (CardMaxAge) and revalidate it (spec 8.6.1) with the
 	// validator of its content or its Last-Modified.
-	sum := sha256.Sum256(buf.Bytes())
+	modified, dated := e.cardModified(reg)
+	serveRevalidatable(w, r, body, modified, dated)
+}
+
+// serveRevalidatable answers a GET or HEAD of a document that changes
+// only with a registration or a start (a card, the keys that sign it):
+// kept CardMaxAge, validated by its content's ETag and its Last-Modified
+// (dated: it has one).
+func serveRevalidatable(w http.ResponseWriter, r *http.Request, body []byte, modified time.Time, dated bool) {
+	sum := sha256.Sum256(body)
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 	h := w.Header()
 	h.Set("ETag", etag)
 	h.Set("Cache-Control", "max-age="+strconv.Itoa(int(CardMaxAge/time.Second)))
-	modified, dated := e.cardModified(reg)
 	if dated {
 		h.Set("Last-Modified", modified.Format(http.TimeFormat))
 	}
@@ -60,7 +70,19 @@ func (e *Edge) card(w http.ResponseWriter, r *http.Request, req request) {
 	}
 	h.Set("Content-Type", wire.ContentTypeJSON)
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
+}
+
+// encodeCard is the JSON of a card as served: a line, HTML characters
+// as they are.
+func encodeCard(card obj) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(card); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // CardMaxAge is how long a client or a cache may keep a card without
@@ -158,18 +180,6 @@ func (e *Edge) cardFor(reg mailbox.RegisteredAgent, base string) obj {
 		"defaultOutputModes": modes(c.DefaultOutputModes),
 		"skills":             skills,
 	}
-	if e.opts.Authenticate != nil {
-		out["securitySchemes"] = obj{"bearer": obj{
-			// v0.3 (OpenAPI's shape) and v1.0 (the proto's oneof) side by side.
-			"type": "http", "scheme": "bearer", "description": "a Mailroom token (mailroom token new)",
-			"httpAuthSecurityScheme": obj{"scheme": "Bearer", "description": "a Mailroom token (mailroom token new)"},
-		}}
-		out["security"] = []obj{{"bearer": []string{}}}
-		if e.opts.CardSecurityRequirements {
-			// The A2A 1.0 JSON form, which a2a-go v2.3.1's parser refuses
-			// (a2aproject/a2a-go#430): served only when configured.
-			out["securityRequirements"] = []obj{{"schemes": obj{"bearer": obj{"list": []string{}}}}}
-		}
-	}
+	e.declareSecurity(out)
 	return out
 }

@@ -56,6 +56,8 @@ type Options struct {
 	// v2.3.1 cannot parse that form (a2aproject/a2a-go#430) and so cannot
 	// resolve the card at all.
 	CardSecurityRequirements bool
+	// Card says what the cards declare of authentication, and signs them.
+	Card CardOptions
 	// Notes are the dispatcher's notes on deliveries left to the
 	// operator, shown as the status message of the tasks they are about;
 	// nil shows none.

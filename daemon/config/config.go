@@ -86,6 +86,11 @@ type Config struct {
 	// securitySchemes; off by default because a2a-go v2.3.1 cannot parse
 	// that form (a2aproject/a2a-go#430) and so cannot resolve the card.
 	A2ACardSecurityRequirements bool `yaml:"a2a_card_security_requirements"`
+	// CardSigningKeyFile, when set, is the PEM private key (ECDSA P-256,
+	// Ed25519, or RSA of at least 2048 bits) that signs every agent's card
+	// (A2A's AgentCardSignature); its public key is served as a JWKS
+	// beside each card.
+	CardSigningKeyFile string `yaml:"card_signing_key_file"`
 	// BatchMax bounds the items of a batch request and the max of a lease
 	// or drain of several.
 	BatchMax int `yaml:"batch_max"`
@@ -284,6 +289,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("postgres_url: empty, expected a PostgreSQL URL such as postgres://mailroom@db:5432/mailroom (store is postgres)")
 	}
 	if err := checkTLS(c); err != nil {
+		return err
+	}
+	if _, err := c.CardSigner(); err != nil {
 		return err
 	}
 	if _, err := c.PushTLSConfig(); err != nil {

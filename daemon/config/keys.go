@@ -84,6 +84,8 @@ func (c *Config) keyTable() []keyDef {
 		{&size{"max_turns_bytes", &c.MaxTurnsBytes}, "total content size of one task's conversation (bytes, or 512KiB, 1MiB)"},
 		{positive("a2a_blocking_timeout", &c.A2ABlockingTimeout), "a blocking A2A send answers with the task as it stands after this long" + aDuration},
 		{&boolean{"a2a_card_security_requirements", &c.A2ACardSecurityRequirements}, "with tokens, agents' cards also list securityRequirements (A2A 1.0's form, which a2a-go v2.3.1 cannot parse): true or false"},
+		{&text{"card_signing_key_file", &c.CardSigningKeyFile, anyText, "a path to a PEM private key (ECDSA P-256, Ed25519, or RSA of at least 2048 bits), or empty"},
+			"sign every agent's card with this PEM private key; its public key is served at /agents/{agent}/.well-known/jwks.json"},
 		{&count{"batch_max", &c.BatchMax, 1, mailbox.MaxBatch}, "most items in a batch request, and most tasks (results) one lease (drain) takes"},
 		{&text{"push_allow_hosts", &c.PushAllowHosts, func(s string) bool { _, err := webhook.ParseAllow(s); return err == nil },
 			"a comma-separated list of hosts: loopback, a host name, *.domain, an IP address, a CIDR prefix, or *"},

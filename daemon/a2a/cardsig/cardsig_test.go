@@ -96,6 +96,12 @@ func TestSignedCardVerifies(t *testing.T) {
 			if err := cardsig.Verify(signed(t, card, sig), s.JWKS()); err != nil {
 				t.Errorf("Verify of the card as signed: %v", err)
 			}
+			// The same card, however spaced, is signed the same, so that
+			// it is served with the same ETag.
+			again, err := s.Sign(signed(t, card))
+			if err != nil || again.Protected != sig.Protected || again.Signature != sig.Signature {
+				t.Errorf("the same card signed again: %+v %v; want %+v", again, err, sig)
+			}
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/go-jose/go-jose/v4"
 )
@@ -21,11 +23,23 @@ import (
 // 2048 bits until 2030).
 const MinRSABits = 2048
 
-// Signer signs cards with one private key.
+// Signer signs cards with one private key. It is safe for concurrent use.
 type Signer struct {
 	signer jose.Signer
 	public jose.JSONWebKey
+
+	// signed keeps the signature of each card signed lately, by its
+	// canonical form's digest: an ECDSA signature is new every time, and
+	// the same card must be served with the same signature, or its ETag
+	// would change at every read and no client could revalidate it.
+	mu     sync.Mutex
+	signed map[[sha256.Size]byte]Signature
 }
+
+// maxRemembered bounds the signatures a Signer keeps: more cards than a
+// daemon serves, each remembered until the bound is reached and all are
+// forgotten at once.
+const maxRemembered = 4096
 
 // Expected says which keys sign cards, for the errors that refuse others.
 const Expected = "a PEM private key: ECDSA P-256, Ed25519, or RSA of at least 2048 bits (PKCS #8, SEC 1 or PKCS #1)"
@@ -35,15 +49,15 @@ const Expected = "a PEM private key: ECDSA P-256, Ed25519, or RSA of at least 20
 func LoadSigner(name, path string) (*Signer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %q cannot be read (%v), expected %s", name, path, unwrapPath(err), Expected)
+		return nil, fmt.Errorf("%s: got %q, which cannot be read (%v); expected %s", name, path, unwrapPath(err), Expected)
 	}
 	key, err := parsePrivateKey(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %q %v, expected %s", name, path, err, Expected)
+		return nil, fmt.Errorf("%s: got %q, which %v; expected %s", name, path, err, Expected)
 	}
 	s, err := NewSigner(key)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %q %v, expected %s", name, path, err, Expected)
+		return nil, fmt.Errorf("%s: got %q, which %v; expected %s", name, path, err, Expected)
 	}
 	return s, nil
 }
@@ -105,7 +119,7 @@ func NewSigner(key crypto.Signer) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot sign: %v", err)
 	}
-	return &Signer{signer: signer, public: public}, nil
+	return &Signer{signer: signer, public: public, signed: map[[sha256.Size]byte]Signature{}}, nil
 }
 
 // algorithmOf is the one algorithm a public key signs cards with.
@@ -135,12 +149,33 @@ func (s *Signer) JWKS() jose.JSONWebKeySet {
 	return jose.JSONWebKeySet{Keys: []jose.JSONWebKey{s.public}}
 }
 
-// Sign signs the JSON card (its signatures, if any, left out).
+// Sign signs the JSON card (its signatures, if any, left out). The same
+// card, in any spacing or member order, gets the same signature while it
+// is remembered.
 func (s *Signer) Sign(card []byte) (Signature, error) {
 	payload, err := Canonical(card)
 	if err != nil {
 		return Signature{}, err
 	}
+	digest := sha256.Sum256(payload)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sig, ok := s.signed[digest]; ok {
+		return sig, nil
+	}
+	sig, err := s.sign(payload)
+	if err != nil {
+		return Signature{}, err
+	}
+	if len(s.signed) >= maxRemembered {
+		clear(s.signed)
+	}
+	s.signed[digest] = sig
+	return sig, nil
+}
+
+// sign makes a new signature of payload.
+func (s *Signer) sign(payload []byte) (Signature, error) {
 	jws, err := s.signer.Sign(payload)
 	if err != nil {
 		return Signature{}, fmt.Errorf("signing the card: %w", err)

@@ -1,0 +1,16 @@
+package config
+
+import "github.com/mailroom/mailroom/daemon/a2a/cardsig"
+
+// CardSigner is the signer of every agent's card, read from
+// card_signing_key_file; nil when it is not set. A key that does not
+// read, does not parse or cannot sign cards (another curve, RSA under
+// 2048 bits) is refused, naming the key, the file and what was expected:
+// Validate calls it at start, so a daemon does not serve cards no one
+// can verify.
+func (c Config) CardSigner() (*cardsig.Signer, error) {
+	if c.CardSigningKeyFile == "" {
+		return nil, nil
+	}
+	return cardsig.LoadSigner("card_signing_key_file", c.CardSigningKeyFile)
+}

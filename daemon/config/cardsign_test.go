@@ -1,0 +1,61 @@
+package config
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// card_signing_key_file is read at start: a key that signs cards is
+// taken, and anything else refused naming the key, the file and what was
+// expected, so a daemon never serves cards no one can verify.
+func TestCardSigningKeyIsCheckedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, curve elliptic.Curve) string {
+		t.Helper()
+		k, err := ecdsa.GenerateKey(curve, rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good, p384, missing := write("p256.pem", elliptic.P256()), write("p384.pem", elliptic.P384()), filepath.Join(dir, "missing.pem")
+	for _, tt := range []struct {
+		name, file string
+		want       []string
+	}{
+		{"unset", "", nil},
+		{"P-256", good, nil},
+		{"missing", missing, []string{`card_signing_key_file: got "` + missing + `"`, "cannot be read", "expected a PEM private key: ECDSA P-256, Ed25519, or RSA"}},
+		{"P-384", p384, []string{`card_signing_key_file: got "` + p384 + `"`, "ECDSA key on P-384", "expected a PEM private key"}},
+	} {
+		c := base()
+		c.CardSigningKeyFile = tt.file
+		err := c.Validate()
+		if len(tt.want) == 0 {
+			if err != nil {
+				t.Errorf("%s: Validate = %v, want nil", tt.name, err)
+			}
+			continue
+		}
+		for _, w := range tt.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: Validate = %v, want it to contain %q", tt.name, err, w)
+			}
+		}
+	}
+}
