@@ -47,6 +47,8 @@ type edges struct {
 	// expiry is on /metrics, and the MCP face's calls to the daemon's own
 	// API check it.
 	tls *tlsreload.Reloader
+	// cluster is how a follower reaches the leader (store postgres).
+	cluster cluster
 }
 
 // handler is the daemon's whole handler, and its MCP face (nil without
@@ -94,7 +96,7 @@ func (e edges) handler() (http.Handler, *mcpface.HTTPHandler) {
 	mcpHandler := e.mcp(root, apiOpts.Authorizer)
 	var handler http.Handler = root
 	if e.cfg.Store == config.StorePostgres {
-		handler = newForwarder(root, e.eng, e.log, e.stop)
+		handler = newForwarder(root, e.eng, e.log, e.stop, e.cluster)
 	}
 	handler = agentPathsAsIs(handler) // /agents/x//rpc is served, not redirected: agentpaths.go
 	handler = requests.Wrap(handler)  // outermost: a follower's forwarded requests count too

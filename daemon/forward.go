@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -49,6 +51,9 @@ type forwarder struct {
 	// role is eng.Role; a test sets its own.
 	role func() store.Role
 	log  *slog.Logger
+	// cluster is how the leader is reached: the CAs its certificate is
+	// verified with.
+	cluster cluster
 
 	mu      sync.Mutex
 	proxies map[string]*httputil.ReverseProxy
@@ -60,8 +65,8 @@ type forwarder struct {
 	lctx context.Context
 }
 
-func newForwarder(next http.Handler, eng *engine.Engine, log *slog.Logger, stop <-chan struct{}) *forwarder {
-	f := &forwarder{next: next, eng: eng, role: eng.Role, log: log, proxies: map[string]*httputil.ReverseProxy{}}
+func newForwarder(next http.Handler, eng *engine.Engine, log *slog.Logger, stop <-chan struct{}, c cluster) *forwarder {
+	f := &forwarder{next: next, eng: eng, role: eng.Role, log: log, cluster: c, proxies: map[string]*httputil.ReverseProxy{}}
 	// Listening before the goroutine starts: no move is missed.
 	sub := eng.ListenRole()
 	go func() {
@@ -181,6 +186,9 @@ func (f *forwarder) proxy(base string) (*httputil.ReverseProxy, error) {
 	// connection to the leader for each rather than Go's default of two.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 256
+	if f.cluster.tls != nil {
+		tr.TLSClientConfig = f.cluster.tls.Clone()
+	}
 	p := &httputil.ReverseProxy{
 		Transport: tr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -202,6 +210,11 @@ func (f *forwarder) proxy(base string) (*httputil.ReverseProxy, error) {
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if refused := leaderRefused(err); refused != "" {
+				f.log.Warn("the leader's certificate cannot be verified: writes are not forwarded to it", "leader", base, "path", r.URL.Path, "err", err)
+				unavailable(w, "the leader at "+base+" presented a certificate this instance cannot verify ("+refused+"); the write was not sent to it: set cluster_ca_file to the CA that issued the instances' certificates")
+				return
+			}
 			// Nothing says whether the leader acted on it: the same as a
 			// daemon that died before answering.
 			f.log.Warn("forwarding a write to the leader failed", "leader", base, "path", r.URL.Path, "err", err)
@@ -210,6 +223,17 @@ func (f *forwarder) proxy(base string) (*httputil.ReverseProxy, error) {
 	}
 	f.proxies[base] = p
 	return p, nil
+}
+
+// leaderRefused is why the leader's certificate was refused when err is
+// that refusal, else "". It happens in the handshake, before the request
+// is written: the write certainly did not reach the leader.
+func leaderRefused(err error) string {
+	var refused *tls.CertificateVerificationError
+	if !errors.As(err, &refused) {
+		return ""
+	}
+	return refused.Err.Error()
 }
 
 // leaderChanged answers 503 for a request this instance did nothing with

@@ -103,7 +103,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	logRemoteCredentials(cfg, logger)
 	stopScan := make(chan struct{})
 	e := edges{cfg: cfg, log: logger, now: o.now, eng: eng, authn: authn, ln: ln, stop: stopScan, notes: notes, tls: certs,
-		metrics: []metrics.Source{eng, st, dispatcher, notifier}, standing: standingOf(st, cfg.Store)}
+		metrics: []metrics.Source{eng, st, dispatcher, notifier}, standing: standingOf(st, cfg.Store), cluster: clusterOf(cfg, logger)}
 	handler, mcpHandler := e.handler()
 	d := &Daemon{cfg: cfg, log: logger, engine: eng, ln: ln, ticks: o.tickSource(), stopScan: stopScan, fresh: map[net.Conn]struct{}{}, dispatcher: dispatcher, mcp: mcpHandler, notifier: notifier,
 		srv: newServer(handler, logger, certs), tls: certs, certPoll: o.certPoll}

@@ -160,6 +160,11 @@ type Config struct {
 	// tokens, and writes https URLs (its cards, its advertise_url). See
 	// docs/security.md for what it assumes of the proxy.
 	TLSTerminatedByProxy bool `yaml:"tls_terminated_by_proxy"`
+	// ClusterCAFile is the PEM bundle of the CAs a follower verifies the
+	// leader's certificate with when it forwards writes to an https
+	// advertise_url (the instances' own CA, most often private); empty:
+	// the system's CAs.
+	ClusterCAFile string `yaml:"cluster_ca_file"`
 	// Remotes are the credentials the daemon calls remote agents with,
 	// keyed by agent id. Like tokens, they are set in the file only and
 	// never shown.
@@ -292,6 +297,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if _, err := c.CardSigner(); err != nil {
+		return err
+	}
+	if err := checkCluster(c); err != nil {
 		return err
 	}
 	if _, err := c.PushTLSConfig(); err != nil {

@@ -120,6 +120,8 @@ func (c *Config) keyTable() []keyDef {
 		{&text{"tls_key_file", &c.TLSKeyFile, anyText, "a path to a PEM file holding the private key of tls_cert_file, or empty"},
 			"the PEM private key of tls_cert_file"},
 		{&boolean{"tls_terminated_by_proxy", &c.TLSTerminatedByProxy}, "a proxy in front of the daemon ends TLS: listen beyond loopback in plain HTTP with tokens, and write https URLs: true or false"},
+		{&text{"cluster_ca_file", &c.ClusterCAFile, anyText, "a path to a PEM file holding the CA certificates that issued the instances' certificates, or empty"},
+			"with store postgres: the CAs a follower verifies the leader's certificate with when it forwards writes over https (default: the system's)"},
 		{v: fileList("remotes")},
 	}
 }

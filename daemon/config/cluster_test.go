@@ -1,0 +1,60 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mailroom/mailroom/internal/testpki"
+)
+
+// TestClusterCAFileIsCheckedAtStart: cluster_ca_file must read and hold
+// certificates; a refusal names the key, the path and what was expected,
+// and an empty key is the system's CAs.
+func TestClusterCAFileIsCheckedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "cluster CA")
+	good := ca.WriteFile(t, dir, "ca.crt")
+	_, key := ca.Issue(t, testpki.Options{}).WriteFiles(t, dir, "server")
+	garbage := filepath.Join(dir, "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not PEM at all\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.crt")
+	tests := []struct {
+		name, file string
+		want       []string // in the error; none: accepted
+	}{
+		{"empty", "", nil},
+		{"a CA", good, nil},
+		{"missing", missing, []string{`cluster_ca_file: got "` + missing + `"`, "cannot read it", "no such file", "expected a PEM file"}},
+		{"not PEM", garbage, []string{`cluster_ca_file: got "` + garbage + `"`, "no PEM CERTIFICATE block"}},
+		{"a key", key, []string{`cluster_ca_file: got "` + key + `"`, "PEM block 1 (PRIVATE KEY) is not a certificate"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultFor(func(string) string { return "" })
+			c.DataDir = dir
+			c.ClusterCAFile = tt.file
+			err := c.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate = %v, want it accepted", err)
+				}
+				if tls, _ := c.ClusterTLS(); (tls == nil) != (tt.file == "") {
+					t.Errorf("ClusterTLS = %v for %q, want nil only without the key", tls, tt.file)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate accepted cluster_ca_file %q", tt.file)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate = %q, want it to say %q", err, w)
+				}
+			}
+		})
+	}
+}
