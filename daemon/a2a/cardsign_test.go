@@ -144,12 +144,15 @@ func TestSignedCardVerifiesIndependently(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ := base64.RawURLEncoding.DecodeString(sc.signature)
+	if len(raw) != 64 {
+		t.Fatalf("an ES256 signature of %d bytes, want 64 (r||s)", len(raw))
+	}
 	der, err := asn1.Marshal(struct{ R, S *big.Int }{new(big.Int).SetBytes(raw[:32]), new(big.Int).SetBytes(raw[32:])})
-	if err != nil || len(raw) != 64 {
-		t.Fatalf("an ES256 signature of %d bytes: %v", len(raw), err)
+	if err != nil {
+		t.Fatal(err)
 	}
 	files := map[string][]byte{"pub.pem": pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), "sig.der": der,
-		"input": []byte(sc.protected + "." + base64.RawURLEncoding.EncodeToString(sc.payload)),
+		"input":    []byte(sc.protected + "." + base64.RawURLEncoding.EncodeToString(sc.payload)),
 		"tampered": []byte(sc.protected + "." + base64.RawURLEncoding.EncodeToString(tampered))}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
