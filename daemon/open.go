@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -98,8 +99,10 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	// The dispatcher's notes on deliveries left to the operator, which
 	// the edge shows their A2A callers.
 	notes := &wire.DeliveryNotes{}
-	dispatcher := outbound.New(eng, eng.Remote(), outboundOptions(cfg, logger, hooks, notes, o.outbound))
-	notifier := notify.New(eng, eng.Push(), notifierOptions(cfg, logger, hooks, o.notify))
+	dispatcher, notifier, err := openWorkers(eng, cfg, logger, hooks, notes, o)
+	if err != nil {
+		return nil, err
+	}
 	logRemoteCredentials(cfg, logger)
 	stopScan := make(chan struct{})
 	e := edges{cfg: cfg, log: logger, now: o.now, eng: eng, authn: authn, ln: ln, stop: stopScan, notes: notes, tls: certs,
@@ -189,34 +192,62 @@ func openEngine(st store.Store, cfg config.Config, logger *slog.Logger, now func
 	})
 }
 
+// openWorkers makes the dispatcher and the notifier with their options.
+func openWorkers(eng *engine.Engine, cfg config.Config, logger *slog.Logger, hooks *webhook.Policy, notes *wire.DeliveryNotes, o options) (*outbound.Dispatcher, *notify.Notifier, error) {
+	out, err := outboundOptions(cfg, logger, hooks, notes, o.outbound)
+	if err != nil {
+		return nil, nil, err
+	}
+	push, err := notifierOptions(cfg, logger, hooks, o.notify)
+	if err != nil {
+		return nil, nil, err
+	}
+	return outbound.New(eng, eng.Remote(), out), notify.New(eng, eng.Push(), push), nil
+}
+
 // outboundOptions are the dispatcher's options: the remotes' credentials
-// from cfg, then what the caller changes.
-func outboundOptions(cfg config.Config, logger *slog.Logger, hooks *webhook.Policy, notes *wire.DeliveryNotes, change func(*outbound.Options)) outbound.Options {
-	o := outbound.Options{Logger: logger, Auth: map[string]remote.Auth{}, ResendMax: cfg.RemoteResendMax, Notes: notes,
+// and TLS from cfg, then what the caller changes.
+func outboundOptions(cfg config.Config, logger *slog.Logger, hooks *webhook.Policy, notes *wire.DeliveryNotes, change func(*outbound.Options)) (outbound.Options, error) {
+	o := outbound.Options{Logger: logger, Auth: map[string]remote.Auth{}, TLS: map[string]*tls.Config{}, OAuth: map[string]outbound.OAuthClient{},
+		ResendMax: cfg.RemoteResendMax, Notes: notes,
 		CheckURL: func(u *url.URL) error {
 			return hooks.CheckSelf("remote.url", u, "a remote agent", "the daemon would deliver the agent's tasks to itself")
 		}}
 	if cfg.RemoteResendMax == 0 {
 		o.ResendMax = -1 // 0 in the configuration: never sent again
 	}
-	for _, r := range cfg.Remotes {
+	for i, r := range cfg.Remotes {
 		o.Auth[r.Agent] = remote.Auth{Bearer: r.Bearer, Header: r.Header, Value: r.Value}
+		tc, err := r.TLSConfig(i)
+		if err != nil {
+			return o, err
+		}
+		if tc != nil {
+			o.TLS[r.Agent] = tc
+		}
+		if r.ClientID != "" {
+			o.OAuth[r.Agent] = outbound.OAuthClient{ID: r.ClientID, Secret: r.ClientSecret}
+		}
 	}
 	if change != nil {
 		change(&o)
 	}
-	return o
+	return o, nil
 }
 
-// notifierOptions are the notifier's options: its attempts and the
-// outbox's bounds from cfg, then what the caller changes.
-func notifierOptions(cfg config.Config, logger *slog.Logger, hooks *webhook.Policy, change func(*notify.Options)) notify.Options {
-	o := notify.Options{Logger: logger, Policy: hooks, MaxAttempts: cfg.PushMaxAttempts, RetryMax: cfg.PushRetryMax,
+// notifierOptions are the notifier's options: its attempts, the outbox's
+// bounds and the receivers' TLS from cfg, then what the caller changes.
+func notifierOptions(cfg config.Config, logger *slog.Logger, hooks *webhook.Policy, change func(*notify.Options)) (notify.Options, error) {
+	tc, err := cfg.PushTLSConfig()
+	if err != nil {
+		return notify.Options{}, err
+	}
+	o := notify.Options{Logger: logger, Policy: hooks, MaxAttempts: cfg.PushMaxAttempts, RetryMax: cfg.PushRetryMax, TLS: tc,
 		Bounds: &mailbox.OutboxBounds{PerReceiver: cfg.PushOutboxPerReceiver, Total: cfg.PushOutboxMax, DeadRetention: cfg.PushDeadRetention}}
 	if change != nil {
 		change(&o)
 	}
-	return o
+	return o, nil
 }
 
 // mailboxStore is what the daemon needs of a store: the engine's contract

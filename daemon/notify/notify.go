@@ -18,6 +18,7 @@ package notify
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -46,8 +47,13 @@ type Options struct {
 	// any URL the log holds.
 	Policy *webhook.Policy
 	// HTTPClient posts the notifications; nil is a client of the
-	// notifier's own that follows no redirect.
+	// notifier's own that follows no redirect and speaks TLS as TLS says.
 	HTTPClient *http.Client
+	// TLS is what the notifier's own client verifies receivers with over
+	// https, and the client certificate it shows one that asks (config's
+	// push_ca_file, push_cert_file, push_key_file); nil is the system's
+	// CAs and no certificate. Unused with HTTPClient.
+	TLS *tls.Config
 	// Timeout bounds one POST (10s).
 	Timeout time.Duration
 	// RetryMin and RetryMax bound the backoff between attempts (1s, 5m).
@@ -97,7 +103,11 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		// Its own transport: one with a CA file or a client certificate
+		// must not change what other clients of the process trust.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = o.TLS
+		o.HTTPClient = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	return o
 }

@@ -18,6 +18,7 @@ package outbound
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -42,6 +43,15 @@ type Options struct {
 	Logger *slog.Logger
 	// Auth holds the credentials of each remote agent, by agent id.
 	Auth map[string]a2aremote.Auth
+	// TLS is the TLS each remote agent is called with, by agent id (its
+	// CA, its client certificate): a transport of its own. An agent
+	// without one is called with HTTPClient as it is.
+	TLS map[string]*tls.Config
+	// OAuth holds the OAuth 2.0 client credentials of remote agents, by
+	// agent id: when the agent's card declares a clientCredentials flow,
+	// every call carries a token got from its token URL, kept until it
+	// expires.
+	OAuth map[string]OAuthClient
 	// Notes is where the dispatcher tells the A2A callers of a task
 	// why its delivery is left to the operator (the edge shows them);
 	// nil keeps none.
@@ -149,6 +159,9 @@ type Dispatcher struct {
 	leading  bool
 	ledSince time.Time
 	remotes  map[string]*remote
+	// clients are the remote agents' ways out, made once each
+	// (transport.go).
+	clients map[string]*remoteClient
 
 	stats *stats
 	// side are the goroutines that pass a cancel on outside a delivery,
@@ -161,7 +174,7 @@ type Dispatcher struct {
 // listing ask it for their status.
 func New(m Mailbox, rs Remotes, o Options) *Dispatcher {
 	o = o.withDefaults()
-	d := &Dispatcher{mailbox: m, remote: rs, o: o, log: o.Logger, remotes: map[string]*remote{}, stats: newStats(),
+	d := &Dispatcher{mailbox: m, remote: rs, o: o, log: o.Logger, remotes: map[string]*remote{}, clients: map[string]*remoteClient{}, stats: newStats(),
 		retries: retry.Backoff{Min: o.RetryMin, Max: o.RetryMax}, polls: retry.Backoff{Min: o.PollMin, Max: o.PollMax}}
 	rs.SetStatus(d.Status)
 	return d

@@ -236,8 +236,12 @@ func (r *remote) resolve(ctx context.Context) bool {
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.d.o.CallTimeout)
-	client, card, err := a2aremote.Resolve(cctx, r.d.o.HTTPClient, a2aremote.Spec{URL: spec.URL, Binding: spec.Binding}, r.d.o.Auth[r.agent])
+	out := r.d.clientFor(r.agent)
+	client, card, err := a2aremote.Resolve(cctx, out.hc, a2aremote.Spec{URL: spec.URL, Binding: spec.Binding}, r.d.o.Auth[r.agent])
 	cancel()
+	if err == nil {
+		out.resolved(card)
+	}
 	if err == nil && r.d.o.CheckURL != nil {
 		// Nor may the remote's card send the daemon to itself.
 		if u, perr := url.Parse(card.Endpoint); perr == nil {
@@ -263,6 +267,10 @@ func (r *remote) resolve(ctx context.Context) bool {
 	r.answered()
 	if first {
 		r.d.log.Info("remote agent resolved", "agent", r.agent, "binding", card.Binding, "endpoint", card.Endpoint, "streaming", card.Streaming, "name", card.Name)
+		if _, ok := r.d.o.OAuth[r.agent]; card.OAuth != nil && !ok {
+			r.d.log.Warn("the remote's card declares OAuth 2.0 client credentials and the agent's remotes entry has no client_id and client_secret: it is called without a token",
+				"agent", r.agent, "token_url", card.OAuth.TokenURL)
+		}
 	}
 	r.syncCard(ctx, spec, card)
 	return true

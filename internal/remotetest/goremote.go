@@ -2,6 +2,7 @@ package remotetest
 
 import (
 	"context"
+	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -230,19 +231,31 @@ type GoRemote struct {
 	mu    sync.Mutex
 	exec  *GoExecutor
 	auths []string
+	peers []string
 }
 
 // StartGoRemote starts a remote whose card is named name; chunks are its
 // streamed artifact's chunks ("one", "two", "three" when none are given).
 func StartGoRemote(t testing.TB, name string, streaming bool, chunks ...string) *GoRemote {
 	t.Helper()
+	return StartGoRemoteTLS(t, name, streaming, nil, chunks...)
+}
+
+// StartGoRemoteTLS is StartGoRemote serving HTTPS with cfg (its
+// certificate, and ClientAuth with ClientCAs for a remote that asks for
+// client certificates), its card's URL https; nil cfg serves plain HTTP.
+func StartGoRemoteTLS(t testing.TB, name string, streaming bool, cfg *tls.Config, chunks ...string) *GoRemote {
+	t.Helper()
 	if len(chunks) == 0 {
 		chunks = []string{"one", "two", "three"}
 	}
 	g := &GoRemote{Name: name, chunks: chunks}
-	g.Srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g.Srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.mu.Lock()
 		g.auths = append(g.auths, r.Header.Get("Authorization")+"|"+r.Header.Get("X-Api-Key"))
+		if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+			g.peers = append(g.peers, r.TLS.PeerCertificates[0].Subject.CommonName)
+		}
 		g.mu.Unlock()
 		if g.Down.Load() {
 			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
@@ -250,9 +263,24 @@ func StartGoRemote(t testing.TB, name string, streaming bool, chunks ...string) 
 		}
 		(*g.handler.Load()).ServeHTTP(w, r)
 	}))
+	if cfg != nil {
+		g.Srv.TLS = cfg
+		g.Srv.EnableHTTP2 = true
+		g.Srv.StartTLS()
+	} else {
+		g.Srv.Start()
+	}
 	t.Cleanup(g.Srv.Close)
 	g.Restart(streaming)
 	return g
+}
+
+// Peers are the common names of the client certificates requests came
+// with, one per request that had one.
+func (g *GoRemote) Peers() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.peers)
 }
 
 // Executor is the executor of the server as it runs now.

@@ -87,6 +87,9 @@ type Card struct {
 	Endpoint string `json:"endpoint"`
 	// CardURL is where the card was read ("" when none was).
 	CardURL string `json:"card_url,omitempty"`
+	// OAuth is the OAuth 2.0 client credentials flow the card declares
+	// (oauth.go), nil when it declares none.
+	OAuth *OAuthFlow `json:"oauth,omitempty"`
 }
 
 // cardWire is both generations' card, as far as this client reads it.
@@ -112,6 +115,8 @@ type cardWire struct {
 		URL       string `json:"url"`
 		Transport string `json:"transport"`
 	} `json:"additionalInterfaces"`
+	// Both generations: how to authenticate (oauth.go).
+	cardSecurity
 }
 
 // cardInterface is one way in that a card offers.
@@ -299,7 +304,7 @@ func Resolve(ctx context.Context, hc *http.Client, spec Spec, auth Auth) (*Clien
 		}
 	}
 	card := Card{Name: cw.Name, Description: cw.Description, Version: cw.Version, Skills: cw.Skills,
-		Streaming: cw.Capabilities.Streaming, CardURL: cardURL}
+		Streaming: cw.Capabilities.Streaming, CardURL: cardURL, OAuth: cw.clientCredentials()}
 	if card.Skills == nil {
 		card.Skills = []Skill{}
 	}

@@ -370,6 +370,9 @@ func (c *Client) do(ctx context.Context, op, method, u string, body []byte, stre
 		if errors.As(err, &ue) {
 			msg = ue.Op + " " + redactURL(ue.URL) + ": " + ue.Err.Error()
 		}
+		if remedy := tlsRemedy(err); remedy != "" {
+			msg += " (" + remedy + ")"
+		}
 		return nil, &Error{Kind: Transport, Op: op, Message: c.auth.scrub(msg), cause: err}
 	}
 	return resp, nil

@@ -1,6 +1,8 @@
 package remote
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"net/http"
@@ -125,18 +127,49 @@ func Retryable(err error) bool {
 	return errors.As(err, &re) && re.Retryable()
 }
 
+// ErrNotSent is matched (errors.Is) by the error of a request that was
+// never sent: a transport that could not get the OAuth token it goes
+// with, say.
+var ErrNotSent = errors.New("the request was not sent")
+
 // MayHaveReceived reports whether a failed call may have reached
-// the remote and been acted on: anything but a connection never made, or
-// an answer saying the request was not taken (503, 429). A timeout, a
-// connection broken before the answer, or a remote failing with a 5xx may
-// all follow work the remote started.
+// the remote and been acted on: anything but a connection never made, a
+// TLS handshake either side refused (the request is never read), a
+// request never sent (ErrNotSent), or an answer saying the request was
+// not taken (503, 429). A timeout, a connection broken before the answer,
+// or a remote failing with a 5xx may all follow work the remote started.
 func MayHaveReceived(err error) bool {
 	var re *Error
 	if errors.As(err, &re) && (re.HTTPStatus == http.StatusServiceUnavailable || re.HTTPStatus == http.StatusTooManyRequests) {
 		return false
 	}
+	if errors.Is(err, ErrNotSent) || handshakeRefused(err) {
+		return false
+	}
 	var op *net.OpError
 	return !errors.As(err, &op) || op.Op != "dial"
+}
+
+// handshakeRefused reports a TLS handshake that failed: this side refused
+// the remote's certificate, or the remote ended the handshake with an
+// alert (crypto/tls returns it as a *net.OpError "remote error"; over TLS
+// 1.3 a refused client certificate arrives after the request was written,
+// but the remote's TLS refused it before anything read it).
+func handshakeRefused(err error) bool {
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.HostnameError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.CertificateInvalidError](err); ok {
+		return true
+	}
+	op, ok := errors.AsType[*net.OpError](err)
+	return ok && op.Op == "remote error" && op.Err != nil && strings.HasPrefix(op.Err.Error(), "tls: ")
 }
 
 // excerptMax bounds how much of a remote's answer an error quotes.
