@@ -54,11 +54,11 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	authn, err := auth.New(cfg.Tokens)
+	certs, err := openTLS(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
-	certs, err := openTLS(cfg, logger)
+	authn, err := auth.New(cfg.Tokens, authOptions(cfg, logger, certs)...)
 	if err != nil {
 		return nil, err
 	}

@@ -8,11 +8,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mailroom/mailroom/mailbox"
 )
@@ -33,13 +36,17 @@ const (
 	CapAdmin    = "a2a.admin"
 )
 
-// Token is one configured token: who it speaks for and what it may do.
-// Exactly one of Token (the secret itself, for quick local setups) and
-// SHA256 (its hex hash, what `mailroom token new` prints) is set.
+// Token is one configured access entry: who it speaks for and what it may
+// do. Exactly one of Token (the secret itself, for quick local setups),
+// SHA256 (its hex hash, what `mailroom token new` prints), or, for a
+// client certificate, SPIFFEID, DNS or CN (cert.go) is set.
 type Token struct {
 	Principal string   `yaml:"principal"`
 	Token     string   `yaml:"token,omitempty"`
 	SHA256    string   `yaml:"sha256,omitempty"`
+	SPIFFEID  string   `yaml:"spiffe_id,omitempty"`
+	DNS       string   `yaml:"dns,omitempty"`
+	CN        string   `yaml:"cn,omitempty"`
 	Caps      []string `yaml:"caps"`
 	Revoked   bool     `yaml:"revoked,omitempty"`
 }
@@ -88,19 +95,58 @@ type entry struct {
 	revoked bool
 }
 
-// Authenticator checks bearer tokens against the configured set.
+// Authenticator checks bearer tokens and client certificates against the
+// configured set.
 type Authenticator struct {
 	entries []entry
+	// certs are the entries naming a client certificate (cert.go).
+	certs   []certEntry
+	revoked revocations
+	// revokedList is WithRevoked's, parsed by New into revoked.
+	revokedList []RevokedCertificate
+	// clientCAs is the pool a client certificate must chain to, asked at
+	// each request because it is reloaded with the served certificate.
+	clientCAs func() *x509.CertPool
+	log       *slog.Logger
+	now       func() time.Time
 }
 
-// New validates the configured tokens. field names the config key for
-// messages, e.g. "tokens".
-func New(tokens []Token) (*Authenticator, error) {
-	a := &Authenticator{}
+// Option configures an Authenticator beyond its entries.
+type Option func(*Authenticator)
+
+// WithClientCAs gives the pool client certificates are verified against
+// when the handshake did not verify them (tls_client_auth: request).
+func WithClientCAs(pool func() *x509.CertPool) Option {
+	return func(a *Authenticator) { a.clientCAs = pool }
+}
+
+// WithLogger is told of every refused client certificate: which it was
+// and why, which its 401 cannot say to an operator.
+func WithLogger(l *slog.Logger) Option {
+	return func(a *Authenticator) { a.log = l }
+}
+
+// New validates the configured entries. Their messages name tokens[i],
+// never a secret.
+func New(tokens []Token, opts ...Option) (*Authenticator, error) {
+	a := &Authenticator{log: slog.New(slog.DiscardHandler), now: time.Now}
+	for _, o := range opts {
+		o(a)
+	}
+	var err error
+	if a.revoked, err = parseRevoked(a.revokedList); err != nil {
+		return nil, err
+	}
 	for i, t := range tokens {
 		key := fmt.Sprintf("tokens[%d]", i)
 		if err := mailbox.ValidatePrincipal(key+".principal", t.Principal); err != nil {
 			return nil, fmt.Errorf("%s.principal: got %q, expected a principal such as planner@local or an operator name", key, t.Principal)
+		}
+		if isCertEntry(t) {
+			if err := a.addCert(key, t); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		var e entry
 		switch {
@@ -115,18 +161,13 @@ func New(tokens []Token) (*Authenticator, error) {
 			}
 			copy(e.hash[:], b)
 		default:
-			return nil, fmt.Errorf("%s: expected token or sha256", key)
+			return nil, fmt.Errorf("%s: expected token or sha256, or one of spiffe_id, dns and cn for a client certificate", key)
 		}
-		if len(t.Caps) == 0 {
-			return nil, fmt.Errorf("%s.caps: empty, expected at least one capability", key)
+		id, err := identityOf(key, t)
+		if err != nil {
+			return nil, err
 		}
-		e.id = Identity{Principal: t.Principal, caps: map[string]bool{}}
-		for j, c := range t.Caps {
-			if err := ValidateCap(c); err != nil {
-				return nil, fmt.Errorf("%s.caps[%d]: %v", key, j, err)
-			}
-			e.id.caps[c] = true
-		}
+		e.id = id
 		e.revoked = t.Revoked
 		for _, other := range a.entries {
 			if other.hash == e.hash {
@@ -138,9 +179,26 @@ func New(tokens []Token) (*Authenticator, error) {
 	return a, nil
 }
 
-// Enabled reports whether any token is configured; without tokens the
-// daemon serves loopback only and does not authenticate.
-func (a *Authenticator) Enabled() bool { return a != nil && len(a.entries) > 0 }
+// identityOf is an entry's principal and capabilities, checked.
+func identityOf(key string, t Token) (Identity, error) {
+	if len(t.Caps) == 0 {
+		return Identity{}, fmt.Errorf("%s.caps: empty, expected at least one capability", key)
+	}
+	id := Identity{Principal: t.Principal, caps: map[string]bool{}}
+	for j, c := range t.Caps {
+		if err := ValidateCap(c); err != nil {
+			return Identity{}, fmt.Errorf("%s.caps[%d]: %v", key, j, err)
+		}
+		id.caps[c] = true
+	}
+	return id, nil
+}
+
+// Enabled reports whether any token or client certificate is configured;
+// without one the daemon serves loopback only and does not authenticate.
+func (a *Authenticator) Enabled() bool {
+	return a != nil && (len(a.entries) > 0 || len(a.certs) > 0)
+}
 
 // Challenge is the WWW-Authenticate header of a 401 (RFC 6750, section
 // 3): the Bearer scheme and the daemon's realm, and error="invalid_token"

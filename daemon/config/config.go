@@ -160,11 +160,25 @@ type Config struct {
 	// tokens, and writes https URLs (its cards, its advertise_url). See
 	// docs/security.md for what it assumes of the proxy.
 	TLSTerminatedByProxy bool `yaml:"tls_terminated_by_proxy"`
+	// TLSClientCAFile and TLSClientAuth ask clients for certificates of
+	// these CAs ("request" or "require"; "" or "none": not asked), which
+	// tokens entries map to principals (client_auth.go).
+	TLSClientCAFile string `yaml:"tls_client_ca_file"`
+	TLSClientAuth   string `yaml:"tls_client_auth"`
+	// RevokedCertificates are client certificates refused although their
+	// CA signed them. Set in the file only, beside tokens.
+	RevokedCertificates []auth.RevokedCertificate `yaml:"revoked_certificates"`
 	// ClusterCAFile is the PEM bundle of the CAs a follower verifies the
 	// leader's certificate with when it forwards writes to an https
 	// advertise_url (the instances' own CA, most often private); empty:
 	// the system's CAs.
 	ClusterCAFile string `yaml:"cluster_ca_file"`
+	// ClusterSecretFile holds the secret every instance of one shared
+	// mailbox has (the same file on each): a follower sends it to the
+	// leader with the identity of the caller whose write it forwards,
+	// instead of the caller's token. The secret itself is never in the
+	// configuration, a flag or a log.
+	ClusterSecretFile string `yaml:"cluster_secret_file"`
 	// Remotes are the credentials the daemon calls remote agents with,
 	// keyed by agent id. Like tokens, they are set in the file only and
 	// never shown.
@@ -278,6 +292,8 @@ func (c Config) Validate() error {
 			_, err = auth.New(c.Tokens)
 		} else if name == "remotes" {
 			err = ValidateRemotes(c.Remotes)
+		} else if name == "revoked_certificates" {
+			err = auth.ValidateRevoked(c.RevokedCertificates)
 		} else {
 			// A field is valid when its own text would be accepted by its
 			// flag, so the rules are written once, in keys.go.
@@ -297,6 +313,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if _, err := c.CardSigner(); err != nil {
+		return err
+	}
+	if err := checkClientAuth(c); err != nil {
 		return err
 	}
 	if err := checkCluster(c); err != nil {

@@ -70,6 +70,12 @@ func Parse(base Config, data []byte) (Config, error) {
 			}
 			continue
 		}
+		if name == "revoked_certificates" {
+			if err := parseRevokedNode(&cfg, vn); err != nil {
+				return base, err
+			}
+			continue
+		}
 		if name == "remotes" {
 			if err := parseRemotesNode(&cfg, vn); err != nil {
 				return base, err

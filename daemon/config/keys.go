@@ -120,8 +120,15 @@ func (c *Config) keyTable() []keyDef {
 		{&text{"tls_key_file", &c.TLSKeyFile, anyText, "a path to a PEM file holding the private key of tls_cert_file, or empty"},
 			"the PEM private key of tls_cert_file"},
 		{&boolean{"tls_terminated_by_proxy", &c.TLSTerminatedByProxy}, "a proxy in front of the daemon ends TLS: listen beyond loopback in plain HTTP with tokens, and write https URLs: true or false"},
+		{&text{"tls_client_ca_file", &c.TLSClientCAFile, anyText, "a path to a PEM file holding the CAs client certificates are issued by, or empty"},
+			"accept client certificates issued by the CAs of this PEM file (with tls_client_auth; reloaded with tls_cert_file)"},
+		{&text{"tls_client_auth", &c.TLSClientAuth, validClientAuth, `one of "none", "request" or "require"`},
+			"ask clients for a certificate of tls_client_ca_file: none, request (a token still does) or require (refused at the handshake without one)"},
+		{v: fileList("revoked_certificates")},
 		{&text{"cluster_ca_file", &c.ClusterCAFile, anyText, "a path to a PEM file holding the CA certificates that issued the instances' certificates, or empty"},
 			"with store postgres: the CAs a follower verifies the leader's certificate with when it forwards writes over https (default: the system's)"},
+		{&text{"cluster_secret_file", &c.ClusterSecretFile, anyText, "a path to a file holding the cluster's secret (at least 32 bytes), the same on every instance, or empty"},
+			"with store postgres: a follower authenticates to the leader with this secret and forwards the caller's identity, never the caller's token"},
 		{v: fileList("remotes")},
 	}
 }
@@ -137,6 +144,8 @@ func Set(cfg *Config, name, value string) error {
 		return errors.New("tokens: set in the config file only")
 	case name == "remotes":
 		return errRemotesFileOnly
+	case name == "revoked_certificates":
+		return errors.New("revoked_certificates: set in the config file only")
 	}
 	return cfg.keys().Set(flagName(name), value)
 }

@@ -67,7 +67,9 @@ const remoteFields = "agent, and bearer or header with value, client_id with cli
 // fileOnly reports whether key holds secrets and is set in the config file
 // only: a secret in argv or the environment ends up in process listings
 // and shell histories.
-func fileOnly(key string) bool { return key == "tokens" || key == "remotes" }
+func fileOnly(key string) bool {
+	return key == "tokens" || key == "remotes" || key == "revoked_certificates"
+}
 
 // ValidateRemotes checks the remotes list: each entry names a valid agent
 // id, once, and holds at most one kind of credential (and something: a

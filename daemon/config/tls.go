@@ -16,7 +16,7 @@ func (c Config) HTTPS() bool { return c.TLS() || c.TLSTerminatedByProxy }
 
 // TLSFiles are the certificate files, named as their keys for messages.
 func (c Config) TLSFiles() tlsreload.Files {
-	return tlsreload.Files{Cert: c.TLSCertFile, Key: c.TLSKeyFile, CertName: "tls_cert_file", KeyName: "tls_key_file"}
+	return c.withClientCA(tlsreload.Files{Cert: c.TLSCertFile, Key: c.TLSKeyFile, CertName: "tls_cert_file", KeyName: "tls_key_file"})
 }
 
 // checkTLS refuses one of the certificate files without the other, and

@@ -16,7 +16,7 @@ import (
 // config errors end up in terminals, logs and bug reports.
 
 // tokenFields are the keys of one tokens entry, as auth.Token's YAML tags.
-const tokenFields = "principal, token, sha256, caps, revoked"
+const tokenFields = "principal, token, sha256, caps, revoked, spiffe_id, dns, cn"
 
 // parseTokensNode reads the tokens list. Errors carry their own line (the
 // entry's, not the key's) because a list spans many lines.
@@ -67,6 +67,12 @@ func parseToken(i int, n *yaml.Node) (auth.Token, error) {
 			t.Token, err = scalar(field, vn)
 		case "sha256":
 			t.SHA256, err = scalar(field, vn)
+		case "spiffe_id":
+			t.SPIFFEID, err = scalar(field, vn)
+		case "dns":
+			t.DNS, err = scalar(field, vn)
+		case "cn":
+			t.CN, err = scalar(field, vn)
 		case "caps":
 			t.Caps, err = scalars(field, vn)
 		case "revoked":

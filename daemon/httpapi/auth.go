@@ -9,7 +9,7 @@ import (
 )
 
 // TokenAuthorizer authenticates every request but /healthz by its bearer
-// token and puts the caller's identity in the request's context. What the
+// token or its client certificate (auth.AuthenticateRequest) and puts the caller's identity in the request's context. What the
 // caller may do is decided by the service's guard (auth.Guard), the one
 // place the policy lives; only /metrics, which is this layer's own route
 // and no mailbox call, is checked here.
@@ -21,7 +21,7 @@ func (t tokenAuthorizer) Authorize(r *http.Request, route string) (context.Conte
 	if route == RouteHealth {
 		return r.Context(), nil
 	}
-	id, err := t.a.Authenticate(r.Header.Get("Authorization"))
+	id, err := t.a.AuthenticateRequest(r)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,17 @@ var suites12 = []uint16{
 // HTTP/2 or HTTP/1.1 by ALPN, the certificate from r at every handshake.
 // Go's servers never renegotiate.
 func (r *Reloader) ServerConfig() *tls.Config {
+	c := r.baseConfig()
+	if r.files.ClientCA != "" {
+		// The CAs a client certificate must chain to change with their
+		// file, and a tls.Config's ClientCAs cannot: each handshake
+		// takes the config made when they were last loaded.
+		c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { return r.withCAs.Load(), nil }
+	}
+	return c
+}
+
+func (r *Reloader) baseConfig() *tls.Config {
 	return &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		CipherSuites:   suites12,

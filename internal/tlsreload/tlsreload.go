@@ -33,6 +33,12 @@ const DefaultInterval = 5 * time.Second
 type Files struct {
 	Cert, Key         string
 	CertName, KeyName string
+	// ClientCA, when set, is a PEM bundle of the CAs whose client
+	// certificates the server asks for (clientca.go), reloaded with the
+	// rest; ClientAuth says how it asks.
+	ClientCA     string
+	ClientCAName string
+	ClientAuth   tls.ClientAuthType
 }
 
 func (f Files) names() (cert, key string) {
@@ -52,11 +58,16 @@ type Reloader struct {
 	files Files
 	log   *slog.Logger
 	cur   atomic.Pointer[tls.Certificate]
+	// clientCAs is the pool of files.ClientCA last loaded whole, and
+	// withCAs the server's TLS asking for certificates of it (nil
+	// without a client CA file).
+	clientCAs atomic.Pointer[x509.CertPool]
+	withCAs   atomic.Pointer[tls.Config]
 
 	// mu makes reloads one at a time (Watch's and a SIGHUP's), and guards
 	// seen: the files as they were at the last look.
 	mu   sync.Mutex
-	seen [2]os.FileInfo
+	seen [3]os.FileInfo
 }
 
 // New loads the files, or says which one is wrong and how. logger (nil:
@@ -71,8 +82,21 @@ func New(files Files, logger *slog.Logger) (*Reloader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.cur.Store(cert)
+	pool, err := LoadClientCAs(files)
+	if err != nil {
+		return nil, err
+	}
+	r.store(cert, pool)
 	return r, nil
+}
+
+// store serves cert, and pool's client CAs when there is a pool.
+func (r *Reloader) store(cert *tls.Certificate, pool *x509.CertPool) {
+	r.cur.Store(cert)
+	if pool != nil {
+		r.clientCAs.Store(pool)
+		r.withCAs.Store(r.clientAuthConfig(pool))
+	}
 }
 
 // Load reads and checks a certificate chain and its key. Its errors name
@@ -148,7 +172,7 @@ func (r *Reloader) reloadIfChanged() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.stat()
-	if same(now[0], r.seen[0]) && same(now[1], r.seen[1]) {
+	if same(now[0], r.seen[0]) && same(now[1], r.seen[1]) && same(now[2], r.seen[2]) {
 		return
 	}
 	// Taken as seen even if the reload fails: a half-written file is
@@ -159,13 +183,19 @@ func (r *Reloader) reloadIfChanged() {
 
 func (r *Reloader) reloadLocked(why string) error {
 	cert, err := Load(r.files)
+	var pool *x509.CertPool
+	if err == nil {
+		// Both or neither: a new certificate with the old CAs (or the
+		// reverse) is a pair nobody wrote.
+		pool, err = LoadClientCAs(r.files)
+	}
 	if err != nil {
 		old := r.cur.Load().Leaf
 		r.log.Error("TLS certificate not reloaded; still serving the one loaded before", "why", why, "err", err,
 			"serial", old.SerialNumber.String(), "not_after", old.NotAfter)
 		return err
 	}
-	r.cur.Store(cert)
+	r.store(cert, pool)
 	r.log.Info("TLS certificate reloaded", append([]any{"why", why}, Describe(cert.Leaf)...)...)
 	return nil
 }
@@ -185,9 +215,12 @@ func Describe(c *x509.Certificate) []any {
 }
 
 // stat is the files as they are now; nil for one that cannot be read.
-func (r *Reloader) stat() [2]os.FileInfo {
-	var out [2]os.FileInfo
-	for i, p := range []string{r.files.Cert, r.files.Key} {
+func (r *Reloader) stat() [3]os.FileInfo {
+	var out [3]os.FileInfo
+	for i, p := range []string{r.files.Cert, r.files.Key, r.files.ClientCA} {
+		if p == "" {
+			continue
+		}
 		if fi, err := os.Stat(p); err == nil {
 			out[i] = fi
 		}
