@@ -109,9 +109,13 @@ func (n *Notifier) post(ctx context.Context, x mailbox.Notification) error {
 	}
 	resp, err := n.o.HTTPClient.Do(req)
 	if err != nil {
+		remedy := tlsRemedy(err)
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
+		}
+		if remedy != "" {
+			return fmt.Errorf("POST %s: %v (%s)", u.Redacted(), err, remedy)
 		}
 		return fmt.Errorf("POST %s: %v", u.Redacted(), err)
 	}
