@@ -2,11 +2,16 @@ package daemon_test
 
 import (
 	"context"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mailroom/mailroom/client"
+	"github.com/mailroom/mailroom/daemon"
+	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
@@ -86,5 +91,103 @@ func waitRoleTLS(t *testing.T, d *daemontest.Daemon, role string) {
 			t.Fatalf("%s never became %s: %+v, %v", d.URL(), role, st, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAFollowerAssertsItsCallerToTheLeader: with cluster_secret_file the
+// follower authenticates its caller itself and asserts the identity to
+// the leader with the cluster's credential, never sending the caller's
+// token: a leader whose access file lacks the caller's token still acts
+// for the caller, and only with the caller's capabilities. A caller the
+// follower refuses is refused in the route's own words; an identity
+// asserted without the credential is not believed; a follower without
+// the secret sends the token as before, which this leader does not know.
+func TestAFollowerAssertsItsCallerToTheLeader(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url, t.Name())
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "cluster CA")
+	caFile := ca.WriteFile(t, dir, "cluster-ca.crt")
+	secretFile := filepath.Join(dir, "cluster-secret")
+	if err := os.WriteFile(secretFile, []byte("kZ3v0pQ8sL1mN5bX7cR2tY9wE4uI6oA0hJ8gF3dS1aQ=\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	operator := auth.Token{Principal: "operator", Token: "operator-token", Caps: []string{auth.CapAdmin}}
+	planner := auth.Token{Principal: "planner@pg", Token: "planner-token", Caps: []string{auth.CapSendPrefix + "worker@pg"}}
+	instance := func(secret string, tokens ...auth.Token) daemontest.Options {
+		return daemontest.Options{TLS: true, CA: ca, Tokens: tokens, Config: func(c *config.Config) {
+			c.Store, c.PostgresURL, c.PostgresSchema = config.StorePostgres, url, schema
+			c.PostgresCampaignInterval = 20 * time.Millisecond
+			c.ClusterCAFile, c.ClusterSecretFile = caFile, secret
+		}}
+	}
+	// The leader knows the operator only; the followers know the planner.
+	leader := daemontest.Start(t, instance(secretFile, operator))
+	waitRoleTLS(t, leader, "leader")
+	follower := daemontest.Start(t, instance(secretFile, planner))
+	waitRoleTLS(t, follower, "follower")
+	unsecret := daemontest.Start(t, instance("", planner))
+	waitRoleTLS(t, unsecret, "follower")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	as := func(d *daemontest.Daemon, token string) *client.Client {
+		c, err := client.New(d.Addr(), client.WithTLS(d.TLSConfig()), client.WithToken(token))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	q, err := as(follower, "planner-token").Send(ctx, mailbox.Task{Sender: "planner@pg", Recipient: "worker@pg", IntentText: "asserted"})
+	if err != nil {
+		t.Fatalf("send as the planner through the follower: %v", err)
+	}
+	view, err := as(leader, "operator-token").Queue(ctx, mailbox.QueueFilter{})
+	if err != nil || len(view.Tasks) != 1 || view.Tasks[0].Task.ID != q.TaskID || view.Tasks[0].Task.Sender != "planner@pg" {
+		t.Fatalf("the leader's queue: %+v, %v; want the planner's task", view.Tasks, err)
+	}
+
+	refusals := []struct {
+		name  string
+		c     *client.Client
+		task  mailbox.Task
+		code  string
+		words string
+	}{
+		{"the planner's capabilities, not more", as(follower, "planner-token"),
+			mailbox.Task{Sender: "planner@pg", Recipient: "other@pg", IntentText: "not allowed"},
+			mailbox.CodeForbidden, "planner@pg may not send tasks to other@pg: needs capability a2a.send.other@pg"},
+		{"an unknown token, refused by the follower", as(follower, "no-such-token"),
+			mailbox.Task{Sender: "planner@pg", Recipient: "worker@pg", IntentText: "unknown"},
+			mailbox.CodeUnauthorized, "Authorization: unknown token"},
+		{"a follower without the secret forwards the token, unknown to the leader", as(unsecret, "planner-token"),
+			mailbox.Task{Sender: "planner@pg", Recipient: "worker@pg", IntentText: "replayed"},
+			mailbox.CodeUnauthorized, "Authorization: unknown token"},
+	}
+	for _, r := range refusals {
+		_, err := r.c.Send(ctx, r.task)
+		if mailbox.ErrorCode(err) != r.code || !strings.Contains(err.Error(), r.words) {
+			t.Errorf("%s: %v, want %s saying %q", r.name, err, r.code, r.words)
+		}
+	}
+
+	// An identity asserted straight to the leader without the cluster's
+	// credential is not believed.
+	body := `{"sender":"operator","recipient":"worker@pg","intent":{"text":"forged"}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, leader.URL()+"/a2a/tasks", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(daemon.HeaderClusterCredential, "not-the-credential")
+	req.Header.Set(daemon.HeaderPrincipal, "operator")
+	req.Header.Set(daemon.HeaderCapabilities, auth.CapAdmin)
+	resp, err := leader.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a forged assertion to the leader: %s, want 401", resp.Status)
+	}
+	if view, err := as(leader, "operator-token").Queue(ctx, mailbox.QueueFilter{}); err != nil || len(view.Tasks) != 1 {
+		t.Errorf("the leader's queue after the refusals: %d tasks, %v; want the planner's one", len(view.Tasks), err)
 	}
 }

@@ -64,7 +64,7 @@ func (e edges) handler() (http.Handler, *mcpface.HTTPHandler) {
 		apiOpts.Metrics = append(apiOpts.Metrics, e.tls) // the certificate's expiry
 	}
 	if e.authn.Enabled() {
-		apiOpts.Authorizer = httpapi.TokenAuthorizer(e.authn)
+		apiOpts.Authorizer = e.cluster.trusting(httpapi.TokenAuthorizer(e.authn)) // cluster.go: a follower asserts its callers
 		e.log.Info("bearer tokens required", "tokens", len(e.cfg.Tokens))
 	} else {
 		// config.Validate has already refused a non-loopback address.
@@ -96,7 +96,7 @@ func (e edges) handler() (http.Handler, *mcpface.HTTPHandler) {
 	mcpHandler := e.mcp(root, apiOpts.Authorizer)
 	var handler http.Handler = root
 	if e.cfg.Store == config.StorePostgres {
-		handler = newForwarder(root, e.eng, e.log, e.stop, e.cluster)
+		handler = newForwarder(root, e.eng, e.log, e.stop, e.cluster.authenticating(apiOpts.Authorizer))
 	}
 	handler = agentPathsAsIs(handler) // /agents/x//rpc is served, not redirected: agentpaths.go
 	handler = requests.Wrap(handler)  // outermost: a follower's forwarded requests count too

@@ -52,7 +52,8 @@ type forwarder struct {
 	role func() store.Role
 	log  *slog.Logger
 	// cluster is how the leader is reached: the CAs its certificate is
-	// verified with.
+	// verified with, and the credential callers' identities are asserted
+	// with.
 	cluster cluster
 
 	mu      sync.Mutex
@@ -157,6 +158,10 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if role.LeaderURL == "" {
 		leaderChanged(w, "no instance leads the shared mailbox right now (an election is under way); retry in a moment")
+		return
+	}
+	if !f.cluster.identify(r) {
+		f.next.ServeHTTP(w, r)
 		return
 	}
 	p, err := f.proxy(role.LeaderURL)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -12,14 +13,18 @@ import (
 
 // The hop between instances of one shared mailbox (store postgres): a
 // follower forwards writes to the leader at its advertise_url, and over
-// https verifies the leader's certificate with cluster_ca_file's CAs. The
-// file is read at start, so a wrong one refuses the start rather than
+// https verifies the leader's certificate with cluster_ca_file's CAs; it
+// authenticates to the leader with cluster_secret_file's secret. The
+// files are read at start, so a wrong one refuses the start rather than
 // every forwarded write.
 
 // checkCluster reads the cluster's files, refusing one that cannot be
 // used, naming its key, the path and what was expected.
 func checkCluster(c Config) error {
-	_, err := c.ClusterTLS()
+	if _, err := c.ClusterTLS(); err != nil {
+		return err
+	}
+	_, err := c.ClusterSecret()
 	return err
 }
 
@@ -57,4 +62,31 @@ func (c Config) ClusterTLS() (*tls.Config, error) {
 		return nil, fmt.Errorf("cluster_ca_file: got %q: it holds no PEM CERTIFICATE block; expected %s", c.ClusterCAFile, want)
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// MinClusterSecret is the shortest cluster secret accepted, in bytes:
+// the output of `openssl rand -base64 32` is 44.
+const MinClusterSecret = 32
+
+// ClusterSecret is the secret of cluster_secret_file, without the line
+// end an editor or `openssl rand` leaves, or nil when the key is empty.
+// Its errors name the key and the path, never what the file holds.
+func (c Config) ClusterSecret() ([]byte, error) {
+	if c.ClusterSecretFile == "" {
+		return nil, nil
+	}
+	const want = "a file holding the cluster's secret (at least 32 bytes, such as the output of openssl rand -base64 32), the same file on every instance"
+	raw, err := os.ReadFile(c.ClusterSecretFile)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("cluster_secret_file: got %q: cannot read it (%v); expected %s", c.ClusterSecretFile, err, want)
+	}
+	secret := bytes.TrimRight(raw, "\r\n")
+	if len(secret) < MinClusterSecret {
+		return nil, fmt.Errorf("cluster_secret_file: got %q: it holds %d bytes; expected %s", c.ClusterSecretFile, len(secret), want)
+	}
+	return secret, nil
 }

@@ -58,3 +58,60 @@ func TestClusterCAFileIsCheckedAtStart(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterSecretFileIsCheckedAtStart: cluster_secret_file must read
+// and hold at least MinClusterSecret bytes (its line end not counted); a
+// refusal names the key and the path and never shows what the file
+// holds.
+func TestClusterSecretFileIsCheckedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const secret = "kZ3v0pQ8sL1mN5bX7cR2tY9wE4uI6oA0hJ8gF3dS1aQ="
+	good := write("secret", secret+"\n")
+	short := write("short", "too-short-a-secret\n")
+	missing := filepath.Join(dir, "missing")
+	tests := []struct {
+		name, file string
+		want       []string // in the error; none: accepted
+	}{
+		{"empty", "", nil},
+		{"a secret", good, nil},
+		{"missing", missing, []string{`cluster_secret_file: got "` + missing + `"`, "cannot read it", "no such file", "at least 32 bytes"}},
+		{"short", short, []string{`cluster_secret_file: got "` + short + `"`, "it holds 18 bytes", "at least 32 bytes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultFor(func(string) string { return "" })
+			c.DataDir = dir
+			c.ClusterSecretFile = tt.file
+			err := c.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate = %v, want it accepted", err)
+				}
+				got, _ := c.ClusterSecret()
+				if want := map[bool]string{true: "", false: secret}[tt.file == ""]; string(got) != want {
+					t.Errorf("ClusterSecret = %q, want %q (the line end dropped)", got, want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate accepted cluster_secret_file %q", tt.file)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate = %q, want it to say %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "too-short") {
+				t.Errorf("Validate = %q shows the secret", err)
+			}
+		})
+	}
+}
