@@ -1,6 +1,7 @@
 package outbound_test
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/daemon/config"
+	"github.com/mailroom/mailroom/internal/testpki"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -28,9 +30,9 @@ type tokenEndpoint struct {
 	issued, scopes []string
 }
 
-func startTokenEndpoint(t *testing.T) *tokenEndpoint {
+func startTokenEndpoint(t *testing.T, cfg *tls.Config) *tokenEndpoint {
 	e := &tokenEndpoint{}
-	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	e.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, secret, ok := r.BasicAuth()
 		if !ok {
 			id, secret = r.PostFormValue("client_id"), r.PostFormValue("client_secret")
@@ -53,8 +55,19 @@ func startTokenEndpoint(t *testing.T) *tokenEndpoint {
 		e.mu.Unlock()
 		fmt.Fprintf(w, `{"access_token":%q,"token_type":"Bearer","expires_in":%d}`, tok, life)
 	}))
-	t.Cleanup(e.srv.Close)
+	serve(t, e.srv, cfg)
 	return e
+}
+
+// serve starts srv over TLS with cfg, or plain HTTP when cfg is nil.
+func serve(t *testing.T, srv *httptest.Server, cfg *tls.Config) {
+	if cfg != nil {
+		srv.TLS = cfg
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
 }
 
 func (e *tokenEndpoint) tokens() (issued, scopes []string) {
@@ -72,9 +85,9 @@ type oauthRemote struct {
 	seen []string
 }
 
-func startOAuthRemote(t *testing.T, tokenURL string) *oauthRemote {
+func startOAuthRemote(t *testing.T, tokenURL string, cfg *tls.Config) *oauthRemote {
 	o := &oauthRemote{}
-	o.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	o.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			writeJSON(w, map[string]any{"name": "OAuth Coder", "description": "wants tokens", "version": "1", "url": o.srv.URL + "/",
 				"protocolVersion": "0.3.0", "preferredTransport": "JSONRPC", "capabilities": map[string]any{},
@@ -106,7 +119,7 @@ func startOAuthRemote(t *testing.T, tokenURL string) *oauthRemote {
 		}
 		writeJSON(w, completedTask(req.ID, req.Params.Message.MessageID))
 	}))
-	t.Cleanup(o.srv.Close)
+	serve(t, o.srv, cfg)
 	return o
 }
 
@@ -118,16 +131,24 @@ func (o *oauthRemote) authorizations() []string {
 
 // A remote whose card declares OAuth 2.0 client credentials: every call
 // carries a token from the card's token URL, got with the remotes
-// entry's client_id and client_secret for the scope the card requires;
-// a token is fetched again once it expires and reused until it does.
-// An agent whose secret the endpoint refuses fails visibly, saying so,
-// and the secret is in no log, no listing and no error.
+// entry's client_id and client_secret for the scope the card requires,
+// over the remote's TLS (both served by a private CA, the remotes entry's
+// ca_file); a token is fetched again once it expires and reused until it
+// does. An agent whose secret the endpoint refuses fails visibly, saying
+// so, as does one whose card names a token URL that is not https; the
+// secret is in no log, no listing and no error.
 func TestRemoteWithOAuthClientCredentials(t *testing.T) {
-	e := startTokenEndpoint(t)
-	rem := startOAuthRemote(t, e.srv.URL+"/token")
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "idp CA")
+	caFile := ca.WriteFile(t, dir, "ca.pem")
+	served := &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, testpki.Options{}).TLS}}
+	e := startTokenEndpoint(t, served)
+	rem := startOAuthRemote(t, e.srv.URL+"/token", served)
+	plain := startOAuthRemote(t, "http://idp.example/token", nil)
 	w := start(t,
-		config.RemoteCredential{Agent: "coder@remote", ClientID: "mailroom", ClientSecret: oauthSecret},
-		config.RemoteCredential{Agent: "denied@remote", ClientID: "mailroom", ClientSecret: "wrong-" + oauthSecret})
+		config.RemoteCredential{Agent: "coder@remote", ClientID: "mailroom", ClientSecret: oauthSecret, CAFile: caFile},
+		config.RemoteCredential{Agent: "denied@remote", ClientID: "mailroom", ClientSecret: "wrong-" + oauthSecret, CAFile: caFile},
+		config.RemoteCredential{Agent: "plain@remote", ClientID: "mailroom", ClientSecret: oauthSecret})
 	w.register("coder@remote", rem.srv.URL, 1)
 	for i := range 3 {
 		id := w.send("planner@local", "coder@remote", fmt.Sprintf("task %d", i), false)
@@ -161,6 +182,13 @@ func TestRemoteWithOAuthClientCredentials(t *testing.T) {
 	if n := len(rem.authorizations()); n != len(seen) {
 		t.Fatalf("the remote got %d calls after the refused agent's task %s was sent, want none: without a token nothing is sent", n-len(seen), stuck)
 	}
+	w.register("plain@remote", plain.srv.URL, 1)
+	w.send("planner@local", "plain@remote", "never delivered either", false)
+	w.failingWith("plain@remote", "http://idp.example/token is not https")
+	if n := len(plain.authorizations()); n != 0 {
+		t.Fatalf("the remote whose token URL is refused got %d calls, want none", n)
+	}
+
 	list, err := w.c.Agents(w.ctx)
 	if err != nil {
 		t.Fatal(err)
