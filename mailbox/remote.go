@@ -1,7 +1,9 @@
 package mailbox
 
 import (
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 )
@@ -44,7 +46,21 @@ type RemoteSpec struct {
 	// refused by the decoder (the zero tag), which alone can tell it from
 	// a field left out; the log never holds 0 (it holds the default).
 	Concurrency int `json:"concurrency,omitempty" yaml:"concurrency" zero:"expected 1 to 64 tasks in flight at once; leave the field out for the default, 4"`
+	// RequireSignedCard: the remote's card is verified at every read
+	// against the keys below (CardJWKSURL or CardJWKS, one of them), and
+	// nothing is delivered to it while its card does not verify. The keys
+	// are the operator's: never one the card itself names.
+	RequireSignedCard bool `json:"require_signed_card,omitempty" yaml:"require_signed_card"`
+	// CardJWKSURL is where the keys that sign the remote's cards are
+	// published (a JWKS): https, or http on loopback.
+	CardJWKSURL string `json:"card_jwks_url,omitempty" yaml:"card_jwks_url"`
+	// CardJWKS is the keys themselves, a JWKS ({"keys": [...]}) as JSON
+	// text: public keys only, which may travel in the log.
+	CardJWKS string `json:"card_jwks,omitempty" yaml:"card_jwks"`
 }
+
+// MaxCardJWKSBytes bounds the keys a remote's registration carries.
+const MaxCardJWKSBytes = 16 << 10
 
 // normalizeRemote checks a remote agent's registration and fills in its
 // defaults; field names the registration's remote object.
@@ -85,6 +101,59 @@ func normalizeRemote(field string, r *RemoteSpec) error {
 		r.Concurrency = DefaultRemoteConcurrency
 	case r.Concurrency < 1 || r.Concurrency > MaxRemoteConcurrency:
 		return Invalidf(field+".concurrency", "got %d, expected 1 to %d tasks in flight at once", r.Concurrency, MaxRemoteConcurrency)
+	}
+	return normalizeCardKeys(field, r)
+}
+
+// normalizeCardKeys checks the keys a remote's card is verified with:
+// given with require_signed_card and only then, one place or the other.
+// That the JWKS holds usable keys is checked where they are used (the
+// dispatcher's every read of the card), which shows a failure in the
+// remote's state.
+func normalizeCardKeys(field string, r *RemoteSpec) error {
+	r.CardJWKSURL, r.CardJWKS = strings.TrimSpace(r.CardJWKSURL), strings.TrimSpace(r.CardJWKS)
+	switch {
+	case !r.RequireSignedCard && (r.CardJWKSURL != "" || r.CardJWKS != ""):
+		return Invalidf(field+".require_signed_card", "got false with the card's keys given, expected true: the keys are used only to verify a card that must be signed")
+	case !r.RequireSignedCard:
+		return nil
+	case r.CardJWKSURL == "" && r.CardJWKS == "":
+		return Invalidf(field+".card_jwks_url", "got \"\" and no card_jwks, expected where the keys that sign the remote's card are (a JWKS URL such as https://agent.example.com/.well-known/jwks.json), or card_jwks with the keys themselves")
+	case r.CardJWKSURL != "" && r.CardJWKS != "":
+		return Invalidf(field+".card_jwks", "given beside card_jwks_url, expected one or the other")
+	case r.CardJWKS != "":
+		if len(r.CardJWKS) > MaxCardJWKSBytes {
+			return Invalidf(field+".card_jwks", "got %d bytes, expected a JWKS of at most %d bytes", len(r.CardJWKS), MaxCardJWKSBytes)
+		}
+		var set struct {
+			Keys []map[string]any `json:"keys"`
+		}
+		if err := json.Unmarshal([]byte(r.CardJWKS), &set); err != nil || len(set.Keys) == 0 {
+			return Invalidf(field+".card_jwks", "is not a JWKS with keys, expected {\"keys\": [{\"kty\": ..., \"kid\": ...}]} as JSON text")
+		}
+		return nil
+	}
+	return checkJWKSURL(field+".card_jwks_url", r.CardJWKSURL)
+}
+
+// checkJWKSURL refuses a keys URL that is not https, but on loopback: keys
+// read in clear text from another host could be anyone's.
+func checkJWKSURL(field, u string) error {
+	if len(u) > MaxRemoteURLBytes {
+		return Invalidf(field, "got %d bytes, expected a URL of at most %d bytes", len(u), MaxRemoteURLBytes)
+	}
+	if err := cardChars(field, u, false); err != nil {
+		return err
+	}
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" || p.User != nil {
+		return Invalidf(field, "got %s, expected an absolute https URL without credentials, such as https://agent.example.com/.well-known/jwks.json", quote(u))
+	}
+	switch host := p.Hostname(); {
+	case p.Scheme == "https":
+	case p.Scheme == "http" && (host == "localhost" || net.ParseIP(host).IsLoopback()):
+	default:
+		return Invalidf(field, "got %s, expected https (http only on loopback): keys read in clear text could be anyone's", quote(u))
 	}
 	return nil
 }

@@ -55,6 +55,9 @@ type remote struct {
 	// contextId it is sent, and a list of a context that lacks a task
 	// proves the remote never got it.
 	contextKept atomic.Bool
+	// unverified: the card last read does not verify (require_signed_card,
+	// signedcard.go); the circuit stays open until one does.
+	unverified bool
 }
 
 func newRemote(d *Dispatcher, ra mailbox.RegisteredAgent) *remote {
@@ -237,7 +240,7 @@ func (r *remote) resolve(ctx context.Context) bool {
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.d.o.CallTimeout)
 	out := r.d.clientFor(r.agent)
-	client, card, err := a2aremote.Resolve(cctx, out.hc, a2aremote.Spec{URL: spec.URL, Binding: spec.Binding}, r.d.o.Auth[r.agent])
+	client, card, err := a2aremote.Resolve(cctx, out.hc, a2aremote.SpecOf(spec), r.d.o.Auth[r.agent])
 	cancel()
 	if err == nil {
 		out.resolved(card)
@@ -252,6 +255,9 @@ func (r *remote) resolve(ctx context.Context) bool {
 	}
 	if err != nil {
 		if ctx.Err() == nil {
+			if errors.Is(err, a2aremote.ErrCardNotVerified) {
+				r.cardNotVerified()
+			}
 			r.failed(err)
 			r.d.log.Warn("resolving a remote agent's card failed", "agent", r.agent, "url", spec.URL, "err", err)
 		}
@@ -259,7 +265,7 @@ func (r *remote) resolve(ctx context.Context) bool {
 	}
 	r.mu.Lock()
 	first := r.client == nil
-	r.client, r.rcard = client, card
+	r.client, r.rcard, r.unverified = client, card, false
 	r.mu.Unlock()
 	if first {
 		close(r.ready)
@@ -370,6 +376,11 @@ func (r *remote) waitProbe(ctx context.Context) bool {
 // healthy again, an open circuit closes.
 func (r *remote) answered() {
 	r.mu.Lock()
+	if r.unverified {
+		// Only a card that verifies closes it, not a delivery under way.
+		r.mu.Unlock()
+		return
+	}
 	changed := r.state != mailbox.RemoteHealthy
 	wasOpen := r.state == mailbox.RemoteCircuitOpen
 	r.failures, r.nextProbeMs = 0, 0

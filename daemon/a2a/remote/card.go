@@ -23,6 +23,12 @@ type Spec struct {
 	URL string
 	// Binding is one of mailbox's Binding constants; "" is mailbox.BindingAuto.
 	Binding string
+	// RequireSignedCard has every card read verified against CardJWKS
+	// (a JWKS as JSON text) or the JWKS at CardJWKSURL: one that does not
+	// verify is an error wrapping ErrCardNotVerified (cardverify.go).
+	RequireSignedCard bool
+	CardJWKSURL       string
+	CardJWKS          string
 }
 
 // Auth is the credential sent with every request to a remote: a
@@ -272,7 +278,9 @@ func redactURL(u string) string {
 // card offering none (gRPC only, v0.3 HTTP+JSON) is refused, naming what
 // it offers. A forced binding the card does not list is called at the
 // base URL. The legacy binding needs no card: one is read when the remote
-// serves it (for its name and skills), and calls go to {base}/rpc.
+// serves it (for its name and skills), and calls go to {base}/rpc. With
+// spec.RequireSignedCard the card must be served and verify against the
+// spec's keys, or Resolve fails with an error wrapping ErrCardNotVerified.
 //
 // hc may be nil (http.DefaultClient). Its Timeout, if any, bounds every
 // call, streams included: give one without and bound calls with ctx.
@@ -295,11 +303,16 @@ func Resolve(ctx context.Context, hc *http.Client, spec Spec, auth Auth) (*Clien
 	if c.hc == nil {
 		c.hc = http.DefaultClient
 	}
-	cw, cardURL, err := c.fetchCard(ctx, tries)
+	cw, cardURL, body, err := c.fetchCard(ctx, tries)
 	if err != nil {
 		var re *Error
 		legacyWithoutCard := binding == mailbox.BindingLegacy && errors.As(err, &re) && re.Kind == Refused
-		if !legacyWithoutCard {
+		if !legacyWithoutCard || spec.RequireSignedCard {
+			return nil, Card{}, err
+		}
+	}
+	if spec.RequireSignedCard {
+		if err := c.verifyCard(ctx, spec, cardURL, body); err != nil {
 			return nil, Card{}, err
 		}
 	}
@@ -337,9 +350,10 @@ func Resolve(ctx context.Context, hc *http.Client, spec Spec, auth Auth) (*Clien
 	return r, card, err
 }
 
-// fetchCard reads the first card of tries that exists. A 404 moves on to
-// the next; anything else is the answer.
-func (c *Client) fetchCard(ctx context.Context, tries []string) (cardWire, string, error) {
+// fetchCard reads the first card of tries that exists, and returns it
+// read and as it came. A 404 moves on to the next; anything else is the
+// answer.
+func (c *Client) fetchCard(ctx context.Context, tries []string) (cardWire, string, []byte, error) {
 	var last error
 	for _, u := range tries {
 		body, err := c.get(ctx, "GET card", u)
@@ -349,14 +363,14 @@ func (c *Client) fetchCard(ctx context.Context, tries []string) (cardWire, strin
 				last = err
 				continue
 			}
-			return cardWire{}, u, err
+			return cardWire{}, u, nil, err
 		}
 		var cw cardWire
 		if err := json.Unmarshal(body, &cw); err != nil || !wire.IsObject(body) {
-			return cardWire{}, u, &Error{Kind: Malformed, Op: "GET card",
+			return cardWire{}, u, nil, &Error{Kind: Malformed, Op: "GET card",
 				Message: "the card at " + redactURL(u) + " is not a JSON agent card: " + c.auth.excerpt(body)}
 		}
-		return cw, u, nil
+		return cw, u, body, nil
 	}
-	return cardWire{}, "", last
+	return cardWire{}, "", nil, last
 }
