@@ -80,6 +80,8 @@ func (e edges) handler() (http.Handler, *mcpface.HTTPHandler) {
 	} else {
 		edgeOpts.Card.Signer = signer
 	}
+	// The schemes every card declares are the ones in force.
+	edgeOpts.Card.MutualTLS, edgeOpts.Card.NoBearer = e.cfg.ClientAuth(), !e.cfg.BearerTokens()
 	covenantOpts := covenant.Options{Logger: e.log}
 	if apiOpts.Authorizer != nil {
 		az := apiOpts.Authorizer

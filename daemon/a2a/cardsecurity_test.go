@@ -3,6 +3,7 @@ package a2a_test
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +17,11 @@ import (
 
 	"github.com/mailroom/mailroom/daemon/a2a"
 	"github.com/mailroom/mailroom/daemon/a2a/cardsig"
+	"github.com/mailroom/mailroom/daemon/auth"
+	"github.com/mailroom/mailroom/daemon/config"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/internal/remotetest"
+	"github.com/mailroom/mailroom/internal/testpki"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
@@ -173,4 +178,65 @@ func TestJSSDKReadsSignedCardWithSchemes(t *testing.T) {
 	base := serveCard(t, a2a.Options{Authenticate: letIn,
 		Card: a2a.CardOptions{Signer: signer, MutualTLS: a2a.MutualTLSRequest, OIDCIssuer: "https://issuer.example"}})
 	remotetest.NodeTests(t, node, dir, "cards", "MAILROOM_CARD_BASE="+base, "MAILROOM_CARD_JWKS="+base+a2a.JWKSPath)
+}
+
+// The daemon's cards declare what its configuration puts in force: with
+// tokens and tls_client_auth request, bearer or a client certificate;
+// with certificate entries only and tls_client_auth require, mutual TLS
+// alone.
+func TestDaemonCardDeclaresItsSchemes(t *testing.T) {
+	billing := auth.Token{Principal: "billing", SPIFFEID: "spiffe://example.org/billing", Caps: []string{auth.CapAdmin}}
+	for _, tt := range []struct {
+		name     string
+		mode     string
+		tokens   []auth.Token
+		security []string
+	}{
+		{"tokens and certificates asked for", "request", append([]auth.Token{billing}, edgeTokens...), []string{"bearer", "mtls"}},
+		{"certificates required, no tokens", "require", []auth.Token{billing}, []string{"mtls"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ca := testpki.NewCA(t, "card test CA")
+			caFile := ca.WriteFile(t, t.TempDir(), "ca.crt")
+			d := daemontest.Start(t, daemontest.Options{TLS: true, CA: ca, Tokens: tt.tokens, Config: func(c *config.Config) {
+				c.TLSClientCAFile, c.TLSClientAuth = caFile, tt.mode
+			}})
+			tr := d.Transport()
+			tr.TLSClientConfig.Certificates = []tls.Certificate{ca.Issue(t, testpki.Options{URIs: []string{billing.SPIFFEID}, Client: true}).TLS}
+			hc := &http.Client{Transport: tr}
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, d.URL()+"/a2a/agents/coder@local", strings.NewReader(`{"name":"Coder","description":"writes code"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("registering as billing by its certificate: %s", resp.Status)
+			}
+			resp, err = hc.Get(d.URL() + "/agents/coder@local/.well-known/agent-card.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var card struct {
+				SecuritySchemes map[string]json.RawMessage `json:"securitySchemes"`
+				Security        []map[string][]string      `json:"security"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&card); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, alt := range card.Security {
+				for name := range alt {
+					got = append(got, name)
+				}
+			}
+			if !slices.Equal(got, tt.security) || len(card.SecuritySchemes) != len(tt.security) {
+				t.Errorf("card declares %v with schemes %v; want %v", got, card.SecuritySchemes, tt.security)
+			}
+		})
+	}
 }

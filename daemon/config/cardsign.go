@@ -14,3 +14,15 @@ func (c Config) CardSigner() (*cardsig.Signer, error) {
 	}
 	return cardsig.LoadSigner("card_signing_key_file", c.CardSigningKeyFile)
 }
+
+// BearerTokens reports whether the daemon takes bearer tokens: a tokens
+// entry with a token (or its hash), rather than one that only maps a
+// client certificate. The cards declare the bearer scheme only then.
+func (c Config) BearerTokens() bool {
+	for _, t := range c.Tokens {
+		if t.Token != "" || t.SHA256 != "" {
+			return true
+		}
+	}
+	return false
+}
