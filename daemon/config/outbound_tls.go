@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -15,7 +16,8 @@ import (
 // receivers (push_ca_file, push_cert_file, push_key_file). The files are
 // read at start, and their errors name the key, the path and what was
 // expected; a wrong file refuses the start rather than the first
-// delivery, where the operator is not looking.
+// delivery, where the operator is not looking. A client certificate is
+// read again when its files change.
 
 // clientFiles are the files of one outbound TLS, named as their keys.
 type clientFiles struct {
@@ -64,13 +66,65 @@ func (f clientFiles) load() (*tls.Config, error) {
 	case f.key != "" && f.cert == "":
 		return nil, fmt.Errorf("%s: empty, expected the PEM client certificate of %s %q (set both or neither)", f.certName, f.keyName, f.key)
 	case f.cert != "":
-		pair, err := f.pair()
+		cc, err := f.clientCert()
 		if err != nil {
 			return nil, err
 		}
-		cfg.Certificates = []tls.Certificate{pair}
+		cfg.GetClientCertificate = cc.get
 	}
 	return cfg, nil
+}
+
+// clientCert is a client certificate kept as current as its files:
+// SPIRE rotates an X.509-SVID every hour or so, cert-manager and certbot
+// replace files in place, and the daemon outlives them. A handshake that
+// asks for it (a new connection: they are kept alive, so rarely) looks at
+// the files' size and modification time and reads them again when either
+// changed; a rotation caught half-written, or one that does not parse,
+// keeps the certificate read before, and the next handshake tries again.
+type clientCert struct {
+	f     clientFiles
+	mu    sync.Mutex
+	cert  tls.Certificate
+	stamp [2]fileStamp
+}
+
+// fileStamp is what says a file changed without reading it.
+type fileStamp struct {
+	size int64
+	mod  time.Time
+}
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{size: fi.Size(), mod: fi.ModTime()}
+}
+
+// clientCert reads the files once, so that their mistakes are heard at
+// start.
+func (f clientFiles) clientCert() (*clientCert, error) {
+	stamp := [2]fileStamp{stampOf(f.cert), stampOf(f.key)}
+	pair, err := f.pair()
+	if err != nil {
+		return nil, err
+	}
+	return &clientCert{f: f, cert: pair, stamp: stamp}, nil
+}
+
+// get is tls.Config's GetClientCertificate.
+func (cc *clientCert) get(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if stamp := [2]fileStamp{stampOf(cc.f.cert), stampOf(cc.f.key)}; stamp != cc.stamp {
+		if pair, err := cc.f.pair(); err == nil {
+			cc.cert, cc.stamp = pair, stamp
+		}
+	}
+	cert := cc.cert
+	return &cert, nil
 }
 
 // pool reads the CA file, refusing one without a certificate or with one

@@ -29,7 +29,7 @@ func TestPushTLS(t *testing.T) {
 		t.Fatalf("Validate: %v", err)
 	}
 	cfg, err := c.PushTLSConfig()
-	if err != nil || cfg.RootCAs == nil || len(cfg.Certificates) != 1 {
+	if err != nil || cfg.RootCAs == nil || cfg.GetClientCertificate == nil {
 		t.Fatalf("PushTLSConfig = %v, %v; want roots and a client certificate", cfg, err)
 	}
 	if err := ApplyEnv(&c, func(k string) string {

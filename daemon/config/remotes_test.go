@@ -104,10 +104,10 @@ func TestRemotesTLSAndClientCredentials(t *testing.T) {
 		t.Fatalf("Validate: %v", err)
 	}
 	cfg, err := c.Remotes[0].TLSConfig(0)
-	if err != nil || cfg == nil || cfg.RootCAs == nil || len(cfg.Certificates) != 1 {
+	if err != nil || cfg == nil || cfg.RootCAs == nil || cfg.GetClientCertificate == nil {
 		t.Fatalf("TLSConfig = %v, %v; want the CA as roots and one client certificate", cfg, err)
 	}
-	if cfg, err := c.Remotes[1].TLSConfig(1); err != nil || cfg == nil || len(cfg.Certificates) != 0 {
+	if cfg, err := c.Remotes[1].TLSConfig(1); err != nil || cfg == nil || cfg.GetClientCertificate != nil {
 		t.Fatalf("writer's TLSConfig = %v, %v; want the CA alone", cfg, err)
 	}
 	for _, shown := range []string{fmt.Sprint(c.Remotes), fmt.Sprintf("%+v", c.Remotes), fmt.Sprintf("%#v", c.Remotes)} {

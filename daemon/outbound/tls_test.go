@@ -63,8 +63,9 @@ func TestRemoteOverTLSWithItsCA(t *testing.T) {
 
 // A remote that requires a client certificate: an agent whose remotes
 // entry has cert_file and key_file is delivered to, and the remote sees
-// the daemon's certificate; one without fails visibly, saying the remote
-// asks for a certificate and which keys give one.
+// the daemon's certificate, read again once its files are replaced; one
+// without fails visibly, saying the remote asks for a certificate and
+// which keys give one.
 func TestRemoteRequiringAClientCertificate(t *testing.T) {
 	dir := t.TempDir()
 	ca := testpki.NewCA(t, "remote agents CA")
@@ -82,6 +83,18 @@ func TestRemoteRequiringAClientCertificate(t *testing.T) {
 	}
 	if peers := g.Peers(); len(peers) == 0 || slices.IndexFunc(peers, func(p string) bool { return p != "mailroom-daemon" }) >= 0 {
 		t.Fatalf("the remote saw client certificates %q, want mailroom-daemon's on every request", peers)
+	}
+
+	// SPIRE, cert-manager and certbot replace the files in place: the
+	// next handshake (a new connection) presents the new certificate.
+	ca.Issue(t, testpki.Options{CN: "mailroom-daemon-rotated", Client: true}).WriteFiles(t, dir, "client")
+	g.Srv.CloseClientConnections()
+	id = w.send("planner@local", "coder@remote", "after the rotation", true)
+	if res := w.result("planner@local", id); res.Status != mailbox.StatusOK {
+		t.Fatalf("result after the rotation %+v, want ok", res)
+	}
+	if peers := g.Peers(); peers[len(peers)-1] != "mailroom-daemon-rotated" {
+		t.Fatalf("after the rotation the remote saw %q, want the rotated certificate last", peers)
 	}
 
 	w.register("anonymous@remote", g.Srv.URL, 2)
