@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,5 +58,37 @@ func TestCardSigningKeyIsCheckedAtStart(t *testing.T) {
 				t.Errorf("%s: Validate = %v, want it to contain %q", tt.name, err, w)
 			}
 		}
+	}
+}
+
+// The key docs/security.md says to make (## Signed cards) is one the
+// daemon takes.
+func TestSecurityPageCardKeyRecipe(t *testing.T) {
+	if _, err := exec.LookPath("openssl"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("openssl is not on PATH")
+		}
+		t.Skip("openssl is not on PATH (on CI this fails)")
+	}
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "security.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(page), "## Signed cards")
+	_, block, ok2 := strings.Cut(after, "```sh\n")
+	script, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/security.md has no sh block under ## Signed cards")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-e", "-c", script)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the recipe: %v\n%s", err, out)
+	}
+	c := base()
+	c.CardSigningKeyFile = filepath.Join(dir, "card-signing.pem")
+	if err := c.Validate(); err != nil {
+		t.Errorf("the recipe's key: %v", err)
 	}
 }
