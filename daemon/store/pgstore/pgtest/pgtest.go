@@ -1,5 +1,7 @@
 // Package pgtest gives tests a real PostgreSQL: the URL in
-// MAILROOM_TEST_PG, and a fresh schema per test, dropped when it ends.
+// MAILROOM_TEST_PG, and a fresh schema per test, dropped when it ends; or
+// a server of the test's own that serves TLS with the test's CA
+// (StartTLS, tls.go).
 package pgtest
 
 import (
