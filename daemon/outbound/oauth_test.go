@@ -83,10 +83,13 @@ type oauthRemote struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	seen []string
+	// revoked are tokens it answers 401, as a remote told of a
+	// revocation before the token expires.
+	revoked map[string]bool
 }
 
 func startOAuthRemote(t *testing.T, tokenURL string, cfg *tls.Config) *oauthRemote {
-	o := &oauthRemote{}
+	o := &oauthRemote{revoked: map[string]bool{}}
 	o.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			writeJSON(w, map[string]any{"name": "OAuth Coder", "description": "wants tokens", "version": "1", "url": o.srv.URL + "/",
@@ -100,8 +103,9 @@ func startOAuthRemote(t *testing.T, tokenURL string, cfg *tls.Config) *oauthRemo
 		auth := r.Header.Get("Authorization")
 		o.mu.Lock()
 		o.seen = append(o.seen, auth)
+		revoked := o.revoked[strings.TrimPrefix(auth, "Bearer ")]
 		o.mu.Unlock()
-		if !strings.HasPrefix(auth, "Bearer tok-") {
+		if !strings.HasPrefix(auth, "Bearer tok-") || revoked {
 			http.Error(w, "no token", http.StatusUnauthorized)
 			return
 		}
@@ -134,7 +138,7 @@ func (o *oauthRemote) authorizations() []string {
 // entry's client_id and client_secret for the scope the card requires,
 // over the remote's TLS (both served by a private CA, the remotes entry's
 // ca_file); a token is fetched again once it expires and reused until it
-// does. An agent whose secret the endpoint refuses fails visibly, saying
+// does, or until the remote refuses it. An agent whose secret the endpoint refuses fails visibly, saying
 // so, as does one whose card names a token URL that is not https; the
 // secret is in no log, no listing and no error.
 func TestRemoteWithOAuthClientCredentials(t *testing.T) {
@@ -173,6 +177,23 @@ func TestRemoteWithOAuthClientCredentials(t *testing.T) {
 		if s != "tasks.write" {
 			t.Errorf("a token was asked for scope %q, want the card's requirement tasks.write", s)
 		}
+	}
+
+	// A token the remote refuses before it expires is replaced, and the
+	// call it was refused on made again with the new one.
+	rem.mu.Lock()
+	rem.revoked["tok-2"] = true
+	rem.mu.Unlock()
+	id := w.send("planner@local", "coder@remote", "after a revocation", false)
+	if res := w.result("planner@local", id); res.Status != mailbox.StatusOK {
+		t.Fatalf("result after the revocation %+v, want ok", res)
+	}
+	if issued, _ := e.tokens(); len(issued) != 3 {
+		t.Fatalf("issued %q, want a third token once the remote refused tok-2", issued)
+	}
+	seen = rem.authorizations()
+	if last := seen[len(seen)-1]; last != "Bearer tok-3" {
+		t.Fatalf("the last call carried %q, want Bearer tok-3", last)
 	}
 
 	w.register("denied@remote", rem.srv.URL, 1)

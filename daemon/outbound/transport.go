@@ -93,8 +93,8 @@ func (rc *remoteClient) resolved(card a2aremote.Card) {
 
 // tokenTransport puts a token from the remote's token URL on every
 // request, got with the client credentials and kept until it expires
-// (oauth2's ReuseTokenSource). Until the card is read it adds none: the
-// card says where tokens come from.
+// (oauth2's ReuseTokenSource), or until the remote refuses it. Until the
+// card is read it adds none: the card says where tokens come from.
 type tokenTransport struct {
 	agent       string
 	creds       OAuthClient
@@ -125,6 +125,11 @@ func (t *tokenTransport) use(flow *a2aremote.OAuthFlow) {
 		t.refused = why
 		return
 	}
+	t.src = t.newSource(flow)
+}
+
+// newSource is a source of tokens for flow, with no token yet.
+func (t *tokenTransport) newSource(flow *a2aremote.OAuthFlow) oauth2.TokenSource {
 	cc := clientcredentials.Config{ClientID: t.creds.ID, ClientSecret: t.creds.Secret, TokenURL: flow.TokenURL, Scopes: flow.Scopes}
 	// The token endpoint is called with the remote's TLS, bounded as a
 	// call to the remote is.
@@ -132,7 +137,19 @@ func (t *tokenTransport) use(flow *a2aremote.OAuthFlow) {
 	if hc.Timeout == 0 {
 		hc.Timeout = t.callTimeout
 	}
-	t.src = cc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, &hc))
+	return cc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, &hc))
+}
+
+// renew replaces used, the source whose token the remote refused, with a
+// new one (once: a source another call renewed already is kept), and
+// returns the source to use now.
+func (t *tokenTransport) renew(used oauth2.TokenSource) oauth2.TokenSource {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.src == used && t.flow != nil {
+		t.src = t.newSource(t.flow)
+	}
+	return t.src
 }
 
 func sameFlow(a, b *a2aremote.OAuthFlow) bool {
@@ -186,7 +203,35 @@ func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	out := req.Clone(req.Context())
 	tok.SetAuthHeader(out)
-	return t.transport().RoundTrip(out)
+	resp, err := t.transport().RoundTrip(out)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized || req.Body != nil && req.GetBody == nil {
+		return resp, err
+	}
+	return t.again(req, resp, src, tok)
+}
+
+// again sends req once more with a new token when the remote answered
+// 401 to tok, one it no longer takes (revoked before it expired, its
+// issuer's keys rotated): a 401 means it did nothing. The 401 stands when
+// no new token comes.
+func (t *tokenTransport) again(req *http.Request, refused *http.Response, used oauth2.TokenSource, tok *oauth2.Token) (*http.Response, error) {
+	src := t.renew(used)
+	if src == nil {
+		return refused, nil
+	}
+	fresh, err := src.Token()
+	if err != nil || fresh.AccessToken == tok.AccessToken {
+		return refused, nil
+	}
+	retry := req.Clone(req.Context())
+	if req.GetBody != nil {
+		if retry.Body, err = req.GetBody(); err != nil {
+			return refused, nil
+		}
+	}
+	refused.Body.Close()
+	fresh.SetAuthHeader(retry)
+	return t.transport().RoundTrip(retry)
 }
 
 func (t *tokenTransport) transport() http.RoundTripper {
