@@ -1,6 +1,7 @@
 package notify_test
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
 	"log"
@@ -11,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailroom/mailroom/client"
 	"github.com/mailroom/mailroom/daemon/config"
+	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/notify"
 	"github.com/mailroom/mailroom/internal/testpki"
 	"github.com/mailroom/mailroom/mailbox"
@@ -120,5 +123,50 @@ func TestPushOverTLS(t *testing.T) {
 			}
 			t.Logf("last error: %s", ns[0].LastError)
 		})
+	}
+}
+
+// The daemon posts with push_ca_file, push_cert_file and push_key_file
+// from its config: a task sent with a push config naming a receiver that
+// requires a client certificate from a private CA is notified there.
+func TestDaemonPushesOverTLSWithItsKeys(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "receivers CA")
+	caFile := ca.WriteFile(t, dir, "ca.pem")
+	certFile, keyFile := ca.Issue(t, testpki.Options{CN: "mailroom-daemon", Client: true}).WriteFiles(t, dir, "client")
+	rcv := newTLSReceiver(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, testpki.Options{}).TLS},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()})
+	d := daemontest.Start(t, daemontest.Options{Config: func(c *config.Config) {
+		c.PushCAFile, c.PushCertFile, c.PushKeyFile = caFile, certFile, keyFile
+	}})
+	c, err := client.New(d.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RegisterAgent(t.Context(), "coder@local", mailbox.AgentCard{Name: "Coder"}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"m-tls","parts":[{"kind":"text","text":"hi"}]},` +
+		`"configuration":{"blocking":false,"pushNotificationConfig":{"url":"` + rcv.srv.URL + `/hook","token":"t"}}}}`
+	resp, err := http.Post(d.URL()+"/agents/coder@local/", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for {
+		l, err := c.Deliveries(ctx, false)
+		if err == nil && len(l.Notifications) == 0 && len(rcv.seen()) > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the notification was never delivered: %+v, %v", l, err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if seen := rcv.seen(); seen[0] != "mailroom-daemon" {
+		t.Fatalf("the receiver saw client certificates %q, want mailroom-daemon's", seen)
 	}
 }
