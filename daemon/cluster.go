@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/mailroom/mailroom/daemon/a2a"
@@ -18,6 +19,7 @@ import (
 	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/covenant"
 	"github.com/mailroom/mailroom/daemon/httpapi"
+	"github.com/mailroom/mailroom/mailbox"
 )
 
 // The headers a follower asserts its caller's identity to the leader
@@ -130,7 +132,7 @@ func (c cluster) identify(r *http.Request) bool {
 	id := auth.IdentityFrom(ctx)
 	r.Header.Del("Authorization")
 	r.Header.Set(HeaderClusterCredential, c.credential)
-	r.Header.Set(HeaderPrincipal, id.Principal)
+	r.Header.Set(HeaderPrincipal, url.PathEscape(id.Principal)) // a principal may hold any printable UTF-8
 	r.Header.Set(HeaderCapabilities, strings.Join(id.Capabilities(), " "))
 	return true
 }
@@ -176,7 +178,11 @@ func (a clusterAuthorizer) asserted(r *http.Request) (auth.Identity, bool) {
 	if got == "" || subtle.ConstantTimeCompare([]byte(got), a.credential) != 1 {
 		return auth.Identity{}, false
 	}
-	id, err := assertedIdentity(r.Header.Get(HeaderPrincipal), strings.Fields(r.Header.Get(HeaderCapabilities)))
+	principal, err := url.PathUnescape(r.Header.Get(HeaderPrincipal))
+	if err != nil {
+		return auth.Identity{}, false
+	}
+	id, err := assertedIdentity(principal, strings.Fields(r.Header.Get(HeaderCapabilities)))
 	return id, err == nil
 }
 
@@ -186,6 +192,15 @@ func (a clusterAuthorizer) asserted(r *http.Request) (auth.Identity, bool) {
 // capability as the access file's, and no constructor the rest of the
 // daemon could reach for.
 func assertedIdentity(principal string, caps []string) (auth.Identity, error) {
+	if len(caps) == 0 {
+		// An access entry holds at least one capability, an OIDC
+		// caller's token may carry none: an identity that may do only
+		// what needs no capability.
+		if err := mailbox.ValidatePrincipal("principal", principal); err != nil {
+			return auth.Identity{}, err
+		}
+		return auth.Identity{Principal: principal}, nil
+	}
 	const probe = "asserted-by-the-cluster"
 	a, err := auth.New([]auth.Token{{Principal: principal, Token: probe, Caps: caps}})
 	if err != nil {
