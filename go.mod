@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/a2aproject/a2a-go v0.3.3
+	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/gdamore/tcell/v2 v2.13.10
 	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/goccy/go-json v0.12.0
@@ -13,7 +14,7 @@ require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/r3labs/sse/v2 v2.10.0
 	github.com/rivo/tview v0.42.0
-	golang.org/x/oauth2 v0.35.0
+	golang.org/x/oauth2 v0.36.0
 	golang.org/x/term v0.37.0
 	gopkg.in/yaml.v3 v3.0.1
 )

@@ -82,6 +82,7 @@ func (e edges) handler() (http.Handler, *mcpface.HTTPHandler) {
 	}
 	// The schemes every card declares are the ones in force.
 	edgeOpts.Card.MutualTLS, edgeOpts.Card.NoBearer = e.cfg.ClientAuth(), !e.cfg.BearerTokens()
+	edgeOpts.Card.OIDCIssuer = e.cfg.OIDCIssuer
 	covenantOpts := covenant.Options{Logger: e.log}
 	if apiOpts.Authorizer != nil {
 		az := apiOpts.Authorizer

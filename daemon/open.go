@@ -11,7 +11,6 @@ import (
 
 	"github.com/mailroom/mailroom/daemon/a2a/remote"
 	"github.com/mailroom/mailroom/daemon/a2a/wire"
-	"github.com/mailroom/mailroom/daemon/auth"
 	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/engine"
 	"github.com/mailroom/mailroom/daemon/notify"
@@ -58,7 +57,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	if err != nil {
 		return nil, err
 	}
-	authn, err := auth.New(cfg.Tokens, authOptions(cfg, logger, certs)...)
+	authn, err := openAuth(cfg, logger, certs)
 	if err != nil {
 		return nil, err
 	}

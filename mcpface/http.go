@@ -284,7 +284,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	status := mailbox.HTTPStatus(body.Code)
 	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", auth.Challenge(r.Header.Get("Authorization")))
+		w.Header().Set("WWW-Authenticate", auth.ChallengeFor(r.Header.Get("Authorization"), err))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -39,16 +39,20 @@ const (
 // Token is one configured access entry: who it speaks for and what it may
 // do. Exactly one of Token (the secret itself, for quick local setups),
 // SHA256 (its hex hash, what `mailroom token new` prints), or, for a
-// client certificate, SPIFFEID, DNS or CN (cert.go) is set.
+// client certificate, SPIFFEID, DNS or CN (cert.go), or, for an OIDC
+// token, OIDCSubject (oidc.go) is set.
 type Token struct {
-	Principal string   `yaml:"principal"`
-	Token     string   `yaml:"token,omitempty"`
-	SHA256    string   `yaml:"sha256,omitempty"`
-	SPIFFEID  string   `yaml:"spiffe_id,omitempty"`
-	DNS       string   `yaml:"dns,omitempty"`
-	CN        string   `yaml:"cn,omitempty"`
-	Caps      []string `yaml:"caps"`
-	Revoked   bool     `yaml:"revoked,omitempty"`
+	Principal string `yaml:"principal"`
+	Token     string `yaml:"token,omitempty"`
+	SHA256    string `yaml:"sha256,omitempty"`
+	SPIFFEID  string `yaml:"spiffe_id,omitempty"`
+	DNS       string `yaml:"dns,omitempty"`
+	CN        string `yaml:"cn,omitempty"`
+	// OIDCSubject names the value of an OIDC token's principal claim
+	// (oidc.go).
+	OIDCSubject string   `yaml:"oidc_subject,omitempty"`
+	Caps        []string `yaml:"caps"`
+	Revoked     bool     `yaml:"revoked,omitempty"`
 }
 
 // ValidateCap checks one capability name.
@@ -109,6 +113,12 @@ type Authenticator struct {
 	clientCAs func() *x509.CertPool
 	log       *slog.Logger
 	now       func() time.Time
+	// subjects are the entries naming an OIDC token's principal claim;
+	// oidc verifies the issuer's tokens (nil without WithOIDC, which
+	// sets oidcConfig).
+	subjects   map[string]*oidcEntry
+	oidc       *oidcIssuer
+	oidcConfig *OIDCConfig
 }
 
 // Option configures an Authenticator beyond its entries.
@@ -129,7 +139,7 @@ func WithLogger(l *slog.Logger) Option {
 // New validates the configured entries. Their messages name tokens[i],
 // never a secret.
 func New(tokens []Token, opts ...Option) (*Authenticator, error) {
-	a := &Authenticator{log: slog.New(slog.DiscardHandler), now: time.Now}
+	a := &Authenticator{log: slog.New(slog.DiscardHandler), now: time.Now, subjects: map[string]*oidcEntry{}}
 	for _, o := range opts {
 		o(a)
 	}
@@ -142,41 +152,86 @@ func New(tokens []Token, opts ...Option) (*Authenticator, error) {
 		if err := mailbox.ValidatePrincipal(key+".principal", t.Principal); err != nil {
 			return nil, fmt.Errorf("%s.principal: got %q, expected a principal such as planner@local or an operator name", key, t.Principal)
 		}
-		if isCertEntry(t) {
-			if err := a.addCert(key, t); err != nil {
-				return nil, err
-			}
-			continue
+		if err := checkOneName(key, t); err != nil {
+			return nil, err
 		}
-		var e entry
 		switch {
-		case t.Token != "" && t.SHA256 != "":
-			return nil, fmt.Errorf("%s: both token and sha256 are set; keep only sha256", key)
-		case t.Token != "":
-			e.hash = sha256.Sum256([]byte(t.Token))
-		case t.SHA256 != "":
-			b, err := hex.DecodeString(t.SHA256)
-			if err != nil || len(b) != sha256.Size {
-				return nil, fmt.Errorf("%s.sha256: expected 64 hex digits (the output of 'mailroom token new')", key)
-			}
-			copy(e.hash[:], b)
+		case isCertEntry(t):
+			err = a.addCert(key, t)
+		case t.OIDCSubject != "":
+			err = a.addSubject(key, t)
 		default:
-			return nil, fmt.Errorf("%s: expected token or sha256, or one of spiffe_id, dns and cn for a client certificate", key)
+			err = a.addToken(key, t)
 		}
-		id, err := identityOf(key, t)
 		if err != nil {
 			return nil, err
 		}
-		e.id = id
-		e.revoked = t.Revoked
-		for _, other := range a.entries {
-			if other.hash == e.hash {
-				return nil, fmt.Errorf("%s: the same token is configured twice", key)
-			}
-		}
-		a.entries = append(a.entries, e)
+	}
+	if a.oidcConfig != nil {
+		a.oidc = newOIDCIssuer(*a.oidcConfig, a.now, a.subjects, a.log)
 	}
 	return a, nil
+}
+
+// checkOneName refuses an entry naming its caller twice (which would it
+// be?) or not at all.
+func checkOneName(key string, t Token) error {
+	var set []string
+	for _, f := range []struct{ name, v string }{{"token", t.Token}, {"sha256", t.SHA256}, {"spiffe_id", t.SPIFFEID}, {"dns", t.DNS}, {"cn", t.CN}, {"oidc_subject", t.OIDCSubject}} {
+		if f.v != "" {
+			set = append(set, f.name)
+		}
+	}
+	switch {
+	case len(set) == 0:
+		return fmt.Errorf("%s: expected token or sha256, or one of spiffe_id, dns and cn for a client certificate, or oidc_subject for an OIDC token", key)
+	case len(set) == 2 && set[0] == "token" && set[1] == "sha256":
+		return fmt.Errorf("%s: both token and sha256 are set; keep only sha256", key)
+	case len(set) > 1:
+		return fmt.Errorf("%s: %s are set; expected exactly one of token, sha256, spiffe_id, dns, cn and oidc_subject", key, strings.Join(set, " and "))
+	}
+	return nil
+}
+
+// addToken adds an entry of a bearer token, given or by its hash.
+func (a *Authenticator) addToken(key string, t Token) error {
+	var e entry
+	if t.Token != "" {
+		e.hash = sha256.Sum256([]byte(t.Token))
+	} else {
+		b, err := hex.DecodeString(t.SHA256)
+		if err != nil || len(b) != sha256.Size {
+			return fmt.Errorf("%s.sha256: expected 64 hex digits (the output of 'mailroom token new')", key)
+		}
+		copy(e.hash[:], b)
+	}
+	id, err := identityOf(key, t)
+	if err != nil {
+		return err
+	}
+	e.id = id
+	e.revoked = t.Revoked
+	for _, other := range a.entries {
+		if other.hash == e.hash {
+			return fmt.Errorf("%s: the same token is configured twice", key)
+		}
+	}
+	a.entries = append(a.entries, e)
+	return nil
+}
+
+// addSubject adds an entry mapping an OIDC token's principal claim to a
+// principal and capabilities (oidc.go).
+func (a *Authenticator) addSubject(key string, t Token) error {
+	id, err := identityOf(key, t)
+	if err != nil {
+		return err
+	}
+	if a.subjects[t.OIDCSubject] != nil {
+		return fmt.Errorf("%s.oidc_subject: got %q, already mapped by an entry before it", key, t.OIDCSubject)
+	}
+	a.subjects[t.OIDCSubject] = &oidcEntry{id: id, revoked: t.Revoked}
+	return nil
 }
 
 // identityOf is an entry's principal and capabilities, checked.
@@ -194,10 +249,11 @@ func identityOf(key string, t Token) (Identity, error) {
 	return id, nil
 }
 
-// Enabled reports whether any token or client certificate is configured;
+// Enabled reports whether any token, client certificate or OIDC issuer is
+// configured;
 // without one the daemon serves loopback only and does not authenticate.
 func (a *Authenticator) Enabled() bool {
-	return a != nil && (len(a.entries) > 0 || len(a.certs) > 0)
+	return a != nil && (len(a.entries) > 0 || len(a.certs) > 0 || a.oidc != nil)
 }
 
 // Challenge is the WWW-Authenticate header of a 401 (RFC 6750, section
@@ -214,7 +270,13 @@ func Challenge(authorization string) string {
 
 // Authenticate checks an Authorization header value. Every configured hash
 // is compared, in constant time, so timing does not tell which matched.
+// A token that matches none and is shaped as a JWT is the OIDC issuer's
+// to judge, when one is configured.
 func (a *Authenticator) Authenticate(header string) (Identity, error) {
+	return a.bearer(context.Background(), header)
+}
+
+func (a *Authenticator) bearer(ctx context.Context, header string) (Identity, error) {
 	tok, ok := strings.CutPrefix(header, "Bearer ")
 	if header == "" {
 		return Identity{}, mailbox.Errorf(mailbox.CodeUnauthorized, "Authorization: missing; expected \"Bearer <token>\" (see 'mailroom token new')")
@@ -229,6 +291,9 @@ func (a *Authenticator) Authenticate(header string) (Identity, error) {
 		if subtle.ConstantTimeCompare(h[:], a.entries[i].hash[:]) == 1 {
 			match = i
 		}
+	}
+	if match < 0 && a.oidc != nil && looksLikeJWT(tok) {
+		return a.oidc.authenticate(ctx, tok)
 	}
 	if match < 0 {
 		return Identity{}, mailbox.Errorf(mailbox.CodeUnauthorized, "Authorization: unknown token")

@@ -43,18 +43,9 @@ type certEntry struct {
 
 func isCertEntry(t Token) bool { return t.SPIFFEID != "" || t.DNS != "" || t.CN != "" }
 
-// addCert checks a certificate entry: exactly one name, well formed, and
-// no other entry with the same name (which of the two would it be?).
+// addCert checks a certificate entry: its name well formed, and no other
+// entry with the same name (which of the two would it be?).
 func (a *Authenticator) addCert(key string, t Token) error {
-	var set []string
-	for _, f := range []struct{ name, v string }{{"token", t.Token}, {"sha256", t.SHA256}, {"spiffe_id", t.SPIFFEID}, {"dns", t.DNS}, {"cn", t.CN}} {
-		if f.v != "" {
-			set = append(set, f.name)
-		}
-	}
-	if len(set) > 1 {
-		return fmt.Errorf("%s: %s are set; expected exactly one of token, sha256, spiffe_id, dns and cn", key, strings.Join(set, " and "))
-	}
 	e := certEntry{revoked: t.Revoked}
 	switch {
 	case t.SPIFFEID != "":

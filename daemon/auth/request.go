@@ -23,7 +23,7 @@ func (a *Authenticator) AuthenticateRequest(r *http.Request) (Identity, error) {
 	}
 	header := r.Header.Get("Authorization")
 	if header != "" || cert == nil {
-		return a.Authenticate(header)
+		return a.bearer(r.Context(), header)
 	}
 	return a.certIdentity(cert)
 }

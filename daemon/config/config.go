@@ -168,6 +168,18 @@ type Config struct {
 	// RevokedCertificates are client certificates refused although their
 	// CA signed them. Set in the file only, beside tokens.
 	RevokedCertificates []auth.RevokedCertificate `yaml:"revoked_certificates"`
+	// OIDCIssuer, with OIDCAudience, accepts that issuer's tokens beside
+	// the static ones; OIDCPrincipalClaim ("sub" when empty) names the
+	// caller, OIDCCapsClaim a claim listing capabilities, and OIDCCAFile
+	// the CAs the issuer is verified with (oidc.go).
+	OIDCIssuer         string `yaml:"oidc_issuer"`
+	OIDCAudience       string `yaml:"oidc_audience"`
+	OIDCPrincipalClaim string `yaml:"oidc_principal_claim"`
+	OIDCCapsClaim      string `yaml:"oidc_caps_claim"`
+	OIDCCAFile         string `yaml:"oidc_ca_file"`
+	// OIDCRefreshInterval bounds how often the issuer's discovery
+	// document and keys are fetched again (0: auth.DefaultOIDCRefresh).
+	OIDCRefreshInterval time.Duration `yaml:"oidc_refresh_interval"`
 	// ClusterCAFile is the PEM bundle of the CAs a follower verifies the
 	// leader's certificate with when it forwards writes to an https
 	// advertise_url (the instances' own CA, most often private); empty:
@@ -316,6 +328,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := checkClientAuth(c); err != nil {
+		return err
+	}
+	if _, err := c.OIDC(); err != nil {
 		return err
 	}
 	if err := checkCluster(c); err != nil {

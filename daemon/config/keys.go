@@ -53,7 +53,9 @@ type keyDef struct {
 
 // keyTable is every key bound to its field in c, in the order Config
 // declares them: the order Validate checks them in and messages list
-// them.
+// them. It is longer than a function should be because it is one table,
+// a key to a row, read as a list: split, it would be two lists to keep
+// in Config's order.
 func (c *Config) keyTable() []keyDef {
 	return []keyDef{
 		{&text{"addr", &c.Addr, validListenAddr, "host:port such as 127.0.0.1:7717 (port 0 picks a free port)"},
@@ -125,6 +127,18 @@ func (c *Config) keyTable() []keyDef {
 		{&text{"tls_client_auth", &c.TLSClientAuth, validClientAuth, `one of "none", "request" or "require"`},
 			"ask clients for a certificate of tls_client_ca_file: none, request (a token still does) or require (refused at the handshake without one)"},
 		{v: fileList("revoked_certificates")},
+		{&text{"oidc_issuer", &c.OIDCIssuer, validIssuer, "an https:// URL, exactly as the issuer's tokens say it in iss, or empty"},
+			"accept OpenID Connect tokens of this issuer (discovery at <issuer>/.well-known/openid-configuration), with oidc_audience"},
+		{&text{"oidc_audience", &c.OIDCAudience, anyText, "the audience the daemon's tokens are issued for, or empty"},
+			"with oidc_issuer: an OIDC token must name this audience in aud"},
+		{&text{"oidc_principal_claim", &c.OIDCPrincipalClaim, anyText, "a claim name such as sub, or empty for sub"},
+			"the claim naming an OIDC token's caller (default sub)"},
+		{&text{"oidc_caps_claim", &c.OIDCCapsClaim, anyText, "a claim name, or empty"},
+			"a claim listing the capabilities an OIDC token grants, beside its tokens entry's"},
+		{&text{"oidc_ca_file", &c.OIDCCAFile, anyText, "a path to a PEM file holding CA certificates, or empty"},
+			"the CAs the OIDC issuer's certificate is verified with (default: the system's)"},
+		{&duration{"oidc_refresh_interval", &c.OIDCRefreshInterval, 0, "0 (30s) or a positive Go duration such as 30s or 5m"},
+			"fetch the OIDC issuer's keys again, for a token of a key not yet seen, at most this often (0: 30s)" + aDuration},
 		{&text{"cluster_ca_file", &c.ClusterCAFile, anyText, "a path to a PEM file holding the CA certificates that issued the instances' certificates, or empty"},
 			"with store postgres: the CAs a follower verifies the leader's certificate with when it forwards writes over https (default: the system's)"},
 		{&text{"cluster_secret_file", &c.ClusterSecretFile, anyText, "a path to a file holding the cluster's secret (at least 32 bytes), the same on every instance, or empty"},

@@ -16,7 +16,7 @@ import (
 // config errors end up in terminals, logs and bug reports.
 
 // tokenFields are the keys of one tokens entry, as auth.Token's YAML tags.
-const tokenFields = "principal, token, sha256, caps, revoked, spiffe_id, dns, cn"
+const tokenFields = "principal, token, sha256, caps, revoked, spiffe_id, dns, cn, oidc_subject"
 
 // parseTokensNode reads the tokens list. Errors carry their own line (the
 // entry's, not the key's) because a list spans many lines.
@@ -73,6 +73,8 @@ func parseToken(i int, n *yaml.Node) (auth.Token, error) {
 			t.DNS, err = scalar(field, vn)
 		case "cn":
 			t.CN, err = scalar(field, vn)
+		case "oidc_subject":
+			t.OIDCSubject, err = scalar(field, vn)
 		case "caps":
 			t.Caps, err = scalars(field, vn)
 		case "revoked":
@@ -124,7 +126,7 @@ func checkExposure(c Config) error {
 	if isLoopback(c.Addr) {
 		return nil
 	}
-	if len(c.Tokens) == 0 {
+	if len(c.Tokens) == 0 && c.OIDCIssuer == "" {
 		return fmt.Errorf("addr: got %q: refusing to listen beyond loopback without tokens; configure tokens (see 'mailroom token new') or listen on 127.0.0.1", c.Addr)
 	}
 	if !c.HTTPS() {

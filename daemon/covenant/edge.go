@@ -192,7 +192,7 @@ func (e *Edge) answer(w http.ResponseWriter, r *http.Request, err error, st int)
 	}
 	w.Header().Set(HeaderErrorCode, body.Code)
 	if st == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", auth.Challenge(r.Header.Get("Authorization")))
+		w.Header().Set("WWW-Authenticate", auth.ChallengeFor(r.Header.Get("Authorization"), err))
 	}
 	served.Failed(w, body.Code) // /metrics: most refusals here are 200s
 	writeJSON(w, st, errorBody{Kind: KindError, Message: body.Message})

@@ -341,7 +341,7 @@ func (a *api) fail(w *statusWriter, r *http.Request, route string, err error) {
 		return
 	}
 	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", auth.Challenge(r.Header.Get("Authorization")))
+		w.Header().Set("WWW-Authenticate", auth.ChallengeFor(r.Header.Get("Authorization"), err))
 	}
 	if body.Details != nil && body.Details.Retry != "" {
 		// Nothing changed: the client may send it again as it is.
