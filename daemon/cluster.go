@@ -9,10 +9,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mailroom/mailroom/daemon/a2a"
 	"github.com/mailroom/mailroom/daemon/auth"
@@ -207,4 +209,45 @@ func assertedIdentity(principal string, caps []string) (auth.Identity, error) {
 		return auth.Identity{}, err
 	}
 	return a.Authenticate("Bearer " + probe)
+}
+
+// clientTLS is the TLS the forwarder reaches the leader with: the
+// cluster's, and without a client certificate of its own one that notes
+// in asked when a leader asks for one. A leader that requires it ends
+// the connection after the handshake (TLS 1.3), which HTTP/2 reports as
+// a connection it could not establish, without the reason.
+func (c cluster) clientTLS(asked *atomic.Bool) *tls.Config {
+	t := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.tls != nil {
+		t = c.tls.Clone()
+	}
+	if len(t.Certificates) == 0 && t.GetClientCertificate == nil {
+		t.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			asked.Store(true)
+			return &tls.Certificate{}, nil // none: the handshake goes on without one
+		}
+	}
+	return t
+}
+
+// certHint is what a failed forward adds when the leader asked for a
+// client certificate this instance does not have.
+func certHint(asked bool) string {
+	if !asked {
+		return ""
+	}
+	return "; the leader asks for a client certificate and this instance has none: if its tls_client_auth is require, set cluster_cert_file and cluster_key_file to a client certificate of a CA in its tls_client_ca_file"
+}
+
+// leaderRefused says, when err is the leader's certificate refused in the
+// handshake, what went wrong and what to set; "" otherwise. The
+// handshake comes before the request is written: the write certainly
+// did not take effect.
+func leaderRefused(err error) string {
+	v, ok := errors.AsType[*tls.CertificateVerificationError](err)
+	if !ok {
+		return ""
+	}
+	return "presented a certificate this instance cannot verify (" + v.Err.Error() + "); the write was not sent to it: " +
+		"set cluster_ca_file to the CA that issued the instances' certificates, and advertise_url to a name the leader's certificate holds"
 }

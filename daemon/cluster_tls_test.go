@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"crypto/tls"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -189,5 +190,63 @@ func TestAFollowerAssertsItsCallerToTheLeader(t *testing.T) {
 	}
 	if view, err := as(leader, "operator-token").Queue(ctx, mailbox.QueueFilter{}); err != nil || len(view.Tasks) != 1 {
 		t.Errorf("the leader's queue after the refusals: %d tasks, %v; want the planner's one", len(view.Tasks), err)
+	}
+}
+
+// TestAFollowerShowsItsCertificateToALeaderThatRequiresOne: a leader with
+// tls_client_auth: require takes forwarded writes from a follower with
+// cluster_cert_file and cluster_key_file; a follower without them gets a
+// 503 that says what to set, and the write does not reach the leader.
+func TestAFollowerShowsItsCertificateToALeaderThatRequiresOne(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url, t.Name())
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "cluster CA")
+	caFile := ca.WriteFile(t, dir, "cluster-ca.crt")
+	instanceCert := ca.Issue(t, testpki.Options{CN: "mailroom instance", Client: true})
+	certFile, keyFile := instanceCert.WriteFiles(t, dir, "instance")
+	instance := func(change func(*config.Config)) daemontest.Options {
+		return daemontest.Options{TLS: true, CA: ca, Config: func(c *config.Config) {
+			c.Store, c.PostgresURL, c.PostgresSchema = config.StorePostgres, url, schema
+			c.PostgresCampaignInterval = 20 * time.Millisecond
+			c.ClusterCAFile = caFile
+			change(c)
+		}}
+	}
+	leader := daemontest.Start(t, instance(func(c *config.Config) {
+		c.TLSClientAuth, c.TLSClientCAFile = config.ClientAuthRequire, caFile
+	}))
+	// The leader asks every client for a certificate: the test's too.
+	withCert := leader.TLSConfig()
+	withCert.Certificates = []tls.Certificate{instanceCert.TLS}
+	leaderClient, err := client.New(leader.Addr(), client.WithTLS(withCert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, context.Background(), "the leader to lead", func() bool {
+		st, err := leaderClient.Status(context.Background())
+		return err == nil && st.Store != nil && st.Store.Role == "leader"
+	})
+	showing := daemontest.Start(t, instance(func(c *config.Config) { c.ClusterCertFile, c.ClusterKeyFile = certFile, keyFile }))
+	waitRoleTLS(t, showing, "follower")
+	bare := daemontest.Start(t, instance(func(*config.Config) {}))
+	waitRoleTLS(t, bare, "follower")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := tlsClient(t, showing).Send(ctx, mailbox.Task{Sender: "planner@pg", Recipient: "worker@pg", IntentText: "with the instance's certificate"}); err != nil {
+		t.Fatalf("send through the follower with cluster_cert_file: %v", err)
+	}
+	_, err = tlsClient(t, bare).Send(ctx, mailbox.Task{Sender: "planner@pg", Recipient: "worker@pg", IntentText: "without"})
+	if mailbox.ErrorCode(err) != mailbox.CodeUnavailable {
+		t.Fatalf("send through the follower without cluster_cert_file: %v, want 503 unavailable", err)
+	}
+	for _, want := range []string{"the leader asks for a client certificate", "tls_client_auth is require", "cluster_cert_file and cluster_key_file"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	if view, err := leaderClient.Queue(ctx, mailbox.QueueFilter{}); err != nil || len(view.Tasks) != 1 {
+		t.Errorf("the leader's queue: %d tasks, %v; want the one forwarded with the certificate", len(view.Tasks), err)
 	}
 }

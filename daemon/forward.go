@@ -2,9 +2,7 @@ package daemon
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -12,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mailroom/mailroom/daemon/a2a"
@@ -55,6 +54,11 @@ type forwarder struct {
 	// verified with, and the credential callers' identities are asserted
 	// with.
 	cluster cluster
+
+	// certAsked says a leader asked this instance for a client
+	// certificate it does not have: the likely cause of a failure that
+	// HTTP/2 reports without its own (cluster.clientTLS).
+	certAsked atomic.Bool
 
 	mu      sync.Mutex
 	proxies map[string]*httputil.ReverseProxy
@@ -191,9 +195,7 @@ func (f *forwarder) proxy(base string) (*httputil.ReverseProxy, error) {
 	// connection to the leader for each rather than Go's default of two.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 256
-	if f.cluster.tls != nil {
-		tr.TLSClientConfig = f.cluster.tls.Clone()
-	}
+	tr.TLSClientConfig = f.cluster.clientTLS(&f.certAsked)
 	p := &httputil.ReverseProxy{
 		Transport: tr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -215,30 +217,20 @@ func (f *forwarder) proxy(base string) (*httputil.ReverseProxy, error) {
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if refused := leaderRefused(err); refused != "" {
+			if what := leaderRefused(err); what != "" {
 				f.log.Warn("the leader's certificate cannot be verified: writes are not forwarded to it", "leader", base, "path", r.URL.Path, "err", err)
-				unavailable(w, "the leader at "+base+" presented a certificate this instance cannot verify ("+refused+"); the write was not sent to it: set cluster_ca_file to the CA that issued the instances' certificates")
+				unavailable(w, "the leader at "+base+" "+what)
 				return
 			}
 			// Nothing says whether the leader acted on it: the same as a
 			// daemon that died before answering.
 			f.log.Warn("forwarding a write to the leader failed", "leader", base, "path", r.URL.Path, "err", err)
-			unavailable(w, "the write could not be forwarded to the leader at "+base+" or its answer was lost ("+err.Error()+"); whether it took effect is unknown: check, then retry")
+			unavailable(w, "the write could not be forwarded to the leader at "+base+" or its answer was lost ("+err.Error()+"); whether it took effect is unknown: check, then retry"+
+				certHint(f.certAsked.Load()))
 		},
 	}
 	f.proxies[base] = p
 	return p, nil
-}
-
-// leaderRefused is why the leader's certificate was refused when err is
-// that refusal, else "". It happens in the handshake, before the request
-// is written: the write certainly did not reach the leader.
-func leaderRefused(err error) string {
-	var refused *tls.CertificateVerificationError
-	if !errors.As(err, &refused) {
-		return ""
-	}
-	return refused.Err.Error()
 }
 
 // leaderChanged answers 503 for a request this instance did nothing with

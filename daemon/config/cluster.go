@@ -13,8 +13,10 @@ import (
 
 // The hop between instances of one shared mailbox (store postgres): a
 // follower forwards writes to the leader at its advertise_url, and over
-// https verifies the leader's certificate with cluster_ca_file's CAs; it
-// authenticates to the leader with cluster_secret_file's secret. The
+// https verifies the leader's certificate with cluster_ca_file's CAs,
+// showing cluster_cert_file to a leader that asks for a certificate; it
+// authenticates its callers to the leader with cluster_secret_file's
+// secret. The
 // files are read at start, so a wrong one refuses the start rather than
 // every forwarded write.
 
@@ -29,12 +31,30 @@ func checkCluster(c Config) error {
 }
 
 // ClusterTLS is the TLS a follower reaches the leader with: the CAs of
-// cluster_ca_file alone (the instances' own CA, not every public one), or
-// nil when the key is empty, which is Go's defaults (the system's CAs).
+// cluster_ca_file alone (the instances' own CA, not every public one),
+// and the client certificate of cluster_cert_file and cluster_key_file
+// for a leader that asks for one (tls_client_auth); nil when none is set,
+// which is Go's defaults (the system's CAs, no certificate).
 func (c Config) ClusterTLS() (*tls.Config, error) {
-	if c.ClusterCAFile == "" {
-		return nil, nil
+	cfg, err := clientFiles{cert: c.ClusterCertFile, key: c.ClusterKeyFile, certName: "cluster_cert_file", keyName: "cluster_key_file"}.load()
+	if err != nil || c.ClusterCAFile == "" {
+		return cfg, err
 	}
+	pool, err := c.clusterCAs()
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	cfg.RootCAs = pool
+	return cfg, nil
+}
+
+// clusterCAs reads cluster_ca_file, refusing one without a certificate
+// or with a block that is none (a CertPool would skip it and say
+// nothing).
+func (c Config) clusterCAs() (*x509.CertPool, error) {
 	const want = "a PEM file holding the certificates of the CAs that issued the instances' certificates (tls_cert_file)"
 	raw, err := os.ReadFile(c.ClusterCAFile)
 	if err != nil {
@@ -61,7 +81,7 @@ func (c Config) ClusterTLS() (*tls.Config, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("cluster_ca_file: got %q: it holds no PEM CERTIFICATE block; expected %s", c.ClusterCAFile, want)
 	}
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	return pool, nil
 }
 
 // MinClusterSecret is the shortest cluster secret accepted, in bytes:

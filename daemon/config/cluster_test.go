@@ -115,3 +115,27 @@ func TestClusterSecretFileIsCheckedAtStart(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterClientCertificate: cluster_cert_file and cluster_key_file
+// are both set or neither, and make the certificate a follower shows the
+// leader, beside cluster_ca_file's CAs.
+func TestClusterClientCertificate(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "cluster CA")
+	caFile := ca.WriteFile(t, dir, "ca.crt")
+	cert, key := ca.Issue(t, testpki.Options{CN: "mailroom instance", Client: true}).WriteFiles(t, dir, "instance")
+	c := DefaultFor(func(string) string { return "" })
+	c.DataDir = dir
+	c.ClusterCAFile, c.ClusterCertFile, c.ClusterKeyFile = caFile, cert, key
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate = %v, want it accepted", err)
+	}
+	tls, err := c.ClusterTLS()
+	if err != nil || tls == nil || (len(tls.Certificates) != 1 && tls.GetClientCertificate == nil) || tls.RootCAs == nil {
+		t.Fatalf("ClusterTLS = %+v, %v; want the certificate and the CAs", tls, err)
+	}
+	c.ClusterKeyFile = ""
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "cluster_key_file: empty") || !strings.Contains(err.Error(), "both or neither") {
+		t.Errorf("Validate with cluster_cert_file alone = %v, want cluster_key_file named", err)
+	}
+}

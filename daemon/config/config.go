@@ -191,6 +191,11 @@ type Config struct {
 	// instead of the caller's token. The secret itself is never in the
 	// configuration, a flag or a log.
 	ClusterSecretFile string `yaml:"cluster_secret_file"`
+	// ClusterCertFile and ClusterKeyFile, both or neither, are the client
+	// certificate a follower shows the leader when the leader asks for
+	// one (tls_client_auth: require refuses a follower without).
+	ClusterCertFile string `yaml:"cluster_cert_file"`
+	ClusterKeyFile  string `yaml:"cluster_key_file"`
 	// Remotes are the credentials the daemon calls remote agents with,
 	// keyed by agent id. Like tokens, they are set in the file only and
 	// never shown.

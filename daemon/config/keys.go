@@ -143,6 +143,10 @@ func (c *Config) keyTable() []keyDef {
 			"with store postgres: the CAs a follower verifies the leader's certificate with when it forwards writes over https (default: the system's)"},
 		{&text{"cluster_secret_file", &c.ClusterSecretFile, anyText, "a path to a file holding the cluster's secret (at least 32 bytes), the same on every instance, or empty"},
 			"with store postgres: a follower authenticates to the leader with this secret and forwards the caller's identity, never the caller's token"},
+		{&text{"cluster_cert_file", &c.ClusterCertFile, anyText, "a path to a PEM file holding a client certificate and its chain, or empty"},
+			"with store postgres: the client certificate a follower shows a leader that asks for one (with cluster_key_file)"},
+		{&text{"cluster_key_file", &c.ClusterKeyFile, anyText, "a path to a PEM file holding the private key of cluster_cert_file, or empty"},
+			"the PEM private key of cluster_cert_file"},
 		{v: fileList("remotes")},
 	}
 }
