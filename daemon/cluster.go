@@ -116,10 +116,13 @@ func (c cluster) authenticating(az httpapi.Authorizer) cluster {
 // identify readies r to be forwarded: with the cluster's credential, its
 // caller authenticated here and asserted to the leader, its own
 // credentials removed; without, as it came. Either way a client cannot
-// assert an identity of its own through this instance. It reports false
-// when the caller cannot be authenticated: r is then served here, by
-// routes that refuse it in their own words (or, the few open ones, the
-// card and Covenant's health, read it).
+// assert an identity of its own through this instance. A request with no
+// credentials at all goes as it came too: there is nothing to replay, and
+// the leader serves it (the card, Covenant's health) or refuses it in the
+// same words as this instance would. It reports false when credentials
+// the request carries are refused: r is then served here, by routes that
+// refuse it in their own words, so a token that failed here (mistyped,
+// revoked) never crosses the network either.
 func (c cluster) identify(r *http.Request) bool {
 	for _, h := range []string{HeaderClusterCredential, HeaderPrincipal, HeaderCapabilities} {
 		r.Header.Del(h)
@@ -129,7 +132,8 @@ func (c cluster) identify(r *http.Request) bool {
 	}
 	ctx, err := c.authorize.Authorize(r, routeFamily(r))
 	if err != nil {
-		return false
+		anonymous := r.Header.Get("Authorization") == "" && (r.TLS == nil || len(r.TLS.PeerCertificates) == 0)
+		return anonymous
 	}
 	id := auth.IdentityFrom(ctx)
 	r.Header.Del("Authorization")

@@ -77,3 +77,30 @@ type stubAuthorizer struct{ id auth.Identity }
 func (s stubAuthorizer) Authorize(r *http.Request, _ string) (context.Context, error) {
 	return auth.WithIdentity(r.Context(), s.id), nil
 }
+
+// A request the follower cannot authenticate is forwarded only when it
+// carries no credentials (nothing to replay, and the leader's words are
+// this instance's); one whose credentials were refused is kept here.
+func TestAnUnauthenticatedRequestIsForwardedOnlyWithoutCredentials(t *testing.T) {
+	c := cluster{credential: clusterCredential([]byte("0123456789abcdef0123456789abcdef"))}.authenticating(refusing{})
+	anonymous := httptest.NewRequest(http.MethodGet, "/agents/coder@local/.well-known/agent-card.json", nil)
+	anonymous.Header.Set(HeaderPrincipal, "intruder")
+	if !c.identify(anonymous) {
+		t.Error("a request without credentials was kept from the leader")
+	}
+	if got := anonymous.Header.Get(HeaderPrincipal) + anonymous.Header.Get(HeaderClusterCredential); got != "" {
+		t.Errorf("the anonymous request goes with assertion headers %q", got)
+	}
+	badToken := httptest.NewRequest(http.MethodPost, "/a2a/tasks", nil)
+	badToken.Header.Set("Authorization", "Bearer mistyped")
+	if c.identify(badToken) {
+		t.Error("a request whose token was refused would be forwarded with it")
+	}
+}
+
+// refusing refuses every request.
+type refusing struct{}
+
+func (refusing) Authorize(*http.Request, string) (context.Context, error) {
+	return nil, auth.Forbidden(auth.Identity{}, auth.CapAdmin, "anything")
+}
