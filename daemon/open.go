@@ -42,7 +42,7 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		}
 	}()
 	cleanup.push(func() {
-		// The caller's listener, or the one bound below for postgres.
+		// The caller's listener, or the one o.listen bound.
 		if o.ln != nil {
 			o.ln.Close()
 		}
@@ -61,11 +61,11 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Store == config.StorePostgres && o.ln == nil {
+	if cfg.Store == config.StorePostgres {
 		// Bound first, so the address other instances are told (the
 		// default advertise_url) has the real port.
-		if o.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-			return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+		if _, err := o.listen(cfg); err != nil {
+			return nil, err
 		}
 	}
 	allow, err := webhook.ParseAllow(cfg.PushAllowHosts)
@@ -83,11 +83,9 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		return nil, err
 	}
 	cleanup.replaceLast(func() { eng.Close() }) // the engine closes its store
-	ln := o.ln
-	if ln == nil {
-		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-			return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
-		}
+	ln, err := o.listen(cfg)
+	if err != nil {
+		return nil, err
 	}
 	// Webhooks never name the daemon itself: where it listens, and where
 	// it says it is.
@@ -111,6 +109,19 @@ func OpenContext(ctx context.Context, cfg config.Config, logger *slog.Logger, op
 		srv: newServer(handler, logger, certs), tls: certs, certPoll: o.certPoll}
 	d.srv.ConnState = d.trackConn
 	return d, nil
+}
+
+// listen is the listener the daemon serves on: the caller's, or one bound
+// on cfg.Addr, kept in o so that a later step that fails closes it too.
+func (o *options) listen(cfg config.Config) (net.Listener, error) {
+	if o.ln == nil {
+		ln, err := net.Listen("tcp", cfg.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+		}
+		o.ln = ln
+	}
+	return o.ln, nil
 }
 
 // openTLS loads the certificate the daemon serves, when cfg names one,
