@@ -17,8 +17,14 @@ func (c Config) CardSigner() (*cardsig.Signer, error) {
 
 // BearerTokens reports whether the daemon takes bearer tokens: a tokens
 // entry with a token (or its hash), rather than one that only maps a
-// client certificate. The cards declare the bearer scheme only then.
+// client certificate, or an OIDC issuer's tokens (sent as bearer tokens,
+// and so declared as one beside the issuer's scheme, for the clients that
+// attach credentials only to an HTTP bearer scheme). The cards declare
+// the bearer scheme only then.
 func (c Config) BearerTokens() bool {
+	if c.OIDCIssuer != "" {
+		return true
+	}
 	for _, t := range c.Tokens {
 		if t.Token != "" || t.SHA256 != "" {
 			return true

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mailroom/mailroom/daemon/auth"
 )
 
 // card_signing_key_file is read at start: a key that signs cards is
@@ -90,5 +92,29 @@ func TestSecurityPageCardKeyRecipe(t *testing.T) {
 	c.CardSigningKeyFile = filepath.Join(dir, "card-signing.pem")
 	if err := c.Validate(); err != nil {
 		t.Errorf("the recipe's key: %v", err)
+	}
+}
+
+// The cards declare the bearer scheme when a bearer token can get in: a
+// tokens entry with a token or its hash, or an OIDC issuer's.
+func TestBearerTokens(t *testing.T) {
+	cert := auth.Token{Principal: "billing", SPIFFEID: "spiffe://example.org/billing", Caps: []string{auth.CapRead}}
+	for _, tt := range []struct {
+		name   string
+		tokens []auth.Token
+		issuer string
+		want   bool
+	}{
+		{"none", nil, "", false},
+		{"certificates only", []auth.Token{cert}, "", false},
+		{"a token", []auth.Token{cert, {Principal: "ops", Token: "t", Caps: []string{auth.CapAdmin}}}, "", true},
+		{"a hash", []auth.Token{{Principal: "ops", SHA256: strings.Repeat("0f", 32), Caps: []string{auth.CapAdmin}}}, "", true},
+		{"an OIDC issuer", []auth.Token{cert}, "https://issuer.example", true},
+	} {
+		c := base()
+		c.Tokens, c.OIDCIssuer = tt.tokens, tt.issuer
+		if got := c.BearerTokens(); got != tt.want {
+			t.Errorf("%s: BearerTokens = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
