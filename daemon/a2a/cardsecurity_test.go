@@ -58,9 +58,13 @@ func letIn(r *http.Request) (context.Context, error) { return r.Context(), nil }
 // The card declares the ways in that are in force, each in both
 // generations' shapes, and the security requirements as alternatives:
 // a2a-go v0.3.3 reads each scheme as its own type, and v2.3.1 (the
-// interop driver) resolves the card and lists them all.
+// interop driver) resolves the card, signed or not, and lists them all.
 func TestCardDeclaresSchemesInForce(t *testing.T) {
 	const issuer = "https://issuer.example/realms/agents"
+	signer, err := cardsig.LoadSigner("card_signing_key_file", writeSigningKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
 		opts     a2a.Options
@@ -70,7 +74,7 @@ func TestCardDeclaresSchemesInForce(t *testing.T) {
 		{"no authentication", a2a.Options{}, nil, nil},
 		{"tokens", a2a.Options{Authenticate: letIn},
 			map[string]string{"bearer": "a2a.HTTPAuthSecurityScheme"}, []string{"bearer"}},
-		{"tokens, OIDC and client certificates asked for", a2a.Options{Authenticate: letIn, Card: a2a.CardOptions{MutualTLS: a2a.MutualTLSRequest, OIDCIssuer: issuer}},
+		{"tokens, OIDC and client certificates asked for, signed", a2a.Options{Authenticate: letIn, Card: a2a.CardOptions{MutualTLS: a2a.MutualTLSRequest, OIDCIssuer: issuer, Signer: signer}},
 			map[string]string{"bearer": "a2a.HTTPAuthSecurityScheme", "oidc": "a2a.OpenIDConnectSecurityScheme", "mtls": "a2a.MutualTLSSecurityScheme"},
 			[]string{"bearer", "oidc", "mtls"}},
 		{"client certificates required", a2a.Options{Authenticate: letIn, Card: a2a.CardOptions{MutualTLS: a2a.MutualTLSRequire}},
