@@ -26,15 +26,30 @@ import (
 // the test builds its driver there and checks the line it prints for each
 // scenario. Without the go command, or when the module cannot be built
 // (no network and no module cache), the test skips, except on CI
-// (CI=true), where it fails.
+// (CI=true), where it fails. It runs over plain HTTP and over HTTPS, the
+// driver trusting the test's CA (-ca-file).
 func TestA2AGoV2Interop(t *testing.T) {
 	driver := buildA2AGoV2(t)
-	it := newInterop(t, daemontest.Options{Tokens: edgeTokens})
+	overEachHop(t, func(t *testing.T, opts daemontest.Options) {
+		opts.Tokens = edgeTokens
+		a2aGoV2Scenarios(t, driver, opts)
+	})
+	a2aGoV2SecurityRequirements(t, driver)
+}
+
+// a2aGoV2Scenarios runs the driver against a daemon made with opts and
+// checks the outcome of every scenario.
+func a2aGoV2Scenarios(t *testing.T, driver string, opts daemontest.Options) {
+	it := newInterop(t, opts)
 	base := it.register("coder@local")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
+	args := []string{"-base", base, "-token", "tok-alice"}
+	if opts.TLS {
+		args = append(args, "-ca-file", it.d.CAFile)
+	}
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, driver, "-base", base, "-token", "tok-alice")
+	cmd := exec.CommandContext(ctx, driver, args...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -94,15 +109,19 @@ func TestA2AGoV2Interop(t *testing.T) {
 	if t.Failed() {
 		t.Logf("a2ago2 printed:\n%s\n%s", out, stderr.String())
 	}
+}
 
-	// Why securityRequirements is left out by default: served, a2a-go
-	// v2.3.1 cannot parse the card (a2aproject/a2a-go#430). When an
-	// upgrade of a2a-go parses it, this fails: a2a_card_security_requirements
-	// may then default to true.
+// a2aGoV2SecurityRequirements says why securityRequirements is left out
+// of the card by default: served, a2a-go v2.3.1 cannot parse the card
+// (a2aproject/a2a-go#430). When an upgrade of a2a-go parses it, this
+// fails: a2a_card_security_requirements may then default to true.
+func a2aGoV2SecurityRequirements(t *testing.T, driver string) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
 	served := newInterop(t, daemontest.Options{Tokens: edgeTokens, Config: func(c *config.Config) { c.A2ACardSecurityRequirements = true }})
 	sbase := served.register("coder@local")
-	out, err = exec.CommandContext(ctx, driver, "-base", sbase, "-token", "tok-alice", "-bindings", "JSONRPC").Output()
-	var card line
+	out, err := exec.CommandContext(ctx, driver, "-base", sbase, "-token", "tok-alice", "-bindings", "JSONRPC").Output()
+	var card struct{ Scenario, Outcome string }
 	if err != nil || json.Unmarshal(bytes.SplitN(out, []byte("\n"), 2)[0], &card) != nil || card.Scenario != "card" || card.Outcome == "OK" {
 		t.Errorf("with a2a_card_security_requirements, a2a-go v2.3.1 read the card: %s %v; want it refused (a2a-go#430: if fixed, reconsider the default)", out, err)
 	}

@@ -13,10 +13,13 @@
 // daemon's own tests are written against.
 //
 //	a2ago2 -base http://127.0.0.1:7717/agents/coder@local/ -token mr_...
+//	a2ago2 -base https://127.0.0.1:7717/agents/coder@local/ -token mr_... -ca-file ca.crt
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -61,27 +64,53 @@ func main() {
 	token := flag.String("token", "", "a bearer token that may send to the agent")
 	hook := flag.String("hook", "http://127.0.0.1:9/hook", "the webhook URL of the push configs it sets")
 	bindings := flag.String("bindings", "JSONRPC,HTTP+JSON", "the bindings to drive, comma-separated")
+	caFile := flag.String("ca-file", "", "a PEM file of the CAs to trust for an https -base instead of the system's, as --ca-file makes mailroom's own clients")
 	flag.Parse()
 	if *base == "" {
 		fmt.Fprintln(os.Stderr, "a2ago2: -base is required")
+		os.Exit(2)
+	}
+	transport, err := transportTrusting(*caFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "a2ago2:", err)
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := json.NewEncoder(os.Stdout)
 	for _, b := range strings.Split(*bindings, ",") {
-		d := &driver{ctx: ctx, binding: a2a.TransportProtocol(b), base: *base, token: *token, hook: *hook, out: out}
+		d := &driver{ctx: ctx, binding: a2a.TransportProtocol(b), base: *base, token: *token, hook: *hook, out: out, transport: transport}
 		d.run()
 	}
 }
 
+// transportTrusting is Go's default transport, trusting the CAs in caFile
+// instead of the system's when one is given.
+func transportTrusting(caFile string) (http.RoundTripper, error) {
+	if caFile == "" {
+		return http.DefaultTransport, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("-ca-file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("-ca-file: got %q, which holds no PEM certificate", caFile)
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return t, nil
+}
+
 type driver struct {
-	ctx     context.Context
-	binding a2a.TransportProtocol
-	base    string
-	token   string
-	hook    string
-	out     *json.Encoder
+	ctx       context.Context
+	binding   a2a.TransportProtocol
+	base      string
+	token     string
+	hook      string
+	out       *json.Encoder
+	transport http.RoundTripper // trusting -ca-file
 }
 
 // report prints a scenario's outcome: OK when err is nil, else the
@@ -98,9 +127,9 @@ func (d *driver) report(scenario string, err error, detail string) {
 // client resolves the card and makes a client for the driver's binding,
 // with the token or without.
 func (d *driver) client(card *a2a.AgentCard, withToken bool) (*a2aclient.Client, error) {
-	hc := &http.Client{Timeout: 30 * time.Second}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: d.transport}
 	if withToken {
-		hc.Transport = bearer{d.token, http.DefaultTransport}
+		hc.Transport = bearer{d.token, d.transport}
 	}
 	return a2aclient.NewFromCard(d.ctx, card,
 		a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc),
@@ -108,7 +137,7 @@ func (d *driver) client(card *a2a.AgentCard, withToken bool) (*a2aclient.Client,
 }
 
 func (d *driver) run() {
-	card, err := agentcard.DefaultResolver.Resolve(d.ctx, d.base)
+	card, err := agentcard.NewResolver(&http.Client{Timeout: 30 * time.Second, Transport: d.transport}).Resolve(d.ctx, d.base)
 	detail := ""
 	if err == nil {
 		var schemes []string
