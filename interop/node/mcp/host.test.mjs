@@ -7,7 +7,10 @@
 // as another, and drains the result as the first. Run by
 // cmd/mailroom/mcp_node_test.go, which sets:
 //   MAILROOM_MCP_BIN      the binary to run as `mailroom`
-//   MAILROOM_ADDR         the daemon under test, host:port (it serves /mcp)
+//   MAILROOM_URL          the daemon under test, http://host:port or
+//                         https://host:port (it serves /mcp); over HTTPS
+//                         NODE_EXTRA_CA_CERTS and MAILROOM_CA_FILE name
+//                         the test's CA, for node and `mailroom mcp`
 //   MAILROOM_SENDER, MAILROOM_SENDER_TOKEN, MAILROOM_WORKER, MAILROOM_WORKER_TOKEN
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,16 +26,17 @@ const env = (name) => {
   return v;
 };
 const bin = env('MAILROOM_MCP_BIN');
-const addr = env('MAILROOM_ADDR');
+const base = env('MAILROOM_URL');
 const sender = env('MAILROOM_SENDER');
 const worker = env('MAILROOM_WORKER');
 
-// overStdio launches `mailroom mcp` as a host does, the token in its
-// environment, and connects the SDK's client to it.
+// overStdio launches `mailroom mcp` as a host does, the token (and any
+// MAILROOM_CA_FILE) in its environment, and connects the SDK's client to
+// it.
 async function overStdio(token) {
   const transport = new StdioClientTransport({
     command: bin,
-    args: ['mcp', '--addr', addr],
+    args: ['mcp', '--addr', base],
     env: { ...process.env, MAILROOM_TOKEN: token },
     stderr: 'inherit',
   });
@@ -44,7 +48,7 @@ async function overStdio(token) {
 // overHTTP connects the SDK's client to the daemon's /mcp with the token,
 // as a remote host configured with it does.
 async function overHTTP(token) {
-  const transport = new StreamableHTTPClientTransport(new URL(`http://${addr}/mcp`), {
+  const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
   });
   const client = new Client({ name: 'mailroom-interop', version: '1.0.0' });

@@ -2,7 +2,7 @@
 // host's own requests see it: the SDK's default protocol version (a
 // session), 2025-11-25 asked for explicitly, what a 401 says and what a
 // shared cache may keep. Run by cmd/mailroom/mcp_node_test.go, which sets
-// MAILROOM_ADDR and the tokens (see host.test.mjs).
+// MAILROOM_URL and the tokens (see host.test.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -16,7 +16,7 @@ const env = (name) => {
   }
   return v;
 };
-const url = `http://${env('MAILROOM_ADDR')}/mcp`;
+const url = `${env('MAILROOM_URL')}/mcp`;
 const token = env('MAILROOM_SENDER_TOKEN');
 
 test('streamable HTTP: the SDK connects with its default protocol version', async () => {
