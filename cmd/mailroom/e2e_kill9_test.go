@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -188,21 +189,40 @@ func (w *workload) operator(ctx context.Context, rng *rand.Rand) {
 // it on the same data dir, and checks after every restart that everything
 // acknowledged survived and nothing was leased twice without a requeue.
 // Compaction thresholds are tiny so that kills also land mid-compaction.
-func TestFaultKill9UnderLoad(t *testing.T) {
+func TestFaultKill9UnderLoad(t *testing.T) { kill9UnderLoad(t, *iterations, procTLS{}) }
+
+// tlsIterations: a kill under TLS is the same kill to the log; what TLS
+// adds (HTTP/2 connections cut with many requests on them, a handshake
+// with each new daemon) shows in a few.
+var tlsIterations = flag.Int("fault.tls-iterations", 2, "kill -9 iterations of TestFaultKill9UnderLoadTLS (.ci/run runs 6)")
+
+// TestFaultKill9UnderLoadTLS is TestFaultKill9UnderLoad with the daemon
+// serving TLS (tls_cert_file and tls_key_file from the test's CA) and the
+// load, the operator and the checks all over HTTPS and HTTP/2, trusting
+// that CA: nothing acknowledged is lost.
+func TestFaultKill9UnderLoadTLS(t *testing.T) { kill9UnderLoad(t, *tlsIterations, newProcTLS(t)) }
+
+// kill9UnderLoad is the kill -9 suite: iterations kills of the daemon
+// serving as hop says, a clean stop, and the checks after each.
+func kill9UnderLoad(t *testing.T, iterations int, hop procTLS) {
 	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
 	dir := t.TempDir()
 	l := newLedger(t)
 	flags := []string{"--compact-min-bytes", "8KiB", "--compact-factor", "2"}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: loadPairs + 2}}
+	hc := &http.Client{Transport: hop.secure(&http.Transport{MaxIdleConnsPerHost: loadPairs + 2})}
 	defer hc.CloseIdleConnections()
-
-	for i := range *iterations {
-		p := startProc(t, dir, flags...)
-		c, err := client.New(p.addr, client.WithHTTPClient(hc))
+	connect := func(p *proc) *client.Client {
+		c, err := client.New(p.url(), client.WithHTTPClient(hc))
 		if err != nil {
 			t.Fatal(err)
 		}
+		return c
+	}
+
+	for i := range iterations {
+		p := startProcTLS(t, dir, hop, flags...)
+		c := connect(p)
 		view := l.verify(c, fmt.Sprintf("restart %d", i))
 		if t.Failed() {
 			t.Fatalf("restart %d: stopping at the first failed check (seed %d); the daemon's log:\n%s", i, seed, p.out)
@@ -238,18 +258,11 @@ func TestFaultKill9UnderLoad(t *testing.T) {
 
 	// The last restart ends with SIGTERM: a clean stop exits 0 and the next
 	// start shows the same mailbox.
-	p := startProc(t, dir, flags...)
-	c, err := client.New(p.addr, client.WithHTTPClient(hc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := l.verify(c, "final restart")
+	p := startProcTLS(t, dir, hop, flags...)
+	before := l.verify(connect(p), "final restart")
 	p.stop(t)
-	p = startProc(t, dir, flags...)
-	if c, err = client.New(p.addr, client.WithHTTPClient(hc)); err != nil {
-		t.Fatal(err)
-	}
-	after := l.verify(c, "after a clean stop")
+	p = startProcTLS(t, dir, hop, flags...)
+	after := l.verify(connect(p), "after a clean stop")
 	if b, a := jsonOf(t, before), jsonOf(t, after); b != a {
 		t.Errorf("a clean stop changed the mailbox:\nbefore %s\nafter  %s", b, a)
 	}

@@ -56,6 +56,7 @@ type proc struct {
 	addr   string
 	out    *testlog.Buffer // stderr: the daemon's log
 	exited chan error
+	hop    procTLS // how it serves (e2e_hop_test.go): plain HTTP unless startProcTLS
 }
 
 var listenLine = regexp.MustCompile(`mailroom daemon listening on (\S+)\n`)
