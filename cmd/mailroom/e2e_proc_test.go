@@ -36,6 +36,7 @@ var (
 //	go test -run Fault ./cmd/mailroom -fault.iterations 200 -fault.seed 42
 //	go test -run Kill9Conversations ./cmd/mailroom -conv.kills 50
 //	go test -run Kill9RemoteDelivery ./cmd/mailroom -remote.kills 50 -pg.remote-failovers 20
+//	go test -run 'Kill9UnderLoadTLS' ./cmd/mailroom -fault.tls-iterations 20 -pg.tls-failovers 20
 //	go test -run RestartMillion ./cmd/mailroom -fault.restart-events 1000000 -v
 const asMainEnv = "GO_TEST_MAILROOM_AS_MAIN"
 
