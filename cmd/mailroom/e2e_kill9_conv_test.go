@@ -15,11 +15,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-var convKills = flag.Int("conv.kills", 3, "kill -9 rounds of TestFaultKill9Conversations (.ci/run runs 10)")
+var (
+	convKills    = flag.Int("conv.kills", 3, "kill -9 rounds of TestFaultKill9Conversations (.ci/run runs 10)")
+	convTLSKills = flag.Int("conv.tls-kills", 2, "kill -9 rounds of TestFaultKill9ConversationsTLS (.ci/run runs 4)")
+)
 
 // convPairs is how many sender/recipient pairs hold conversations at once.
 const convPairs = 3
@@ -264,10 +266,10 @@ func turnsProblem(ts []mailbox.Turn) string {
 // stream opens with) against the ledger: every acknowledged send, question
 // and reply is there, nothing is there that nobody tried, and every task
 // is in one state that agrees with its turns.
-func (l *convLedger) verify(c *client.Client, addr, when string) {
+func (l *convLedger) verify(c *client.Client, p *proc, when string) {
 	t := l.t
 	t.Helper()
-	snap, _ := daemontest.ReadSnapshot(t, "http://"+addr)
+	snap := p.snapshot(t)
 	view, err := c.Queue(t.Context(), mailbox.QueueFilter{Limit: mailbox.MaxLimit})
 	if err != nil {
 		t.Fatalf("%s: queue: %v", when, err)
@@ -391,22 +393,35 @@ func (l *convLedger) verify(c *client.Client, addr, when string) {
 // every acknowledged question is there, no task is lost, and no task is in
 // two states. Compaction thresholds are tiny so that kills land
 // mid-compaction and restarts load snapshots holding waiting tasks.
-func TestFaultKill9Conversations(t *testing.T) {
+func TestFaultKill9Conversations(t *testing.T) { kill9Conversations(t, *convKills, procTLS{}) }
+
+// TestFaultKill9ConversationsTLS is TestFaultKill9Conversations with the
+// daemon serving TLS from the test's CA and the senders, the workers and
+// the checks over HTTPS and HTTP/2: a kill cuts a connection carrying
+// every pair's requests at once, and still no acknowledged question or
+// reply is lost.
+func TestFaultKill9ConversationsTLS(t *testing.T) {
+	kill9Conversations(t, *convTLSKills, newProcTLS(t))
+}
+
+// kill9Conversations is the conversation suite: kills kills of the daemon
+// serving as hop says, and the checks after each restart.
+func kill9Conversations(t *testing.T, kills int, hop procTLS) {
 	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
 	dir := t.TempDir()
 	l := newConvLedger(t)
 	flags := []string{"--compact-min-bytes", "8KiB", "--compact-factor", "2"}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2*convPairs + 2}}
+	hc := &http.Client{Transport: hop.secure(&http.Transport{MaxIdleConnsPerHost: 2*convPairs + 2})}
 	defer hc.CloseIdleConnections()
 
-	for i := range *convKills {
-		p := startProc(t, dir, flags...)
-		c, err := client.New(p.addr, client.WithHTTPClient(hc))
+	for i := range kills {
+		p := startProcTLS(t, dir, hop, flags...)
+		c, err := client.New(p.url(), client.WithHTTPClient(hc))
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.verify(c, p.addr, fmt.Sprintf("restart %d", i))
+		l.verify(c, p, fmt.Sprintf("restart %d", i))
 		if t.Failed() {
 			t.Fatalf("restart %d: stopping at the first failed check (seed %d); the daemon's log:\n%s", i, seed, p.out)
 		}
@@ -431,12 +446,12 @@ func TestFaultKill9Conversations(t *testing.T) {
 		}
 	}
 
-	p := startProc(t, dir, flags...)
-	c, err := client.New(p.addr, client.WithHTTPClient(hc))
+	p := startProcTLS(t, dir, hop, flags...)
+	c, err := client.New(p.url(), client.WithHTTPClient(hc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.verify(c, p.addr, "final restart")
+	l.verify(c, p, "final restart")
 	if l.replies.Load() == 0 || l.questions.Load() == 0 {
 		t.Errorf("%d questions and %d replies acknowledged: the load held no conversations", l.questions.Load(), l.replies.Load())
 	}
@@ -445,6 +460,6 @@ func TestFaultKill9Conversations(t *testing.T) {
 		longest = max(longest, n)
 	}
 	t.Logf("%d kills; acknowledged %d sends, %d questions, %d replies (%d retried after a kill, %d duplicates), %d final results; %d reply conflicts; %d tasks waiting summed over the restarts; longest conversation %d turns; %d *.broken files",
-		*convKills, len(l.sent), l.questions.Load(), l.replies.Load(), l.retried.Load(), l.duplicates.Load(), len(l.finished), l.conflicts.Load(), l.waitingSeen, longest,
+		kills, len(l.sent), l.questions.Load(), l.replies.Load(), l.retried.Load(), l.duplicates.Load(), len(l.finished), l.conflicts.Load(), l.waitingSeen, longest,
 		len(brokenFiles(t, dir)))
 }

@@ -46,7 +46,7 @@ func TestPostgresKill9Conversations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.verify(c, leader.addr, when)
+		l.verify(c, leader, when)
 		sameMailboxes(t, procs, leader, when)
 		if t.Failed() {
 			t.Fatalf("%s: stopping at the first failed check (seed %d); the leader's log:\n%s", when, seed, leader.out)
