@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -44,6 +47,33 @@ func (h procTLS) flags() []string {
 		return nil
 	}
 	return []string{"--tls-cert-file", h.certFile, "--tls-key-file", h.keyFile}
+}
+
+// pushFlags are the daemon's flags that trust the receivers h serves
+// (none over plain HTTP): push_ca_file, the test's CA, as an operator
+// trusts a private CA's receivers.
+func (h procTLS) pushFlags() []string {
+	if h.ca == nil {
+		return nil
+	}
+	return []string{"--push-ca-file", h.caFile}
+}
+
+// serve starts a server of the test's own (a push receiver) on
+// 127.0.0.1:0: over TLS with a certificate of the CA, plainly otherwise.
+func (h procTLS) serve(t *testing.T, handler http.Handler) *httptest.Server {
+	t.Helper()
+	if h.ca == nil {
+		return httptest.NewServer(handler)
+	}
+	srv := httptest.NewUnstartedServer(handler)
+	// A kill -9 cuts handshakes under way: the fault, not a finding; a
+	// handshake that fails for another reason shows in what the server
+	// did not receive.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{h.ca.Issue(t, testpki.Options{CN: "push receiver"}).TLS}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	return srv
 }
 
 // url is the base URL of the daemon listening on addr.

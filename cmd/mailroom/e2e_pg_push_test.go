@@ -29,7 +29,7 @@ func TestPostgresKill9PushNotifications(t *testing.T) {
 	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>4))
 	l := newPushLedger(t)
-	rcv := l.receiver(seed)
+	rcv := l.receiver(seed, procTLS{})
 	defer rcv.Close()
 	hook := rcv.URL + "/hook"
 	flags := []string{"--push-retry-max", "50ms", "--push-max-attempts", "1000",

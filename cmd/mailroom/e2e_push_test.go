@@ -21,7 +21,10 @@ import (
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-var pushKills = flag.Int("push.kills", 3, "kill -9 rounds of TestFaultKill9PushNotifications (.ci/run runs 8)")
+var (
+	pushKills    = flag.Int("push.kills", 3, "kill -9 rounds of TestFaultKill9PushNotifications (.ci/run runs 8)")
+	pushTLSKills = flag.Int("push.tls-kills", 2, "kill -9 rounds of TestFaultKill9PushNotificationsTLS (.ci/run runs 4)")
+)
 
 const (
 	pushAgent = "coder@local"
@@ -51,11 +54,12 @@ func newPushLedger(t *testing.T) *pushLedger {
 
 // receiver is the webhook: it answers 2xx after a short random delay (so
 // kills land between its answer and the acknowledgement's sync), and 500
-// one time in eight (so retries are under way when kills land).
-func (l *pushLedger) receiver(seed uint64) *httptest.Server {
+// one time in eight (so retries are under way when kills land). Under
+// hop's TLS it serves HTTPS with a certificate of hop's CA.
+func (l *pushLedger) receiver(seed uint64, hop procTLS) *httptest.Server {
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(seed, seed>>5))
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return hop.serve(l.t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var task struct {
 			ID     string `json:"id"`
 			Status struct {
@@ -250,20 +254,33 @@ func seqOf(id string) uint64 {
 // acknowledged send and result was told to the receiver, a task's
 // notifications were first received in order, and every notification
 // received twice was the same one under the same id.
-func TestFaultKill9PushNotifications(t *testing.T) {
+func TestFaultKill9PushNotifications(t *testing.T) { kill9Push(t, *pushKills, procTLS{}) }
+
+// TestFaultKill9PushNotificationsTLS is TestFaultKill9PushNotifications
+// with TLS on both of its hops: the daemon serves a certificate of the
+// test's CA to the callers and workers (HTTPS, HTTP/2), and the receiver
+// serves one of the same CA, which the daemon trusts through
+// push_ca_file. A kill cuts deliveries mid-handshake as well as
+// mid-request, and still every acknowledged send and result is told, in
+// order per task, a duplicate under the same id.
+func TestFaultKill9PushNotificationsTLS(t *testing.T) { kill9Push(t, *pushTLSKills, newProcTLS(t)) }
+
+// kill9Push is the push suite: kills kills of the daemon serving as hop
+// says, notifying a receiver that serves as hop says too.
+func kill9Push(t *testing.T, kills int, hop procTLS) {
 	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>3))
 	dir := t.TempDir()
 	l := newPushLedger(t)
-	rcv := l.receiver(seed)
+	rcv := l.receiver(seed, hop)
 	defer rcv.Close()
 	hook := rcv.URL + "/hook"
-	flags := []string{"--push-retry-max", "50ms", "--push-max-attempts", "1000"}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	flags := append([]string{"--push-retry-max", "50ms", "--push-max-attempts", "1000"}, hop.pushFlags()...)
+	hc := &http.Client{Transport: hop.secure(&http.Transport{MaxIdleConnsPerHost: 4})}
 	defer hc.CloseIdleConnections()
-	for i := range *pushKills {
-		p := startProc(t, dir, flags...)
-		c, err := client.New(p.addr, client.WithHTTPClient(hc))
+	for i := range kills {
+		p := startProcTLS(t, dir, hop, flags...)
+		c, err := client.New(p.url(), client.WithHTTPClient(hc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +290,7 @@ func TestFaultKill9PushNotifications(t *testing.T) {
 			}
 		}
 		ctx, cancel := context.WithCancel(t.Context())
-		wait := l.load(ctx, "http://"+p.addr+"/agents/"+pushAgent+"/", c, hc, hook)
+		wait := l.load(ctx, p.url()+"/agents/"+pushAgent+"/", c, hc, hook)
 		// The kill comes under load: after the restarted daemon has
 		// acknowledged something (on a slow machine, replaying the outbox
 		// and starting the notifier may take longer than the random delay).
@@ -283,8 +300,8 @@ func TestFaultKill9PushNotifications(t *testing.T) {
 			t.Fatalf("kill %d failed (seed %d)", i, seed)
 		}
 	}
-	p := startProc(t, dir, flags...)
-	c, err := client.New(p.addr, client.WithHTTPClient(hc))
+	p := startProcTLS(t, dir, hop, flags...)
+	c, err := client.New(p.url(), client.WithHTTPClient(hc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +311,7 @@ func TestFaultKill9PushNotifications(t *testing.T) {
 	if t.Failed() {
 		t.Fatalf("at the end (seed %d); the daemon's log:\n%s", seed, p.out)
 	}
-	t.Logf("%d kills: %d sends and %d results acknowledged, %d notifications received, %d of them again (same id)", *pushKills, len(l.sent), len(l.posted), l.received, l.dupes)
+	t.Logf("%d kills: %d sends and %d results acknowledged, %d notifications received, %d of them again (same id)", kills, len(l.sent), len(l.posted), l.received, l.dupes)
 	p.stop(t)
 }
 
