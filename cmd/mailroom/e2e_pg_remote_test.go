@@ -66,7 +66,7 @@ func pgKill9Remote(t *testing.T, url string, startRemote func(seed uint64) *e2eR
 		t.Helper()
 		leader := waitLeader(when)
 		c := clientOf(leader)
-		l.verify(c, leader.addr, remote, killedMs, when)
+		l.verify(c, leader, remote, killedMs, when)
 		sameRemoteMailboxes(t, procs, leader, when)
 		if t.Failed() {
 			t.Fatalf("%s: stopping at the first failed check (seed %d); the leader's log:\n%s", when, seed, leader.out)
@@ -98,7 +98,7 @@ func pgKill9Remote(t *testing.T, url string, startRemote func(seed uint64) *e2eR
 		procs = append(procs, startProc(t, t.TempDir(), flags...))
 	}
 	leader, c := check("after the last failover")
-	l.settle(c, leader.addr, remote)
+	l.settle(c, leader, remote)
 	if t.Failed() {
 		t.Fatalf("at the end (seed %d); the leader's log:\n%s", seed, leader.out)
 	}

@@ -19,11 +19,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/mailbox"
 )
 
-var remoteKills = flag.Int("remote.kills", 3, "kill -9 rounds of TestFaultKill9RemoteDelivery (.ci/run runs 10)")
+var (
+	remoteKills    = flag.Int("remote.kills", 3, "kill -9 rounds of TestFaultKill9RemoteDelivery (.ci/run runs 10)")
+	remoteTLSKills = flag.Int("remote.tls-kills", 2, "kill -9 rounds of TestFaultKill9RemoteDeliveryTLS (.ci/run runs 4)")
+)
 
 // The remote agent every remote suite delivers to, its credential, and
 // the senders that send it work.
@@ -126,7 +128,7 @@ type remoteView struct {
 	state      string
 }
 
-func readRemoteView(t *testing.T, c *client.Client, addr string) remoteView {
+func readRemoteView(t *testing.T, c *client.Client, p *proc) remoteView {
 	t.Helper()
 	list, err := c.Agents(t.Context())
 	if err != nil {
@@ -141,7 +143,7 @@ func readRemoteView(t *testing.T, c *client.Client, addr string) remoteView {
 			}
 		}
 	}
-	v.snap, _ = daemontest.ReadSnapshot(t, "http://"+addr)
+	v.snap = p.snapshot(t)
 	for _, tr := range v.snap.Tasks {
 		v.tasks[tr.Task.ID] = tr
 	}
@@ -163,7 +165,7 @@ func (v remoteView) String() string {
 // by asking it (followed or sent), and otherwise sent again when
 // idempotent, else left unknown for the operator, saying why; and no
 // other delivery is unknown.
-func (l *remoteLedger) verify(c *client.Client, addr string, r *e2eRemote, killedMs int64, when string) {
+func (l *remoteLedger) verify(c *client.Client, p *proc, r *e2eRemote, killedMs int64, when string) {
 	t := l.t
 	t.Helper()
 	var v remoteView
@@ -173,7 +175,7 @@ func (l *remoteLedger) verify(c *client.Client, addr string, r *e2eRemote, kille
 	// one once it answered, the call bound after the restart).
 	waitRecovered := func(settled bool) {
 		for {
-			v = readRemoteView(t, c, addr)
+			v = readRemoteView(t, c, p)
 			recovered := true
 			for _, tr := range v.tasks {
 				if tr.State == mailbox.TaskInFlight && tr.LeasedTo == remoteAgent && tr.LeasedAtMs <= killedMs {
@@ -204,7 +206,7 @@ func (l *remoteLedger) verify(c *client.Client, addr string, r *e2eRemote, kille
 		}
 	})
 	waitRecovered(true)
-	found, absent, cannot := settles(t, addr)
+	found, absent, cannot := settles(t, p)
 	l.do(func() { l.foundSeen += found; l.absentSeen += absent; l.cannotSeen += cannot })
 	received, completed := r.counts()
 	l.mu.Lock()
@@ -333,13 +335,13 @@ func (l *remoteLedger) remoteLoad(ctx context.Context, clients []*client.Client,
 // result and checks that every task ended: the idempotent ones and those
 // the remote accepted with the remote's answer, the unknown ones with the
 // operator's error, and nothing acknowledged lost.
-func (l *remoteLedger) settle(c *client.Client, addr string, r *e2eRemote) {
+func (l *remoteLedger) settle(c *client.Client, p *proc, r *e2eRemote) {
 	t := l.t
 	t.Helper()
 	var v remoteView
 	deadline := time.Now().Add(120 * time.Second) // a watchdog, not synchronisation
 	for {
-		v = readRemoteView(t, c, addr)
+		v = readRemoteView(t, c, p)
 		open := 0
 		l.do(func() {
 			for id := range l.sent {
@@ -391,7 +393,7 @@ func (l *remoteLedger) settle(c *client.Client, addr string, r *e2eRemote) {
 			}
 			l.took(fmt.Sprintf("planner-%d@local", n), got)
 		}
-		v = readRemoteView(t, c, addr)
+		v = readRemoteView(t, c, p)
 		left := 0
 		l.do(func() {
 			for id := range l.sent {
@@ -475,11 +477,11 @@ func (l *remoteLedger) summary() string {
 		len(l.sent), idem, len(l.drained), cutOff, l.receivedTotal, l.idempotentResentMessages, l.checks, l.followedSeen, l.resentSeen, len(l.unaccepted), l.foundSeen, l.absentSeen, l.cannotSeen, l.unknownSeen, l.unknownReceived, len(l.forced), strings.Join(whys, "; "))
 }
 
-// settles reads what the daemon at addr asked remotes since it started,
-// by answer (mailroom_remote_settles_total).
-func settles(t *testing.T, addr string) (found, absent, cannot int) {
+// settles reads what the daemon p asked remotes since it started, by
+// answer (mailroom_remote_settles_total).
+func settles(t *testing.T, p *proc) (found, absent, cannot int) {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	resp, err := (&http.Client{Transport: p.hop.transport()}).Get(p.url() + "/metrics")
 	if err != nil {
 		t.Fatalf("reading /metrics: %v", err)
 	}
@@ -535,34 +537,46 @@ func unknownReason(lastErr string) string {
 // could not be settled.
 func TestFaultKill9RemoteDelivery(t *testing.T) {
 	t.Run("a2a-go v0.3", func(t *testing.T) {
-		faultKill9Remote(t, func(seed uint64) *e2eRemote { return startE2ERemote(t, seed) })
+		faultKill9Remote(t, *remoteKills, procTLS{}, func(seed uint64) *e2eRemote { return startE2ERemote(t, seed) })
 	})
 	t.Run("js v1.0", func(t *testing.T) {
-		faultKill9Remote(t, func(uint64) *e2eRemote { return startE2ENodeRemote(t) })
+		faultKill9Remote(t, *remoteKills, procTLS{}, func(uint64) *e2eRemote { return startE2ENodeRemote(t) })
 	})
 }
 
-func faultKill9Remote(t *testing.T, startRemote func(seed uint64) *e2eRemote) {
+// TestFaultKill9RemoteDeliveryTLS is TestFaultKill9RemoteDelivery with the
+// daemon serving TLS from the test's CA and the senders, the operator and
+// the checks over HTTPS and HTTP/2, against the a2a-go v0.3 remote (one
+// remote: what TLS changes is the senders' hop the kill cuts, not how
+// recovery treats the remote): nothing acknowledged is lost and no
+// non-idempotent task reaches the remote twice.
+func TestFaultKill9RemoteDeliveryTLS(t *testing.T) {
+	faultKill9Remote(t, *remoteTLSKills, newProcTLS(t), func(seed uint64) *e2eRemote { return startE2ERemote(t, seed) })
+}
+
+// faultKill9Remote is the remote delivery suite: kills kills of the daemon
+// serving as hop says, delivering to the remote startRemote starts.
+func faultKill9Remote(t *testing.T, kills int, hop procTLS, startRemote func(seed uint64) *e2eRemote) {
 	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>3))
 	dir := t.TempDir()
 	remote := startRemote(seed)
 	flags := remoteConfig(t)
 	l := newRemoteLedger(t)
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: remoteSends + 2}}
+	hc := &http.Client{Transport: hop.secure(&http.Transport{MaxIdleConnsPerHost: remoteSends + 2})}
 	defer hc.CloseIdleConnections()
 
 	var killedMs int64
-	for i := range *remoteKills {
-		p := startProc(t, dir, flags...)
-		c, err := client.New(p.addr, client.WithHTTPClient(hc))
+	for i := range kills {
+		p := startProcTLS(t, dir, hop, flags...)
+		c, err := client.New(p.url(), client.WithHTTPClient(hc))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {
 			registerRemote(t, c, remote)
 		}
-		l.verify(c, p.addr, remote, killedMs, fmt.Sprintf("restart %d", i))
+		l.verify(c, p, remote, killedMs, fmt.Sprintf("restart %d", i))
 		if t.Failed() {
 			t.Fatalf("restart %d: stopping at the first failed check (seed %d); the daemon's log:\n%s", i, seed, p.out)
 		}
@@ -579,16 +593,16 @@ func faultKill9Remote(t *testing.T, startRemote func(seed uint64) *e2eRemote) {
 		}
 	}
 
-	p := startProc(t, dir, flags...)
-	c, err := client.New(p.addr, client.WithHTTPClient(hc))
+	p := startProcTLS(t, dir, hop, flags...)
+	c, err := client.New(p.url(), client.WithHTTPClient(hc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.verify(c, p.addr, remote, killedMs, "final restart")
-	l.settle(c, p.addr, remote)
+	l.verify(c, p, remote, killedMs, "final restart")
+	l.settle(c, p, remote)
 	if t.Failed() {
 		t.Fatalf("at the end (seed %d); the daemon's log:\n%s", seed, p.out)
 	}
-	t.Logf("%s: %d kills; %s", remote.name, *remoteKills, l.summary())
+	t.Logf("%s: %d kills; %s", remote.name, kills, l.summary())
 	p.stop(t)
 }
