@@ -125,6 +125,9 @@ type Config struct {
 	PushCAFile   string `yaml:"push_ca_file"`
 	PushCertFile string `yaml:"push_cert_file"`
 	PushKeyFile  string `yaml:"push_key_file"`
+	// PushReceivers give the receivers they name a TLS of their own
+	// instead of the push_* keys' (push_receivers.go).
+	PushReceivers []PushReceiver `yaml:"push_receivers"`
 	// Store is where the mailbox lives: "log" (files in DataDir, the
 	// default) or "postgres" (a schema shared by every instance that
 	// names it).
@@ -309,6 +312,8 @@ func (c Config) Validate() error {
 			_, err = auth.New(c.Tokens)
 		} else if name == "remotes" {
 			err = ValidateRemotes(c.Remotes)
+		} else if name == "push_receivers" {
+			err = ValidatePushReceivers(c.PushReceivers)
 		} else if name == "revoked_certificates" {
 			err = auth.ValidateRevoked(c.RevokedCertificates)
 		} else {

@@ -392,9 +392,9 @@ func TestKeysCoverEveryField(t *testing.T) {
 	typ := reflect.TypeOf(Config{})
 	n := 0
 	flags.VisitAll(func(*flag.Flag) { n++ })
-	// tokens, remotes and revoked_certificates are file only: no flag (and no variable, see TestApplyEnv).
-	if n != typ.NumField()-3 {
-		t.Fatalf("AddFlags defines %d flags, want one per Config field but tokens, remotes and revoked_certificates (%d)", n, typ.NumField()-3)
+	// tokens, remotes, revoked_certificates and push_receivers are file only: no flag (and no variable, see TestApplyEnv).
+	if n != typ.NumField()-4 {
+		t.Fatalf("AddFlags defines %d flags, want one per Config field but tokens, remotes, revoked_certificates and push_receivers (%d)", n, typ.NumField()-4)
 	}
 	// The key table lists the keys in the order Config declares them:
 	// Validate checks them so, and a message naming them all lists them so.

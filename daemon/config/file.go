@@ -76,6 +76,12 @@ func Parse(base Config, data []byte) (Config, error) {
 			}
 			continue
 		}
+		if name == "push_receivers" {
+			if err := parsePushReceiversNode(&cfg, vn); err != nil {
+				return base, err
+			}
+			continue
+		}
 		if name == "remotes" {
 			if err := parseRemotesNode(&cfg, vn); err != nil {
 				return base, err

@@ -105,6 +105,7 @@ func (c *Config) keyTable() []keyDef {
 			"the client certificate shown to push receivers that ask for one (with push_key_file)"},
 		{&text{"push_key_file", &c.PushKeyFile, anyText, "a path to a PEM file holding the private key of push_cert_file, or empty"},
 			"the PEM private key of push_cert_file"},
+		{v: fileList("push_receivers")},
 		{oneOf("store", &c.Store, StoreLog, StorePostgres), "where the mailbox lives: log (files in data_dir) or postgres (a schema several instances share)"},
 		{&connString{"postgres_url", &c.PostgresURL}, "with store postgres: the database, postgres://user:password@host:5432/db (the password is never shown)"},
 		{&text{"postgres_schema", &c.PostgresSchema, func(s string) bool { return pgstore.ValidateSchema(s) == nil },
@@ -164,6 +165,8 @@ func Set(cfg *Config, name, value string) error {
 		return errRemotesFileOnly
 	case name == "revoked_certificates":
 		return errors.New("revoked_certificates: set in the config file only")
+	case name == "push_receivers":
+		return errors.New("push_receivers: set in the config file only")
 	}
 	return cfg.keys().Set(flagName(name), value)
 }

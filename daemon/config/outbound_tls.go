@@ -13,7 +13,8 @@ import (
 
 // The TLS the daemon speaks when it calls out: to a remote agent (its
 // remotes entry's ca_file, cert_file and key_file) and to push webhook
-// receivers (push_ca_file, push_cert_file, push_key_file). The files are
+// receivers (push_ca_file, push_cert_file, push_key_file, or the fields
+// of a push_receivers entry for the host it names). The files are
 // read at start, and their errors name the key, the path and what was
 // expected; a wrong file refuses the start rather than the first
 // delivery, where the operator is not looking. A client certificate is

@@ -68,7 +68,7 @@ const remoteFields = "agent, and bearer or header with value, client_id with cli
 // only: a secret in argv or the environment ends up in process listings
 // and shell histories.
 func fileOnly(key string) bool {
-	return key == "tokens" || key == "remotes" || key == "revoked_certificates"
+	return key == "tokens" || key == "remotes" || key == "revoked_certificates" || key == "push_receivers"
 }
 
 // ValidateRemotes checks the remotes list: each entry names a valid agent
