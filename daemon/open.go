@@ -246,7 +246,8 @@ func outboundOptions(cfg config.Config, logger *slog.Logger, hooks *webhook.Poli
 }
 
 // notifierOptions are the notifier's options: its attempts, the outbox's
-// bounds and the receivers' TLS from cfg, then what the caller changes.
+// bounds and the receivers' TLS from cfg (the push_* keys, and each
+// push_receivers entry's own), then what the caller changes.
 func notifierOptions(cfg config.Config, logger *slog.Logger, hooks *webhook.Policy, change func(*notify.Options)) (notify.Options, error) {
 	tc, err := cfg.PushTLSConfig()
 	if err != nil {
@@ -254,6 +255,13 @@ func notifierOptions(cfg config.Config, logger *slog.Logger, hooks *webhook.Poli
 	}
 	o := notify.Options{Logger: logger, Policy: hooks, MaxAttempts: cfg.PushMaxAttempts, RetryMax: cfg.PushRetryMax, TLS: tc,
 		Bounds: &mailbox.OutboxBounds{PerReceiver: cfg.PushOutboxPerReceiver, Total: cfg.PushOutboxMax, DeadRetention: cfg.PushDeadRetention}}
+	for i, r := range cfg.PushReceivers {
+		rc, err := r.TLSConfig(i)
+		if err != nil {
+			return notify.Options{}, err
+		}
+		o.Receivers = append(o.Receivers, notify.Receiver{Host: r.Host, TLS: rc, Entry: config.PushReceiverName(i)})
+	}
 	if change != nil {
 		change(&o)
 	}

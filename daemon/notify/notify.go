@@ -47,13 +47,19 @@ type Options struct {
 	// any URL the log holds.
 	Policy *webhook.Policy
 	// HTTPClient posts the notifications; nil is a client of the
-	// notifier's own that follows no redirect and speaks TLS as TLS says.
+	// notifier's own that follows no redirect and speaks TLS as TLS and
+	// Receivers say.
 	HTTPClient *http.Client
 	// TLS is what the notifier's own client verifies receivers with over
 	// https, and the client certificate it shows one that asks (config's
 	// push_ca_file, push_cert_file, push_key_file); nil is the system's
-	// CAs and no certificate. Unused with HTTPClient.
+	// CAs and no certificate. It serves every receiver not in
+	// Receivers. Unused with HTTPClient.
 	TLS *tls.Config
+	// Receivers are the receiver hosts posted to with a TLS of their own
+	// instead of TLS (config's push_receivers), each over a transport of
+	// its own (receivers.go). Unused with HTTPClient.
+	Receivers []Receiver
 	// Timeout bounds one POST (10s).
 	Timeout time.Duration
 	// RetryMin and RetryMax bound the backoff between attempts (1s, 5m).
@@ -102,13 +108,6 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.HTTPClient == nil {
-		// Its own transport: one with a CA file or a client certificate
-		// must not change what other clients of the process trust.
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = o.TLS
-		o.HTTPClient = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	}
 	return o
 }
 
@@ -119,6 +118,8 @@ type Notifier struct {
 	o       Options
 	log     *slog.Logger
 	backoff retry.Backoff
+	// routes are the clients receivers are posted with.
+	routes routes
 
 	wake chan struct{}
 	sem  chan struct{}
@@ -149,7 +150,7 @@ type key struct{ task, config string }
 // outbox it delivers (in the daemon, the engine and engine.Push).
 func New(m Mailbox, box Outbox, o Options) *Notifier {
 	o = o.withDefaults()
-	n := &Notifier{mailbox: m, outbox: box, o: o, log: o.Logger, backoff: retry.Backoff{Min: o.RetryMin, Max: o.RetryMax},
+	n := &Notifier{mailbox: m, outbox: box, o: o, log: o.Logger, backoff: retry.Backoff{Min: o.RetryMin, Max: o.RetryMax}, routes: newRoutes(o),
 		wake: make(chan struct{}, 1), sem: make(chan struct{}, o.Concurrency),
 		active: map[key]bool{}, waiting: map[key]*pendingRetry{}, attempts: map[string]mailbox.PushAttempt{}, stats: newStats()}
 	box.SetStatus(func() mailbox.PushStatus {

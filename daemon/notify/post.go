@@ -107,9 +107,10 @@ func (n *Notifier) post(ctx context.Context, x mailbox.Notification) error {
 			}
 		}
 	}
-	resp, err := n.o.HTTPClient.Do(req)
+	to := n.routes.to(u.Hostname())
+	resp, err := to.client.Do(req)
 	if err != nil {
-		remedy := tlsRemedy(err)
+		remedy := tlsRemedy(err, to.keys)
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
