@@ -168,3 +168,27 @@ func TestDaemonPushesToEachReceiverWithItsEntry(t *testing.T) {
 		t.Fatalf("the receivers saw client certificates %q, want none at localhost and its entry's at 127.0.0.1", got)
 	}
 }
+
+// A receiver's entry keeps its client certificate as current as its
+// files: rotated in place (as SPIRE, cert-manager and certbot do), the
+// next handshake with that receiver shows the new one.
+func TestPushReceiverCertificateRotated(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "rotating CA")
+	caFile := ca.WriteFile(t, dir, "ca.pem")
+	certFile, keyFile := ca.Issue(t, testpki.Options{CN: "before", Client: true}).WriteFiles(t, dir, "client")
+	rcv := newTLSReceiver(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, testpki.Options{}).TLS},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()})
+	b := start(t, t.TempDir(), notify.Options{Receivers: receivers(t, config.PushReceiver{Host: "127.0.0.1", CAFile: caFile, CertFile: certFile, KeyFile: keyFile})})
+	b.send(rcv.srv.URL+"/hook", "tok")
+	b.outbox("empty", empty)
+	ca.Issue(t, testpki.Options{CN: "after the rotation", Client: true}).WriteFiles(t, dir, "client")
+	// A kept-alive connection would show no certificate again: the
+	// receiver ends it, as a restart or an idle timeout would.
+	rcv.srv.CloseClientConnections()
+	b.send(rcv.srv.URL+"/hook", "tok")
+	b.outbox("empty", empty)
+	if seen := rcv.seen(); len(seen) != 2 || seen[0] != "before" || seen[1] != "after the rotation" {
+		t.Fatalf("the receiver saw client certificates %q, want before, then after the rotation", seen)
+	}
+}
