@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
 )
 
-var pgConvFailovers = flag.Int("pg.conv-failovers", 3, "kill -9 failovers of TestPostgresKill9Conversations (.ci/run runs 8)")
+var (
+	pgConvFailovers    = flag.Int("pg.conv-failovers", 3, "kill -9 failovers of TestPostgresKill9Conversations (.ci/run runs 8)")
+	pgConvTLSFailovers = flag.Int("pg.conv-tls-failovers", 2, "kill -9 failovers of TestPostgresKill9ConversationsTLS (.ci/run runs 3)")
+)
 
 // TestPostgresKill9Conversations is TestFaultKill9Conversations on three
 // `mailroom daemon` processes sharing one PostgreSQL schema: each pair
@@ -26,23 +28,41 @@ var pgConvFailovers = flag.Int("pg.conv-failovers", 3, "kill -9 failovers of Tes
 // included, holds the same mailbox.
 func TestPostgresKill9Conversations(t *testing.T) {
 	url := pgtest.URL(t)
+	pgKill9Conversations(t, *pgConvFailovers, procTLS{}, url)
+}
+
+// TestPostgresKill9ConversationsTLS is TestPostgresKill9Conversations with
+// TLS on every hop: the pairs reach their instances over HTTPS, a follower
+// forwards questions and replies to the leader over HTTPS verified with
+// cluster_ca_file, and every instance reaches a PostgreSQL of the test's
+// own that takes TLS only, with sslmode=verify-full.
+func TestPostgresKill9ConversationsTLS(t *testing.T) {
+	hop := newProcTLS(t)
+	url := pgtest.StartTLS(t, hop.ca).URL("localhost", hop.caFile)
+	pgKill9Conversations(t, *pgConvTLSFailovers, hop, url, "--cluster-ca-file", hop.caFile)
+}
+
+// pgKill9Conversations is the conversation failover suite: three
+// instances on the PostgreSQL at url serving as hop says, with extra
+// flags, and failovers kills of the leader.
+func pgKill9Conversations(t *testing.T, failovers int, hop procTLS, url string, extra ...string) {
 	schema := pgtest.Schema(t, url, t.Name())
-	pg := []string{"--store", "postgres", "--postgres-url", url, "--postgres-schema", schema, "--postgres-campaign-interval", "50ms"}
+	pg := append([]string{"--store", "postgres", "--postgres-url", url, "--postgres-schema", schema, "--postgres-campaign-interval", "50ms"}, extra...)
 	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>2))
 	l := newConvLedger(t)
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2*convPairs + 2}}
+	hc := &http.Client{Transport: hop.secure(&http.Transport{MaxIdleConnsPerHost: 2*convPairs + 2})}
 	defer hc.CloseIdleConnections()
 
 	var procs []*proc
 	for range 3 {
-		procs = append(procs, startProc(t, t.TempDir(), pg...))
+		procs = append(procs, startProcTLS(t, t.TempDir(), hop, pg...))
 	}
 	waitLeader := func(what string) *proc { return waitLeaderOf(t, procs, what) }
 	check := func(when string) *proc {
 		t.Helper()
 		leader := waitLeader(when)
-		c, err := client.New(leader.addr, client.WithHTTPClient(hc))
+		c, err := client.New(leader.url(), client.WithHTTPClient(hc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,12 +75,12 @@ func TestPostgresKill9Conversations(t *testing.T) {
 		return leader
 	}
 
-	for i := range *pgConvFailovers {
+	for i := range failovers {
 		leader := check(fmt.Sprintf("failover %d", i))
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		for n := range convPairs {
-			c, err := client.New(procs[n%len(procs)].addr, client.WithHTTPClient(hc))
+			c, err := client.New(procs[n%len(procs)].url(), client.WithHTTPClient(hc))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,14 +106,14 @@ func TestPostgresKill9Conversations(t *testing.T) {
 				break
 			}
 		}
-		procs = append(procs, startProc(t, t.TempDir(), pg...))
+		procs = append(procs, startProcTLS(t, t.TempDir(), hop, pg...))
 	}
 	check("after the last failover")
 	if l.replies.Load() == 0 || l.questions.Load() == 0 {
 		t.Errorf("%d questions and %d replies acknowledged: the load held no conversations", l.questions.Load(), l.replies.Load())
 	}
 	t.Logf("%d failovers; acknowledged %d sends, %d questions, %d replies (%d retried after a kill, %d duplicates), %d final results; %d reply conflicts; %d tasks waiting summed over the checks",
-		*pgConvFailovers, len(l.sent), l.questions.Load(), l.replies.Load(), l.retried.Load(), l.duplicates.Load(), len(l.finished), l.conflicts.Load(), l.waitingSeen)
+		failovers, len(l.sent), l.questions.Load(), l.replies.Load(), l.retried.Load(), l.duplicates.Load(), len(l.finished), l.conflicts.Load(), l.waitingSeen)
 	for _, p := range procs {
 		p.stop(t)
 	}
@@ -104,14 +124,14 @@ func TestPostgresKill9Conversations(t *testing.T) {
 // for byte as their event streams give them.
 func sameMailboxes(t *testing.T, procs []*proc, leader *proc, when string) {
 	t.Helper()
-	want, _ := daemontest.ReadSnapshot(t, "http://"+leader.addr)
+	want := leader.snapshot(t)
 	for _, p := range procs {
 		if p == leader {
 			continue
 		}
 		deadline := time.Now().Add(30 * time.Second) // a watchdog, not synchronisation
 		for {
-			h, err := healthOf(p.addr)
+			h, err := p.health()
 			if err == nil && h.LastSeq >= want.Seq {
 				break
 			}
@@ -120,7 +140,7 @@ func sameMailboxes(t *testing.T, procs []*proc, leader *proc, when string) {
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
-		got, _ := daemontest.ReadSnapshot(t, "http://"+p.addr)
+		got := p.snapshot(t)
 		if got.Seq != want.Seq || jsonOf(t, got.Tasks) != jsonOf(t, want.Tasks) || jsonOf(t, got.Results) != jsonOf(t, want.Results) {
 			t.Errorf("%s: instance %s at seq %d holds another mailbox than the leader at seq %d", when, p.addr, got.Seq, want.Seq)
 		}
