@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/client"
-	"github.com/mailroom/mailroom/daemon/daemontest"
 	"github.com/mailroom/mailroom/daemon/store/pgstore/pgtest"
 )
 
-var pgRemoteFailovers = flag.Int("pg.remote-failovers", 3, "kill -9 failovers of TestPostgresKill9RemoteDelivery (.ci/run runs 8)")
+var (
+	pgRemoteFailovers    = flag.Int("pg.remote-failovers", 3, "kill -9 failovers of TestPostgresKill9RemoteDelivery (.ci/run runs 8)")
+	pgRemoteTLSFailovers = flag.Int("pg.remote-tls-failovers", 2, "kill -9 failovers of TestPostgresKill9RemoteDeliveryTLS (.ci/run runs 3)")
+)
 
 // TestPostgresKill9RemoteDelivery is TestFaultKill9RemoteDelivery on
 // three `mailroom daemon` processes sharing one PostgreSQL schema: only
@@ -32,30 +34,44 @@ var pgRemoteFailovers = flag.Int("pg.remote-failovers", 3, "kill -9 failovers of
 func TestPostgresKill9RemoteDelivery(t *testing.T) {
 	url := pgtest.URL(t)
 	t.Run("a2a-go v0.3", func(t *testing.T) {
-		pgKill9Remote(t, url, func(seed uint64) *e2eRemote { return startE2ERemote(t, seed) })
+		pgKill9Remote(t, *pgRemoteFailovers, procTLS{}, url, func(seed uint64) *e2eRemote { return startE2ERemote(t, seed) })
 	})
 	t.Run("js v1.0", func(t *testing.T) {
-		pgKill9Remote(t, url, func(uint64) *e2eRemote { return startE2ENodeRemote(t) })
+		pgKill9Remote(t, *pgRemoteFailovers, procTLS{}, url, func(uint64) *e2eRemote { return startE2ENodeRemote(t) })
 	})
 }
 
-func pgKill9Remote(t *testing.T, url string, startRemote func(seed uint64) *e2eRemote) {
+// TestPostgresKill9RemoteDeliveryTLS is TestPostgresKill9RemoteDelivery
+// against the a2a-go v0.3 remote with TLS on the hops it adds: the senders
+// reach every instance over HTTPS, a follower forwards to the leader over
+// HTTPS verified with cluster_ca_file, and the instances reach a
+// PostgreSQL of the test's own that takes TLS only (verify-full).
+func TestPostgresKill9RemoteDeliveryTLS(t *testing.T) {
+	hop := newProcTLS(t)
+	url := pgtest.StartTLS(t, hop.ca).URL("localhost", hop.caFile)
+	pgKill9Remote(t, *pgRemoteTLSFailovers, hop, url, func(seed uint64) *e2eRemote { return startE2ERemote(t, seed) }, "--cluster-ca-file", hop.caFile)
+}
+
+// pgKill9Remote is the remote delivery failover suite: three instances on
+// the PostgreSQL at url serving as hop says, with extra flags, failovers
+// kills of the leader, delivering to the remote startRemote starts.
+func pgKill9Remote(t *testing.T, failovers int, hop procTLS, url string, startRemote func(seed uint64) *e2eRemote, extra ...string) {
 	schema := pgtest.Schema(t, url, t.Name())
 	seed := faultSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed>>4))
 	remote := startRemote(seed)
-	flags := append(remoteConfig(t), "--store", "postgres", "--postgres-url", url, "--postgres-schema", schema, "--postgres-campaign-interval", "50ms")
+	flags := append(append(remoteConfig(t), "--store", "postgres", "--postgres-url", url, "--postgres-schema", schema, "--postgres-campaign-interval", "50ms"), extra...)
 	l := newRemoteLedger(t)
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: remoteSends + 2}}
+	hc := &http.Client{Transport: hop.secure(&http.Transport{MaxIdleConnsPerHost: remoteSends + 2})}
 	defer hc.CloseIdleConnections()
 
 	var procs []*proc
 	for range 3 {
-		procs = append(procs, startProc(t, t.TempDir(), flags...))
+		procs = append(procs, startProcTLS(t, t.TempDir(), hop, flags...))
 	}
 	waitLeader := func(what string) *proc { return waitLeaderOf(t, procs, what) }
 	clientOf := func(p *proc) *client.Client {
-		c, err := client.New(p.addr, client.WithHTTPClient(hc))
+		c, err := client.New(p.url(), client.WithHTTPClient(hc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +91,7 @@ func pgKill9Remote(t *testing.T, url string, startRemote func(seed uint64) *e2eR
 	}
 
 	registerRemote(t, clientOf(waitLeader("registering the remote")), remote)
-	for i := range *pgRemoteFailovers {
+	for i := range failovers {
 		leader, _ := check(fmt.Sprintf("failover %d", i))
 		var clients []*client.Client
 		for _, p := range procs {
@@ -95,14 +111,14 @@ func pgKill9Remote(t *testing.T, url string, startRemote func(seed uint64) *e2eR
 				break
 			}
 		}
-		procs = append(procs, startProc(t, t.TempDir(), flags...))
+		procs = append(procs, startProcTLS(t, t.TempDir(), hop, flags...))
 	}
 	leader, c := check("after the last failover")
 	l.settle(c, leader, remote)
 	if t.Failed() {
 		t.Fatalf("at the end (seed %d); the leader's log:\n%s", seed, leader.out)
 	}
-	t.Logf("%s: %d failovers; %s", remote.name, *pgRemoteFailovers, l.summary())
+	t.Logf("%s: %d failovers; %s", remote.name, failovers, l.summary())
 	for _, p := range procs {
 		p.stop(t)
 	}
@@ -120,8 +136,7 @@ func sameRemoteMailboxes(t *testing.T, procs []*proc, leader *proc, when string)
 		}
 		deadline := time.Now().Add(60 * time.Second) // a watchdog, not synchronisation
 		for {
-			want, _ := daemontest.ReadSnapshot(t, "http://"+leader.addr)
-			got, _ := daemontest.ReadSnapshot(t, "http://"+p.addr)
+			want, got := leader.snapshot(t), p.snapshot(t)
 			if got.Seq == want.Seq {
 				if jsonOf(t, got.Tasks) != jsonOf(t, want.Tasks) || jsonOf(t, got.Results) != jsonOf(t, want.Results) {
 					t.Errorf("%s: instance %s at seq %d holds another mailbox than the leader", when, p.addr, got.Seq)
