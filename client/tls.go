@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mailroom/mailroom/internal/certfile"
 )
 
 // WithTLS speaks TLS to the daemon with cfg: its RootCAs say which
@@ -181,14 +183,13 @@ func TLSFiles(caFile, certFile, keyFile string) (*tls.Config, error) {
 	case keyFile != "" && certFile == "":
 		return nil, &TLSFileError{File: FileCert, Err: errors.New("missing; a client key needs its certificate")}
 	case certFile != "":
-		cc, err := newClientCert(certFile, keyFile)
+		// Read again at the next handshake once its files change: a
+		// console or `mailroom mcp` outlives a rotation.
+		pair, err := certfile.New(certFile, keyFile, func() (tls.Certificate, error) { return readKeyPair(certFile, keyFile, time.Now()) })
 		if err != nil {
 			return nil, err
 		}
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			cert := cc.current()
-			return &cert, nil
-		}
+		cfg.GetClientCertificate = pair.GetClientCertificate
 	}
 	return cfg, nil
 }

@@ -7,8 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
+
+	"github.com/mailroom/mailroom/internal/certfile"
 )
 
 // The TLS the daemon speaks when it calls out: to a remote agent (its
@@ -67,65 +68,15 @@ func (f clientFiles) load() (*tls.Config, error) {
 	case f.key != "" && f.cert == "":
 		return nil, fmt.Errorf("%s: empty, expected the PEM client certificate of %s %q (set both or neither)", f.certName, f.keyName, f.key)
 	case f.cert != "":
-		cc, err := f.clientCert()
+		// Read again at the next handshake once its files change
+		// (SPIRE, cert-manager).
+		pair, err := certfile.New(f.cert, f.key, f.pair)
 		if err != nil {
 			return nil, err
 		}
-		cfg.GetClientCertificate = cc.get
+		cfg.GetClientCertificate = pair.GetClientCertificate
 	}
 	return cfg, nil
-}
-
-// clientCert is a client certificate kept as current as its files:
-// SPIRE rotates an X.509-SVID every hour or so, cert-manager and certbot
-// replace files in place, and the daemon outlives them. A handshake that
-// asks for it (a new connection: they are kept alive, so rarely) looks at
-// the files' size and modification time and reads them again when either
-// changed; a rotation caught half-written, or one that does not parse,
-// keeps the certificate read before, and the next handshake tries again.
-type clientCert struct {
-	f     clientFiles
-	mu    sync.Mutex
-	cert  tls.Certificate
-	stamp [2]fileStamp
-}
-
-// fileStamp is what says a file changed without reading it.
-type fileStamp struct {
-	size int64
-	mod  time.Time
-}
-
-func stampOf(path string) fileStamp {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}
-	}
-	return fileStamp{size: fi.Size(), mod: fi.ModTime()}
-}
-
-// clientCert reads the files once, so that their mistakes are heard at
-// start.
-func (f clientFiles) clientCert() (*clientCert, error) {
-	stamp := [2]fileStamp{stampOf(f.cert), stampOf(f.key)}
-	pair, err := f.pair()
-	if err != nil {
-		return nil, err
-	}
-	return &clientCert{f: f, cert: pair, stamp: stamp}, nil
-}
-
-// get is tls.Config's GetClientCertificate.
-func (cc *clientCert) get(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if stamp := [2]fileStamp{stampOf(cc.f.cert), stampOf(cc.f.key)}; stamp != cc.stamp {
-		if pair, err := cc.f.pair(); err == nil {
-			cc.cert, cc.stamp = pair, stamp
-		}
-	}
-	cert := cc.cert
-	return &cert, nil
 }
 
 // pool reads the CA file, refusing one without a certificate or with one
