@@ -79,47 +79,37 @@ const revokedFields = "serial, sha256"
 
 // parseRevokedNode reads the revoked_certificates list; errors carry the
 // entry's own line, as tokens' do.
-func parseRevokedNode(c *Config, n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		c.RevokedCertificates = nil
-		return nil
+func parseRevokedNode(c *Config, n *yaml.Node) (err error) {
+	c.RevokedCertificates, err = parseList("revoked_certificates", revokedFields, n, parseRevoked, auth.ValidateRevoked)
+	return err
+}
+
+func parseRevoked(i int, item *yaml.Node) (auth.RevokedCertificate, error) {
+	var r auth.RevokedCertificate
+	name := fmt.Sprintf("revoked_certificates[%d]", i)
+	if item.Kind != yaml.MappingNode {
+		return r, fmt.Errorf("line %d: %s: expected a mapping with %s, got %s", item.Line, name, revokedFields, describe(item))
 	}
-	if n.Kind != yaml.SequenceNode {
-		return fmt.Errorf("line %d: revoked_certificates: expected a list of entries with %s, got %s", n.Line, revokedFields, describe(n))
+	for j := 0; j+1 < len(item.Content); j += 2 {
+		kn, vn := item.Content[j], item.Content[j+1]
+		field := name + "." + kn.Value
+		var p *string
+		switch kn.Value {
+		case "serial":
+			p = &r.Serial
+		case "sha256":
+			p = &r.SHA256
+		default:
+			return r, fmt.Errorf("line %d: %s: unknown key %q; expected %s", kn.Line, name, kn.Value, revokedFields)
+		}
+		if *p != "" {
+			return r, fmt.Errorf("line %d: %s: set twice", kn.Line, field)
+		}
+		v, err := scalar(field, vn)
+		if err != nil {
+			return r, err
+		}
+		*p = v
 	}
-	list := make([]auth.RevokedCertificate, 0, len(n.Content))
-	for i, item := range n.Content {
-		name := fmt.Sprintf("revoked_certificates[%d]", i)
-		if item.Kind != yaml.MappingNode {
-			return fmt.Errorf("line %d: %s: expected a mapping with %s, got %s", item.Line, name, revokedFields, describe(item))
-		}
-		var r auth.RevokedCertificate
-		for j := 0; j+1 < len(item.Content); j += 2 {
-			kn, vn := item.Content[j], item.Content[j+1]
-			field := name + "." + kn.Value
-			var p *string
-			switch kn.Value {
-			case "serial":
-				p = &r.Serial
-			case "sha256":
-				p = &r.SHA256
-			default:
-				return fmt.Errorf("line %d: %s: unknown key %q; expected %s", kn.Line, name, kn.Value, revokedFields)
-			}
-			if *p != "" {
-				return fmt.Errorf("line %d: %s: set twice", kn.Line, field)
-			}
-			v, err := scalar(field, vn)
-			if err != nil {
-				return err
-			}
-			*p = v
-		}
-		list = append(list, r)
-		if err := auth.ValidateRevoked(list); err != nil {
-			return fmt.Errorf("line %d: %w", item.Line, err)
-		}
-	}
-	c.RevokedCertificates = list
-	return nil
+	return r, nil
 }

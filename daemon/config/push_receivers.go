@@ -117,27 +117,9 @@ func hostName(s string) bool {
 
 // parsePushReceiversNode reads the push_receivers list, checking each
 // entry as it is read. Errors carry their own line.
-func parsePushReceiversNode(c *Config, n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		c.PushReceivers = nil
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		return fmt.Errorf("line %d: push_receivers: expected a list of entries with %s, got %s", n.Line, pushReceiverFields, describe(n))
-	}
-	rs := make([]PushReceiver, 0, len(n.Content))
-	for i, item := range n.Content {
-		r, err := parsePushReceiver(i, item)
-		if err != nil {
-			return err
-		}
-		rs = append(rs, r)
-		if err := ValidatePushReceivers(rs); err != nil {
-			return fmt.Errorf("line %d: %w", item.Line, err)
-		}
-	}
-	c.PushReceivers = rs
-	return nil
+func parsePushReceiversNode(c *Config, n *yaml.Node) (err error) {
+	c.PushReceivers, err = parseList("push_receivers", pushReceiverFields, n, parsePushReceiver, ValidatePushReceivers)
+	return err
 }
 
 func parsePushReceiver(i int, n *yaml.Node) (PushReceiver, error) {

@@ -193,27 +193,9 @@ func printableOrSpace(s string) bool {
 }
 
 // parseRemotesNode reads the remotes list. Errors carry their own line.
-func parseRemotesNode(c *Config, n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		c.Remotes = nil
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		return fmt.Errorf("line %d: remotes: expected a list of entries with %s, got %s", n.Line, remoteFields, describe(n))
-	}
-	rs := make([]RemoteCredential, 0, len(n.Content))
-	for i, item := range n.Content {
-		r, err := parseRemote(i, item)
-		if err != nil {
-			return err
-		}
-		rs = append(rs, r)
-		if err := ValidateRemotes(rs); err != nil {
-			return fmt.Errorf("line %d: %w", item.Line, err)
-		}
-	}
-	c.Remotes = rs
-	return nil
+func parseRemotesNode(c *Config, n *yaml.Node) (err error) {
+	c.Remotes, err = parseList("remotes", remoteFields, n, parseRemote, ValidateRemotes)
+	return err
 }
 
 func parseRemote(i int, n *yaml.Node) (RemoteCredential, error) {

@@ -20,29 +20,14 @@ const tokenFields = "principal, token, sha256, caps, revoked, spiffe_id, dns, cn
 
 // parseTokensNode reads the tokens list. Errors carry their own line (the
 // entry's, not the key's) because a list spans many lines.
-func parseTokensNode(c *Config, n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		c.Tokens = nil // "tokens:" with every entry commented out
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		return fmt.Errorf("line %d: tokens: expected a list of entries with %s, got %s", n.Line, tokenFields, describe(n))
-	}
-	tokens := make([]auth.Token, 0, len(n.Content))
-	for i, item := range n.Content {
-		t, err := parseToken(i, item)
-		if err != nil {
-			return err
-		}
-		tokens = append(tokens, t)
-		// Validating the list so far pins an error to this entry's line;
-		// auth.New names the entry itself.
-		if _, err := auth.New(tokens); err != nil {
-			return fmt.Errorf("line %d: %w", item.Line, err)
-		}
-	}
-	c.Tokens = tokens
-	return nil
+func parseTokensNode(c *Config, n *yaml.Node) (err error) {
+	// Validating the list so far pins an error to this entry's line;
+	// auth.New names the entry itself.
+	c.Tokens, err = parseList("tokens", tokenFields, n, parseToken, func(ts []auth.Token) error {
+		_, err := auth.New(ts)
+		return err
+	})
+	return err
 }
 
 func parseToken(i int, n *yaml.Node) (auth.Token, error) {
