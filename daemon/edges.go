@@ -44,8 +44,7 @@ type edges struct {
 	// notes are the dispatcher's notes the A2A edge shows.
 	notes *wire.DeliveryNotes
 	// tls is the certificate the daemon serves (nil without TLS): its
-	// expiry is on /metrics, and the MCP face's calls to the daemon's own
-	// API check it.
+	// expiry is on /metrics.
 	tls *tlsreload.Reloader
 	// cluster is how a follower reaches the leader (store postgres).
 	cluster cluster
@@ -96,20 +95,23 @@ func (e edges) handler() (http.Handler, *mcpface.HTTPHandler) {
 	// Covenant's dialect of the native routes (issue 20).
 	root.Handle(covenant.Prefix, covenant.New(guarded, covenantOpts))
 	root.Handle("/", httpapi.New(guarded, apiOpts))
-	mcpHandler := e.mcp(root, apiOpts.Authorizer)
+	self := &selfAPI{log: e.log}
+	mcpHandler := e.mcp(root, apiOpts.Authorizer, self)
 	var handler http.Handler = root
 	if e.cfg.Store == config.StorePostgres {
 		handler = newForwarder(root, e.eng, e.log, e.stop, e.cluster.authenticating(apiOpts.Authorizer))
 	}
 	handler = agentPathsAsIs(handler) // /agents/x//rpc is served, not redirected: agentpaths.go
 	handler = requests.Wrap(handler)  // outermost: a follower's forwarded requests count too
+	self.handler = handler            // the MCP face's calls are served as any client's
 	return handler, mcpHandler
 }
 
 // mcp mounts the MCP face over streamable HTTP (issue 28) on root when
-// mcp_http asks for it: a client of this daemon's own API with each
-// caller's token, so the guard decides its every call.
-func (e edges) mcp(root *http.ServeMux, az httpapi.Authorizer) *mcpface.HTTPHandler {
+// mcp_http asks for it: a client of this daemon's own API (self, in
+// process) with each caller's token and client certificate, so the guard
+// decides its every call.
+func (e edges) mcp(root *http.ServeMux, az httpapi.Authorizer, self *selfAPI) *mcpface.HTTPHandler {
 	if !e.cfg.MCPHTTP {
 		return nil
 	}
@@ -118,12 +120,10 @@ func (e edges) mcp(root *http.ServeMux, az httpapi.Authorizer) *mcpface.HTTPHand
 		mcpOpts.Authenticate = func(r *http.Request) error { _, err := az.Authorize(r, mcpface.Path); return err }
 		mcpOpts.AnyHost = true
 	}
-	addr := e.ln.Addr().String()
-	if e.tls != nil {
-		addr = "https://" + loopbackOf(addr)
-		mcpOpts.Client = []client.Option{client.WithHTTPClient(&http.Client{Transport: selfTransport(e.tls)})}
+	mcpOpts.ClientFor = func(r *http.Request) []client.Option {
+		return []client.Option{client.WithHTTPClient(&http.Client{Transport: self.forCaller(r)})}
 	}
-	h := mcpface.NewHTTPHandler(addr, mcpOpts)
+	h := mcpface.NewHTTPHandler(e.ln.Addr().String(), mcpOpts)
 	root.Handle(mcpface.Path, h)
 	e.log.Info("serving MCP over streamable HTTP", "path", mcpface.Path)
 	return h

@@ -39,8 +39,14 @@ type HTTPOptions struct {
 	// one.
 	AnyHost bool
 	// Client are more options for the client the tools call the daemon
-	// with (a daemon serving TLS gives its transport).
+	// with.
 	Client []client.Option
+	// ClientFor, when set, gives more options for the client of the face
+	// built for r, the request that opens a session (or a stateless
+	// request), after Client's: the daemon hands its own API the caller's
+	// client certificate through it, so a caller known by its certificate
+	// is the same principal in its tool calls as at /mcp.
+	ClientFor func(r *http.Request) []client.Option
 }
 
 // Path is where the daemon serves the face over streamable HTTP.
@@ -165,7 +171,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		s, ok := h.sessions[id]
 		h.mu.Unlock()
-		if ok && s.owner != sha256.Sum256([]byte(token)) {
+		if ok && s.owner != ownerOf(r) {
 			// Another token's session is answered as an unknown one.
 			writeError(w, r, &mailbox.Error{Code: mailbox.CodeNotFound, Message: "Mcp-Session-Id: no such session for this token; start a new session"})
 			return
@@ -235,6 +241,9 @@ func requestServer(r *http.Request) *mcp.Server {
 // itself when its session ends.
 func (h *HTTPHandler) newFace(r *http.Request, token string, session bool) (*Face, error) {
 	opts := append([]client.Option{client.WithTimeout(10 * time.Second)}, h.opts.Client...)
+	if h.opts.ClientFor != nil {
+		opts = append(opts, h.opts.ClientFor(r)...)
+	}
 	if token != "" {
 		opts = append(opts, client.WithToken(token))
 	}
@@ -262,6 +271,16 @@ func (h *HTTPHandler) newFace(r *http.Request, token string, session bool) (*Fac
 	return f, nil
 }
 
+// ownerOf is whom r's session belongs to: the hash of its token, or of
+// its client certificate when it has no token (a caller known by its
+// certificate), so one such caller cannot drive another's session.
+func ownerOf(r *http.Request) [32]byte {
+	if token := bearer(r); token != "" || r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return sha256.Sum256([]byte(token))
+	}
+	return sha256.Sum256(append([]byte("certificate\x00"), r.TLS.PeerCertificates[0].Raw...))
+}
+
 // server hands the SDK the face built for the session's first request; from
 // then on the session is its token's.
 func (h *HTTPHandler) server(r *http.Request) *mcp.Server {
@@ -270,7 +289,7 @@ func (h *HTTPHandler) server(r *http.Request) *mcp.Server {
 		return nil
 	}
 	h.mu.Lock()
-	h.sessions[f.sessionID] = httpSession{owner: sha256.Sum256([]byte(bearer(r))), face: f}
+	h.sessions[f.sessionID] = httpSession{owner: ownerOf(r), face: f}
 	h.mu.Unlock()
 	return f.Server
 }
