@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -17,7 +18,9 @@ import (
 // deliveries go.
 
 const remoteRegisterExamples = "mailroom agent register echo@remote --remote http://127.0.0.1:9999/    # an A2A server: the daemon delivers its tasks; its name and skills are the remote's\n" +
-	"mailroom agent register echo@remote --remote https://echo.example.com/.well-known/agent-card.json --binding jsonrpc-0.3 --concurrency 8 --name Echo\n"
+	"mailroom agent register echo@remote --remote https://echo.example.com/.well-known/agent-card.json --binding jsonrpc-0.3 --concurrency 8 --name Echo\n" +
+	"mailroom agent register echo@remote --remote https://echo.example.com/ --require-signed-card --card-jwks-url https://echo.example.com/.well-known/jwks.json   # deliver only while its card's signature verifies\n" +
+	"mailroom agent register echo@remote --remote https://echo.example.com/ --require-signed-card --card-jwks-file echo-keys.json   # the keys from a file, kept in the registration\n"
 
 // bindings are the values --binding takes, in the order help lists them.
 var bindings = []string{mailbox.BindingAuto, mailbox.BindingJSONRPC03, mailbox.BindingJSONRPC10, mailbox.BindingHTTPJSON10, mailbox.BindingLegacy}
@@ -26,6 +29,10 @@ type remoteFlags struct {
 	url         *string
 	binding     *string
 	concurrency *int
+	// The remote's card must be signed by one of these keys.
+	requireSigned *bool
+	jwksURL       *string
+	jwksFile      *string
 }
 
 func addRemoteFlags(fs *verbFlags) remoteFlags {
@@ -35,6 +42,9 @@ func addRemoteFlags(fs *verbFlags) remoteFlags {
 			" (default auto: from the remote's card; legacy, the tasks/send dialect, only when asked)"),
 		concurrency: fs.Int("concurrency", 0, fmt.Sprintf("with --remote: at most this many of its tasks in flight at once, 1 to %d (default %d)",
 			mailbox.MaxRemoteConcurrency, mailbox.DefaultRemoteConcurrency)),
+		requireSigned: fs.Bool("require-signed-card", false, "with --remote: deliver to it only while its card carries a signature by one of the keys of --card-jwks-url or --card-jwks-file (a card that does not verify stops delivery, shown as the remote's state)"),
+		jwksURL:       fs.String("card-jwks-url", "", "with --require-signed-card: the https URL of the JWKS holding the keys that sign the remote's card (read on every read of the card; never a key URL the card names itself)"),
+		jwksFile:      fs.String("card-jwks-file", "", "with --require-signed-card: a JSON file holding that JWKS ({\"keys\": [...]}), kept in the registration"),
 	}
 }
 
@@ -46,7 +56,7 @@ func (r remoteFlags) spec(fs *verbFlags) (*mailbox.RemoteSpec, error) {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if !given["remote"] {
-		for _, name := range []string{"binding", "concurrency"} {
+		for _, name := range []string{"binding", "concurrency", "require-signed-card", "card-jwks-url", "card-jwks-file"} {
 			if given[name] {
 				return nil, usagef("--%s: applies to a remote agent only; add --remote URL (the remote's base URL or card URL)", name)
 			}
@@ -62,7 +72,16 @@ func (r remoteFlags) spec(fs *verbFlags) (*mailbox.RemoteSpec, error) {
 	if given["concurrency"] && (*r.concurrency < 1 || *r.concurrency > mailbox.MaxRemoteConcurrency) {
 		return nil, usagef("--concurrency: got %d, expected 1 to %d tasks in flight at once", *r.concurrency, mailbox.MaxRemoteConcurrency)
 	}
-	return &mailbox.RemoteSpec{URL: *r.url, Binding: *r.binding, Concurrency: *r.concurrency}, nil
+	spec := &mailbox.RemoteSpec{URL: *r.url, Binding: *r.binding, Concurrency: *r.concurrency,
+		RequireSignedCard: *r.requireSigned, CardJWKSURL: *r.jwksURL}
+	if given["card-jwks-file"] {
+		data, err := os.ReadFile(*r.jwksFile)
+		if err != nil {
+			return nil, usagef("--card-jwks-file: %v; expected a JSON file holding the JWKS that signs the remote's card", err)
+		}
+		spec.CardJWKS = string(data)
+	}
+	return spec, nil
 }
 
 // remoteFlag is the flag a refused field of the card's remote was typed
@@ -75,6 +94,12 @@ func remoteFlag(field string) (string, bool) {
 		return "--binding", true
 	case "remote.concurrency":
 		return "--concurrency", true
+	case "remote.require_signed_card":
+		return "--require-signed-card", true
+	case "remote.card_jwks_url":
+		return "--card-jwks-url", true
+	case "remote.card_jwks":
+		return "--card-jwks-file", true
 	}
 	return "", false
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,13 @@ func TestAgentRegisterRemoteRefusals(t *testing.T) {
 	}{
 		{[]string{"--name", "X", "--binding", "jsonrpc-0.3"}, []string{"--binding: applies to a remote agent only; add --remote URL"}},
 		{[]string{"--name", "X", "--concurrency", "3"}, []string{"--concurrency: applies to a remote agent only"}},
+		{[]string{"--name", "X", "--require-signed-card"}, []string{"--require-signed-card: applies to a remote agent only"}},
+		// Signed cards: the keys are required with the flag, and only with it.
+		{[]string{"--remote", url, "--require-signed-card"}, []string{"--card-jwks-url: got \"\" and no card_jwks"}},
+		{[]string{"--remote", url, "--card-jwks-url", "https://keys.example.com/jwks.json"}, []string{"--require-signed-card: got false with the card's keys given"}},
+		{[]string{"--remote", url, "--require-signed-card", "--card-jwks-url", "http://keys.example.com/jwks.json"}, []string{"--card-jwks-url: got"}},
+		{[]string{"--remote", url, "--require-signed-card", "--card-jwks-file", filepath.Join(t.TempDir(), "none.json")}, []string{"--card-jwks-file: open", "none.json", "expected a JSON file holding the JWKS"}},
+		{[]string{"--remote", url, "--require-signed-card", "--card-jwks-file", writeCard(t, "not json")}, []string{"--card-jwks-file: is not a JWKS with keys"}},
 		{[]string{"--remote", " "}, []string{`--remote: got " ", expected the agent's base URL or card URL`}},
 		{[]string{"--remote", url, "--binding", "grpc"}, []string{`--binding: got "grpc", expected auto, jsonrpc-0.3, jsonrpc-1.0, http+json-1.0, legacy`}},
 		{[]string{"--remote", url, "--concurrency", "0"}, []string{"--concurrency: got 0, expected 1 to 64"}},
@@ -125,6 +133,14 @@ func TestAgentRegisterRemoteRefusals(t *testing.T) {
 	mustJSON(t, addr, &listed, "agent", "list", "--all", "--json")
 	if len(listed.Agents) != 0 {
 		t.Fatalf("refused registrations registered %+v", listed.Agents)
+	}
+	// The keys from a file are kept in the registration.
+	jwks := writeCard(t, `{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"k1","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}`)
+	mustCLI(t, addr, "agent", "register", "signed@remote", "--remote", url, "--require-signed-card", "--card-jwks-file", jwks)
+	mustJSON(t, addr, &listed, "agent", "list", "--all", "--json")
+	if len(listed.Agents) != 1 || listed.Agents[0].Card == nil || listed.Agents[0].Card.Remote == nil ||
+		!listed.Agents[0].Card.Remote.RequireSignedCard || !strings.Contains(listed.Agents[0].Card.Remote.CardJWKS, `"kid":"k1"`) {
+		t.Fatalf("registered with --require-signed-card --card-jwks-file: %+v", listed.Agents)
 	}
 	// A remote card file alone needs no name.
 	out := mustCLI(t, addr, "agent", "register", "x@remote", "--card", withRemote)
