@@ -153,6 +153,9 @@ func newServer(handler http.Handler, logger *slog.Logger, certs *tlsreload.Reloa
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	if certs != nil {
 		srv.TLSConfig = certs.ServerConfig()
+		// A client certificate verified after the handshake is verified
+		// once per connection (auth's connmemo.go), not per request.
+		srv.ConnContext = auth.ConnContext
 	}
 	return srv
 }

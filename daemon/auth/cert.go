@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -9,6 +10,7 @@ import (
 	"math/big"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/mailroom/mailroom/internal/tlsreload"
 	"github.com/mailroom/mailroom/mailbox"
@@ -147,7 +149,7 @@ func (r revocations) has(c *x509.Certificate) (string, bool) {
 // expired, not for client authentication, revoked) is an error whatever
 // else the request carries: it is either an attack or a client about to
 // break, and either is better seen now.
-func (a *Authenticator) clientCert(cs *tls.ConnectionState) (*x509.Certificate, error) {
+func (a *Authenticator) clientCert(ctx context.Context, cs *tls.ConnectionState) (*x509.Certificate, error) {
 	if cs == nil || len(cs.PeerCertificates) == 0 || a.clientCAs == nil {
 		return nil, nil
 	}
@@ -156,13 +158,10 @@ func (a *Authenticator) clientCert(cs *tls.ConnectionState) (*x509.Certificate, 
 		// tls_client_auth: request asks for a certificate without
 		// verifying it at the handshake, so that a bad one is a 401 with
 		// a reason rather than a handshake failure the client reads as a
-		// network error. It is verified here, against the pool served now.
-		inter := x509.NewCertPool()
-		for _, c := range cs.PeerCertificates[1:] {
-			inter.AddCert(c)
-		}
-		_, err := leaf.Verify(x509.VerifyOptions{Roots: a.clientCAs(), Intermediates: inter,
-			CurrentTime: a.now(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		// network error. It is verified here, against the pool served
+		// now, once per connection while that verdict holds (connmemo.go).
+		pool, now := a.clientCAs(), a.now()
+		err := verifyOnce(ctx, pool, now, func() (time.Time, error) { return verifyClient(cs, pool, now) })
 		if err != nil {
 			return nil, a.refuseCert(leaf, fmt.Sprintf("not valid (%v)", err))
 		}
@@ -171,6 +170,28 @@ func (a *Authenticator) clientCert(cs *tls.ConnectionState) (*x509.Certificate, 
 		return nil, a.refuseCert(leaf, "revoked by "+how+" in revoked_certificates")
 	}
 	return leaf, nil
+}
+
+// verifyClient verifies the connection's client certificate against
+// pool at now, and says until when the chain it was verified through
+// stays valid (the soonest expiry in it).
+func verifyClient(cs *tls.ConnectionState, pool *x509.CertPool, now time.Time) (time.Time, error) {
+	inter := x509.NewCertPool()
+	for _, c := range cs.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	chains, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter,
+		CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	if err != nil {
+		return time.Time{}, err
+	}
+	until := chains[0][0].NotAfter
+	for _, c := range chains[0][1:] {
+		if c.NotAfter.Before(until) {
+			until = c.NotAfter
+		}
+	}
+	return until, nil
 }
 
 // certIdentity maps a verified certificate to its entry: the first kind

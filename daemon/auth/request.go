@@ -17,7 +17,7 @@ import (
 // certificate win would make a stolen certificate outrank a token. The
 // token grants nothing it would not grant alone.
 func (a *Authenticator) AuthenticateRequest(r *http.Request) (Identity, error) {
-	cert, err := a.clientCert(r.TLS)
+	cert, err := a.clientCert(r.Context(), r.TLS)
 	if err != nil {
 		return Identity{}, err
 	}
