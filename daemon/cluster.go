@@ -21,7 +21,6 @@ import (
 	"github.com/mailroom/mailroom/daemon/config"
 	"github.com/mailroom/mailroom/daemon/covenant"
 	"github.com/mailroom/mailroom/daemon/httpapi"
-	"github.com/mailroom/mailroom/mailbox"
 )
 
 // The headers a follower asserts its caller's identity to the leader
@@ -188,31 +187,8 @@ func (a clusterAuthorizer) asserted(r *http.Request) (auth.Identity, bool) {
 	if err != nil {
 		return auth.Identity{}, false
 	}
-	id, err := assertedIdentity(principal, strings.Fields(r.Header.Get(HeaderCapabilities)))
+	id, err := auth.AssertedIdentity(principal, strings.Fields(r.Header.Get(HeaderCapabilities)))
 	return id, err == nil
-}
-
-// assertedIdentity is the identity of principal with caps. The auth
-// package makes identities only from access entries, so this makes one
-// for the occasion: the same checks of the principal and every
-// capability as the access file's, and no constructor the rest of the
-// daemon could reach for.
-func assertedIdentity(principal string, caps []string) (auth.Identity, error) {
-	if len(caps) == 0 {
-		// An access entry holds at least one capability, an OIDC
-		// caller's token may carry none: an identity that may do only
-		// what needs no capability.
-		if err := mailbox.ValidatePrincipal("principal", principal); err != nil {
-			return auth.Identity{}, err
-		}
-		return auth.Identity{Principal: principal}, nil
-	}
-	const probe = "asserted-by-the-cluster"
-	a, err := auth.New([]auth.Token{{Principal: principal, Token: probe, Caps: caps}})
-	if err != nil {
-		return auth.Identity{}, err
-	}
-	return a.Authenticate("Bearer " + probe)
 }
 
 // clientTLS is the TLS the forwarder reaches the leader with: the

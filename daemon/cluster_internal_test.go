@@ -29,9 +29,9 @@ func TestAnAssertedIdentityRoundTrips(t *testing.T) {
 		nil,
 	} {
 		for _, principal := range []string{"planner@pg", "zoë-the-operator:ü/1"} {
-			asserted, err := assertedIdentity(principal, caps)
+			asserted, err := auth.AssertedIdentity(principal, caps)
 			if err != nil {
-				t.Fatalf("assertedIdentity(%q, %v): %v", principal, caps, err)
+				t.Fatalf("AssertedIdentity(%q, %v): %v", principal, caps, err)
 			}
 			follower := c.authenticating(stubAuthorizer{asserted})
 			r := httptest.NewRequest(http.MethodPost, "/a2a/tasks", nil)

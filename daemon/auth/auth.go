@@ -249,6 +249,25 @@ func identityOf(key string, t Token) (Identity, error) {
 	return id, nil
 }
 
+// AssertedIdentity is the identity another instance of the cluster
+// authenticated and vouched for (daemon/cluster.go): principal with caps,
+// each checked as an access entry's are. No caps is an identity that may
+// do only what needs none (an OIDC caller's token may carry none, which an
+// access entry may not).
+func AssertedIdentity(principal string, caps []string) (Identity, error) {
+	if err := mailbox.ValidatePrincipal("principal", principal); err != nil {
+		return Identity{}, err
+	}
+	id := Identity{Principal: principal, caps: map[string]bool{}}
+	for j, c := range caps {
+		if err := ValidateCap(c); err != nil {
+			return Identity{}, fmt.Errorf("caps[%d]: %v", j, err)
+		}
+		id.caps[c] = true
+	}
+	return id, nil
+}
+
 // Enabled reports whether any token, client certificate or OIDC issuer is
 // configured;
 // without one the daemon serves loopback only and does not authenticate.
